@@ -1,0 +1,101 @@
+"""polygrad backend plugin for NumPy (CPU).
+
+Thin bindings: the namespace is ``array_api_compat.numpy``; numpy is imported
+inside the hooks only, so registering this plugin imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from polygrad.backends import BackendInfo
+from polygrad.hookspecs import hookimpl
+
+NAME = "numpy"
+
+
+@hookimpl
+def polygrad_backend_info():
+    return BackendInfo(name=NAME, module="numpy", device="cpu", lazy=False, inplace=True, priority=100)
+
+
+@hookimpl
+def polygrad_check_usable(backend):
+    if backend != NAME:
+        return None
+    try:
+        import numpy  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - numpy is a dependency
+        return (False, f"numpy cannot be imported: {exc}")
+    return (True, "")
+
+
+@hookimpl
+def polygrad_array_namespace(backend):
+    if backend != NAME:
+        return None
+    import array_api_compat.numpy as xp
+
+    return xp
+
+
+@hookimpl
+def polygrad_array_types(backend):
+    if backend != NAME:
+        return None
+    import numpy as np
+
+    # numpy scalars (np.float64(1.0)) come out of reductions; they are arrays to us.
+    return (np.ndarray, np.generic)
+
+
+class _Generator:
+    def __init__(self, seed):
+        import numpy as np
+
+        self._np = np
+        self._rng = np.random.default_rng(seed)
+
+    def normal(self, shape, *, dtype, mean=0.0, std=1.0):
+        return self._rng.normal(mean, std, size=shape).astype(dtype, copy=False)
+
+    def uniform(self, shape, *, dtype, low=0.0, high=1.0):
+        return self._rng.uniform(low, high, size=shape).astype(dtype, copy=False)
+
+
+@hookimpl
+def polygrad_random_generator(backend, seed):
+    if backend != NAME:
+        return None
+    return _Generator(seed)
+
+
+def _scatter_add(x, key, values):
+    import numpy as np
+
+    out = np.array(x, copy=True)
+    np.add.at(out, key, values)
+    return out
+
+
+@hookimpl
+def polygrad_scatter_add(backend):
+    if backend != NAME:
+        return None
+    return _scatter_add
+
+
+@hookimpl
+def polygrad_kernels(backend):
+    if backend != NAME:
+        return None
+    import numpy as np
+
+    # Same results as the generic kernels, without array_api_compat's wrapper layer.
+    return {
+        "exp": np.exp,
+        "log": np.log,
+        "sin": np.sin,
+        "cos": np.cos,
+        "tanh": np.tanh,
+        "sqrt": np.sqrt,
+        "matmul": np.matmul,
+    }

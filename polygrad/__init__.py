@@ -1,0 +1,42 @@
+"""polygrad: define-by-run automatic differentiation over the Python Array API standard.
+
+>>> import polygrad as pg
+>>> x = pg.Variable(pg.asarray([1.0, 2.0]))
+>>> y = pg.sum(pg.exp(x))
+>>> y.backward()
+
+Importing polygrad imports no array library; backends are pluggy plugins
+found through the ``polygrad`` entry-point group and loaded on first use.
+"""
+
+from polygrad import backends as _backends_module
+from polygrad.backends import (
+    Backend, BackendInfo, asarray, backends, get_array_namespace, get_backend, register_plugin, seed,
+    set_backend, to_backend, unregister_plugin, using_backend,
+)
+from polygrad.core import (
+    Function, FunctionHook, Variable, force_backprop_mode, grad, is_backprop_enabled, no_backprop_mode,
+)
+from polygrad.core import type_check
+from polygrad.hookspecs import hookimpl
+from polygrad.ops import (
+    abs, add, astype, broadcast_to, cos, divide, equal, exp, expand_dims, greater, greater_equal, less,
+    less_equal, log, matmul, matrix_transpose, max, maximum, mean, min, multiply, negative, not_equal, ones_like,
+    permute_dims, positive, pow, reshape, sign, sin, sqrt, squeeze, subtract, sum, tanh, transpose, where,
+    zeros_like,
+)
+from polygrad import functions, function_hooks, links
+from polygrad.links import Chain, Link
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Variable", "Function", "FunctionHook", "Link", "Chain", "grad", "no_backprop_mode", "force_backprop_mode",
+    "is_backprop_enabled", "hookimpl", "type_check", "functions", "function_hooks", "links",
+    "Backend", "BackendInfo", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
+    "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",
+    "abs", "add", "astype", "broadcast_to", "cos", "divide", "equal", "exp", "expand_dims", "greater",
+    "greater_equal", "less", "less_equal", "log", "matmul", "matrix_transpose", "max", "maximum", "mean", "min",
+    "multiply", "negative", "not_equal", "ones_like", "permute_dims", "positive", "pow", "reshape", "sign", "sin",
+    "sqrt", "squeeze", "subtract", "sum", "tanh", "transpose", "where", "zeros_like",
+]

@@ -1,0 +1,156 @@
+"""The backward engine: reverse topological traversal by rank, one screen long.
+
+Nodes are visited highest rank first (a node's rank exceeds the ranks of the
+creators of its inputs), so every node runs once, after all gradients flowing
+into it have been summed. Gradients of intermediate outputs live in a dict only
+until their node has run; saved arrays are freed right after, unless
+``retain_graph``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Any, Sequence
+
+from polygrad.core import config, hooks as _hooks
+from polygrad.core.namespace import backend_of_type
+from polygrad.core.variable import Variable
+
+
+def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
+    if g is None:
+        size = y._data.size
+        if size != 1:
+            raise RuntimeError(
+                f"polygrad: backward from {y._describe()} needs a gradient argument: an initial gradient "
+                f"is created implicitly only for outputs of one element (a scalar loss)"
+            )
+        g = backend_of_type(type(y._data)).xp.ones_like(y._data)
+    if create_graph:
+        return g if isinstance(g, Variable) else Variable(g, requires_grad=False)
+    g = g._data if isinstance(g, Variable) else g
+    if tuple(g.shape) != tuple(y._data.shape):
+        raise ValueError(f"polygrad: backward got a gradient of shape {tuple(g.shape)} for {y._describe()}")
+    return g
+
+
+def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
+    for hook in tuple(v._hooks):
+        new = hook(g)
+        if new is not None:
+            g = new if create_graph or not isinstance(new, Variable) else new._data
+    return g
+
+
+def backward(
+    outputs: Sequence[Variable],
+    grad_outputs: Sequence[Any],
+    *,
+    retain_grad: bool = False,
+    retain_graph: bool = False,
+    create_graph: bool = False,
+    inputs: Sequence[Variable] | None = None,
+) -> list | None:
+    """Backprop from ``outputs``. Accumulates into leaves' ``.grad``; or, with
+    ``inputs``, returns their gradients and touches no ``.grad`` (``pg.grad``)."""
+    grads: dict[Any, list] = {}
+    heap: list = []
+    order = itertools.count()
+    leaves: dict[int, list] = {}  # id(var) -> [var, grad]
+    targets = None if inputs is None else {(v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
+    captured: list = [None] * (0 if inputs is None else len(inputs))
+    hooks = _hooks._active.get()
+
+    def send(edge: Any, g: Any) -> None:
+        node, where = edge
+        if node is None:  # a leaf
+            slot = leaves.get(id(where))
+            if slot is None:
+                leaves[id(where)] = [where, g]
+            else:
+                slot[1] = slot[1] + g
+            return
+        slot = grads.get(node)
+        if slot is None:
+            slot = grads[node] = [None] * len(node.outputs)
+            heapq.heappush(heap, (-node.rank, next(order), node))
+        slot[where] = g if slot[where] is None else slot[where] + g
+
+    for y, g in zip(outputs, grad_outputs):
+        send((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph))
+
+    token = config.enable_backprop.set(create_graph)
+    try:
+        while heap:
+            node = heapq.heappop(heap)[2]
+            gys = grads.pop(node)
+            if retain_grad or node._var_hooks or targets:
+                for i, ref in enumerate(node.outputs):
+                    y = ref()
+                    if targets and (node, i) in targets:
+                        captured[targets[(node, i)]] = gys[i]
+                    if y is None or gys[i] is None:
+                        continue
+                    if y._hooks:
+                        gys[i] = _apply_var_hooks(y, gys[i], create_graph)
+                    if retain_grad:
+                        y._grad = gys[i]
+            gys = tuple(gys)
+            fhooks = hooks + tuple(node.local_function_hooks.values()) if node.local_function_hooks else hooks
+            if fhooks:
+                in_data = node._hook_in_data()
+                for h in fhooks:
+                    h.backward_preprocess(node, in_data, gys)
+            gxs = node._backward(gys, create_graph)
+            if fhooks:
+                for h in fhooks:
+                    h.backward_postprocess(node, in_data, gys)
+            if not retain_graph:
+                node._release()
+            for edge, gx in zip(node.edges, gxs):
+                if edge is not None and gx is not None:
+                    send(edge, gx)
+    finally:
+        config.enable_backprop.reset(token)
+
+    for v, g in leaves.values():
+        if targets is not None:
+            i = targets.get((None, id(v)))
+            if i is not None:
+                captured[i] = _apply_var_hooks(v, g, create_graph) if v._hooks else g
+            continue
+        if v._hooks:
+            g = _apply_var_hooks(v, g, create_graph)
+        v._grad = g if v._grad is None else v._grad + g
+    return captured if inputs is not None else None
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+) -> list:
+    """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Returns a list aligned with ``inputs``; None for an input the outputs do
+    not depend on. With ``create_graph=True`` the gradients are Variables with a
+    graph of their own (for higher-order derivatives); otherwise they are
+    Variables without one.
+    """
+    single_out = isinstance(outputs, Variable)
+    outputs = (outputs,) if single_out else tuple(outputs)
+    inputs_t = (inputs,) if isinstance(inputs, Variable) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif single_out and not isinstance(grad_outputs, (list, tuple)):
+        grad_outputs = (grad_outputs,)
+    for v in inputs_t:
+        if not isinstance(v, Variable):
+            raise TypeError(f"polygrad.grad: inputs must be Variables, got {type(v).__name__}")
+    if retain_graph is None:
+        retain_graph = create_graph
+    gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)
+    return [g if g is None or isinstance(g, Variable) else Variable(g, requires_grad=False) for g in gs]

@@ -1,0 +1,76 @@
+"""FunctionHook: callbacks around every forward and backward step of a function.
+
+Two ways to register (as in Chainer):
+
+* ``with hook:`` registers it for every function applied or backpropagated in
+  the block, in this thread or task only;
+* ``function.add_hook(hook)`` registers it on one function node.
+
+Each ``*_preprocess`` / ``*_postprocess`` pair brackets exactly one forward or
+one backward step. With no hook registered, the per-op path checks one empty
+tuple and pays nothing more.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+# The active global hooks, innermost last. A tuple: registration makes a new one.
+_active: contextvars.ContextVar[tuple["FunctionHook", ...]] = contextvars.ContextVar("polygrad_hooks", default=())
+
+
+class FunctionHook:
+    """Base class of function hooks: override the phases you need.
+
+    :param name: the hook's name; defaults to the class's ``name`` attribute.
+
+    >>> import polygrad as pg
+    >>> class Count(pg.FunctionHook):
+    ...     name = "count"
+    ...     def __init__(self): self.n = 0
+    ...     def forward_preprocess(self, function, in_data): self.n += 1
+    """
+
+    name = "FunctionHook"
+
+    def __enter__(self) -> "FunctionHook":
+        current = _active.get()
+        if any(h.name == self.name for h in current):
+            raise KeyError(f"polygrad: a function hook named {self.name!r} is already registered in this context")
+        tokens = self.__dict__.setdefault("_polygrad_tokens", [])
+        tokens.append(_active.set(current + (self,)))
+        self.added(None)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _active.reset(self.__dict__["_polygrad_tokens"].pop())
+        self.deleted(None)
+
+    # Called when the hook is registered (function is None for `with hook:`).
+    def added(self, function: Any = None) -> None:
+        pass
+
+    def deleted(self, function: Any = None) -> None:
+        pass
+
+    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
+        """Called before ``function``'s forward computation."""
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        """Called after ``function``'s forward computation."""
+
+    def backward_preprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        """Called before ``function``'s backward computation.
+
+        ``in_data`` holds the input arrays the function kept (None for released
+        ones); ``out_grad`` the gradients of its outputs.
+        """
+
+    def backward_postprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        """Called after ``function``'s backward computation."""
+
+
+def active_hooks() -> tuple[FunctionHook, ...]:
+    """The hooks registered by ``with hook:`` in the current thread or task."""
+    return _active.get()

@@ -1,0 +1,55 @@
+"""Which backend owns an array: a ``type -> backend`` cache with a pluggable resolver.
+
+The core never imports an array library and never searches per op: the first
+array of a type asks the resolver installed by ``polygrad.backends``; every
+later one is a dict lookup. A backend object only has to offer ``name`` and
+``xp`` (its Array API namespace) to the core; see ``polygrad.backends.Backend``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+_SCALARS = (bool, int, float, complex)
+
+_type_cache: dict[type, Any] = {}
+_resolver: Callable[[type], Any] | None = None
+
+
+def set_resolver(resolver: Callable[[type], Any]) -> None:
+    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it)."""
+    global _resolver
+    _resolver = resolver
+    _type_cache.clear()
+
+
+def clear_cache() -> None:
+    """Forget cached type lookups (after a plugin is registered or removed)."""
+    _type_cache.clear()
+
+
+def backend_of_type(t: type) -> Any:
+    """The backend owning arrays of type ``t``."""
+    try:
+        return _type_cache[t]
+    except KeyError:
+        pass
+    if _resolver is None:
+        raise TypeError(f"polygrad: no backend registry is installed to claim {t.__module__}.{t.__qualname__}")
+    backend = _resolver(t)
+    _type_cache[t] = backend
+    return backend
+
+
+def is_array(obj: Any) -> bool:
+    """True when some backend owns ``obj``'s type (False for scalars and others)."""
+    t = type(obj)
+    if t in _type_cache:
+        return True
+    if obj is None or t in _SCALARS:
+        return False
+    try:
+        backend_of_type(t)
+    except TypeError:
+        return False
+    return True

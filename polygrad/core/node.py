@@ -1,0 +1,121 @@
+"""Graph nodes: one node per function application.
+
+::
+
+    x.node < f < y          x = Variable(...); y = f(x)
+           +  g < z          z = g(x): a branch; backward sums both gradients
+
+A node holds, per input, an *edge*: ``(creator_node, output_index)`` for an
+input made by another function, ``(None, variable)`` for a leaf that requires
+grad, ``None`` for an input that needs no gradient. It holds its outputs only
+through weak references, so the user's handles (``Variable``) go away as soon as
+the user drops them; what backward needs is kept by the node itself, and only
+what it declared (``retain_inputs`` / ``retain_outputs``).
+
+Subclasses: :class:`polygrad.core.function.Function` (the user API) and
+``polygrad.ops.primitive.Primitive`` (a row of the op table). Both implement
+``_backward`` and ``_release``; the engine knows nothing else about them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+
+class Node:
+    __slots__ = ("edges", "rank", "outputs", "local_function_hooks", "_var_hooks", "_freed", "__weakref__", "__dict__")
+
+    def __init__(self) -> None:
+        self.edges: tuple = ()
+        self.rank = 0
+        self.outputs: tuple = ()  # weakref.ref to output Variables
+        self.local_function_hooks: "OrderedDict[str, Any] | None" = None
+        self._var_hooks = False  # some output Variable has register_hook hooks
+        self._freed = False
+
+    # -- what the engine calls ----------------------------------------------
+    def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
+        """Gradients for each input (aligned with ``edges``; None where none)."""
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free what backward needed (after a backward without ``retain_graph``)."""
+        self._freed = True
+
+    def _protect_saved(self, array: Any, copy: bool) -> None:
+        """``array`` (an input this node may have saved) is about to be written in
+        place by the in-place op this node computes: keep a private copy (or, when
+        the data is rebound rather than written, just stop version-checking it)."""
+
+    def _hook_in_data(self) -> tuple:
+        """Input arrays shown to function hooks in backward (None where released)."""
+        return ()
+
+    # -- shared behaviour ------------------------------------------------------
+    @property
+    def label(self) -> str:
+        """Short text that names the function (its class name by default)."""
+        return type(self).__name__
+
+    def add_hook(self, hook: Any, name: str | None = None) -> None:
+        """Register ``hook`` on this function only (``name`` must be unique here)."""
+        if self.local_function_hooks is None:
+            self.local_function_hooks = OrderedDict()
+        name = hook.name if name is None else name
+        if name in self.local_function_hooks:
+            raise KeyError(f"polygrad: {self.label} already has a function hook named {name!r}")
+        self.local_function_hooks[name] = hook
+        hook.added(self)
+
+    def delete_hook(self, name: str) -> None:
+        """Unregister the hook registered under ``name``."""
+        hooks = self.local_function_hooks
+        if not hooks or name not in hooks:
+            raise KeyError(f"polygrad: {self.label} has no function hook named {name!r}")
+        hooks.pop(name).deleted(self)
+
+    def unchain(self) -> None:
+        """Purge this node's input edges (and saved arrays) from the graph.
+
+        Backprop then stops at this node; its outputs keep it as creator.
+        """
+        self.edges = tuple(None for _ in self.edges)
+        self._release()
+
+    def _input_variable(self, i: int, data: Any) -> Any:
+        """A Variable standing for input ``i`` (for create_graph): same graph position."""
+        from polygrad.core.variable import Variable
+
+        edge = self.edges[i]
+        if edge is None:
+            return data
+        node, where = edge
+        if node is None:
+            return where  # the leaf Variable itself
+        return Variable._from_graph(data, node, where)
+
+    def _output_variable(self, i: int, data: Any) -> Any:
+        from polygrad.core.variable import Variable
+
+        ref = self.outputs[i]()
+        if ref is not None and ref._data is data:
+            return ref
+        return Variable._from_graph(data, self, i)
+
+
+def version_error(node: Node, what: str, shape: Any, saved: int, current: int) -> RuntimeError:
+    return RuntimeError(
+        f"polygrad: one of the arrays needed for backward was modified by an in-place operation: "
+        f"{node.label} saved its {what} (shape {tuple(shape)}) at version {saved}, "
+        f"but it is now at version {current}. Compute on a copy, or do the in-place "
+        f"operation after backward."
+    )
+
+
+def freed_error(node: Node) -> RuntimeError:
+    return RuntimeError(
+        f"polygrad: trying to backward through {node.label} a second time, but the arrays it saved "
+        f"were freed after the first backward. Pass retain_graph=True to the first backward "
+        f"(retain_variables=True in the PyTorch 0.x spelling)."
+    )

@@ -1,0 +1,390 @@
+"""Variable: the user's handle on an array and its place in the graph.
+
+A Variable holds ``data`` (an array of some backend), ``grad``, and a reference
+to its creator node (None for a leaf). The graph never holds the Variable
+itself (nodes keep weak references to their outputs), so dropping a Variable
+frees its data unless backward declared it needs it.
+
+Arithmetic operators and differentiable methods are installed by
+``polygrad.ops`` (the core knows no op by name).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+from polygrad.core import config
+from polygrad.core.namespace import backend_of_type
+
+
+class _HookHandle:
+    """Returned by :meth:`Variable.register_hook`; ``remove()`` unregisters."""
+
+    __slots__ = ("_hooks", "_fn")
+
+    def __init__(self, hooks: list, fn: Callable) -> None:
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self) -> None:
+        try:
+            self._hooks.remove(self._fn)
+        except ValueError:
+            pass
+
+
+class Variable:
+    """An array with a structure to keep track of computation.
+
+    :param data: an array of a registered backend (or None for a parameter not
+        yet initialized).
+    :param requires_grad: whether backward should compute a gradient for it.
+    :param name: a name shown in reprs, graphs and compiled functions.
+    :param volatile: if True, functions applied to it build no graph (the
+        PyTorch 0.x / Chainer v1 inference flag).
+
+    >>> import polygrad as pg
+    >>> x = pg.Variable(pg.asarray([1.0, 2.0, 3.0]))
+    >>> y = pg.sum(x * x)
+    >>> y.backward()
+    >>> x.grad
+    array([2., 4., 6.])
+    """
+
+    __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "name", "_vbox", "_hooks", "__weakref__")
+    __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
+    __array_priority__ = 200
+
+    def __init__(self, data: Any = None, *, requires_grad: bool = True, name: str | None = None, volatile: bool = False) -> None:
+        if data is not None:
+            if isinstance(data, Variable):
+                raise TypeError("polygrad.Variable: data is already a Variable; use x.detach() or x.data")
+            try:
+                backend_of_type(type(data))
+            except TypeError as exc:
+                raise TypeError(
+                    f"polygrad.Variable: data must be an array of a registered backend, got {type(data).__name__}; "
+                    f"create one with pg.asarray(...). ({exc})"
+                ) from None
+        self._data = data
+        self._grad = None
+        self._node = None
+        self._index = 0
+        self._requires_grad = bool(requires_grad) and not volatile
+        self._volatile = bool(volatile)
+        self.name = name
+        self._vbox = [0]
+        self._hooks: list | None = None
+
+    @classmethod
+    def _from_graph(cls, data: Any, node: Any, index: int) -> "Variable":
+        """A Variable for ``data`` at output ``index`` of ``node`` (for create_graph)."""
+        v = cls.__new__(cls)
+        v._data = data
+        v._grad = None
+        v._node = node
+        v._index = index
+        v._requires_grad = True
+        v._volatile = False
+        v.name = None
+        v._vbox = [0]
+        v._hooks = None
+        return v
+
+    # -- data and metadata -----------------------------------------------------
+    @property
+    def data(self) -> Any:
+        """The data array (assigning replaces it without recording anything)."""
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if isinstance(value, Variable):
+            value = value._data
+        self._data = value
+
+    @property
+    def array(self) -> Any:
+        return self._data
+
+    @property
+    def grad(self) -> Any:
+        """Gradient array: None until backprop reaches this variable."""
+        g = self._grad
+        return g._data if isinstance(g, Variable) else g
+
+    @grad.setter
+    def grad(self, value: Any) -> None:
+        self._grad = value
+
+    @property
+    def grad_var(self) -> "Variable | None":
+        """The gradient as a Variable (with a graph after ``create_graph=True``)."""
+        g = self._grad
+        if g is None or isinstance(g, Variable):
+            return g
+        return Variable(g, requires_grad=False)
+
+    @grad_var.setter
+    def grad_var(self, value: "Variable | None") -> None:
+        self._grad = value
+
+    @property
+    def creator(self) -> Any:
+        """The function that created this variable; None for a leaf (root) variable."""
+        return self._node
+
+    @creator.setter
+    def creator(self, node: Any) -> None:
+        self.set_creator(node)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._node is not None:
+            raise RuntimeError(
+                f"polygrad: requires_grad can only be changed on leaf variables; {self._describe()} was created "
+                f"by {self._node.label}. Use x.detach() to get a leaf."
+            )
+        if value and self._volatile:
+            raise RuntimeError("polygrad: a volatile variable cannot require grad; set volatile=False first")
+        self._requires_grad = bool(value)
+
+    @property
+    def volatile(self) -> bool:
+        return self._volatile
+
+    @volatile.setter
+    def volatile(self, value: bool) -> None:
+        if self._node is not None:
+            raise RuntimeError(
+                f"polygrad: volatile can only be changed on leaf variables; {self._describe()} was created by {self._node.label}"
+            )
+        self._volatile = bool(value)
+        if value:
+            self._requires_grad = False
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self._data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int | None:
+        return self._data.size
+
+    @property
+    def version(self) -> int:
+        """How many in-place operations changed this variable's data."""
+        return self._vbox[0]
+
+    @property
+    def backend(self) -> Any:
+        """The backend that owns this variable's data."""
+        return backend_of_type(type(self._data))
+
+    @property
+    def xp(self) -> Any:
+        """The Array API namespace of this variable's backend."""
+        return backend_of_type(type(self._data)).xp
+
+    def __len__(self) -> int:
+        """The number of elements of the data array (as the Chainer seed specifies)."""
+        return int(self._data.size)
+
+    __hash__ = object.__hash__
+
+    def _describe(self) -> str:
+        shape = "?" if self._data is None else tuple(self._data.shape)
+        return f"variable{'' if self.name is None else ' ' + repr(self.name)} (shape {shape})"
+
+    def __repr__(self) -> str:
+        if self._data is None:
+            return f"variable({self.name or ''} None)"
+        head = "variable" if self.name is None else f"variable {self.name}"
+        backend = backend_of_type(type(self._data))
+        if getattr(backend, "lazy", False):
+            return f"{head}(<lazy {backend.name} array shape={tuple(self._data.shape)} dtype={self._data.dtype}>)"
+        text = repr(self._data)
+        # "array([1., 2.])" -> "variable([1., 2.])"
+        if "(" in text and text.endswith(")"):
+            text = text[text.index("(") + 1 : -1]
+        return f"{head}({text})"
+
+    def __str__(self) -> str:
+        return str(self._data)
+
+    # -- graph ---------------------------------------------------------------
+    def set_creator(self, gen_func: Any) -> None:
+        """Notify the variable that ``gen_func`` created it (as one of its outputs)."""
+        if gen_func is None:
+            self._node = None
+            return
+        index = 0
+        for i, ref in enumerate(getattr(gen_func, "outputs", ()) or ()):
+            if ref() is self:
+                index = i
+                break
+        self._node = gen_func
+        self._index = index
+        self._requires_grad = True
+
+    def cleargrad(self) -> None:
+        """Set the gradient to None."""
+        self._grad = None
+
+    def zerograd(self) -> None:
+        """Set the gradient to zeros of the data's shape."""
+        self._grad = self.xp.zeros_like(self._data)
+
+    def detach(self) -> "Variable":
+        """A new leaf sharing this variable's data (and in-place version counter), with no graph.
+
+        The result does not require grad; it is volatile if this variable is.
+        In-place changes to either are seen by both.
+        """
+        v = Variable.__new__(Variable)
+        v._data = self._data
+        v._grad = None
+        v._node = None
+        v._index = 0
+        v._requires_grad = False
+        v._volatile = self._volatile
+        v.name = self.name
+        v._vbox = self._vbox
+        v._hooks = None
+        return v
+
+    def detach_(self) -> "Variable":
+        """Detach this variable from the graph that created it, making it a leaf."""
+        self._node = None
+        self._index = 0
+        self._requires_grad = False
+        return self
+
+    def unchain(self) -> None:
+        """Delete the reference to the creator: this variable becomes a root."""
+        self._node = None
+
+    def unchain_backward(self) -> None:
+        """Delete backward references of this variable and of every function behind it.
+
+        Backprop then stops here (truncated BPTT); functions no longer reachable
+        are freed by reference counting.
+        """
+        node = self._node
+        self._node = None
+        stack = [node] if node is not None else []
+        seen = set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            for edge in n.edges:
+                if edge is not None and edge[0] is not None:
+                    stack.append(edge[0])
+            n.unchain()
+
+    def register_hook(self, hook: Callable[[Any], Any]) -> _HookHandle:
+        """Register ``hook(grad) -> new grad or None``, called each time this
+        variable's gradient is computed.
+
+        ``grad`` is an array (a Variable under ``create_graph=True``). A non-None
+        return value replaces the gradient. Returns a handle with ``remove()``.
+        """
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+        if self._node is not None:
+            self._node._var_hooks = True
+        return _HookHandle(self._hooks, hook)
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_grad: bool = False,
+        retain_graph: bool | None = None,
+        *,
+        create_graph: bool = False,
+        retain_variables: bool | None = None,
+    ) -> None:
+        """Run backprop from this variable.
+
+        :param gradient: gradient of some loss with respect to this variable;
+            defaults to ``self.grad`` if set, else 1 for a variable of one
+            element. Required for larger variables.
+        :param retain_grad: keep the gradients of intermediate variables.
+        :param retain_graph: keep what backward needs, so it can run again.
+            ``retain_variables`` is the PyTorch 0.x spelling.
+        :param create_graph: build a graph of the backward computation, for
+            higher-order derivatives.
+        """
+        from polygrad.core.backward import backward as _run
+
+        if retain_variables is not None:
+            retain_graph = retain_variables if retain_graph is None else retain_graph
+        if gradient is None and self._grad is not None:
+            gradient = self._grad
+        _run((self,), (gradient,), retain_grad=retain_grad, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
+
+    # -- in-place support for polygrad.ops -----------------------------------
+    def _check_inplace(self, opname: str) -> None:
+        if self._node is None and self._requires_grad and config.enable_backprop.get():
+            raise RuntimeError(
+                f"polygrad: {self._describe()} is a leaf that requires grad and is used in an in-place "
+                f"operation ({opname}); its gradient would be lost. Change x.data instead, or do it inside "
+                f"pg.no_backprop_mode()."
+            )
+
+    def _assign_inplace(self, result: "Variable", opname: str) -> "Variable":
+        """Make this variable hold ``result`` (computed out of place), in place.
+
+        Writes into the existing array when the backend allows it (so other
+        holders of the array see the change), else rebinds; bumps the version;
+        rebases this variable's history onto ``result``'s creator.
+        """
+        new = result._data
+        old = self._data
+        if tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
+            raise ValueError(
+                f"polygrad: in-place {opname} would change {self._describe()} from dtype {old.dtype} to "
+                f"shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
+            )
+        node = result._node
+        backend = backend_of_type(type(old))
+        writable = getattr(backend, "inplace", False)
+        if node is not None:
+            # result's node may have saved `old` as an input: it must keep the old values.
+            node._protect_saved(old, copy=writable)
+        try:
+            if not writable:
+                raise TypeError
+            old[...] = new
+        except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind
+            self._data = new
+        self._vbox[0] += 1
+        if node is not None:
+            outs = list(node.outputs)
+            outs[result._index] = weakref.ref(self)
+            node.outputs = tuple(outs)
+            self._node = node
+            self._index = result._index
+            self._requires_grad = True
+            if self._hooks:
+                node._var_hooks = True
+        return self

@@ -1,0 +1,6 @@
+"""Concrete function hooks."""
+
+from polygrad.function_hooks.debug_print import PrintHook
+from polygrad.function_hooks.timer import TimerHook
+
+__all__ = ["PrintHook", "TimerHook"]

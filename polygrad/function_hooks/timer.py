@@ -1,0 +1,82 @@
+"""TimerHook: elapsed time of every forward and backward step."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from polygrad.core.hooks import FunctionHook
+
+
+class TimerHook(FunctionHook):
+    """Measure the time each function's forward and backward takes.
+
+    Before reading the clock the hook asks the function's backend to
+    synchronize (a GPU backend runs asynchronously), through the backend
+    contract, never by asking which library it is.
+
+    :ivar call_history: list of ``(function, seconds)`` pairs, in call order.
+    """
+
+    name = "TimerHook"
+
+    def __init__(self) -> None:
+        self.call_history: list[tuple[Any, float]] = []
+        self._starts: list[float] = []
+
+    def _sync(self, function: Any) -> None:
+        backend = getattr(function, "backend", None)
+        if backend is not None and getattr(backend, "device", "cpu") != "cpu":
+            backend.synchronize()
+
+    def _pre(self, function: Any) -> None:
+        self._sync(function)
+        self._starts.append(time.perf_counter())
+
+    def _post(self, function: Any) -> None:
+        self._sync(function)
+        self.call_history.append((function, time.perf_counter() - self._starts.pop()))
+
+    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
+        self._pre(function)
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        self._post(function)
+
+    def backward_preprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        self._pre(function)
+
+    def backward_postprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        self._post(function)
+
+    def total_time(self) -> float:
+        """Total elapsed time in seconds."""
+        return sum(t for _, t in self.call_history)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Per function label: ``{"calls", "total", "mean", "share"}``, most expensive first."""
+        rows: dict[str, list[float]] = {}
+        for f, t in self.call_history:
+            r = rows.setdefault(f.label, [0, 0.0])
+            r[0] += 1
+            r[1] += t
+        total = self.total_time() or 1.0
+        ordered = sorted(rows.items(), key=lambda kv: -kv[1][1])
+        return {k: {"calls": n, "total": s, "mean": s / n, "share": s / total} for k, (n, s) in ordered}
+
+    def print_report(self, file: TextIO | None = None, top: int | None = None) -> None:
+        """Print the per-function table: calls, total, mean and share of time."""
+        file = sys.stdout if file is None else file
+        rows = list(self.summary().items())[:top]
+        width = max([len("function")] + [len(k) for k, _ in rows])
+        print(f"{'function':<{width}}  {'calls':>7}  {'total':>10}  {'mean':>10}  {'share':>6}", file=file)
+        for k, r in rows:
+            print(f"{k:<{width}}  {r['calls']:>7d}  {_fmt(r['total']):>10}  {_fmt(r['mean']):>10}  {r['share']:>6.1%}", file=file)
+
+
+def _fmt(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.2f}{unit}"
+    return f"{seconds * 1e9:.0f}ns"

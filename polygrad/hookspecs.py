@@ -1,0 +1,179 @@
+"""The backend contract: every hook a polygrad backend plugin may implement.
+
+A backend plugin is a module (or any object) with functions marked by
+``polygrad.hookimpl``, named by an entry point in the group ``polygrad``::
+
+    [project.entry-points.polygrad]
+    numpy = "polygrad_numpy"
+
+One plugin may provide several backends. Every hook except
+``polygrad_backend_info`` takes the backend's name and is ``firstresult``: a
+plugin answers ``None`` for backends it does not own, and the first non-None
+answer wins. polygrad calls each hook once per backend and caches the answer, so
+no hook sits on the per-op path.
+
+Rules a plugin keeps:
+
+* Importing the plugin module must not import its array library; import it
+  inside the hooks (``import polygrad`` must stay free of numpy, cupy, dask).
+* Answer only for your own backend names.
+* Never change polygrad's semantics: faster kernels must compute what the
+  generic kernel computes (the conformance suite checks both).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from types import ModuleType
+
+    from polygrad.backends import BackendInfo, RandomGenerator
+
+hookspec = pluggy.HookspecMarker("polygrad")
+hookimpl = pluggy.HookimplMarker("polygrad")
+
+
+# ---------------------------------------------------------------------------
+# Discovery: static facts, answered without importing the array library
+# ---------------------------------------------------------------------------
+
+
+@hookspec
+def polygrad_backend_info() -> "BackendInfo | list[BackendInfo]":
+    """Describe the backend(s) this plugin provides.
+
+    Called on every registered plugin; the answers are collected. Must not
+    import the array library: the answer is what ``pg.backends()`` lists before
+    anything is loaded.
+
+    :return: a :class:`polygrad.backends.BackendInfo` (name, library module
+        name, device kind, laziness, capabilities, default priority), or a list
+        of them.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Loading: called once, the first time a backend is used
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def polygrad_check_usable(backend: str) -> "tuple[bool, str] | None":
+    """Say whether ``backend`` can run here, cheaply and without allocating.
+
+    Stops at the first non-None result.
+
+    :param backend: the backend's name.
+    :return: ``(True, "")`` when usable, ``(False, reason)`` otherwise, for
+        example ``(False, "cupy is installed but no CUDA driver was found")``.
+        A plugin without this hook is taken as usable if its namespace loads.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_array_namespace(backend: str) -> "ModuleType | None":
+    """Import the array library and return its Array API namespace (``xp``).
+
+    Stops at the first non-None result. Typically an ``array_api_compat``
+    wrapper (``array_api_compat.numpy``) or the library itself where it is
+    already compliant.
+
+    :param backend: the backend's name.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_array_types(backend: str) -> "tuple[type, ...] | None":
+    """Return the array types this backend owns.
+
+    Stops at the first non-None result. polygrad caches ``type(array) ->
+    backend``, so an op never searches. Only asked once the library named by
+    ``BackendInfo.module`` has been imported by someone.
+
+    :param backend: the backend's name.
+    """
+
+
+# ---------------------------------------------------------------------------
+# What the Array API standard lacks
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def polygrad_random_generator(backend: str, seed: "int | None") -> "RandomGenerator | None":
+    """Return a random generator for ``backend`` seeded with ``seed``.
+
+    Stops at the first non-None result. The standard has no random numbers;
+    initializers and dropout use this. The object implements
+    :class:`polygrad.backends.RandomGenerator`: ``normal(shape, *, dtype,
+    mean, std)`` and ``uniform(shape, *, dtype, low, high)``, returning arrays
+    of this backend. The same seed gives the same numbers.
+
+    :param backend: the backend's name.
+    :param seed: an integer seed, or None for fresh entropy.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_scatter_add(backend: str) -> "Callable[[Any, Any, Any], Any] | None":
+    """Return ``scatter_add(x, key, values)``: a copy of ``x`` with ``values``
+    added at ``x[key]``, repeated indices summed.
+
+    Stops at the first non-None result. Indexing backward needs it. Without
+    it, polygrad uses a slower fallback written with the standard only.
+
+    :param backend: the backend's name.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_kernels(backend: str) -> "dict[str, Callable[..., Any]] | None":
+    """Return faster forward kernels for named ops: ``{op_name: kernel}``.
+
+    Stops at the first non-None result. A kernel takes the op's arguments
+    (arrays and parameters) without ``xp`` and must compute exactly what the
+    generic kernel computes.
+
+    :param backend: the backend's name.
+    """
+
+
+# ---------------------------------------------------------------------------
+# Execution: laziness, devices, memory
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def polygrad_materialize(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any, ...] | None":
+    """Compute several lazy arrays in one pass and return concrete arrays.
+
+    Stops at the first non-None result. Eager backends need not implement it
+    (polygrad returns the arrays unchanged).
+
+    :param backend: the backend's name.
+    :param arrays: arrays of this backend.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_synchronize(backend: str) -> "bool | None":
+    """Block until all work queued on ``backend`` has finished.
+
+    Stops at the first non-None result; return True once done. TimerHook calls
+    it before reading the clock. Synchronous backends need not implement it.
+
+    :param backend: the backend's name.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_memory_stats(backend: str) -> "dict[str, int] | None":
+    """Return memory use in bytes, e.g. ``{"used": ..., "total": ...}``.
+
+    Stops at the first non-None result; None when the backend cannot tell.
+
+    :param backend: the backend's name.
+    """

@@ -1,0 +1,176 @@
+"""Element-wise functions: forward kernels and vjp rules, one row each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+
+# ---------------------------------------------------------------------------
+# Arithmetic (broadcasting; Python scalars allowed on either side)
+# ---------------------------------------------------------------------------
+ADD = defvjp(Op("add", lambda xp, x, y: x + y, broadcasts=True),
+             lambda o, g, ans, x, y: g,
+             lambda o, g, ans, x, y: g)
+SUBTRACT = defvjp(Op("subtract", lambda xp, x, y: x - y, broadcasts=True),
+                  lambda o, g, ans, x, y: g,
+                  lambda o, g, ans, x, y: -g)
+MULTIPLY = defvjp(Op("multiply", lambda xp, x, y: x * y, broadcasts=True),
+                  lambda o, g, ans, x, y: g * y,
+                  lambda o, g, ans, x, y: g * x, saves="xy")
+DIVIDE = defvjp(Op("divide", lambda xp, x, y: x / y, broadcasts=True),
+                lambda o, g, ans, x, y: g / y,
+                lambda o, g, ans, x, y: -g * x / (y * y), saves="xy")
+POW = defvjp(Op("pow", lambda xp, x, y: x ** y, broadcasts=True),
+             lambda o, g, ans, x, y: g * y * x ** (y - 1),
+             lambda o, g, ans, x, y: g * o.log(x) * ans, saves="xy ans")
+NEGATIVE = defvjp(Op("negative", lambda xp, x: -x), lambda o, g, ans, x: -g)
+POSITIVE = defvjp(Op("positive", lambda xp, x: +x), lambda o, g, ans, x: g)
+
+# ---------------------------------------------------------------------------
+# Transcendental
+# ---------------------------------------------------------------------------
+EXP = defvjp(Op("exp", lambda xp, x: xp.exp(x)), lambda o, g, ans, x: g * ans, saves="ans")
+LOG = defvjp(Op("log", lambda xp, x: xp.log(x)), lambda o, g, ans, x: g / x, saves="x")
+SIN = defvjp(Op("sin", lambda xp, x: xp.sin(x)), lambda o, g, ans, x: g * o.cos(x), saves="x")
+COS = defvjp(Op("cos", lambda xp, x: xp.cos(x)), lambda o, g, ans, x: -g * o.sin(x), saves="x")
+TANH = defvjp(Op("tanh", lambda xp, x: xp.tanh(x)), lambda o, g, ans, x: g * (1 - ans * ans), saves="ans")
+SQRT = defvjp(Op("sqrt", lambda xp, x: xp.sqrt(x)), lambda o, g, ans, x: g / (2 * ans), saves="ans")
+ABS = defvjp(Op("abs", lambda xp, x: xp.abs(x)), lambda o, g, ans, x: g * o.sign(x), saves="x")  # abs'(0) = 0
+SIGN = def_nograd(Op("sign", lambda xp, x: xp.sign(x)))
+
+# ---------------------------------------------------------------------------
+# Selection
+# ---------------------------------------------------------------------------
+WHERE = defvjp(Op("where", lambda xp, c, x, y: xp.where(c, x, y), broadcasts=True),
+               None,
+               lambda o, g, ans, c, x, y: o.where(c, g, 0.0),
+               lambda o, g, ans, c, x, y: o.where(c, 0.0, g), saves="x")
+MAXIMUM = defvjp(Op("maximum", lambda xp, x, y: xp.maximum(x, y), broadcasts=True),  # ties: to x
+                 lambda o, g, ans, x, y: o.where(x >= y, g, 0.0),
+                 lambda o, g, ans, x, y: o.where(x >= y, 0.0, g), saves="xy")
+
+# ---------------------------------------------------------------------------
+# Comparisons and dtype (no gradient, or a cast back)
+# ---------------------------------------------------------------------------
+EQUAL = def_nograd(Op("equal", lambda xp, x, y: x == y))
+NOT_EQUAL = def_nograd(Op("not_equal", lambda xp, x, y: x != y))
+LESS = def_nograd(Op("less", lambda xp, x, y: x < y))
+LESS_EQUAL = def_nograd(Op("less_equal", lambda xp, x, y: x <= y))
+GREATER = def_nograd(Op("greater", lambda xp, x, y: x > y))
+GREATER_EQUAL = def_nograd(Op("greater_equal", lambda xp, x, y: x >= y))
+ZEROS_LIKE = def_nograd(Op("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype)))
+ONES_LIKE = def_nograd(Op("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype)))
+ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True),
+                lambda o, g, ans, x, dtype, copy=True: o.astype(g, _dtype_of(x), copy=copy), saves="x")
+
+
+def _dtype_of(x: Any) -> Any:
+    return x.dtype
+
+
+# ---------------------------------------------------------------------------
+# Public functions (signatures as in the Array API standard)
+# ---------------------------------------------------------------------------
+def add(x1, x2, /):
+    return apply(ADD, (x1, x2))
+
+
+def subtract(x1, x2, /):
+    return apply(SUBTRACT, (x1, x2))
+
+
+def multiply(x1, x2, /):
+    return apply(MULTIPLY, (x1, x2))
+
+
+def divide(x1, x2, /):
+    return apply(DIVIDE, (x1, x2))
+
+
+def pow(x1, x2, /):
+    return apply(POW, (x1, x2))
+
+
+def negative(x, /):
+    return apply(NEGATIVE, (x,))
+
+
+def positive(x, /):
+    return apply(POSITIVE, (x,))
+
+
+def exp(x, /):
+    return apply(EXP, (x,))
+
+
+def log(x, /):
+    return apply(LOG, (x,))
+
+
+def sin(x, /):
+    return apply(SIN, (x,))
+
+
+def cos(x, /):
+    return apply(COS, (x,))
+
+
+def tanh(x, /):
+    return apply(TANH, (x,))
+
+
+def sqrt(x, /):
+    return apply(SQRT, (x,))
+
+
+def abs(x, /):
+    return apply(ABS, (x,))
+
+
+def sign(x, /):
+    return apply(SIGN, (x,))
+
+
+def where(condition, x1, x2, /):
+    return apply(WHERE, (condition, x1, x2))
+
+
+def maximum(x1, x2, /):
+    return apply(MAXIMUM, (x1, x2))
+
+
+def equal(x1, x2, /):
+    return apply(EQUAL, (x1, x2))
+
+
+def not_equal(x1, x2, /):
+    return apply(NOT_EQUAL, (x1, x2))
+
+
+def less(x1, x2, /):
+    return apply(LESS, (x1, x2))
+
+
+def less_equal(x1, x2, /):
+    return apply(LESS_EQUAL, (x1, x2))
+
+
+def greater(x1, x2, /):
+    return apply(GREATER, (x1, x2))
+
+
+def greater_equal(x1, x2, /):
+    return apply(GREATER_EQUAL, (x1, x2))
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    return apply(ZEROS_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    return apply(ONES_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
+
+
+def astype(x, dtype, /, *, copy=True, device=None):
+    return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})

@@ -1,0 +1,352 @@
+"""Rows of the op table, and the apply / backward path that runs them.
+
+An :class:`Op` is declared once: a forward kernel ``fwd(xp, *args, **params)``
+written against the Array API namespace, and vjp rules
+``rule(o, g, ans, *args, **params) -> gradient`` written with ``o``, a
+namespace of polygrad ops. The engine picks ``o``:
+
+* plain backward: ``o`` runs the forward kernels directly on raw arrays, so a
+  rule costs what the hand-written array code costs;
+* ``create_graph=True`` (and symbolic graphs): ``o`` is the differentiable ops
+  namespace, so the same rule builds a graph and higher derivatives come free.
+
+Rules receive the inputs the op declared it saves (``saves="x"``, ``"xy"``,
+``"ans"``, ...); an input not saved arrives as a placeholder with only
+``.shape`` and ``.ndim``. Broadcasting is undone here, once, for ops declared
+``broadcasts=True``, not in each rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from polygrad.core import config
+from polygrad.core import hooks as _hooks
+from polygrad.core.namespace import _type_cache, backend_of_type
+from polygrad.core.node import Node, freed_error, version_error
+from polygrad.core.variable import Variable
+
+_SCALARS = (bool, int, float, complex)
+REGISTRY: dict[str, "Op"] = {}
+
+
+class Op:
+    """One row of the op table: a name, a forward kernel, and vjp rules."""
+
+    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "differentiable", "_impl", "__weakref__")
+
+    def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False, differentiable: bool = True):
+        self.name = name
+        self.fwd = fwd
+        self.vjps: tuple = ()
+        self.keep: frozenset = frozenset()
+        self.keep_output = False
+        self.broadcasts = broadcasts
+        self.shapes = shapes or broadcasts
+        self.differentiable = differentiable
+        self._impl: dict = {}
+        REGISTRY[name] = self
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+    def kernel(self, backend: Any) -> Callable:
+        """The forward kernel for ``backend`` (its own faster one if it declares one)."""
+        impl = self._impl.get(backend)
+        if impl is None:
+            impl = backend.kernels.get(self.name) or functools.partial(self.fwd, backend.xp)
+            self._impl[backend] = impl
+        return impl
+
+
+def defvjp(op: Op, *rules: Callable | None, saves: str = "") -> Op:
+    """Attach vjp rules (one per input; None = no gradient) and declare what they read.
+
+    ``saves`` names what backward needs: ``x``, ``y``, ``z`` for inputs 0-2 and
+    ``ans`` for the output, e.g. ``saves="x ans"``.
+    """
+    tokens = saves.replace(",", " ").split()
+    letters = "".join(t for t in tokens if t != "ans")
+    op.vjps = tuple(rules)
+    op.keep = frozenset("xyzw".index(c) for c in letters)
+    op.keep_output = "ans" in tokens
+    return op
+
+
+def def_linear(op: Op) -> Op:
+    """Declare a unary op linear in its input: the vjp applies the same op to g."""
+    return defvjp(op, lambda o, g, ans, x, **p: getattr(o, op.name)(g, **p))
+
+
+def def_nograd(op: Op) -> Op:
+    """Declare an op with no gradient (integer or boolean results)."""
+    op.differentiable = False
+    return op
+
+
+class _Meta:
+    """Stands in for an input backward did not keep: shape only."""
+
+    __slots__ = ("shape", "ndim")
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape = shape
+        self.ndim = len(shape)
+
+
+class Primitive(Node):
+    """A node for one application of an :class:`Op`."""
+
+    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "backend")
+
+    @property
+    def label(self) -> str:
+        return self.op.name
+
+    def __repr__(self) -> str:
+        return f"<{self.op.name} node rank={self.rank}>"
+
+    def _hook_in_data(self) -> tuple:
+        return tuple(None if isinstance(a, _Meta) else a for a in self.saved or ())
+
+    def _release(self) -> None:
+        self._freed = True
+        if self.saved is not None and (self.op.keep or self.op.keep_output):
+            self.saved = None
+
+    def _protect_saved(self, array: Any, copy: bool) -> None:
+        saved = self.saved
+        if saved is None:
+            return
+        saved = list(saved)
+        for i, a in enumerate(saved):
+            if a is array and i < len(self.edges):
+                saved[i] = self.backend.xp.asarray(array, copy=True) if copy else array
+                self.checks = tuple(c for c in self.checks if c[0] != i) if self.checks else self.checks
+        self.saved = tuple(saved)
+
+    def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
+        g = grad_outputs[0]
+        n_in = len(self.edges)
+        if g is None:
+            return (None,) * n_in
+        op = self.op
+        saved = self.saved
+        if saved is None:
+            raise freed_error(self)
+        if self.checks:
+            for i, vbox, version in self.checks:
+                if vbox[0] != version:
+                    what = "output" if i == n_in else f"input {i}"
+                    shape = saved[i].shape
+                    raise version_error(self, what, shape, version, vbox[0])
+        args = saved[:n_in]
+        ans = saved[n_in]
+        if op.shapes and any(a is None for a in args):
+            args = tuple(_Meta(tuple(s)) if a is None else a for a, s in zip(args, self.in_shapes))
+        if create_graph:
+            o = GRAPH_OPS
+            args = tuple(self._input_variable(i, a) if i in op.keep else a for i, a in enumerate(args))
+            if op.keep_output:
+                ans = self._output_variable(0, ans)
+            if not isinstance(g, Variable):
+                g = Variable(g, requires_grad=False)
+        else:
+            o = self.backend.raw_ops or raw_ops(self.backend)
+            if isinstance(g, Variable):
+                g = g._data
+        params = self.params
+        out = []
+        for i, edge in enumerate(self.edges):
+            if edge is None:
+                out.append(None)
+                continue
+            rule = op.vjps[i] if i < len(op.vjps) else None
+            if rule is None:
+                out.append(None)
+                continue
+            gx = rule(o, g, ans, *args, **params) if params else rule(o, g, ans, *args)
+            if op.broadcasts:
+                shape = self.in_shapes[i]
+                if tuple(gx.shape) != shape:
+                    gx = o.sum_to(gx, shape)
+            out.append(gx)
+        return tuple(out)
+
+
+def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
+    """Run ``op`` on Variables, raw arrays and scalars; record a node if needed."""
+    backend = None
+    record = False
+    volatile = False
+    datas = []
+    for a in args:
+        if isinstance(a, Variable):
+            d = a._data
+            if a._requires_grad:
+                record = True
+            elif a._volatile:
+                volatile = True
+        else:
+            d = a
+        t = type(d)
+        if t not in _SCALARS and d is not None:
+            b = _type_cache.get(t) or backend_of_type(t)
+            if backend is None:
+                backend = b
+            elif b is not backend:
+                raise _mixed_error(op, args, backend, b)
+        datas.append(d)
+    if backend is None:
+        backend = _default_backend()
+        datas = [backend.xp.asarray(d) if type(d) in _SCALARS else d for d in datas]
+    hooks = _hooks._active.get()
+    record = record and not volatile and op.differentiable and config.enable_backprop.get()
+    node = None
+    if record or hooks:
+        node = Primitive.__new__(Primitive)
+        node.op = op
+        node.params = params
+        node.backend = backend
+        node.local_function_hooks = None
+        node._var_hooks = False
+        node._freed = False
+        node.edges = ()
+        node.rank = 0
+    impl = op._impl.get(backend) or op.kernel(backend)
+    try:
+        if hooks:
+            in_data = tuple(datas)
+            for h in hooks:
+                h.forward_preprocess(node, in_data)
+        out = impl(*datas, **params) if params else impl(*datas)
+        if hooks:
+            for h in hooks:
+                h.forward_postprocess(node, in_data)
+    except Exception as exc:
+        raise _op_error(op, args, params, backend, exc) from exc
+    v = Variable.__new__(Variable)
+    v._data = out
+    v._grad = None
+    v._index = 0
+    v._volatile = volatile
+    v.name = None
+    v._vbox = vbox = [0]
+    v._hooks = None
+    if not record:
+        v._node = None
+        v._requires_grad = False
+        return v
+    v._node = node
+    v._requires_grad = True
+    edges = []
+    rank = 0
+    checks = None
+    keep = op.keep
+    saved = []
+    for i, a in enumerate(args):
+        if isinstance(a, Variable) and a._requires_grad:
+            n = a._node
+            if n is None:
+                edges.append((None, a))
+            else:
+                edges.append((n, a._index))
+                if n.rank > rank:
+                    rank = n.rank
+        else:
+            edges.append(None)
+        d = datas[i]
+        if i in keep:
+            saved.append(d)
+            if isinstance(a, Variable):
+                c = (i, a._vbox, a._vbox[0])
+                checks = [c] if checks is None else checks + [c]
+        elif type(d) in _SCALARS:
+            saved.append(d)  # constants are free to keep
+        else:
+            saved.append(None)  # backward sees a shape-only placeholder (ops declared shapes=True)
+    if op.keep_output:
+        saved.append(out)
+        c = (len(args), vbox, 0)
+        checks = [c] if checks is None else checks + [c]
+    else:
+        saved.append(None)
+    node.edges = tuple(edges)
+    node.rank = rank + 1
+    node.outputs = (_weakref(v),)
+    node.saved = tuple(saved)
+    node.checks = checks
+    node.in_shapes = tuple(getattr(d, "shape", ()) for d in datas) if op.shapes else None
+    return v
+
+
+from weakref import ref as _weakref  # noqa: E402
+
+
+def _default_backend() -> Any:
+    from polygrad.backends import get_backend
+
+    return get_backend()
+
+
+def _describe_arg(a: Any) -> str:
+    d = a._data if isinstance(a, Variable) else a
+    if type(d) in _SCALARS:
+        return f"{type(d).__name__} {d!r}"
+    try:
+        b = backend_of_type(type(d)).name
+    except TypeError:
+        b = type(d).__name__
+    return f"{b} array shape {tuple(d.shape)} dtype {d.dtype}"
+
+
+def _mixed_error(op: Op, args: tuple, b1: Any, b2: Any) -> TypeError:
+    return TypeError(
+        f"polygrad: {op.name} got arrays of two backends, {b1.name!r} and {b2.name!r} "
+        f"({'; '.join(_describe_arg(a) for a in args)}); move one with pg.to_backend(x, {b1.name!r})"
+    )
+
+
+def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Exception) -> Exception:
+    desc = "; ".join(_describe_arg(a) for a in args)
+    extra = f" with {params}" if params else ""
+    msg = f"polygrad: {op.name} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
+    try:
+        return type(exc)(msg)
+    except Exception:
+        return RuntimeError(msg)
+
+
+# ---------------------------------------------------------------------------
+# The two namespaces rules are written against
+# ---------------------------------------------------------------------------
+
+
+class RawOps:
+    """Ops over raw arrays of one backend: each name runs the forward kernel."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Callable:
+        op = REGISTRY.get(name)
+        if op is None:
+            raise AttributeError(f"polygrad: no op named {name!r}")
+        impl = op.kernel(self._backend)
+        setattr(self, name, impl)
+        return impl
+
+
+class _GraphOps:
+    """Differentiable ops over Variables (filled by polygrad.ops)."""
+
+
+GRAPH_OPS = _GraphOps()
+
+
+def raw_ops(backend: Any) -> RawOps:
+    ops = backend.raw_ops
+    if ops is None:
+        ops = backend.raw_ops = RawOps(backend)
+    return ops
