@@ -61,29 +61,32 @@ def backward(
     targets = None if inputs is None else {(v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
     captured: list = [None] * (0 if inputs is None else len(inputs))
     hooks = _hooks._active.get()
+    push, pop = heapq.heappush, heapq.heappop
 
-    def send(edge: Any, g: Any) -> None:
-        node, where = edge
-        if node is None:  # a leaf
-            slot = leaves.get(id(where))
-            if slot is None:
-                leaves[id(where)] = [where, g]
-            else:
-                slot[1] = slot[1] + g
-            return
-        slot = grads.get(node)
-        if slot is None:
-            slot = grads[node] = [None] * len(node.outputs)
-            heapq.heappush(heap, (-node.rank, next(order), node))
-        slot[where] = g if slot[where] is None else slot[where] + g
-
-    for y, g in zip(outputs, grad_outputs):
-        send((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph))
-
+    pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph)) for y, g in zip(outputs, grad_outputs)]
     token = config.enable_backprop.set(create_graph)
     try:
-        while heap:
-            node = heapq.heappop(heap)[2]
+        while True:
+            # Route gradients: to a leaf's running sum, or to the slot of the node that made them.
+            for edge, gx in pending:
+                if edge is None or gx is None:
+                    continue
+                node, where = edge
+                if node is None:
+                    slot = leaves.get(id(where))
+                    if slot is None:
+                        leaves[id(where)] = [where, gx]
+                    else:
+                        slot[1] = slot[1] + gx
+                    continue
+                slot = grads.get(node)
+                if slot is None:
+                    slot = grads[node] = [None] * len(node.outputs)
+                    push(heap, (-node.rank, next(order), node))
+                slot[where] = gx if slot[where] is None else slot[where] + gx
+            if not heap:
+                break
+            node = pop(heap)[2]
             gys = grads.pop(node)
             if retain_grad or node._var_hooks or targets:
                 for i, ref in enumerate(node.outputs):
@@ -108,9 +111,7 @@ def backward(
                     h.backward_postprocess(node, in_data, gys)
             if not retain_graph:
                 node._release()
-            for edge, gx in zip(node.edges, gxs):
-                if edge is not None and gx is not None:
-                    send(edge, gx)
+            pending = zip(node.edges, gxs)
     finally:
         config.enable_backprop.reset(token)
 

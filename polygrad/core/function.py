@@ -133,7 +133,7 @@ class Function(Node):
                     v = iv
             if v is None:
                 v = Variable.__new__(Variable)
-                v._data, v._grad, v._hooks, v.name, v._vbox = y, None, None, None, [0]
+                v._data, v._grad, v._hooks, v.name, v._vb = y, None, None, None, None
             v._volatile = volatile
             diff = record and not any(y is t for t in nondiff)
             v._requires_grad = diff

@@ -51,7 +51,7 @@ class Variable:
     array([2., 4., 6.])
     """
 
-    __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "name", "_vbox", "_hooks", "__weakref__")
+    __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "name", "_vb", "_hooks", "__weakref__")
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
     __array_priority__ = 200
 
@@ -73,7 +73,7 @@ class Variable:
         self._requires_grad = bool(requires_grad) and not volatile
         self._volatile = bool(volatile)
         self.name = name
-        self._vbox = [0]
+        self._vb = None
         self._hooks: list | None = None
 
     @classmethod
@@ -87,9 +87,22 @@ class Variable:
         v._requires_grad = True
         v._volatile = False
         v.name = None
-        v._vbox = [0]
+        v._vb = None
         v._hooks = None
         return v
+
+    @property
+    def _vbox(self) -> list:
+        """The in-place version counter, a one-element list shared with detached
+        views; created on first use (most Variables never need one)."""
+        box = self._vb
+        if box is None:
+            box = self._vb = [0]
+        return box
+
+    @_vbox.setter
+    def _vbox(self, box: list) -> None:
+        self._vb = box
 
     # -- data and metadata -----------------------------------------------------
     @property

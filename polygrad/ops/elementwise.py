@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
@@ -9,23 +10,23 @@ from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
 # ---------------------------------------------------------------------------
 # Arithmetic (broadcasting; Python scalars allowed on either side)
 # ---------------------------------------------------------------------------
-ADD = defvjp(Op("add", lambda xp, x, y: x + y, broadcasts=True),
+ADD = defvjp(Op("add", operator.add, broadcasts=True, uses_xp=False),
              lambda o, g, ans, x, y: g,
              lambda o, g, ans, x, y: g)
-SUBTRACT = defvjp(Op("subtract", lambda xp, x, y: x - y, broadcasts=True),
+SUBTRACT = defvjp(Op("subtract", operator.sub, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g,
                   lambda o, g, ans, x, y: -g)
-MULTIPLY = defvjp(Op("multiply", lambda xp, x, y: x * y, broadcasts=True),
+MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g * y,
                   lambda o, g, ans, x, y: g * x, saves="xy")
-DIVIDE = defvjp(Op("divide", lambda xp, x, y: x / y, broadcasts=True),
+DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / y,
                 lambda o, g, ans, x, y: -g * x / (y * y), saves="xy")
-POW = defvjp(Op("pow", lambda xp, x, y: x ** y, broadcasts=True),
+POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False),
              lambda o, g, ans, x, y: g * y * x ** (y - 1),
              lambda o, g, ans, x, y: g * o.log(x) * ans, saves="xy ans")
-NEGATIVE = defvjp(Op("negative", lambda xp, x: -x), lambda o, g, ans, x: -g)
-POSITIVE = defvjp(Op("positive", lambda xp, x: +x), lambda o, g, ans, x: g)
+NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
+POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False), lambda o, g, ans, x: g)
 
 # ---------------------------------------------------------------------------
 # Transcendental
@@ -53,12 +54,12 @@ MAXIMUM = defvjp(Op("maximum", lambda xp, x, y: xp.maximum(x, y), broadcasts=Tru
 # ---------------------------------------------------------------------------
 # Comparisons and dtype (no gradient, or a cast back)
 # ---------------------------------------------------------------------------
-EQUAL = def_nograd(Op("equal", lambda xp, x, y: x == y))
-NOT_EQUAL = def_nograd(Op("not_equal", lambda xp, x, y: x != y))
-LESS = def_nograd(Op("less", lambda xp, x, y: x < y))
-LESS_EQUAL = def_nograd(Op("less_equal", lambda xp, x, y: x <= y))
-GREATER = def_nograd(Op("greater", lambda xp, x, y: x > y))
-GREATER_EQUAL = def_nograd(Op("greater_equal", lambda xp, x, y: x >= y))
+EQUAL = def_nograd(Op("equal", operator.eq, uses_xp=False))
+NOT_EQUAL = def_nograd(Op("not_equal", operator.ne, uses_xp=False))
+LESS = def_nograd(Op("less", operator.lt, uses_xp=False))
+LESS_EQUAL = def_nograd(Op("less_equal", operator.le, uses_xp=False))
+GREATER = def_nograd(Op("greater", operator.gt, uses_xp=False))
+GREATER_EQUAL = def_nograd(Op("greater_equal", operator.ge, uses_xp=False))
 ZEROS_LIKE = def_nograd(Op("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype)))
 ONES_LIKE = def_nograd(Op("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype)))
 ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True),

@@ -34,16 +34,19 @@ REGISTRY: dict[str, "Op"] = {}
 class Op:
     """One row of the op table: a name, a forward kernel, and vjp rules."""
 
-    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "differentiable", "_impl", "__weakref__")
+    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable", "uses_xp", "_impl", "__weakref__")
 
-    def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False, differentiable: bool = True):
+    def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False,
+                 differentiable: bool = True, uses_xp: bool = True):
         self.name = name
         self.fwd = fwd
+        self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
         self.keep_output = False
-        self.broadcasts = broadcasts
-        self.shapes = shapes or broadcasts
+        self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
+        self.metas = shapes  # rules read the shapes of inputs they did not save
+        self.shapes = shapes or broadcasts  # so input shapes are recorded
         self.differentiable = differentiable
         self._impl: dict = {}
         REGISTRY[name] = self
@@ -55,7 +58,7 @@ class Op:
         """The forward kernel for ``backend`` (its own faster one if it declares one)."""
         impl = self._impl.get(backend)
         if impl is None:
-            impl = backend.kernels.get(self.name) or functools.partial(self.fwd, backend.xp)
+            impl = backend.kernels.get(self.name) or (functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd)
             self._impl[backend] = impl
         return impl
 
@@ -119,12 +122,11 @@ class Primitive(Node):
         saved = self.saved
         if saved is None:
             return
-        saved = list(saved)
         for i, a in enumerate(saved):
             if a is array and i < len(self.edges):
                 saved[i] = self.backend.xp.asarray(array, copy=True) if copy else array
-                self.checks = tuple(c for c in self.checks if c[0] != i) if self.checks else self.checks
-        self.saved = tuple(saved)
+                if self.checks:
+                    self.checks = tuple(c for c in self.checks if c[0] != i)
 
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         g = grad_outputs[0]
@@ -143,8 +145,8 @@ class Primitive(Node):
                     raise version_error(self, what, shape, version, vbox[0])
         args = saved[:n_in]
         ans = saved[n_in]
-        if op.shapes and any(a is None for a in args):
-            args = tuple(_Meta(tuple(s)) if a is None else a for a, s in zip(args, self.in_shapes))
+        if op.metas:
+            args = [_Meta(tuple(s)) if a is None else a for a, s in zip(args, self.in_shapes)]
         if create_graph:
             o = GRAPH_OPS
             args = tuple(self._input_variable(i, a) if i in op.keep else a for i, a in enumerate(args))
@@ -158,51 +160,78 @@ class Primitive(Node):
                 g = g._data
         params = self.params
         out = []
+        vjps = op.vjps
         for i, edge in enumerate(self.edges):
-            if edge is None:
-                out.append(None)
-                continue
-            rule = op.vjps[i] if i < len(op.vjps) else None
+            rule = vjps[i] if edge is not None and i < len(vjps) else None
             if rule is None:
                 out.append(None)
                 continue
             gx = rule(o, g, ans, *args, **params) if params else rule(o, g, ans, *args)
-            if op.broadcasts:
+            if op.broadcasts and self.in_shapes is not None:
                 shape = self.in_shapes[i]
-                if tuple(gx.shape) != shape:
+                if gx.shape != shape:
                     gx = o.sum_to(gx, shape)
             out.append(gx)
-        return tuple(out)
+        return out
 
 
 def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
-    """Run ``op`` on Variables, raw arrays and scalars; record a node if needed."""
+    """Run ``op`` on Variables, raw arrays and scalars; record a node if needed.
+
+    One pass over the inputs collects their arrays, their backend, and (in case
+    a node is recorded) their edges and what backward will need.
+    """
     backend = None
     record = False
     volatile = False
     datas = []
+    edges = []
+    saved = []
+    checks = None
+    rank = 0
+    keep = op.keep
+    i = 0
     for a in args:
         if isinstance(a, Variable):
             d = a._data
             if a._requires_grad:
                 record = True
-            elif a._volatile:
-                volatile = True
+                n = a._node
+                if n is None:
+                    edges.append((None, a))
+                else:
+                    edges.append((n, a._index))
+                    if n.rank > rank:
+                        rank = n.rank
+            else:
+                if a._volatile:
+                    volatile = True
+                edges.append(None)
+            if i in keep:
+                saved.append(d)
+                box = a._vbox
+                checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
+            else:
+                saved.append(None)
         else:
             d = a
+            edges.append(None)
+            saved.append(d if i in keep or type(d) in _SCALARS else None)
         t = type(d)
-        if t not in _SCALARS and d is not None:
+        if t not in _SCALARS:
             b = _type_cache.get(t) or backend_of_type(t)
             if backend is None:
                 backend = b
             elif b is not backend:
                 raise _mixed_error(op, args, backend, b)
         datas.append(d)
+        i += 1
     if backend is None:
         backend = _default_backend()
-        datas = [backend.xp.asarray(d) if type(d) in _SCALARS else d for d in datas]
+        datas = [backend.xp.asarray(d) for d in datas]
     hooks = _hooks._active.get()
-    record = record and not volatile and op.differentiable and config.enable_backprop.get()
+    if record and (volatile or not op.differentiable or not config.enable_backprop.get()):
+        record = False
     node = None
     if record or hooks:
         node = Primitive.__new__(Primitive)
@@ -232,7 +261,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     v._index = 0
     v._volatile = volatile
     v.name = None
-    v._vbox = vbox = [0]
+    v._vb = None
     v._hooks = None
     if not record:
         v._node = None
@@ -240,44 +269,27 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         return v
     v._node = node
     v._requires_grad = True
-    edges = []
-    rank = 0
-    checks = None
-    keep = op.keep
-    saved = []
-    for i, a in enumerate(args):
-        if isinstance(a, Variable) and a._requires_grad:
-            n = a._node
-            if n is None:
-                edges.append((None, a))
-            else:
-                edges.append((n, a._index))
-                if n.rank > rank:
-                    rank = n.rank
-        else:
-            edges.append(None)
-        d = datas[i]
-        if i in keep:
-            saved.append(d)
-            if isinstance(a, Variable):
-                c = (i, a._vbox, a._vbox[0])
-                checks = [c] if checks is None else checks + [c]
-        elif type(d) in _SCALARS:
-            saved.append(d)  # constants are free to keep
-        else:
-            saved.append(None)  # backward sees a shape-only placeholder (ops declared shapes=True)
     if op.keep_output:
         saved.append(out)
-        c = (len(args), vbox, 0)
-        checks = [c] if checks is None else checks + [c]
+        v._vb = box = [0]
+        checks = ((i, box, 0),) if checks is None else checks + ((i, box, 0),)
     else:
         saved.append(None)
-    node.edges = tuple(edges)
+    node.edges = edges
     node.rank = rank + 1
     node.outputs = (_weakref(v),)
-    node.saved = tuple(saved)
+    node.saved = saved
     node.checks = checks
-    node.in_shapes = tuple(getattr(d, "shape", ()) for d in datas) if op.shapes else None
+    if op.metas:
+        node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+    elif op.broadcasts:
+        # Record input shapes only when some input was broadcast (most calls: none).
+        shape = out.shape
+        node.in_shapes = None
+        for d in datas:
+            if type(d) not in _SCALARS and d.shape != shape:
+                node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+                break
     return v
 
 
