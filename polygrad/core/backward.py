@@ -1,8 +1,8 @@
-"""The backward engine: reverse topological traversal by rank, one screen long.
+"""The backward engine: reverse topological traversal, one screen long.
 
-Nodes are visited highest rank first (a node's rank exceeds the ranks of the
-creators of its inputs), so every node runs once, after all gradients flowing
-into it have been summed. Gradients of intermediate outputs live in a dict only
+Nodes are visited newest first (a node is created after the creators of its
+inputs), so every node runs once, after all gradients flowing into it have
+been summed, and a branch is finished (its arrays freed) before the next. Gradients of intermediate outputs live in a dict only
 until their node has run; saved arrays are freed right after, unless
 ``retain_graph``.
 """
@@ -35,6 +35,20 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     return g
 
 
+def _sum(a: Any, b: Any, owned: dict | None) -> Any:
+    """a + b, in place into ``a`` when this backward pass allocated ``a`` itself."""
+    if owned is not None and id(owned.get(id(a))) == id(a):
+        try:
+            a += b
+            return a
+        except (TypeError, ValueError):
+            pass
+    c = a + b
+    if owned is not None and not isinstance(c, Variable):
+        owned[id(c)] = c
+    return c
+
+
 def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
     for hook in tuple(v._hooks):
         new = hook(g)
@@ -56,12 +70,13 @@ def backward(
     ``inputs``, returns their gradients and touches no ``.grad`` (``pg.grad``)."""
     grads: dict[Any, list] = {}
     heap: list = []
-    order = itertools.count()
     leaves: dict[int, list] = {}  # id(var) -> [var, grad]
     targets = None if inputs is None else {(v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
     captured: list = [None] * (0 if inputs is None else len(inputs))
     hooks = _hooks._active.get()
     push, pop = heapq.heappush, heapq.heappop
+    # Sums this pass allocated itself: later contributions are added in place.
+    owned: dict[int, Any] | None = None if create_graph else {}
 
     pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph)) for y, g in zip(outputs, grad_outputs)]
     token = config.enable_backprop.set(create_graph)
@@ -77,17 +92,21 @@ def backward(
                     if slot is None:
                         leaves[id(where)] = [where, gx]
                     else:
-                        slot[1] = slot[1] + gx
+                        slot[1] = _sum(slot[1], gx, owned)
                     continue
                 slot = grads.get(node)
                 if slot is None:
                     slot = grads[node] = [None] * len(node.outputs)
-                    push(heap, (-node.rank, next(order), node))
-                slot[where] = gx if slot[where] is None else slot[where] + gx
+                    push(heap, (-node.seq, node))
+                slot[where] = gx if slot[where] is None else _sum(slot[where], gx, owned)
+            pending = gxs = None  # let gradients already routed go
             if not heap:
                 break
-            node = pop(heap)[2]
+            node = pop(heap)[1]
             gys = grads.pop(node)
+            if owned:
+                for g in gys:
+                    owned.pop(id(g), None)
             if retain_grad or node._var_hooks or targets:
                 for i, ref in enumerate(node.outputs):
                     y = ref()
@@ -109,6 +128,7 @@ def backward(
             if fhooks:
                 for h in fhooks:
                     h.backward_postprocess(node, in_data, gys)
+            gys = in_data = None
             if not retain_graph:
                 node._release()
             pending = zip(node.edges, gxs)

@@ -62,7 +62,7 @@ class Function(Node):
         # Node's slots are created lazily for Function subclasses that skip __init__.
         if name in ("edges", "outputs"):
             return ()
-        if name == "rank":
+        if name == "seq":
             return 0
         if name in ("local_function_hooks",):
             return None
@@ -158,7 +158,6 @@ class Function(Node):
                 None if not v._requires_grad else (v._node, v._index) if v._node is not None else (None, v)
                 for v in in_vars
             )
-            self.rank = 1 + max((v._node.rank for v in in_vars if v._node is not None), default=0)
             self.outputs = tuple(weakref.ref(v) for v in out_vars)
             self._input_refs = tuple(weakref.ref(v) for v in in_vars)
             keep = self._retained_inputs

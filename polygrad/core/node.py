@@ -19,16 +19,23 @@ Subclasses: :class:`polygrad.core.function.Function` (the user API) and
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from typing import Any
 
 
+#: Creation order of nodes. Reverse creation order is a topological order of
+#: any graph (a node is made after the creators of its inputs), and visiting the
+#: newest node first finishes a branch, and frees its arrays, before the next.
+next_seq = itertools.count(1).__next__
+
+
 class Node:
-    __slots__ = ("edges", "rank", "outputs", "local_function_hooks", "_var_hooks", "_freed", "__weakref__", "__dict__")
+    __slots__ = ("edges", "seq", "outputs", "local_function_hooks", "_var_hooks", "_freed", "__weakref__", "__dict__")
 
     def __init__(self) -> None:
         self.edges: tuple = ()
-        self.rank = 0
+        self.seq = next_seq()
         self.outputs: tuple = ()  # weakref.ref to output Variables
         self.local_function_hooks: "OrderedDict[str, Any] | None" = None
         self._var_hooks = False  # some output Variable has register_hook hooks

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
 from polygrad.core.namespace import _type_cache, backend_of_type
-from polygrad.core.node import Node, freed_error, version_error
+from polygrad.core.node import Node, freed_error, next_seq, version_error
 from polygrad.core.variable import Variable
 
 _SCALARS = (bool, int, float, complex)
@@ -108,7 +108,7 @@ class Primitive(Node):
         return self.op.name
 
     def __repr__(self) -> str:
-        return f"<{self.op.name} node rank={self.rank}>"
+        return f"<{self.op.name} node #{self.seq}>"
 
     def _hook_in_data(self) -> tuple:
         return tuple(None if isinstance(a, _Meta) else a for a in self.saved or ())
@@ -188,7 +188,6 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     edges = []
     saved = []
     checks = None
-    rank = 0
     keep = op.keep
     i = 0
     for a in args:
@@ -201,8 +200,6 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                     edges.append((None, a))
                 else:
                     edges.append((n, a._index))
-                    if n.rank > rank:
-                        rank = n.rank
             else:
                 if a._volatile:
                     volatile = True
@@ -242,7 +239,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         node._var_hooks = False
         node._freed = False
         node.edges = ()
-        node.rank = 0
+        node.seq = next_seq()
     impl = op._impl.get(backend) or op.kernel(backend)
     try:
         if hooks:
@@ -276,7 +273,6 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     else:
         saved.append(None)
     node.edges = edges
-    node.rank = rank + 1
     node.outputs = (_weakref(v),)
     node.saved = saved
     node.checks = checks
