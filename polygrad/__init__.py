@@ -11,7 +11,7 @@ found through the ``polygrad`` entry-point group and loaded on first use.
 
 from polygrad import backends as _backends_module
 from polygrad.backends import (
-    Backend, BackendInfo, asarray, backends, get_array_namespace, get_backend, register_plugin, seed,
+    Backend, BackendInfo, asarray, backends, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
     set_backend, to_backend, unregister_plugin, using_backend,
 )
 from polygrad.core import (
@@ -27,13 +27,15 @@ from polygrad.ops import (
 )
 from polygrad import functions, function_hooks, links
 from polygrad.links import Chain, Link
+from polygrad.compile import In, Out, function, shared
+from polygrad import symbolic
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Variable", "Function", "FunctionHook", "Link", "Chain", "grad", "no_backprop_mode", "force_backprop_mode",
+    "Variable", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "hookimpl", "type_check", "functions", "function_hooks", "links",
-    "Backend", "BackendInfo", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
+    "Backend", "BackendInfo", "compute", "persist", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",
     "abs", "add", "astype", "broadcast_to", "cos", "divide", "equal", "exp", "expand_dims", "greater",
     "greater_equal", "less", "less_equal", "log", "matmul", "matrix_transpose", "max", "maximum", "mean", "min",

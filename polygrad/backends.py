@@ -37,6 +37,8 @@ __all__ = [
     "register_plugin",
     "unregister_plugin",
     "seed",
+    "compute",
+    "persist",
 ]
 
 
@@ -172,6 +174,10 @@ class Backend:
 
     def materialize(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         out = self._hook.polygrad_materialize(backend=self.name, arrays=tuple(arrays))
+        return tuple(arrays) if out is None else tuple(out)
+
+    def persist(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        out = self._hook.polygrad_persist(backend=self.name, arrays=tuple(arrays))
         return tuple(arrays) if out is None else tuple(out)
 
     def synchronize(self) -> None:
@@ -486,6 +492,50 @@ def to_backend(x: Any, name: str) -> Any:
     except Exception as exc:
         errors.append(f"asarray: {exc}")
     raise TypeError(f"polygrad.to_backend: cannot move {source.name!r} array to {target.name!r}: " + "; ".join(errors))
+
+
+def compute(*items: Any) -> tuple:
+    """Materialize several Variables or arrays in one pass (lazy backends compute
+    shared work once); returns concrete arrays, one per item, in order.
+
+    Items of eager backends are returned as they are.
+    """
+    from polygrad.core.variable import Variable
+
+    arrays = [x._data if isinstance(x, Variable) else x for x in items]
+    out = list(arrays)
+    by_backend: dict[Any, list[int]] = {}
+    for i, a in enumerate(arrays):
+        if a is None or isinstance(a, (bool, int, float, complex)):
+            continue
+        by_backend.setdefault(_namespace.backend_of_type(type(a)), []).append(i)
+    for b, idx in by_backend.items():
+        done = b.materialize(tuple(arrays[i] for i in idx))
+        for i, a in zip(idx, done):
+            out[i] = a
+    return tuple(out)
+
+
+def persist(*items: Any) -> tuple:
+    """Like :func:`compute`, but a lazy backend keeps the results as (persisted)
+    lazy arrays; Variables get their data replaced and are returned as they are."""
+    from polygrad.core.variable import Variable
+
+    arrays = [x._data if isinstance(x, Variable) else x for x in items]
+    out = list(items)
+    by_backend: dict[Any, list[int]] = {}
+    for i, a in enumerate(arrays):
+        if a is None or isinstance(a, (bool, int, float, complex)):
+            continue
+        by_backend.setdefault(_namespace.backend_of_type(type(a)), []).append(i)
+    for b, idx in by_backend.items():
+        done = b.persist(tuple(arrays[i] for i in idx))
+        for i, a in zip(idx, done):
+            if isinstance(items[i], Variable):
+                items[i]._data = a
+            else:
+                out[i] = a
+    return tuple(out)
 
 
 def seed(value: int | None) -> None:

@@ -159,6 +159,18 @@ def polygrad_materialize(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any,
 
 
 @hookspec(firstresult=True)
+def polygrad_persist(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any, ...] | None":
+    """Compute several lazy arrays in one pass and keep the results in (distributed)
+    memory as lazy arrays of this backend (``dask.persist``).
+
+    Stops at the first non-None result. Eager backends need not implement it.
+
+    :param backend: the backend's name.
+    :param arrays: arrays of this backend.
+    """
+
+
+@hookspec(firstresult=True)
 def polygrad_synchronize(backend: str) -> "bool | None":
     """Block until all work queued on ``backend`` has finished.
 

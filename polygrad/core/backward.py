@@ -171,6 +171,11 @@ def grad(
     for v in inputs_t:
         if not isinstance(v, Variable):
             raise TypeError(f"polygrad.grad: inputs must be Variables, got {type(v).__name__}")
+    # A backend may differentiate its own way (symbolic graphs build gradient expressions).
+    override = getattr(backend_of_type(type(outputs[0]._data)), "grad", None)
+    if override is not None:
+        gs = override(outputs, inputs_t, tuple(grad_outputs))
+        return gs
     if retain_graph is None:
         retain_graph = create_graph
     gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)

@@ -121,6 +121,11 @@ class Function(Node):
         for h in hooks:
             h.forward_postprocess(self, in_data)
 
+        if record:
+            self.edges = tuple(
+                None if not v._requires_grad else (v._node, v._index) if v._node is not None else (None, v)
+                for v in in_vars
+            )
         dirty = self.__dict__.get("_dirty", ())
         nondiff = self.__dict__.get("_non_differentiable", ())
         out_vars = []
@@ -154,10 +159,6 @@ class Function(Node):
                 for k, a in enumerate(to_save)
             )
         if record:
-            self.edges = tuple(
-                None if not v._requires_grad else (v._node, v._index) if v._node is not None else (None, v)
-                for v in in_vars
-            )
             self.outputs = tuple(weakref.ref(v) for v in out_vars)
             self._input_refs = tuple(weakref.ref(v) for v in in_vars)
             keep = self._retained_inputs

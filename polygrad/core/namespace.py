@@ -13,6 +13,7 @@ from typing import Any, Callable
 _SCALARS = (bool, int, float, complex)
 
 _type_cache: dict[type, Any] = {}
+_pinned: dict[type, Any] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
 _resolver: Callable[[type], Any] | None = None
 
 
@@ -20,12 +21,19 @@ def set_resolver(resolver: Callable[[type], Any]) -> None:
     """Install ``resolver(type) -> backend`` (raising TypeError if none owns it)."""
     global _resolver
     _resolver = resolver
-    _type_cache.clear()
+    clear_cache()
 
 
 def clear_cache() -> None:
     """Forget cached type lookups (after a plugin is registered or removed)."""
     _type_cache.clear()
+    _type_cache.update(_pinned)
+
+
+def pin(t: type, backend: Any) -> None:
+    """Claim type ``t`` for ``backend`` permanently (not through the plugin resolver)."""
+    _pinned[t] = backend
+    _type_cache[t] = backend
 
 
 def backend_of_type(t: type) -> Any:

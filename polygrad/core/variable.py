@@ -349,6 +349,8 @@ class Variable:
         """
         from polygrad.core.backward import backward as _run
 
+        if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
+            gradient, retain_grad = None, gradient
         if retain_variables is not None:
             retain_graph = retain_variables if retain_graph is None else retain_graph
         if gradient is None and self._grad is not None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.function import Function
-from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops import matmul, matrix_transpose, mean, sum, where
-from polygrad.ops.primitive import Op, apply, defvjp
+from polygrad.ops import matmul, matrix_transpose, mean, reshape, sum, where
+from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
 
 
 def _log_softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
@@ -61,8 +60,8 @@ def linear(x, W, b=None):
     ``x`` of more than two dimensions is flattened to (batch, -1).
     """
     data = x._data if isinstance(x, Variable) else x
-    if data.ndim > 2:
-        x = x.reshape(data.shape[0], -1) if isinstance(x, Variable) else Variable(data, requires_grad=False).reshape(data.shape[0], -1)
+    if data.ndim is not None and data.ndim > 2:
+        x = reshape(x, (data.shape[0], -1))
     y = matmul(x, matrix_transpose(W))
     return y if b is None else y + b
 
@@ -73,33 +72,40 @@ def mean_squared_error(x0, x1):
     return mean(d * d)
 
 
+def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
+    """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label."""
+    if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
+        raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
+    n, c = x.shape
+    classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
+    return xp.logical_and(xp.reshape(t, (n, 1)) == classes, xp.reshape(t != ignore_label, (n, 1)))
+
+
+def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
+    """Number of labels not equal to ignore_label (at least 1), in x's dtype."""
+    count = xp.sum(xp.astype(t != ignore_label, x.dtype))
+    return xp.maximum(count, xp.ones_like(count))
+
+
+LABEL_MASK = def_nograd(Op("softmax_cross_entropy_label_mask", _label_mask_kernel))
+VALID_COUNT = def_nograd(Op("softmax_cross_entropy_valid_count", _valid_count_kernel))
+
+
 def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """Cross entropy between softmax(x) over axis 1 and integer labels ``t``.
 
     Labels equal to ``ignore_label`` contribute nothing. With ``reduce="mean"``
     the loss is averaged over non-ignored labels (``normalize=True``) or over the
-    batch; ``reduce="no"`` returns per-example losses.
+    batch; ``reduce="no"`` returns per-example losses. Built from ops only, so it
+    works on lazy and symbolic inputs too.
     """
-    xd = x._data if isinstance(x, Variable) else x
-    td = t._data if isinstance(t, Variable) else t
-    xp = backend_of_type(type(xd)).xp
-    if td.ndim != 1 or xd.ndim != 2 or td.shape[0] != xd.shape[0]:
-        raise ValueError(
-            f"polygrad: softmax_cross_entropy expects x of shape (N, C) and t of shape (N,), got "
-            f"x {tuple(xd.shape)} {xd.dtype} and t {tuple(td.shape)} {td.dtype}"
-        )
-    n, c = xd.shape
-    valid = td != ignore_label
-    classes = xp.arange(c, dtype=td.dtype)
-    onehot = xp.logical_and(xp.reshape(td, (n, 1)) == xp.reshape(classes, (1, c)), xp.reshape(valid, (n, 1)))
-    picked = where(onehot, log_softmax(x, axis=1), 0.0)
+    mask = apply(LABEL_MASK, (x, t), {"ignore_label": ignore_label})
+    picked = where(mask, log_softmax(x, axis=1), 0.0)
     if reduce == "no":
         return -sum(picked, axis=1)
     if normalize:
-        count = xp.sum(xp.astype(valid, xd.dtype))
-        count = xp.maximum(count, xp.ones_like(count))
-        return -sum(picked) / count
-    return -sum(picked) / n
+        return -sum(picked) / apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
+    return -mean(sum(picked, axis=1))
 
 
 # ---------------------------------------------------------------------------

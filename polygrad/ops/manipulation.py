@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any
 
 from polygrad.core.namespace import backend_of_type
@@ -51,6 +50,8 @@ RESHAPE = defvjp(Op("reshape", lambda xp, x, shape, copy=None: xp.reshape(x, sha
                  lambda o, g, ans, x, shape, copy=None: o.reshape(g, x.shape))
 PERMUTE_DIMS = defvjp(Op("permute_dims", lambda xp, x, axes: xp.permute_dims(x, axes)),
                       lambda o, g, ans, x, axes: o.permute_dims(g, _inverse_perm(axes, g.ndim)))
+REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1])),
+                      lambda o, g, ans, x: o.transpose(g))
 MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", lambda xp, x: xp.matrix_transpose(x)),
                           lambda o, g, ans, x: o.matrix_transpose(g))
 BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), shapes=True),
@@ -111,10 +112,6 @@ def _unwrap_key(key: Any) -> Any:
 # ---------------------------------------------------------------------------
 def reshape(x, /, shape, *, copy=None):
     shape = tuple(shape)
-    if -1 in shape:
-        known = math.prod(n for n in shape if n != -1)
-        size = math.prod(_shape(x))
-        shape = tuple(size // known if n == -1 else n for n in shape)
     return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
 
 
@@ -124,8 +121,9 @@ def permute_dims(x, /, axes):
 
 def transpose(x, axes=None):
     """Reverse (or permute by ``axes``) the dimensions, as Chainer's F.transpose."""
-    nd = len(_shape(x))
-    return permute_dims(x, tuple(range(nd))[::-1] if axes is None else axes)
+    if axes is None:
+        return apply(REVERSE_DIMS, (x,))
+    return permute_dims(x, axes)
 
 
 def matrix_transpose(x, /):
@@ -163,6 +161,3 @@ def setitem(x, key, value):
     """A copy of ``x`` with ``x[key] = value``, differentiable in both."""
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
 
-
-def _shape(x: Any) -> tuple:
-    return tuple((x._data if isinstance(x, Variable) else x).shape)

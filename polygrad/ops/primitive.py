@@ -111,7 +111,10 @@ class Primitive(Node):
         return f"<{self.op.name} node #{self.seq}>"
 
     def _hook_in_data(self) -> tuple:
-        return tuple(None if isinstance(a, _Meta) else a for a in self.saved or ())
+        saved = self.saved
+        if saved is None:
+            return (None,) * len(self.edges)
+        return tuple(saved[: len(self.edges)])
 
     def _release(self) -> None:
         self._freed = True
@@ -241,15 +244,12 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         node.edges = ()
         node.seq = next_seq()
     impl = op._impl.get(backend) or op.kernel(backend)
+    if hooks:
+        in_data = tuple(datas)
+        for h in hooks:
+            h.forward_preprocess(node, in_data)
     try:
-        if hooks:
-            in_data = tuple(datas)
-            for h in hooks:
-                h.forward_preprocess(node, in_data)
         out = impl(*datas, **params) if params else impl(*datas)
-        if hooks:
-            for h in hooks:
-                h.forward_postprocess(node, in_data)
     except Exception as exc:
         raise _op_error(op, args, params, backend, exc) from exc
     v = Variable.__new__(Variable)
@@ -263,6 +263,10 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     if not record:
         v._node = None
         v._requires_grad = False
+        if hooks:
+            node.outputs = (_weakref(v),)
+            for h in hooks:
+                h.forward_postprocess(node, in_data)
         return v
     v._node = node
     v._requires_grad = True
@@ -286,6 +290,9 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
             if type(d) not in _SCALARS and d.shape != shape:
                 node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
                 break
+    if hooks:
+        for h in hooks:
+            h.forward_postprocess(node, in_data)
     return v
 
 

@@ -19,6 +19,10 @@ def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
     return o.broadcast_to(g, tuple(shape))
 
 
+def _count(shape: tuple, axis: Any) -> int:
+    return math.prod(shape[a] for a in _normalize_axes(axis, len(shape)))
+
+
 def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Ties share the gradient equally."""
     shape = tuple(x.shape)
@@ -30,6 +34,8 @@ def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool 
 
 SUM = defvjp(Op("sum", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims), shapes=True),
              lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims))
+MEAN = defvjp(Op("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims), shapes=True),
+              lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
 MAX = defvjp(Op("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)),
              _max_vjp, saves="x ans")
 MIN = defvjp(Op("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims)),
@@ -44,10 +50,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
 
 
 def mean(x, /, *, axis=None, keepdims=False):
-    """Composed: sum / count (no rule of its own)."""
-    shape = tuple((x._data if isinstance(x, Variable) else x).shape)
-    count = math.prod(shape[a] for a in _normalize_axes(axis, len(shape)))
-    return sum(x, axis=axis, keepdims=keepdims) / count
+    return apply(MEAN, (x,), {"axis": axis, "keepdims": keepdims})
 
 
 def max(x, /, *, axis=None, keepdims=False):

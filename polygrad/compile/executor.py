@@ -1,0 +1,244 @@
+"""From a symbolic graph to a flat program of kernel calls, and running it.
+
+Compiling (once per input shapes and dtypes):
+
+1. *Trace*: evaluate the symbolic graph on the call's values with ordinary
+   eager ops (gradients through the ordinary backward engine with
+   ``create_graph=True``) while a tracing hook records every kernel call:
+   ``(kernel, argument slots or constants, parameters, output slot)``.
+2. *Optimize*: common-subexpression elimination, then dead-code removal from
+   the outputs and updates.
+3. *Generate*: one Python function whose body is the straight-line program,
+   with each intermediate deleted after its last use.
+
+Running is a single call of that function: no graph bookkeeping per call. A
+later fusion step (a backend compiling runs of elementwise kernels into one)
+would slot in between steps 2 and 3.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Sequence
+
+from polygrad.compile.symbolic import SymbolicArray
+from polygrad.core.backward import grad as _grad
+from polygrad.core.hooks import FunctionHook
+from polygrad.core.variable import Variable
+from polygrad.ops.primitive import Primitive
+
+#: ops whose output may share memory with their first input
+VIEW_OPS = frozenset({"reshape", "permute_dims", "reverse_dims", "matrix_transpose", "broadcast_to", "expand_dims",
+                      "squeeze", "getitem", "astype", "sum_to", "positive"})
+
+
+class MissingInputError(TypeError):
+    """The outputs depend on a symbolic variable that is not an input of the function."""
+
+
+class _Tracer(FunctionHook):
+    """Records each kernel call of the ops applied while it is active."""
+
+    name = "polygrad-compile-tracer"
+
+    def __init__(self) -> None:
+        self.slot_of: dict[int, int] = {}
+        self.alive: list[Any] = []  # the traced value of each slot (keeps ids unique)
+        self.instrs: list[tuple] = []
+        self.n_slots = 0
+
+    def new_slot(self, array: Any) -> int:
+        s = self.n_slots
+        self.n_slots += 1
+        self.slot_of[id(array)] = s
+        self.alive.append(array)
+        return s
+
+    def ref(self, value: Any) -> tuple:
+        s = self.slot_of.get(id(value))
+        return ("s", s) if s is not None else ("c", value)
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        if not isinstance(function, Primitive):
+            raise NotImplementedError(
+                f"polygrad.function: user Function {function.label} cannot be compiled yet; use built-in ops"
+            )
+        out = function.outputs[0]()._data
+        args = tuple(self.ref(d) for d in in_data)
+        self.instrs.append((function.op, function.op.kernel(function.backend), args, function.params, self.new_slot(out)))
+
+
+def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
+          givens: dict | None = None) -> tuple[_Tracer, list[int], list[tuple]]:
+    """Evaluate ``targets`` given ``values`` for ``inputs`` while recording kernels.
+
+    Returns the tracer, the input slots and a reference (slot or constant) per target.
+    """
+    tracer = _Tracer()
+    env: dict[int, Variable] = {}
+    in_slots = []
+    for sym, value in zip(inputs, values):
+        env[sym.id] = Variable(value, requires_grad=True)
+        in_slots.append(tracer.new_slot(value))
+    givens = givens or {}
+    grads: dict[tuple, list] = {}
+
+    def evaluate(root: SymbolicArray) -> Variable:
+        stack = [root]
+        while stack:
+            s = stack[-1]
+            if s.id in env:
+                stack.pop()
+                continue
+            if s.id in givens:
+                g = givens[s.id]
+                if g.id in env:
+                    env[s.id] = env[g.id]
+                    stack.pop()
+                else:
+                    stack.append(g)
+                continue
+            if s.kind in ("input", "shared"):
+                raise MissingInputError(
+                    f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
+                    f"add it to the inputs (or use pg.shared for state)"
+                )
+            deps = [a for a in s.args if isinstance(a, SymbolicArray)] if s.kind == "op" else [s.grad_of[0], *s.grad_of[1]]
+            todo = [d for d in deps if d.id not in env]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            if s.kind == "op":
+                from polygrad.ops.primitive import apply
+
+                args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
+                env[s.id] = apply(s.op, args, s.params)
+            else:  # a gradient: one backward for the whole group
+                cost, wrt, index = s.grad_of
+                key = (cost.id, tuple(w.id for w in wrt))
+                if key not in grads:
+                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True)
+                    grads[key] = [
+                        g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
+                        for g, w in zip(gs, wrt)
+                    ]
+                env[s.id] = grads[key][index]
+        return env[root.id]
+
+    with tracer:
+        results = [evaluate(t) for t in targets]
+    refs = [tracer.ref(r._data) for r in results]
+    tracer.alive.extend(r._data for r in results)
+    return tracer, in_slots, refs
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for parameters (raises TypeError for arrays and the like)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_freeze(v) for v in value)
+    if isinstance(value, slice):
+        return ("slice", value.start, value.stop, value.step)
+    if value is None or isinstance(value, (bool, int, float, complex, str, type(Ellipsis))):
+        return (type(value).__name__, value)
+    hash(value)
+    return ("obj", id(value))
+
+
+class Program:
+    """A straight-line program over slots, compiled to one Python function."""
+
+    def __init__(self, tracer: _Tracer, in_slots: list[int], out_refs: list[tuple]) -> None:
+        instrs = tracer.instrs
+        # Constant folding: a kernel whose arguments are all constants ran at
+        # trace time; its traced value becomes a constant.
+        folded: dict[int, Any] = {}
+        live = []
+        for op, impl, args, params, out in instrs:
+            args = tuple(("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in args)
+            if all(k == "c" for k, _ in args):
+                folded[out] = tracer.alive[out]
+                continue
+            live.append((op, impl, args, params, out))
+        instrs = live
+        out_refs = [("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in out_refs]
+        # Common subexpressions: the same kernel on the same arguments and parameters.
+        alias: dict[int, int] = {}
+        seen: dict[Any, int] = {}
+        cse = []
+        for op, impl, args, params, out in instrs:
+            args = tuple(("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in args)
+            try:
+                key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args), _freeze(params or {}))
+            except TypeError:
+                key = None
+            if key is not None and key in seen:
+                alias[out] = seen[key]
+                continue
+            if key is not None:
+                seen[key] = out
+            cse.append((op, impl, args, params, out))
+        out_refs = [("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in out_refs]
+        # Dead code: keep what the outputs need.
+        needed = {v for k, v in out_refs if k == "s"}
+        kept = []
+        for ins in reversed(cse):
+            if ins[4] in needed:
+                kept.append(ins)
+                needed.update(v for k, v in ins[2] if k == "s")
+        kept.reverse()
+        self.instrs = kept
+        self.in_slots = in_slots
+        self.out_refs = out_refs
+        # Which slots may share memory with an input (so a returned value would alias the caller's array).
+        aliasing = set(in_slots)
+        for op, impl, args, params, out in kept:
+            if op.name in VIEW_OPS and args and args[0][0] == "s" and args[0][1] in aliasing:
+                aliasing.add(out)
+        self.may_alias_input = [k == "c" or v in aliasing for k, v in out_refs]
+        self.n_kernels = len(kept)
+        self.n_traced = len(tracer.instrs)
+        self.fn, self.source = self._generate()
+
+    def _generate(self) -> tuple[Any, str]:
+        names: dict[str, Any] = {}
+        last_use: dict[int, int] = {}
+        for i, (_, _, args, _, _) in enumerate(self.instrs):
+            for k, v in args:
+                if k == "s":
+                    last_use[v] = i
+        outputs = {v for k, v in self.out_refs if k == "s"}
+
+        def const(value: Any) -> str:
+            if type(value) in (bool, int) or (type(value) is float and value == value and abs(value) != float("inf")):
+                return repr(value)
+            name = f"c{len(names)}"
+            names[name] = value
+            return name
+
+        lines = [f"def program({', '.join(f's{s}' for s in self.in_slots)}):"]
+        for i, (op, impl, args, params, out) in enumerate(self.instrs):
+            k = f"k{len(names)}"
+            names[k] = functools.partial(impl, **params) if params else impl
+            call = ", ".join(f"s{v}" if kind == "s" else const(v) for kind, v in args)
+            lines.append(f"    s{out} = {k}({call})  # {op.name}")
+            dead = [v for kind, v in args if kind == "s" and last_use.get(v) == i and v not in outputs]
+            if dead:
+                lines.append(f"    del {', '.join(f's{v}' for v in sorted(set(dead)))}")
+        rets = ", ".join(f"s{v}" if kind == "s" else const(v) for kind, v in self.out_refs)
+        lines.append(f"    return ({rets}{',' if len(self.out_refs) == 1 else ''})")
+        source = "\n".join(lines)
+        code = compile(source, "<polygrad compiled function>", "exec")
+        exec(code, names)
+        return names["program"], source
+
+    def __call__(self, *values: Any) -> tuple:
+        return self.fn(*values)
+
+
+def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
+          givens: dict | None = None) -> Program:
+    tracer, in_slots, refs = trace(inputs, values, targets, givens)
+    return Program(tracer, in_slots, refs)

@@ -1,0 +1,216 @@
+"""Symbolic variables: Variables whose data is an expression, not an array.
+
+A symbolic Variable goes through the same ops, operators and op table as an
+eager one. Its data is a :class:`SymbolicArray`, owned by a pseudo-backend
+whose "kernel" for every op records the application instead of computing it.
+Nothing is computed until a compiled ``pg.function`` is called with values.
+
+``pg.grad(cost, wrt)`` on symbolic variables returns symbolic gradients: when
+the function is compiled, they are computed by the ordinary backward engine
+(with ``create_graph=True``), so they use the same vjp rules as eager mode.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from polygrad.core import namespace as _namespace
+from polygrad.core.variable import Variable
+from polygrad.ops.primitive import REGISTRY, Op
+
+_ids = itertools.count()
+
+#: dtype names usable in symbolic constructors (resolved on the backend at call time)
+FLOAT_X = "float64"
+
+
+class SymbolicArray:
+    """Placeholder data of a symbolic Variable: an input, a shared value, an op
+    application or a gradient. ``shape`` entries are None where unknown."""
+
+    __slots__ = ("kind", "op", "args", "params", "name", "dtype", "shape", "ndim", "container", "grad_of", "id", "__weakref__")
+
+    def __init__(self, kind: str, *, op: Op | None = None, args: tuple = (), params: dict | None = None,
+                 name: str | None = None, dtype: str | None = None, shape: tuple | None = None,
+                 container: Any = None, grad_of: Any = None) -> None:
+        self.kind = kind
+        self.op = op
+        self.args = args
+        self.params = params
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.ndim = None if shape is None else len(shape)
+        self.container = container
+        self.grad_of = grad_of
+        self.id = next(_ids)
+
+    @property
+    def size(self) -> int | None:
+        if self.shape is None or any(n is None for n in self.shape):
+            return None
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        if self.kind in ("input", "shared"):
+            return self.name or f"<{self.kind} {self.dtype} ndim={self.ndim}>"
+        if self.kind == "grad":
+            return f"grad({self.grad_of[0]!r}, {self.grad_of[1][self.grad_of[2]]!r})"
+        inner = ", ".join(repr(a) for a in self.args)
+        return f"{self.op.name}({inner})"
+
+    def __bool__(self) -> bool:
+        raise TypeError("polygrad: the truth value of a symbolic variable is not known until the function is called")
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    if dtype is None or isinstance(dtype, str):
+        return dtype
+    text = str(dtype)
+    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float32", "float64", "complex64", "complex128"):
+        if text.endswith(name):
+            return name
+    raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")
+
+
+def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple | None]:
+    """Output dtype name and shape of ``op`` by running its kernel on stand-in
+    arrays (unknown dims as 1) of the default backend; (None, None) if unknown."""
+    from polygrad.backends import get_backend
+
+    try:
+        backend = get_backend()
+        xp = backend.xp
+        dummies = []
+        for d in datas:
+            if isinstance(d, SymbolicArray):
+                if d.shape is None or d.dtype is None:
+                    return None, None
+                dummies.append(xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype)))
+            else:
+                dummies.append(d)
+        out = op.kernel(backend)(*dummies, **(params or {}))
+        known = all(not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
+        shape = tuple(out.shape) if known else tuple(None for _ in out.shape)
+        return _dtype_name(out.dtype), shape
+    except Exception:
+        return None, None
+
+
+class _Recorders:
+    """``kernels`` of the symbolic backend: every op name gets a recorder."""
+
+    def get(self, name: str) -> Any:
+        op = REGISTRY[name]
+
+        def record(*datas: Any, **params: Any) -> SymbolicArray:
+            dtype, shape = _infer(op, datas, params)
+            return SymbolicArray("op", op=op, args=datas, params=params or None, dtype=dtype, shape=shape)
+
+        return record
+
+
+class SymbolicBackend:
+    """The pseudo-backend owning SymbolicArray: ops record instead of computing."""
+
+    name = "symbolic"
+    device = "cpu"
+    lazy = False
+    inplace = False
+    raw_ops = None
+    kernels = _Recorders()
+
+    @property
+    def xp(self) -> Any:
+        raise TypeError("polygrad: symbolic variables have no array namespace; compile with pg.function first")
+
+    def grad(self, outputs: tuple, inputs: tuple, grad_outputs: tuple) -> list:
+        """Symbolic gradients of ``outputs`` with respect to ``inputs``."""
+        if len(outputs) != 1 or any(g is not None for g in grad_outputs):
+            raise NotImplementedError("polygrad: symbolic pg.grad takes one scalar cost and no grad_outputs")
+        cost = outputs[0]
+        wrt = tuple(inputs)
+        for w in wrt:
+            if not isinstance(w._data, SymbolicArray):
+                raise TypeError(f"polygrad.grad: wrt must be symbolic variables, got {w!r}")
+        group = (cost._data, tuple(w._data for w in wrt))
+        return [
+            Variable(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype, shape=w._data.shape), requires_grad=False)
+            for i, w in enumerate(wrt)
+        ]
+
+    def __repr__(self) -> str:
+        return "<polygrad symbolic pseudo-backend>"
+
+
+SYMBOLIC = SymbolicBackend()
+_namespace.pin(SymbolicArray, SYMBOLIC)
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, Variable) and isinstance(x._data, SymbolicArray)
+
+
+# ---------------------------------------------------------------------------
+# Constructors (Theano's tensor.scalar, vector, matrix, ...)
+# ---------------------------------------------------------------------------
+
+
+def tensor(dtype: Any = None, shape: Sequence[int | None] | None = None, name: str | None = None, *, ndim: int | None = None) -> Variable:
+    """A symbolic input of ``dtype`` (default float64) and ``shape`` (None for
+    an unknown dimension); ``ndim`` alone gives all dimensions unknown."""
+    if shape is None:
+        if ndim is None:
+            raise TypeError("polygrad.symbolic.tensor needs shape or ndim")
+        shape = (None,) * ndim
+    data = SymbolicArray("input", name=name, dtype=_dtype_name(dtype) or FLOAT_X, shape=tuple(shape))
+    return Variable(data, requires_grad=False, name=name)
+
+
+def scalar(name: str | None = None, dtype: Any = None) -> Variable:
+    return tensor(dtype, (), name)
+
+
+def vector(name: str | None = None, dtype: Any = None) -> Variable:
+    return tensor(dtype, (None,), name)
+
+
+def matrix(name: str | None = None, dtype: Any = None) -> Variable:
+    return tensor(dtype, (None, None), name)
+
+
+def _plural(make: Any, names: Any, dtype: Any) -> list[Variable]:
+    if isinstance(names, int):
+        return [make(None, dtype) for _ in range(names)]
+    if len(names) == 1 and isinstance(names[0], str) and len(names[0]) > 1 and not isinstance(names, str):
+        names = names[0]
+    if isinstance(names, str):  # 'xys' -> x, y, s (one name per letter, as in Theano)
+        names = list(names)
+    return [make(n, dtype) for n in names]
+
+
+def scalars(*names: Any, dtype: Any = None) -> list[Variable]:
+    """``scalars('u', 'x', 's')`` or ``scalars('uxs')``: one symbolic scalar per name."""
+    return _plural(scalar, names if len(names) != 1 or not isinstance(names[0], int) else names[0], dtype)
+
+
+def vectors(*names: Any, dtype: Any = None) -> list[Variable]:
+    return _plural(vector, names if len(names) != 1 or not isinstance(names[0], int) else names[0], dtype)
+
+
+def matrices(*names: Any, dtype: Any = None) -> list[Variable]:
+    return _plural(matrix, names if len(names) != 1 or not isinstance(names[0], int) else names[0], dtype)
+
+
+def grad(cost: Variable, wrt: Any) -> Any:
+    """Symbolic gradient(s) of a scalar ``cost``: one Variable, or a list for a list."""
+    from polygrad.core.backward import grad as _grad
+
+    if isinstance(wrt, Variable):
+        return _grad(cost, [wrt])[0]
+    return _grad(cost, list(wrt))
