@@ -96,8 +96,9 @@ class Backend:
     path calls pluggy.
     """
 
-    def __init__(self, info: BackendInfo, hook: Any):
+    def __init__(self, info: BackendInfo, hook: Any, plugin: Any = None):
         self.info = info
+        self.plugin = plugin  # the plugin object that declared this backend
         self.name = info.name
         self.device = info.device
         self.lazy = info.lazy
@@ -113,6 +114,10 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<polygrad backend {self.name!r} ({self.device}{', lazy' if self.lazy else ''})>"
+
+    def __reduce__(self) -> tuple:
+        # Pickled by name (graphs sent to dask workers refer to their backend).
+        return (get_backend, (self.name,))
 
     # -- loading -----------------------------------------------------------
     @property
@@ -172,6 +177,14 @@ class Backend:
             self._kernels = dict(self._hook.polygrad_kernels(backend=self.name) or {})
         return self._kernels
 
+    def owns_memory(self, array: Any) -> bool:
+        """Whether ``array`` owns writable memory (not a view), per the plugin; False if it cannot tell."""
+        pred = self.__dict__.get("_owns")
+        if pred is None:
+            pred = self._hook.polygrad_owns_memory(backend=self.name) or (lambda a: False)
+            self.__dict__["_owns"] = pred
+        return pred(array)
+
     def materialize(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         out = self._hook.polygrad_materialize(backend=self.name, arrays=tuple(arrays))
         return tuple(arrays) if out is None else tuple(out)
@@ -179,6 +192,11 @@ class Backend:
     def persist(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         out = self._hook.polygrad_persist(backend=self.name, arrays=tuple(arrays))
         return tuple(arrays) if out is None else tuple(out)
+
+    def forbid_compute(self) -> Any:
+        """A context manager in which computing this backend's arrays raises, or
+        None (eager backends)."""
+        return self._hook.polygrad_forbid_compute(backend=self.name)
 
     def synchronize(self) -> None:
         self._hook.polygrad_synchronize(backend=self.name)
@@ -188,33 +206,38 @@ class Backend:
 
 
 def _generic_scatter_add(backend: Backend) -> Callable:
-    """Scatter-add with the standard only: one-hot matmul for an integer index array
-    on the first axis, a Python loop over elements otherwise (slow, but exact)."""
+    """Scatter-add with the standard only. Basic keys have no repeats; keys of
+    integer arrays (one per leading axis, as the standard allows) become one
+    flat index, and repeated indices are summed by a one-hot matmul."""
 
     def scatter_add(x: Any, key: Any, values: Any) -> Any:
         xp = backend.xp
         if not isinstance(key, tuple):
             key = (key,)
-        int_arrays = [k for k in key if _namespace.is_array(k)]
-        if not int_arrays:  # basic indexing has no repeats
-            out = xp.asarray(x, copy=True)
+        out = xp.asarray(x, copy=True)
+        if not any(_namespace.is_array(k) for k in key):
             out[key] = out[key] + values
             return out
-        # General case: accumulate element by element through a zero array of x's shape.
-        out = xp.asarray(x, copy=True)
-        shape = out[key].shape
-        values = xp.broadcast_to(xp.asarray(values, dtype=out.dtype), shape)
-        if len(key) == 1 and out.ndim >= 1 and int_arrays[0].ndim == 1:
-            idx = key[0]
-            n = out.shape[0]
-            onehot = xp.astype(xp.reshape(idx, (-1, 1)) == xp.reshape(xp.arange(n, dtype=idx.dtype), (1, -1)), out.dtype)
-            flat = xp.reshape(values, (values.shape[0], -1))
-            add = xp.matmul(xp.matrix_transpose(onehot), flat)
-            return out + xp.reshape(add, out.shape)
-        raise NotImplementedError(
-            f"polygrad: backend {backend.name!r} has no polygrad_scatter_add hook, and the standard-only fallback "
-            f"handles basic indexing and one 1-D integer index array only (got key {key!r})"
-        )
+        if not all(_namespace.is_array(k) for k in key) or len(key) > out.ndim:
+            raise NotImplementedError(
+                f"polygrad: backend {backend.name!r} has no polygrad_scatter_add hook, and the standard-only "
+                f"fallback handles basic keys or integer arrays on the leading axes only (got {key!r})"
+            )
+        idx = xp.broadcast_arrays(*key)
+        lead = out.shape[: len(key)]
+        flat = xp.zeros(idx[0].shape, dtype=xp.int64)
+        for i, n in zip(idx, lead):
+            flat = flat * n + xp.astype(i % n, xp.int64)
+        flat = xp.reshape(flat, (-1,))
+        rest = tuple(out.shape[len(key):])
+        n_lead = 1
+        for n in lead:
+            n_lead *= n
+        values = xp.broadcast_to(xp.asarray(values, dtype=out.dtype), tuple(idx[0].shape) + rest)
+        values = xp.reshape(values, (flat.shape[0], -1))
+        onehot = xp.astype(xp.reshape(flat, (-1, 1)) == xp.reshape(xp.arange(n_lead, dtype=xp.int64), (1, -1)), out.dtype)
+        added = xp.matmul(xp.matrix_transpose(onehot), values)
+        return out + xp.reshape(added, tuple(out.shape))
 
     return scatter_add
 
@@ -290,7 +313,7 @@ def _backends() -> dict[str, Backend]:
                             stacklevel=3,
                         )
                         continue
-                    reg[info.name] = Backend(info, pm.hook)
+                    reg[info.name] = Backend(info, pm.hook, plugin)
             _registry = reg
         return _registry
 
@@ -327,9 +350,14 @@ def _names_after_reload() -> list[str]:
 
 
 def _resolve_type(t: type) -> Backend:
-    """The resolver installed into the core: which loaded backend owns type ``t``."""
+    """The resolver installed into the core: which loaded backend owns type ``t``.
+
+    When several backends claim ``t``, the most recently registered plugin wins
+    (as pluggy calls later plugins first), so a plugin registered by hand
+    overrides an installed one.
+    """
     reg = _backends()
-    for backend in reg.values():
+    for backend in reversed(list(reg.values())):
         if backend.info.module in sys.modules:
             try:
                 types = backend.array_types

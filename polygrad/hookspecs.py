@@ -29,6 +29,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from types import ModuleType
+    from typing import ContextManager
 
     from polygrad.backends import BackendInfo, RandomGenerator
 
@@ -130,6 +131,18 @@ def polygrad_scatter_add(backend: str) -> "Callable[[Any, Any, Any], Any] | None
 
 
 @hookspec(firstresult=True)
+def polygrad_owns_memory(backend: str) -> "Callable[[Any], bool] | None":
+    """Return a predicate: does an array own writable memory (it is no view)?
+
+    Stops at the first non-None result. Backward uses it to hand gradients to
+    the user without a defensive copy; without it, leaf gradients the backward
+    pass did not allocate itself are copied.
+
+    :param backend: the backend's name.
+    """
+
+
+@hookspec(firstresult=True)
 def polygrad_kernels(backend: str) -> "dict[str, Callable[..., Any]] | None":
     """Return faster forward kernels for named ops: ``{op_name: kernel}``.
 
@@ -176,6 +189,19 @@ def polygrad_synchronize(backend: str) -> "bool | None":
 
     Stops at the first non-None result; return True once done. TimerHook calls
     it before reading the clock. Synchronous backends need not implement it.
+
+    :param backend: the backend's name.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_forbid_compute(backend: str) -> "ContextManager[Any] | None":
+    """Return a context manager inside which computing any array of ``backend``
+    raises an error (for example a dask scheduler that refuses every graph).
+
+    Stops at the first non-None result. Lazy backends should implement it: the
+    conformance suite runs forward and backward inside it to prove that no op
+    computes before ``pg.compute`` is asked to. Eager backends need not.
 
     :param backend: the backend's name.
     """

@@ -124,7 +124,8 @@ def backward(
                 in_data = node._hook_in_data()
                 for h in fhooks:
                     h.backward_preprocess(node, in_data, gys)
-            gxs = node._backward(gys, create_graph)
+            # A node cut off by unchain() has nowhere to send gradients.
+            gxs = node._backward(gys, create_graph) if any(e is not None for e in node.edges) else ()
             if fhooks:
                 for h in fhooks:
                     h.backward_postprocess(node, in_data, gys)
@@ -135,6 +136,9 @@ def backward(
     finally:
         config.enable_backprop.reset(token)
 
+    firsts: dict[int, int] = {}
+    for v, g in leaves.values():
+        firsts[id(g)] = firsts.get(id(g), 0) + 1
     for v, g in leaves.values():
         if targets is not None:
             i = targets.get((None, id(v)))
@@ -143,8 +147,19 @@ def backward(
             continue
         if v._hooks:
             g = _apply_var_hooks(v, g, create_graph)
-        v._grad = g if v._grad is None else v._grad + g
+        if v._grad is not None:
+            v._grad = v._grad + g
+            continue
+        if not create_graph and owned.get(id(g)) is not g and (firsts.get(id(g), 0) > 1 or not _owns_memory(g)):
+            # The user gets an array of their own: not shared with another leaf, not a view.
+            g = backend_of_type(type(g)).xp.asarray(g, copy=True)
+        v._grad = g
     return captured if inputs is not None else None
+
+
+def _owns_memory(g: Any) -> bool:
+    owns = getattr(backend_of_type(type(g)), "owns_memory", None)
+    return owns is not None and owns(g)
 
 
 def grad(

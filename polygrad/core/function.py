@@ -139,6 +139,9 @@ class Function(Node):
             if v is None:
                 v = Variable.__new__(Variable)
                 v._data, v._grad, v._hooks, v.name, v._vb = y, None, None, None, None
+                for iv, d in zip(in_vars, in_data):
+                    if y is d:  # the same array: in-place changes through either are seen by both
+                        v._vb = iv._vbox
             v._volatile = volatile
             diff = record and not any(y is t for t in nondiff)
             v._requires_grad = diff

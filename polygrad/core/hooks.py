@@ -38,13 +38,16 @@ class FunctionHook:
         current = _active.get()
         if any(h.name == self.name for h in current):
             raise KeyError(f"polygrad: a function hook named {self.name!r} is already registered in this context")
-        tokens = self.__dict__.setdefault("_polygrad_tokens", [])
-        tokens.append(_active.set(current + (self,)))
+        _active.set(current + (self,))
         self.added(None)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _active.reset(self.__dict__["_polygrad_tokens"].pop())
+        current = _active.get()
+        for i in range(len(current) - 1, -1, -1):  # the innermost registration of this hook
+            if current[i] is self:
+                _active.set(current[:i] + current[i + 1 :])
+                break
         self.deleted(None)
 
     # Called when the hook is registered (function is None for `with hook:`).

@@ -96,7 +96,7 @@ class Node:
 
         edge = self.edges[i]
         if edge is None:
-            return data
+            return Variable(data, requires_grad=False)
         node, where = edge
         if node is None:
             return where  # the leaf Variable itself

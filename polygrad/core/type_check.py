@@ -32,31 +32,39 @@ class InvalidType(TypeError):
 
 
 class Expr:
-    """A value together with the text of the expression that produced it."""
+    """An expression with its text, evaluated only when checked (so
+    ``x.shape[1] == 3`` after a failing ``x.ndim == 2`` is never evaluated)."""
 
-    __slots__ = ("value", "text")
+    __slots__ = ("_fn", "text")
 
-    def __init__(self, value: Any, text: str) -> None:
-        self.value, self.text = value, text
+    def __init__(self, value: Any, text: str, lazy: bool = False) -> None:
+        self._fn = value if lazy else (lambda: value)
+        self.text = text
+
+    @property
+    def value(self) -> Any:
+        return self._fn()
 
     def __repr__(self) -> str:
         return self.text
 
     def __getattr__(self, name: str) -> "Expr":
-        return Expr(getattr(self.value, name), f"{self.text}.{name}")
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Expr(lambda: getattr(self.value, name), f"{self.text}.{name}", lazy=True)
 
     def __getitem__(self, key: Any) -> "Expr":
-        return Expr(self.value[_v(key)], f"{self.text}[{_t(key)}]")
+        return Expr(lambda: self.value[_v(key)], f"{self.text}[{_t(key)}]", lazy=True)
 
     def __len__(self) -> int:
         return len(self.value)
 
     def _bin(self, other: Any, sym: str, fn: Any, reflected: bool = False) -> "Expr":
         a, b = (other, self) if reflected else (self, other)
-        return Expr(fn(_v(a), _v(b)), f"{_t(a)} {sym} {_t(b)}")
+        return Expr(lambda: fn(_v(a), _v(b)), f"{_t(a)} {sym} {_t(b)}", lazy=True)
 
     def _cmp(self, other: Any, sym: str, fn: Any) -> "Condition":
-        return Condition(self, other, sym, bool(fn(self.value, _v(other))))
+        return Condition(self, other, sym, lambda: bool(fn(self.value, _v(other))))
 
     __add__ = lambda s, o: s._bin(o, "+", operator.add)
     __radd__ = lambda s, o: s._bin(o, "+", operator.add, True)
@@ -86,8 +94,12 @@ def _t(x: Any) -> str:
 class Condition:
     """The result of comparing expressions; ``expect`` checks it."""
 
-    def __init__(self, lhs: Any, rhs: Any, sym: str, ok: bool) -> None:
-        self.lhs, self.rhs, self.sym, self.ok = lhs, rhs, sym, ok
+    def __init__(self, lhs: Any, rhs: Any, sym: str, check: Any) -> None:
+        self.lhs, self.rhs, self.sym, self._check = lhs, rhs, sym, check
+
+    @property
+    def ok(self) -> bool:
+        return self._check()
 
     @property
     def expect_text(self) -> str:
@@ -135,7 +147,11 @@ def expect(*conditions: Any) -> None:
     """Raise :class:`InvalidType` for the first condition that does not hold."""
     for c in conditions:
         if isinstance(c, Condition):
-            if not c.ok:
+            try:
+                ok = c.ok
+            except (IndexError, TypeError, AttributeError) as exc:
+                raise InvalidType(c.expect_text, f"cannot evaluate: {exc}", _current_function[0]) from None
+            if not ok:
                 raise InvalidType(c.expect_text, c.actual_text, _current_function[0])
         elif not c:
             raise InvalidType(repr(c), "False", _current_function[0])

@@ -221,6 +221,19 @@ class Variable:
 
     __hash__ = object.__hash__
 
+    def __bool__(self) -> bool:
+        """Truth of a one-element variable (forces a lazy array; ambiguous for more elements)."""
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        return float(self._data)
+
+    def __int__(self) -> int:
+        return int(self._data)
+
+    def __index__(self) -> int:
+        return self._data.__index__()
+
     def _describe(self) -> str:
         shape = "?" if self._data is None else tuple(self._data.shape)
         return f"variable{'' if self.name is None else ' ' + repr(self.name)} (shape {shape})"

@@ -11,8 +11,8 @@ from polygrad.ops.elementwise import (
 )
 from polygrad.ops.linalg import matmul
 from polygrad.ops.manipulation import (
-    broadcast_to, expand_dims, getitem, getitem_grad, matrix_transpose, permute_dims, reshape, setitem, squeeze,
-    sum_to, transpose,
+    broadcast_to, expand_dims, getitem, getitem_grad, matrix_transpose, permute_dims, reshape, reverse_dims, setitem,
+    squeeze, sum_to, transpose,
 )
 from polygrad.ops.primitive import GRAPH_OPS, REGISTRY, Op, Primitive, apply, def_linear, def_nograd, defvjp
 from polygrad.ops.statistical import max, mean, min, sum
@@ -31,6 +31,7 @@ for _name in __all__:
     if callable(_f) and _name[0].islower() and _name not in ("apply", "defvjp", "def_linear", "def_nograd"):
         setattr(GRAPH_OPS, _name, _f)
 GRAPH_OPS.getitem_grad = getitem_grad
+GRAPH_OPS.reverse_dims = reverse_dims
 
 
 # ---------------------------------------------------------------------------

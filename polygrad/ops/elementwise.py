@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -22,9 +23,18 @@ MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
 DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / y,
                 lambda o, g, ans, x, y: -g * x / (y * y), saves="xy")
-POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False),
-             lambda o, g, ans, x, y: g * y * x ** (y - 1),
-             lambda o, g, ans, x, y: g * o.log(x) * ans, saves="xy ans")
+def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
+    if type(y) in (int, float):  # a constant exponent (the common case)
+        return g * 0.0 if y == 0 else g * y * x ** (y - 1)
+    return o.where(y == 0, 0.0, g * y * x ** (y - 1))  # d/dx x**0 = 0, also at x = 0
+
+
+def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
+    log_x = math.log(x) if type(x) in (int, float) else o.log(x)
+    return g * log_x * ans
+
+
+POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent, saves="xy ans")
 NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
 POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False), lambda o, g, ans, x: g)
 

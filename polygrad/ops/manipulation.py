@@ -36,6 +36,11 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
     backend = backend_of_type(type(g))
     z = xp.zeros(shape, dtype=g.dtype)
     keys = key if isinstance(key, tuple) else (key,)
+    if builtins.any(k is None for k in keys):
+        # `None` only inserts length-1 axes: drop it from the key and from g.
+        keys = tuple(k for k in keys if k is not None)
+        key = keys
+        g = xp.reshape(g, tuple(z[keys].shape))
     fancy = builtins.any(not isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in keys)
     if fancy or not backend.inplace:
         return backend.scatter_add(z, key, g)
@@ -46,27 +51,27 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
 # ---------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------
-RESHAPE = defvjp(Op("reshape", lambda xp, x, shape, copy=None: xp.reshape(x, shape, copy=copy), shapes=True),
+RESHAPE = defvjp(Op("reshape", lambda xp, x, shape, copy=None: xp.reshape(x, shape, copy=copy), shapes=True, view=True),
                  lambda o, g, ans, x, shape, copy=None: o.reshape(g, x.shape))
-PERMUTE_DIMS = defvjp(Op("permute_dims", lambda xp, x, axes: xp.permute_dims(x, axes)),
+PERMUTE_DIMS = defvjp(Op("permute_dims", lambda xp, x, axes: xp.permute_dims(x, axes), view=True),
                       lambda o, g, ans, x, axes: o.permute_dims(g, _inverse_perm(axes, g.ndim)))
-REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1])),
-                      lambda o, g, ans, x: o.transpose(g))
-MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", lambda xp, x: xp.matrix_transpose(x)),
+REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True),
+                      lambda o, g, ans, x: o.reverse_dims(g))
+MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", lambda xp, x: xp.matrix_transpose(x), view=True),
                           lambda o, g, ans, x: o.matrix_transpose(g))
-BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), shapes=True),
+BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), shapes=True, view=True),
                       lambda o, g, ans, x, shape: o.sum_to(g, x.shape))
 SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
-EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis=0: xp.expand_dims(x, axis=axis), shapes=True),
+EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis=0: xp.expand_dims(x, axis=axis), shapes=True, view=True),
                      lambda o, g, ans, x, axis=0: o.reshape(g, x.shape))
-SQUEEZE = defvjp(Op("squeeze", lambda xp, x, axis: xp.squeeze(x, axis=axis), shapes=True),
+SQUEEZE = defvjp(Op("squeeze", lambda xp, x, axis: xp.squeeze(x, axis=axis), shapes=True, view=True),
                  lambda o, g, ans, x, axis: o.reshape(g, x.shape))
 
 # ---------------------------------------------------------------------------
 # Indexing
 # ---------------------------------------------------------------------------
-GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True),
+GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True),
                  lambda o, g, ans, x, key: o.getitem_grad(g, key, tuple(x.shape)))
 GETITEM_GRAD = defvjp(Op("getitem_grad", _getitem_grad_kernel),
                       lambda o, g, ans, gy, key, shape: o.getitem(g, key))
@@ -124,6 +129,11 @@ def transpose(x, axes=None):
     if axes is None:
         return apply(REVERSE_DIMS, (x,))
     return permute_dims(x, axes)
+
+
+def reverse_dims(x, /):
+    """Reverse the order of the dimensions (``x.T``)."""
+    return apply(REVERSE_DIMS, (x,))
 
 
 def matrix_transpose(x, /):

@@ -34,13 +34,15 @@ REGISTRY: dict[str, "Op"] = {}
 class Op:
     """One row of the op table: a name, a forward kernel, and vjp rules."""
 
-    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable", "uses_xp", "_impl", "__weakref__")
+    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
+                 "uses_xp", "view", "_impl", "__weakref__")
 
     def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False,
-                 differentiable: bool = True, uses_xp: bool = True):
+                 differentiable: bool = True, uses_xp: bool = True, view: bool = False):
         self.name = name
         self.fwd = fwd
         self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
+        self.view = view  # the output may share memory with input 0: it shares its version counter
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
         self.keep_output = False
@@ -89,19 +91,20 @@ def def_nograd(op: Op) -> Op:
 
 
 class _Meta:
-    """Stands in for an input backward did not keep: shape only."""
+    """Stands in for an input backward did not keep: shape and dtype only."""
 
-    __slots__ = ("shape", "ndim")
+    __slots__ = ("shape", "ndim", "dtype")
 
-    def __init__(self, shape: tuple) -> None:
+    def __init__(self, shape: tuple, dtype: Any) -> None:
         self.shape = shape
         self.ndim = len(shape)
+        self.dtype = dtype
 
 
 class Primitive(Node):
     """A node for one application of an :class:`Op`."""
 
-    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "backend")
+    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend")
 
     @property
     def label(self) -> str:
@@ -149,10 +152,10 @@ class Primitive(Node):
         args = saved[:n_in]
         ans = saved[n_in]
         if op.metas:
-            args = [_Meta(tuple(s)) if a is None else a for a, s in zip(args, self.in_shapes)]
+            args = [_Meta(s, t) if a is None else a for a, s, t in zip(args, self.in_shapes, self.in_dtypes)]
         if create_graph:
             o = GRAPH_OPS
-            args = tuple(self._input_variable(i, a) if i in op.keep else a for i, a in enumerate(args))
+            args = tuple(self._input_variable(i, a) if i in op.keep and type(a) not in _SCALARS else a for i, a in enumerate(args))
             if op.keep_output:
                 ans = self._output_variable(0, ans)
             if not isinstance(g, Variable):
@@ -169,11 +172,18 @@ class Primitive(Node):
             if rule is None:
                 out.append(None)
                 continue
-            gx = rule(o, g, ans, *args, **params) if params else rule(o, g, ans, *args)
-            if op.broadcasts and self.in_shapes is not None:
-                shape = self.in_shapes[i]
-                if gx.shape != shape:
-                    gx = o.sum_to(gx, shape)
+            try:
+                gx = rule(o, g, ans, *args, **params) if params else rule(o, g, ans, *args)
+                if op.broadcasts and self.in_shapes is not None:
+                    # Undo broadcasting and type promotion: the gradient matches its input.
+                    shape = self.in_shapes[i]
+                    if gx.shape != shape:
+                        gx = o.sum_to(gx, shape)
+                    dtype = self.in_dtypes[i]
+                    if dtype is not None and gx.dtype != dtype:
+                        gx = o.astype(gx, dtype)
+            except Exception as exc:
+                raise _op_error(op, args, params, self.backend, exc, f"backward (input {i})") from exc
             out.append(gx)
         return out
 
@@ -260,6 +270,8 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     v.name = None
     v._vb = None
     v._hooks = None
+    if op.view and isinstance(args[0], Variable):
+        v._vb = args[0]._vbox  # an in-place change through either is seen by both
     if not record:
         v._node = None
         v._requires_grad = False
@@ -272,8 +284,8 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     v._requires_grad = True
     if op.keep_output:
         saved.append(out)
-        v._vb = box = [0]
-        checks = ((i, box, 0),) if checks is None else checks + ((i, box, 0),)
+        box = v._vbox
+        checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
     else:
         saved.append(None)
     node.edges = edges
@@ -282,13 +294,16 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     node.checks = checks
     if op.metas:
         node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+        node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
     elif op.broadcasts:
-        # Record input shapes only when some input was broadcast (most calls: none).
-        shape = out.shape
+        # Record input shapes and dtypes only when some input was broadcast or
+        # promoted (most calls: none).
+        shape, dtype = out.shape, out.dtype
         node.in_shapes = None
         for d in datas:
-            if type(d) not in _SCALARS and d.shape != shape:
+            if type(d) not in _SCALARS and (d.shape != shape or d.dtype != dtype):
                 node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+                node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
                 break
     if hooks:
         for h in hooks:
@@ -309,6 +324,8 @@ def _describe_arg(a: Any) -> str:
     d = a._data if isinstance(a, Variable) else a
     if type(d) in _SCALARS:
         return f"{type(d).__name__} {d!r}"
+    if isinstance(d, _Meta):
+        return f"array shape {d.shape} dtype {d.dtype}"
     try:
         b = backend_of_type(type(d)).name
     except TypeError:
@@ -323,10 +340,11 @@ def _mixed_error(op: Op, args: tuple, b1: Any, b2: Any) -> TypeError:
     )
 
 
-def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Exception) -> Exception:
-    desc = "; ".join(_describe_arg(a) for a in args)
+def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
+    desc = "; ".join(_describe_arg(a) for a in args if a is not None)
     extra = f" with {params}" if params else ""
-    msg = f"polygrad: {op.name} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
+    where = f" in {phase}" if phase else ""
+    msg = f"polygrad: {op.name}{where} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
     try:
         return type(exc)(msg)
     except Exception:

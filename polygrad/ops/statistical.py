@@ -19,6 +19,11 @@ def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
     return o.broadcast_to(g, tuple(shape))
 
 
+def _sum_vjp(o: Any, g: Any, x: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
+    gx = _restore(o, g, tuple(x.shape), axis, keepdims)
+    return gx if dtype is None or gx.dtype == x.dtype else o.astype(gx, x.dtype)
+
+
 def _count(shape: tuple, axis: Any) -> int:
     return math.prod(shape[a] for a in _normalize_axes(axis, len(shape)))
 
@@ -33,7 +38,7 @@ def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool 
 
 
 SUM = defvjp(Op("sum", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims), shapes=True),
-             lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims))
+             lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
 MEAN = defvjp(Op("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims), shapes=True),
               lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
 MAX = defvjp(Op("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)),

@@ -21,10 +21,10 @@ def polygrad_backend_info():
 def polygrad_check_usable(backend):
     if backend != NAME:
         return None
-    try:
-        import numpy  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - numpy is a dependency
-        return (False, f"numpy cannot be imported: {exc}")
+    import importlib.util
+
+    if importlib.util.find_spec("numpy") is None:  # cheap: does not import numpy
+        return (False, "numpy is not installed")
     return (True, "")
 
 
@@ -81,6 +81,17 @@ def polygrad_scatter_add(backend):
     if backend != NAME:
         return None
     return _scatter_add
+
+
+def _owns_memory(a):
+    return getattr(a, "base", 1) is None and a.flags.writeable
+
+
+@hookimpl
+def polygrad_owns_memory(backend):
+    if backend != NAME:
+        return None
+    return _owns_memory
 
 
 @hookimpl

@@ -1,0 +1,129 @@
+"""Small probability distributions: ``sample()`` with the backend's random
+numbers and a differentiable ``log_prob(value)``.
+
+They back the stochastic functions (``F.bernoulli``, ``F.categorical``,
+``F.normal``) whose samples take ``reinforce(reward)``, and they are the modern
+way to write the same estimator by hand::
+
+    d = pg.distributions.Categorical(probs)
+    a = d.sample()
+    loss = -pg.sum(reward * d.log_prob(a))   # same gradient as a.reinforce(reward)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from polygrad.core.namespace import backend_of_type
+from polygrad.core.variable import Variable
+from polygrad.ops import log, sum, where
+
+__all__ = ["Distribution", "Bernoulli", "Categorical", "Normal"]
+
+
+def _data(x: Any) -> Any:
+    return x._data if isinstance(x, Variable) else x
+
+
+def _backend(*xs: Any) -> Any:
+    for x in xs:
+        d = _data(x)
+        if type(d) not in (bool, int, float, complex):
+            return backend_of_type(type(d))
+    from polygrad.backends import get_backend
+
+    return get_backend()
+
+
+class Distribution:
+    """Base class: parameters are Variables, arrays or Python numbers."""
+
+    params: tuple[str, ...] = ()
+
+    def sample(self, rng: Any = None) -> Any:
+        """Draw a sample (a raw array of the parameters' backend)."""
+        raise NotImplementedError
+
+    def log_prob(self, value: Any) -> Variable:
+        """Log-probability (density) of ``value``, differentiable in the parameters."""
+        raise NotImplementedError
+
+    def _rng(self, rng: Any) -> Any:
+        return rng if rng is not None else self._backend().rng()
+
+    def _backend(self) -> Any:
+        return _backend(*(getattr(self, p) for p in self.params))
+
+
+class Bernoulli(Distribution):
+    """1 with probability ``p``, else 0 (samples in ``p``'s dtype)."""
+
+    params = ("p",)
+
+    def __init__(self, p: Any) -> None:
+        self.p = p
+
+    def sample(self, rng: Any = None) -> Any:
+        p = _data(self.p)
+        u = self._rng(rng).uniform(tuple(p.shape), dtype=p.dtype)
+        xp = self._backend().xp
+        return xp.astype(u < p, p.dtype)
+
+    def log_prob(self, value: Any) -> Variable:
+        v = _data(value)
+        return where(v != 0, log(self.p), log(1 - self.p))
+
+
+class Categorical(Distribution):
+    """An index ``k`` drawn with probability ``probs[..., k]`` (rows sum to 1)."""
+
+    params = ("probs",)
+
+    def __init__(self, probs: Any) -> None:
+        self.probs = probs
+
+    def sample(self, rng: Any = None) -> Any:
+        probs = _data(self.probs)
+        xp = self._backend().xp
+        cum = xp.cumulative_sum(probs, axis=-1)
+        u = self._rng(rng).uniform(tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
+        k = xp.sum(xp.astype(cum < u * cum[..., -1:], xp.int64), axis=-1)
+        return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=xp.int64))
+
+    def log_prob(self, value: Any) -> Variable:
+        v = _data(value)
+        probs = self.probs
+        n = _data(probs).shape[-1]
+        xp = self._backend().xp
+        onehot = xp.reshape(v, tuple(v.shape) + (1,)) == xp.arange(n, dtype=v.dtype)
+        return sum(where(onehot, log(probs), 0.0), axis=-1)
+
+
+class Normal(Distribution):
+    """Gaussian with ``mean`` and standard deviation ``std``."""
+
+    params = ("mean", "std")
+
+    def __init__(self, mean: Any, std: Any) -> None:
+        self.mean, self.std = mean, std
+
+    def sample(self, rng: Any = None) -> Any:
+        m, s = _data(self.mean), _data(self.std)
+        ref = m if type(m) not in (int, float) else s
+        xp = self._backend().xp
+        shape = tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float) else ()
+        dtype = ref.dtype if type(ref) not in (int, float) else xp.float64
+        eps = self._rng(rng).normal(shape, dtype=dtype)
+        return m + s * eps
+
+    def log_prob(self, value: Any) -> Variable:
+        z = (_data(value) - self.mean) / self.std
+        return -0.5 * z * z - log(self.std if isinstance(self.std, Variable) else _as_array(self.std, value)) - 0.5 * math.log(2 * math.pi)
+
+
+def _as_array(x: Any, like: Any) -> Any:
+    if type(x) in (int, float):
+        d = _data(like)
+        return backend_of_type(type(d)).xp.asarray(x, dtype=d.dtype)
+    return x

@@ -1,0 +1,303 @@
+"""polygrad.testing: the gradient checks pass for right gradients and fail,
+saying where, for wrong ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad.testing import check_backward, check_double_backward, check_grads, numerical_grad
+
+from conftest import arr
+
+
+def to_np(a):
+    if isinstance(a, pg.Variable):
+        a = a.data
+    if isinstance(a, (bool, int, float, np.generic)):
+        return np.asarray(a)
+    return np.array(np.from_dlpack(a), copy=True)
+
+
+class Cube(pg.Function):
+    """x ** 3 with a right backward."""
+
+    def forward(self, inputs):
+        (x,) = inputs
+        return (x * x * x,)
+
+    def backward(self, inputs, grad_outputs):
+        (x,) = inputs
+        (gy,) = grad_outputs
+        return (3 * x * x * gy,)
+
+
+class WrongCube(Cube):
+    """x ** 3 whose backward forgets the factor 3."""
+
+    def backward(self, inputs, grad_outputs):
+        (x,) = inputs
+        (gy,) = grad_outputs
+        return (x * x * gy,)
+
+
+class MulAdd(pg.Function):
+    """(x * y, x + y): two inputs, two outputs, right backward."""
+
+    def forward(self, inputs):
+        x, y = inputs
+        return x * y, x + y
+
+    def backward(self, inputs, grad_outputs):
+        x, y = inputs
+        g0, g1 = grad_outputs
+        return g0 * y + g1, g0 * x + g1
+
+
+class MulAddWrongY(MulAdd):
+    """Like MulAdd, but the gradient of input 1 (y) is wrong."""
+
+    def backward(self, inputs, grad_outputs):
+        x, y = inputs
+        g0, g1 = grad_outputs
+        return g0 * y + g1, g0 * y + g1
+
+
+class Scale3(pg.Function):
+    """3 * x: linear, so its vjp does not depend on x and its second derivative is 0."""
+
+    def forward(self, inputs):
+        return (3.0 * inputs[0],)
+
+    def backward(self, inputs, grad_outputs):
+        return (3.0 * grad_outputs[0],)
+
+
+def cube(x):
+    return Cube()(x)
+
+
+def wrong_cube(x):
+    return WrongCube()(x)
+
+
+def mul_add(x, y):
+    return MulAdd()(x, y)
+
+
+def mul_add_wrong_y(x, y):
+    return MulAddWrongY()(x, y)
+
+
+def scale3(x):
+    return Scale3()(x)
+
+
+XS = [0.5, -1.2, 2.0]
+
+
+# ---------------------------------------------------------------------------
+# numerical_grad
+# ---------------------------------------------------------------------------
+
+
+def test_numerical_grad_of_square(xp):
+    """numerical_grad of x**2 with output gradient g is 2 x g."""
+    x = arr(xp, XS)
+    g = arr(xp, [1.0, 2.0, -1.0])
+    (gx,) = numerical_grad(lambda v: v * v, [x], [g])
+    np.testing.assert_allclose(to_np(gx), 2 * np.array(XS) * np.array([1.0, 2.0, -1.0]), rtol=1e-6)
+
+
+def test_numerical_grad_of_two_inputs(xp):
+    """numerical_grad of x * y gives (g y, g x), with the inputs' shapes."""
+    x, y = arr(xp, [[1.0, 2.0], [3.0, 4.0]]), arr(xp, [5.0, -6.0])
+    gx, gy = numerical_grad(lambda a, b: a * b, [x, y], [xp.ones((2, 2), dtype=xp.float64)])
+    np.testing.assert_allclose(to_np(gx), [[5.0, -6.0], [5.0, -6.0]], rtol=1e-6)
+    np.testing.assert_allclose(to_np(gy), [4.0, 6.0], rtol=1e-6)
+
+
+def test_numerical_grad_of_several_outputs(xp):
+    """With two outputs the numerical gradient sums both contributions."""
+    x = arr(xp, [1.0, 2.0])
+    (gx,) = numerical_grad(lambda v: (pg.sin(v), v * 3.0), [x], [arr(xp, [1.0, 1.0]), arr(xp, [2.0, 0.0])])
+    np.testing.assert_allclose(to_np(gx), np.cos([1.0, 2.0]) + [6.0, 0.0], rtol=1e-6)
+
+
+def test_numerical_grad_does_not_modify_input(xp):
+    """numerical_grad leaves its input arrays unchanged."""
+    x = arr(xp, XS)
+    numerical_grad(lambda v: v * v, [x], [arr(xp, [1.0, 1.0, 1.0])])
+    np.testing.assert_array_equal(to_np(x), XS)
+
+
+# ---------------------------------------------------------------------------
+# check_grads
+# ---------------------------------------------------------------------------
+
+
+def test_check_grads_passes_for_right_function(xp):
+    """check_grads (order 1) accepts a user Function with a right backward."""
+    check_grads(cube, [arr(xp, XS)])
+
+
+def test_check_grads_passes_for_two_outputs(xp):
+    """check_grads accepts a right two-input, two-output user Function."""
+    check_grads(mul_add, [arr(xp, XS), arr(xp, [1.0, 2.0, 3.0])])
+
+
+def test_check_grads_fails_for_wrong_backward(xp):
+    """check_grads raises AssertionError naming the function and showing both values."""
+    with pytest.raises(AssertionError) as info:
+        check_grads(wrong_cube, [arr(xp, XS)])
+    msg = str(info.value)
+    assert "wrong_cube" in msg
+    assert "analytic" in msg and "numeric" in msg
+    assert "order 1" in msg
+
+
+def test_check_grads_order2_passes_for_ops(xp):
+    """check_grads order 2 accepts functions built of ops (differentiable twice)."""
+    check_grads(lambda v: pg.sin(v) * v ** 3, [arr(xp, XS)], order=2)
+
+
+def test_check_grads_order2_fails_for_user_function(xp):
+    """A nonlinear user Function is differentiable once: order 2 fails, saying it is the vjp's check."""
+    with pytest.raises(AssertionError, match="vjp of cube"):
+        check_grads(cube, [arr(xp, XS)], order=2)
+
+
+def test_check_grads_order2_passes_for_linear_user_function(xp):
+    """A linear user Function has zero second derivative, so order 2 passes."""
+    check_grads(scale3, [arr(xp, XS)], order=2)
+
+
+@pytest.fixture
+def two_faced():
+    """An op 2 * x whose create_graph rule is right but whose plain (raw-array) rule says 3."""
+    from polygrad.ops import REGISTRY, Op, apply, defvjp
+
+    name = "test_gradcheck_two_faced"
+    op = defvjp(Op(name, lambda xp, x: 2.0 * x),
+                lambda o, g, ans, x: g * 2.0 if isinstance(g, pg.Variable) else g * 3.0)
+    try:
+        yield lambda x: apply(op, (x,))
+    finally:
+        REGISTRY.pop(name, None)
+
+
+def test_check_grads_order1_catches_wrong_plain_backward(xp, two_faced):
+    """order 1 checks the plain backward: the wrong raw-array rule is caught."""
+    with pytest.raises(AssertionError):
+        check_grads(two_faced, [arr(xp, XS)], order=1)
+
+
+def test_check_grads_order2_also_checks_plain_backward(xp, two_faced):
+    """order 2 checks everything order 1 does: a wrong plain backward fails it too."""
+    with pytest.raises(AssertionError):
+        check_grads(two_faced, [arr(xp, XS)], order=2)
+
+
+def test_check_grads_wrt_checks_only_chosen_inputs(xp):
+    """wrt=[0] checks input 0 only: a wrong gradient of input 1 passes unnoticed, wrt=[1] catches it."""
+    x, y = arr(xp, XS), arr(xp, [1.0, 2.0, 3.0])
+    check_grads(mul_add_wrong_y, [x, y], wrt=[0])
+    with pytest.raises(AssertionError, match="input 1"):
+        check_grads(mul_add_wrong_y, [x, y], wrt=[1])
+
+
+def test_check_grads_accepts_variables(xp):
+    """Inputs may be Variables as well as arrays."""
+    check_grads(cube, [pg.Variable(arr(xp, XS))])
+
+
+# ---------------------------------------------------------------------------
+# check_backward
+# ---------------------------------------------------------------------------
+
+
+def test_check_backward_passes_for_right_function(xp):
+    """check_backward accepts a right user Function (random and given y_grad)."""
+    check_backward(cube, arr(xp, XS))
+    check_backward(cube, arr(xp, XS), arr(xp, [1.0, -2.0, 0.5]))
+
+
+def test_check_backward_passes_for_two_inputs_two_outputs(xp):
+    """check_backward accepts a tuple of inputs and of output gradients."""
+    check_backward(mul_add, (arr(xp, XS), arr(xp, [1.0, 2.0, 3.0])), (arr(xp, [1.0, 1.0, 1.0]), arr(xp, [0.5, 0.5, 0.5])))
+
+
+def test_check_backward_fails_for_wrong_backward(xp):
+    """check_backward raises AssertionError saying which input and element differ, with both values."""
+    with pytest.raises(AssertionError) as info:
+        check_backward(wrong_cube, arr(xp, XS), arr(xp, [1.0, 1.0, 1.0]))
+    msg = str(info.value)
+    assert "input 0" in msg
+    assert "3 of 3 elements differ" in msg
+    assert "flat index 0" in msg
+    # analytic x^2 = 0.25, numeric 3 x^2 = 0.75 at the first element
+    assert "analytic 0.25" in msg and "numeric 0.75" in msg
+
+
+def test_check_backward_names_the_wrong_input(xp):
+    """Only input 1 is wrong: the message names input 1."""
+    with pytest.raises(AssertionError, match="input 1"):
+        check_backward(mul_add_wrong_y, (arr(xp, XS), arr(xp, [1.0, 2.0, 3.0])))
+
+
+def test_check_backward_detects_a_single_wrong_element(xp):
+    """A gradient wrong in one element only is caught, at that element."""
+
+    class OneOff(pg.Function):
+        def forward(self, inputs):
+            return (inputs[0] * 2.0,)
+
+        def backward(self, inputs, grad_outputs):
+            g = 2.0 * grad_outputs[0]
+            return (g + self.xp.asarray([0.0, 0.0, 1.0], dtype=g.dtype),)
+
+    with pytest.raises(AssertionError, match="1 of 3 elements differ; first at flat index 2"):
+        check_backward(lambda v: OneOff()(v), arr(xp, XS), arr(xp, [1.0, 1.0, 1.0]))
+
+
+def test_check_backward_on_ops(xp):
+    """check_backward also works on functions made of ops."""
+    check_backward(lambda v: pg.sum(pg.exp(v) * v, axis=0), arr(xp, [[0.1, 0.2], [0.3, -0.4]]))
+
+
+# ---------------------------------------------------------------------------
+# check_double_backward
+# ---------------------------------------------------------------------------
+
+
+def test_check_double_backward_passes_for_ops(xp):
+    """check_double_backward accepts a function made of ops."""
+    check_double_backward(lambda v: pg.tanh(v) * v * v, arr(xp, XS))
+
+
+def test_check_double_backward_passes_for_linear_user_function(xp):
+    """A linear user Function (zero second derivative) passes check_double_backward."""
+    check_double_backward(scale3, arr(xp, XS))
+
+
+def test_check_double_backward_fails_for_once_differentiable_function(xp):
+    """A nonlinear user Function (backward on arrays) fails check_double_backward, naming the vjp and input."""
+    with pytest.raises(AssertionError) as info:
+        check_double_backward(cube, arr(xp, XS))
+    msg = str(info.value)
+    assert "vjp of cube" in msg and "input 0" in msg
+
+
+def test_check_double_backward_fails_for_wrong_second_derivative(xp):
+    """A function whose first derivative is right but second is wrong (detached factor) fails."""
+
+    def f(v):
+        # value v**2 / 2 and first derivative v, but the derivative is the detached
+        # copy d, so the second derivative comes out 0 instead of 1.
+        d = v.detach()
+        return v * d - 0.5 * d * d
+
+    check_backward(f, arr(xp, XS))
+    with pytest.raises(AssertionError, match="vjp of f"):
+        check_double_backward(f, arr(xp, XS))

@@ -1,0 +1,315 @@
+"""Links: pg.Link, pg.Chain (parameter registration, paths, grads) and L.Linear."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+import polygrad.links as L
+
+from conftest import arr
+
+
+def to_np(a):
+    if isinstance(a, pg.Variable):
+        a = a.data
+    if isinstance(a, (bool, int, float, np.generic)):
+        return np.asarray(a)
+    return np.array(np.from_dlpack(a), copy=True)
+
+
+@pytest.fixture(autouse=True)
+def _unseed():
+    """Tests here call pg.seed(0); leave the global seed unset afterwards."""
+    yield
+    pg.seed(None)
+
+
+class Scale(pg.Link):
+    """A one-parameter link: y = a * x."""
+
+    def __init__(self, value=2.0):
+        super().__init__()
+        with self.init_scope():
+            self.a = pg.Variable(pg.asarray([value], dtype="float64"))
+        self.not_a_param = pg.Variable(pg.asarray([0.0], dtype="float64"))
+
+    def forward(self, x):
+        return self.a * x
+
+
+class MLP(pg.Chain):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l1 = L.Linear(3, 4)
+            self.l2 = L.Linear(4, 2)
+
+    def forward(self, x):
+        return self.l2(F.relu(self.l1(x)))
+
+
+# ---------------------------------------------------------------------------
+# Link
+# ---------------------------------------------------------------------------
+
+
+def test_init_scope_registers_variables_only_inside(xp):
+    """Variables assigned inside init_scope are parameters; those assigned outside are not."""
+    link = Scale()
+    assert [name for name, _ in link.namedparams()] == ["/a"]
+    assert list(link.params()) == [link.a]
+
+
+def test_init_scope_names_parameters(xp):
+    """A parameter registered as ``a`` gets the name 'a'."""
+    assert Scale().a.name == "a"
+
+
+def test_link_keyword_parameters(xp):
+    """pg.Link(w=Variable) registers w."""
+    w = pg.Variable(arr(xp, [1.0]))
+    link = pg.Link(w=w)
+    assert list(link.namedparams()) == [("/w", w)]
+
+
+def test_link_call_runs_forward(xp):
+    """Calling a Link runs its forward."""
+    assert to_np(Scale(3.0)(arr(xp, [2.0]))).tolist() == [6.0]
+
+
+def test_link_without_forward_raises():
+    """Calling a Link without forward raises NotImplementedError naming the class."""
+    with pytest.raises(NotImplementedError, match="Link"):
+        pg.Link()(1.0)
+
+
+def test_deleting_parameter_unregisters_it(xp):
+    """del link.a removes a from params()."""
+    link = Scale()
+    del link.a
+    assert list(link.params()) == []
+
+
+def test_cleargrads_sets_grads_to_none(xp):
+    """After backward, cleargrads() resets every parameter's grad to None."""
+    model = MLP()
+    pg.sum(model(arr(xp, [[1.0, 2.0, 3.0]], "float32"))).backward()
+    assert all(p.grad is not None for p in model.params())
+    model.cleargrads()
+    assert all(p.grad is None for p in model.params())
+
+
+def test_zerograds_sets_grads_to_zero(xp):
+    """zerograds() sets every parameter's grad to zeros of its shape."""
+    model = MLP()
+    model.zerograds()
+    for p in model.params():
+        assert to_np(p.grad).shape == p.shape
+        assert not to_np(p.grad).any()
+
+
+# ---------------------------------------------------------------------------
+# Chain
+# ---------------------------------------------------------------------------
+
+
+def test_chain_namedparams_paths(xp):
+    """A Chain's parameters are named by path: '/l1/W', '/l1/b', '/l2/W', '/l2/b'."""
+    names = sorted(name for name, _ in MLP().namedparams())
+    assert names == ["/l1/W", "/l1/b", "/l2/W", "/l2/b"]
+
+
+def test_nested_chain_paths(xp):
+    """A Chain inside a Chain gives paths like '/block/l1/W'."""
+    outer = pg.Chain(block=MLP(), head=L.Linear(2, 1))
+    names = sorted(name for name, _ in outer.namedparams())
+    assert names == ["/block/l1/W", "/block/l1/b", "/block/l2/W", "/block/l2/b", "/head/W", "/head/b"]
+
+
+def test_chain_keyword_links(xp):
+    """pg.Chain(l1=..., l2=...) registers the links as children."""
+    l1, l2 = L.Linear(3, 4), L.Linear(4, 2)
+    chain = pg.Chain(l1=l1, l2=l2)
+    assert list(chain.children()) == [l1, l2]
+    assert [n for n, _ in chain.namedparams()] == ["/l1/W", "/l1/b", "/l2/W", "/l2/b"]
+    assert l1.name == "l1"
+
+
+def test_chain_params_are_the_childrens_params(xp):
+    """params() of a Chain yields its children's parameters (the same Variable objects)."""
+    model = MLP()
+    assert list(model.params()) == [model.l1.W, model.l1.b, model.l2.W, model.l2.b]
+
+
+def test_chain_links_lists_self_and_descendants(xp):
+    """links() yields the chain and every link below it; skipself leaves the chain out."""
+    model = MLP()
+    assert list(model.links()) == [model, model.l1, model.l2]
+    assert list(model.links(skipself=True)) == [model.l1, model.l2]
+
+
+def test_link_assigned_outside_init_scope_is_not_a_child(xp):
+    """A Link assigned outside init_scope is not registered as a child."""
+    chain = pg.Chain()
+    chain.extra = L.Linear(2, 2)
+    assert list(chain.params()) == []
+
+
+def test_count_params(xp):
+    """count_params() counts every element of every initialized parameter."""
+    assert MLP().count_params() == 3 * 4 + 4 + 4 * 2 + 2
+
+
+# ---------------------------------------------------------------------------
+# Linear
+# ---------------------------------------------------------------------------
+
+
+def test_linear_shapes_and_default_dtype(xp):
+    """Linear(3, 4) has W (4, 3) and b (4,), float32, b zero."""
+    layer = L.Linear(3, 4)
+    assert layer.W.shape == (4, 3) and layer.b.shape == (4,)
+    assert layer.W.dtype == xp.float32 and layer.b.dtype == xp.float32
+    assert not to_np(layer.b).any()
+
+
+def test_linear_parameters_live_on_current_backend(xp, backend_name):
+    """Linear's parameters are arrays of the current backend."""
+    layer = L.Linear(3, 4)
+    assert layer.W.backend.name == backend_name
+    assert layer.b.backend.name == backend_name
+
+
+def test_linear_dtype_argument(xp):
+    """dtype='float64' makes float64 parameters."""
+    layer = L.Linear(3, 4, dtype="float64")
+    assert layer.W.dtype == xp.float64 and layer.b.dtype == xp.float64
+
+
+def test_linear_nobias(xp):
+    """nobias=True: no b, W is the only parameter."""
+    layer = L.Linear(3, 4, nobias=True)
+    assert layer.b is None
+    assert [n for n, _ in layer.namedparams()] == ["/W"]
+
+
+def test_linear_initial_values(xp):
+    """initialW and initial_bias set the parameters."""
+    w = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    layer = L.Linear(2, 3, initialW=w, initial_bias=[0.5, 0.5, 0.5], dtype="float64")
+    y = layer(arr(xp, [[1.0, 1.0]]))
+    assert to_np(y).tolist() == [[3.5, 7.5, 11.5]]
+
+
+def test_linear_forward_is_x_WT_plus_b(xp):
+    """Linear(x) is x @ W.T + b."""
+    layer = L.Linear(3, 2, dtype="float64")
+    layer.b.data = arr(xp, [1.0, -1.0])
+    x = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]])
+    want = x @ to_np(layer.W).T + np.array([1.0, -1.0])
+    np.testing.assert_allclose(to_np(layer(arr(xp, x))), want, rtol=1e-12)
+
+
+def test_linear_weight_scale(xp):
+    """W is drawn with variance 1/in_size."""
+    pg.seed(0)
+    w = to_np(L.Linear(400, 50).W)
+    assert abs(w.mean()) < 0.01
+    assert abs(w.std() - np.sqrt(1 / 400)) < 0.005
+
+
+def test_lazy_linear_initializes_at_first_call(xp):
+    """Linear(out) has W.data None until the first call infers in_size from the input."""
+    layer = L.Linear(4)
+    assert layer.W.data is None
+    assert [n for n, _ in layer.namedparams(include_uninit=False)] == ["/b"]
+    y = layer(arr(xp, [[1.0, 2.0, 3.0]] * 2, "float32"))
+    assert layer.W.shape == (4, 3)
+    assert y.shape == (2, 4)
+    assert [n for n, _ in layer.namedparams(include_uninit=False)] == ["/W", "/b"]
+
+
+def test_lazy_linear_none_in_size(xp):
+    """Linear(None, out) is the lazy form too, and flattens inputs of more than 2 dims."""
+    layer = L.Linear(None, 5)
+    layer(arr(xp, np.zeros((2, 3, 2)), "float32"))
+    assert layer.W.shape == (5, 6)
+
+
+def test_linear_gradients_reach_parameters(xp):
+    """backward through Linear fills W.grad = gy.T @ x and b.grad = sum(gy)."""
+    layer = L.Linear(3, 2, dtype="float64")
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    pg.sum(layer(arr(xp, x))).backward()
+    np.testing.assert_allclose(to_np(layer.W.grad), np.ones((2, 2)).T @ x)
+    np.testing.assert_allclose(to_np(layer.b.grad), [2.0, 2.0])
+
+
+def test_seed_makes_initialization_reproducible(xp):
+    """pg.seed(0) before building gives the same weights; no reseed gives different ones."""
+    pg.seed(0)
+    a = to_np(L.Linear(3, 4).W)
+    b = to_np(L.Linear(3, 4).W)
+    pg.seed(0)
+    c = to_np(L.Linear(3, 4).W)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, b)
+
+
+def test_seed_makes_lazy_initialization_reproducible(xp):
+    """pg.seed(0) also fixes weights drawn at a lazy Linear's first call."""
+    x = arr(xp, [[1.0, 2.0]], "float32")
+    pg.seed(0)
+    layer = L.Linear(3)
+    layer(x)
+    pg.seed(0)
+    again = L.Linear(3)
+    again(x)
+    np.testing.assert_array_equal(to_np(layer.W), to_np(again.W))
+
+
+# ---------------------------------------------------------------------------
+# Moving between backends
+# ---------------------------------------------------------------------------
+
+
+def test_to_backend_moves_parameters_and_training_works():
+    """A numpy model moved with to_backend('array_api_strict') trains there: loss falls."""
+    import array_api_strict as sx
+
+    with pg.using_backend("numpy"):
+        pg.seed(0)
+        model = MLP()
+        model(np.zeros((1, 3), dtype=np.float32))
+    w_before = to_np(model.l1.W)
+    assert model.to_backend("array_api_strict") is model
+    for p in model.params():
+        assert p.backend.name == "array_api_strict"
+    np.testing.assert_array_equal(to_np(model.l1.W), w_before)
+
+    rng = np.random.default_rng(0)
+    x = sx.asarray(rng.standard_normal((8, 3)).astype(np.float32).tolist(), dtype=sx.float32)
+    t = sx.asarray([0, 1] * 4, dtype=sx.int64)
+    losses = []
+    for _ in range(5):
+        model.cleargrads()
+        loss = F.softmax_cross_entropy(model(x), t)
+        loss.backward()
+        for p in model.params():
+            assert p.grad is not None and type(p.grad) is type(x)
+            p.data = p.data - 0.5 * p.grad
+        losses.append(float(to_np(loss)))
+    assert losses[-1] < losses[0]
+
+
+def test_to_backend_moves_existing_grads(xp):
+    """Gradients already computed move along with the parameters."""
+    model = MLP()
+    pg.sum(model(arr(xp, [[1.0, 2.0, 3.0]], "float32"))).backward()
+    target = "numpy" if model.l1.W.backend.name == "array_api_strict" else "array_api_strict"
+    model.to_backend(target)
+    for p in model.params():
+        assert pg.get_backend(target).array_types and isinstance(p.grad, pg.get_backend(target).array_types)
