@@ -25,7 +25,8 @@ from polygrad.ops import (
     permute_dims, positive, pow, reshape, sign, sin, sqrt, squeeze, subtract, sum, tanh, transpose, where,
     zeros_like,
 )
-from polygrad import functions, function_hooks, links
+from polygrad import distributions, functions, function_hooks, links
+from polygrad.core.backward import backward_all as backward
 from polygrad.links import Chain, Link
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
@@ -33,7 +34,7 @@ from polygrad import symbolic
 __version__ = "0.1.0"
 
 __all__ = [
-    "Variable", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
+    "Variable", "backward", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "hookimpl", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",

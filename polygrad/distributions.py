@@ -17,7 +17,7 @@ from typing import Any
 
 from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops import log, sum, where
+from polygrad.ops import log, subtract, sum, where
 
 __all__ = ["Distribution", "Bernoulli", "Categorical", "Normal"]
 
@@ -118,7 +118,7 @@ class Normal(Distribution):
         return m + s * eps
 
     def log_prob(self, value: Any) -> Variable:
-        z = (_data(value) - self.mean) / self.std
+        z = subtract(_data(value), self.mean) / self.std
         return -0.5 * z * z - log(self.std if isinstance(self.std, Variable) else _as_array(self.std, value)) - 0.5 * math.log(2 * math.pi)
 
 

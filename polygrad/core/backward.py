@@ -19,6 +19,9 @@ from polygrad.core.variable import Variable
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
+    if g is None and getattr(y._node, "accepts_no_grad", False):
+        # e.g. a stochastic sample: its node ignores output gradients (the reward drives it)
+        g = backend_of_type(type(y._data)).xp.zeros_like(y._data)
     if g is None:
         size = y._data.size
         if size != 1:
@@ -160,6 +163,22 @@ def backward(
 def _owns_memory(g: Any) -> bool:
     owns = getattr(backend_of_type(type(g)), "owns_memory", None)
     return owns is not None and owns(g)
+
+
+def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, retain_variables: bool | None = None) -> None:
+    """Backprop from several variables at once (PyTorch 0.x ``autograd.backward``).
+
+    ``grad_variables`` gives one gradient per variable (None: the implicit one,
+    or nothing for a stochastic sample, whose reward drives its gradient).
+    """
+    vs = (variables,) if isinstance(variables, Variable) else tuple(variables)
+    gs = (None,) * len(vs) if grad_variables is None else tuple(grad_variables)
+    if len(gs) != len(vs):
+        raise ValueError(f"polygrad.backward: got {len(gs)} gradients for {len(vs)} variables")
+    if retain_variables is not None and retain_graph is None:
+        retain_graph = retain_variables
+    backward(vs, gs, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
 
 
 def grad(

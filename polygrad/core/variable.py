@@ -326,6 +326,22 @@ class Variable:
                     stack.append(edge[0])
             n.unchain()
 
+    def reinforce(self, reward: Any) -> None:
+        """Register the reward of this sample of a stochastic function (REINFORCE).
+
+        ``reward`` has the sample's shape (or broadcasts to it) and lives on the
+        same backend. Backward then adds ``-reward * d log p(sample) / d params``
+        to the distribution parameters' gradients.
+        """
+        node = self._node
+        if node is None or not hasattr(node, "reinforce"):
+            made = "a leaf" if node is None else f"made by {node.label}"
+            raise RuntimeError(
+                f"polygrad: reinforce() needs the output of a stochastic function (F.bernoulli, F.categorical, "
+                f"F.normal, ...); {self._describe()} is {made}"
+            )
+        node.reinforce(self._index, reward)
+
     def register_hook(self, hook: Callable[[Any], Any]) -> _HookHandle:
         """Register ``hook(grad) -> new grad or None``, called each time this
         variable's gradient is computed.

@@ -1,0 +1,179 @@
+"""Stochastic functions, REINFORCE (Variable.reinforce) and log_prob."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from conftest import arr
+
+
+def _bernoulli_exact(p, r1, r0):
+    """d/dp of -E[r(s)] for s ~ Bernoulli(p): -(r1 - r0)."""
+    return -(r1 - r0)
+
+
+def test_bernoulli_reinforce_matches_exact_gradient(xp):
+    """The REINFORCE gradient of a Bernoulli policy matches the exact one within sampling error."""
+    pg.seed(1)
+    n = 4000
+    p = pg.Variable(xp.full((n,), 0.3, dtype=xp.float64))
+    s = F.bernoulli(p)
+    reward = xp.where(s.data == 1, xp.asarray(1.0, dtype=xp.float64), xp.asarray(0.2, dtype=xp.float64))
+    s.reinforce(reward)
+    pg.backward([s])
+    mean = float(xp.mean(p.grad))
+    # per-sample estimator: -r * (s/p - (1-s)/(1-p)); its standard deviation bounds the error
+    sd = math.sqrt(0.3 * (1.0 / 0.3) ** 2 * 1.0 + 0.7 * (0.2 / 0.7) ** 2) / math.sqrt(n)
+    assert abs(mean - _bernoulli_exact(0.3, 1.0, 0.2)) < 5 * sd
+
+
+def test_categorical_reinforce_matches_enumeration(xp):
+    """The REINFORCE gradient of a softmax policy matches the gradient by enumeration of outcomes."""
+    pg.seed(2)
+    n = 6000
+    logits = np.array([0.1, 0.5, -0.3])
+    rewards = np.array([1.0, 0.0, 2.0])
+    theta = pg.Variable(arr(xp, np.tile(logits, (n, 1))))
+    a = F.categorical(F.softmax(theta))
+    r = arr(xp, rewards)[a.data]
+    a.reinforce(r)
+    pg.backward([a])
+    probs = np.exp(logits) / np.exp(logits).sum()
+    exact = -(probs * (rewards - (probs * rewards).sum()))
+    est = np.asarray([float(v) for v in xp.mean(theta.grad, axis=0)])
+    assert np.all(np.abs(est - exact) < 0.05)
+
+
+def test_reinforce_equals_log_prob_surrogate():
+    """reinforce(r) and the hand-written surrogate -sum(r * log_prob(sample)) give the same gradient."""
+    pg.seed(3)
+    probs_data = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+    p1 = pg.Variable(probs_data.copy())
+    a = F.categorical(p1)
+    r = np.array([1.5, -0.5])
+    a.reinforce(r)
+    pg.backward([a])
+    p2 = pg.Variable(probs_data.copy())
+    d = pg.distributions.Categorical(p2)
+    surrogate = -pg.sum(r * d.log_prob(a.data))
+    surrogate.backward()
+    np.testing.assert_allclose(p1.grad, p2.grad)
+
+
+def test_normal_reinforce_matches_log_prob_surrogate():
+    """F.normal's REINFORCE gradient for mean and std equals the log_prob surrogate's."""
+    pg.seed(4)
+    mean = pg.Variable(np.array([0.5, -1.0]))
+    std = pg.Variable(np.array([1.0, 2.0]))
+    s = F.normal(mean, std)
+    s.reinforce(np.array([2.0, 3.0]))
+    pg.backward([s])
+    m2, s2 = pg.Variable(mean.data.copy()), pg.Variable(std.data.copy())
+    (-pg.sum(np.array([2.0, 3.0]) * pg.distributions.Normal(m2, s2).log_prob(s.data))).backward()
+    np.testing.assert_allclose(mean.grad, m2.grad)
+    np.testing.assert_allclose(std.grad, s2.grad)
+
+
+def test_bandit_learns_best_arm():
+    """A 3-armed bandit trained with reinforce puts most probability on the best arm."""
+    pg.seed(5)
+    theta = pg.Variable(np.zeros(3))
+    means = np.array([0.1, 0.9, 0.3])
+    for _ in range(150):
+        probs = F.softmax(pg.broadcast_to(theta, (32, 3)))
+        a = F.categorical(probs)
+        reward = means[a.data] - 0.5
+        a.reinforce(reward)
+        theta.cleargrad()
+        pg.backward([a])
+        theta.data = theta.data - 0.5 * theta.grad
+    p = np.exp(theta.data) / np.exp(theta.data).sum()
+    assert p[1] > 0.8
+
+
+def test_sample_does_not_require_grad_without_parameters_needing_it():
+    """A sample from constant parameters is a plain leaf with no gradient."""
+    s = F.bernoulli(np.full(3, 0.5))
+    assert s.creator is None and not s.requires_grad
+
+
+def test_unrewarded_stochastic_output_raises_naming_function():
+    """Backward through an unrewarded sample raises, naming the stochastic function."""
+    p = pg.Variable(np.full(3, 0.5))
+    s = F.bernoulli(p)
+    with pytest.raises(RuntimeError, match="bernoulli.*reinforce"):
+        pg.sum(s * 2.0).backward()
+
+
+def test_double_reward_raises():
+    """A second reward on the same sample is an error."""
+    s = F.bernoulli(pg.Variable(np.full(3, 0.5)))
+    s.reinforce(np.ones(3))
+    with pytest.raises(RuntimeError, match="already"):
+        s.reinforce(np.ones(3))
+
+
+def test_reward_on_non_stochastic_variable_raises():
+    """reinforce on an ordinary variable names what made it."""
+    x = pg.Variable(np.ones(3))
+    with pytest.raises(RuntimeError, match="multiply"):
+        (x * 2.0).reinforce(1.0)
+
+
+def test_reward_of_wrong_shape_raises():
+    """A reward that does not broadcast to the sample's shape is an error naming both shapes."""
+    s = F.bernoulli(pg.Variable(np.full(3, 0.5)))
+    with pytest.raises(ValueError, match=r"\(4,\).*\(3,\)"):
+        s.reinforce(np.ones(4))
+
+
+def test_reward_of_other_backend_raises():
+    """A reward on another backend is an error suggesting pg.to_backend."""
+    import array_api_strict as sx
+
+    s = F.bernoulli(pg.Variable(np.full(3, 0.5)))
+    with pytest.raises(TypeError, match="to_backend"):
+        s.reinforce(sx.asarray([1.0, 1.0, 1.0], dtype=sx.float64))
+
+
+def test_multinomial_has_trailing_axis_and_takes_reward_of_its_shape():
+    """multinomial (the seed's era) returns (N, 1) indices and accepts an (N, 1) reward."""
+    probs = pg.Variable(np.array([[0.2, 0.8], [0.5, 0.5]]))
+    m = F.multinomial(probs)
+    assert m.shape == (2, 1)
+    m.reinforce(np.ones((2, 1)))
+    pg.backward([m])
+    assert probs.grad.shape == (2, 2)
+
+
+def test_samples_reproducible_from_seed(xp):
+    """The same seed gives the same samples."""
+    p = arr(xp, [0.3] * 50)
+    pg.seed(7)
+    a = F.bernoulli(p).data
+    pg.seed(7)
+    b = F.bernoulli(p).data
+    assert bool(xp.all(a == b))
+
+
+def test_backward_accepts_retain_variables_alias():
+    """backward(retain_variables=True) keeps the graph like retain_graph=True."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(pg.sin(x))
+    y.backward(retain_variables=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad, 2 * np.cos(x.data))
+
+
+def test_requires_grad_and_volatile_settable_only_on_leaves():
+    """Setting requires_grad or volatile on a non-leaf is a clear error."""
+    y = pg.Variable(np.ones(2)) * 2.0
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad = False
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.volatile = True
