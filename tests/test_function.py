@@ -1,0 +1,910 @@
+"""User-defined Functions (Chainer style): forward/backward, retention, marks, hooks, graph."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad import type_check
+from conftest import arr
+
+
+def npa(a):
+    if a is None:
+        return None
+    return np.asarray(pg.to_backend(a, "numpy"))
+
+
+def close(a, expected):
+    np.testing.assert_allclose(npa(a), np.asarray(expected, dtype=float), rtol=1e-6, atol=1e-12)
+
+
+class Square(pg.Function):
+    def forward(self, inputs):
+        x, = inputs
+        return x * x,
+
+    def backward(self, inputs, grad_outputs):
+        x, = inputs
+        gy, = grad_outputs
+        return 2 * x * gy,
+
+
+class Mul(pg.Function):
+    def forward(self, inputs):
+        return inputs[0] * inputs[1],
+
+    def backward(self, inputs, grad_outputs):
+        a, b = inputs
+        g, = grad_outputs
+        return g * b, g * a
+
+
+class Recorder(pg.FunctionHook):
+    name = "recorder"
+
+    def __init__(self):
+        self.log = []
+
+    def forward_preprocess(self, function, in_data):
+        self.log.append(("forward_preprocess", function))
+
+    def forward_postprocess(self, function, in_data):
+        self.log.append(("forward_postprocess", function))
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.log.append(("backward_preprocess", function))
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.log.append(("backward_postprocess", function))
+
+
+# ---------------------------------------------------------------------------
+# forward / backward
+# ---------------------------------------------------------------------------
+def test_user_function_forward_and_backward(xp):
+    """A Function subclass with forward(inputs)/backward(inputs, grad_outputs) computes value and gradient."""
+    x = pg.Variable(arr(xp, [1.0, 3.0]))
+    y = Square()(x)
+    assert isinstance(y, pg.Variable)
+    close(y.data, [1.0, 9.0])
+    pg.sum(y).backward()
+    close(x.grad, [2.0, 6.0])
+
+
+def test_user_function_xp_is_inputs_namespace(xp):
+    """self.xp inside forward and backward is the inputs' Array API namespace."""
+    seen = []
+
+    class Exp(pg.Function):
+        def forward(self, inputs):
+            seen.append(self.xp)
+            return self.xp.exp(inputs[0]),
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(self.xp)
+            return self.xp.exp(inputs[0]) * grad_outputs[0],
+
+    x = pg.Variable(arr(xp, [0.0]))
+    Exp()(x).backward()
+    assert seen == [xp, xp]
+    close(x.grad, [1.0])
+
+
+def test_forward_cpu_and_backward_cpu_chosen_for_cpu_backend(xp):
+    """Without forward/backward, forward_cpu/backward_cpu run on a cpu backend (never the gpu ones)."""
+    calls = []
+
+    class Twice(pg.Function):
+        def forward_cpu(self, inputs):
+            calls.append("forward_cpu")
+            return inputs[0] * 2,
+
+        def forward_gpu(self, inputs):
+            calls.append("forward_gpu")
+            return inputs[0] * 2,
+
+        def backward_cpu(self, inputs, grad_outputs):
+            calls.append("backward_cpu")
+            return grad_outputs[0] * 2,
+
+        def backward_gpu(self, inputs, grad_outputs):
+            calls.append("backward_gpu")
+            return grad_outputs[0] * 2,
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(Twice()(x)).backward()
+    assert calls == ["forward_cpu", "backward_cpu"]
+    close(x.grad, [2.0, 2.0])
+
+
+def test_missing_forward_is_not_implemented(xp):
+    """A Function with neither forward nor forward_cpu raises NotImplementedError naming it."""
+
+    class Empty(pg.Function):
+        pass
+
+    with pytest.raises(NotImplementedError, match="Empty"):
+        Empty()(pg.Variable(arr(xp, [1.0])))
+
+
+def test_missing_backward_gives_none_gradients(xp):
+    """A Function without backward is non-differentiable: its inputs get no gradient."""
+
+    class NoGrad(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(NoGrad()(x)).backward()
+    assert x.grad is None
+
+
+def test_backward_returning_none_entries_gives_no_gradient_to_those_inputs(xp):
+    """A None in backward's result means no gradient for that input."""
+
+    class FirstOnly(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * inputs[1],
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * inputs[1], None
+
+    a = pg.Variable(arr(xp, [2.0]))
+    b = pg.Variable(arr(xp, [5.0]))
+    FirstOnly()(a, b).backward()
+    close(a.grad, [5.0])
+    assert b.grad is None
+
+
+def test_forward_returning_non_tuple_is_clear_type_error(xp):
+    """forward returning a bare array raises TypeError naming the function and asking for a tuple."""
+
+    class Bare(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2
+
+    with pytest.raises(TypeError) as info:
+        Bare()(pg.Variable(arr(xp, [1.0])))
+    msg = str(info.value)
+    assert "Bare" in msg and "tuple" in msg
+
+
+def test_backward_returning_non_tuple_is_clear_type_error(xp):
+    """backward returning a bare array raises TypeError naming the function."""
+
+    class BareBack(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * 2
+
+    y = BareBack()(pg.Variable(arr(xp, [1.0])))
+    with pytest.raises(TypeError) as info:
+        y.backward()
+    assert "BareBack" in str(info.value) and "tuple" in str(info.value)
+
+
+def test_backward_wrong_number_of_grads_names_function(xp):
+    """backward returning too many gradients raises an error naming the function and the counts."""
+
+    class TooMany(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0], grad_outputs[0]
+
+    y = TooMany()(pg.Variable(arr(xp, [1.0])))
+    with pytest.raises((ValueError, TypeError)) as info:
+        y.backward()
+    msg = str(info.value)
+    assert "TooMany" in msg and "2" in msg and "1" in msg
+
+
+def test_backward_wrong_gradient_shape_names_function(xp):
+    """backward returning a gradient of the wrong shape raises an error naming the function and shapes."""
+
+    class BadShape(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0][:1],
+
+    y = BadShape()(pg.Variable(arr(xp, [1.0, 2.0])))
+    with pytest.raises((ValueError, TypeError)) as info:
+        pg.sum(y).backward()
+    msg = str(info.value)
+    assert "BadShape" in msg and "(1,)" in msg and "(2,)" in msg
+
+
+def test_function_with_several_outputs(xp):
+    """A Function returning two arrays gives two Variables; gradients of both reach the input."""
+
+    class SplitScale(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            return x * 2, x * 3
+
+        def backward(self, inputs, grad_outputs):
+            g2, g3 = grad_outputs
+            gx = 0
+            if g2 is not None:
+                gx = gx + 2 * g2
+            if g3 is not None:
+                gx = gx + 3 * g3
+            return gx,
+
+    x = pg.Variable(arr(xp, [1.0]))
+    a, b = SplitScale()(x)
+    (a + b).backward()
+    close(x.grad, [5.0])
+
+
+def test_unused_output_gradient_is_none(xp):
+    """An output that receives no gradient arrives as None in grad_outputs."""
+    seen = []
+
+    class Two(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2, inputs[0] * 3
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(grad_outputs)
+            return 2 * grad_outputs[0],
+
+    x = pg.Variable(arr(xp, [1.0]))
+    a, b = Two()(x)
+    a.backward()
+    assert seen[0][1] is None
+    close(x.grad, [2.0])
+
+
+def test_raw_arrays_as_inputs_are_wrapped(xp):
+    """Raw arrays given to a Function are wrapped as Variables not requiring grad."""
+    y = Square()(arr(xp, [3.0]))
+    assert isinstance(y, pg.Variable)
+    close(y.data, [9.0])
+    assert y.requires_grad is False
+    x = pg.Variable(arr(xp, [2.0]))
+    z = Mul()(x, arr(xp, [5.0]))
+    z.backward()
+    close(x.grad, [5.0])
+
+
+def test_function_without_inputs_is_type_error():
+    """Applying a Function to nothing raises TypeError."""
+    with pytest.raises(TypeError):
+        Square()()
+
+
+# ---------------------------------------------------------------------------
+# the seed's Identity example, and one application per instance
+# ---------------------------------------------------------------------------
+def test_identity_graph_structure(xp):
+    """x.node < f < y: y's creator is f, f's input is x and its output is y."""
+    x = pg.Variable(arr(xp, [0.0] * 10))
+    f = F.Identity()
+    y = f(x)
+    assert y.creator is f
+    assert f.inputs[0] is x
+    assert f.outputs[0]() is y
+    close(y.data, [0.0] * 10)
+
+
+def test_identity_branch_accumulates_gradients(xp):
+    """A second function g applied to x branches the graph; backward sums both gradients into x."""
+    x = pg.Variable(arr(xp, [0.0] * 10))
+    f = F.Identity()
+    y = f(x)
+    g = F.Identity()
+    z = g(x)
+    loss = pg.sum(y * 2.0) + pg.sum(z * 3.0)
+    loss.backward()
+    close(x.grad, [5.0] * 10)
+
+
+def test_identity_of_several_inputs_returns_tuple(xp):
+    """Identity of two inputs returns a tuple of two Variables."""
+    a = pg.Variable(arr(xp, [1.0]))
+    b = pg.Variable(arr(xp, [2.0]))
+    ya, yb = F.identity(a, b)
+    (ya * 3.0 + yb * 4.0).backward()
+    close(a.grad, [3.0])
+    close(b.grad, [4.0])
+
+
+def test_applying_instance_twice_raises_mentioning_copy(xp):
+    """Applying one Function instance twice raises RuntimeError that mentions copy.copy."""
+    f = F.Identity()
+    x = pg.Variable(arr(xp, [1.0]))
+    f(x)
+    with pytest.raises(RuntimeError, match=r"copy\.copy"):
+        f(x)
+
+
+def test_copy_copy_gives_fresh_instance(xp):
+    """copy.copy of a Function (before or after use) can be applied again, with its own graph."""
+    x = pg.Variable(arr(xp, [3.0]))
+    f = Square()
+    g = copy.copy(f)
+    y = f(x)
+    h = copy.copy(f)
+    z = g(x)
+    w = h(x)
+    assert y.creator is f and z.creator is g and w.creator is h
+    (y + z + w).backward()
+    close(x.grad, [18.0])
+
+
+def test_copy_keeps_user_attributes(xp):
+    """copy.copy keeps the attributes a user set in __init__."""
+
+    class Scale(pg.Function):
+        def __init__(self, k):
+            self.k = k
+
+        def forward(self, inputs):
+            return inputs[0] * self.k,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * self.k,
+
+    f = Scale(4.0)
+    g = copy.copy(f)
+    x = pg.Variable(arr(xp, [1.0]))
+    (f(x) + g(x)).backward()
+    close(x.grad, [8.0])
+
+
+# ---------------------------------------------------------------------------
+# retention and saved arrays
+# ---------------------------------------------------------------------------
+def test_retain_inputs_releases_other_inputs(xp):
+    """With retain_inputs((1,)), backward sees None for input 0 and the array for input 1."""
+    seen = []
+
+    class MulKeepB(pg.Function):
+        def forward(self, inputs):
+            self.retain_inputs((1,))
+            return inputs[0] * inputs[1],
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(inputs)
+            return grad_outputs[0] * inputs[1], None
+
+    a = pg.Variable(arr(xp, [2.0]))
+    b = pg.Variable(arr(xp, [5.0]))
+    MulKeepB()(a, b).backward()
+    assert seen[0][0] is None
+    close(seen[0][1], [5.0])
+    close(a.grad, [5.0])
+
+
+def test_retain_inputs_empty_releases_all(xp):
+    """retain_inputs(()) releases every input: backward gets only Nones."""
+    seen = []
+
+    class Scale(pg.Function):
+        def forward(self, inputs):
+            self.retain_inputs(())
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(inputs)
+            return grad_outputs[0] * 2,
+
+    x = pg.Variable(arr(xp, [1.0]))
+    Scale()(x).backward()
+    assert seen == [(None,)]
+    close(x.grad, [2.0])
+
+
+def test_all_inputs_kept_by_default(xp):
+    """Without retain_inputs, backward receives every input array."""
+    seen = []
+
+    class Keep(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] + inputs[1],
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(inputs)
+            return grad_outputs[0], grad_outputs[0]
+
+    a = pg.Variable(arr(xp, [1.0]))
+    b = pg.Variable(arr(xp, [2.0]))
+    Keep()(a, b).backward()
+    close(seen[0][0], [1.0])
+    close(seen[0][1], [2.0])
+
+
+class ExpKeepOutput(pg.Function):
+    def __init__(self, after=False):
+        self.after = after
+
+    def forward(self, inputs):
+        self.retain_inputs(())
+        self.retain_outputs((0,), retain_after_backward=self.after)
+        xp = self.xp
+        return xp.exp(inputs[0]), inputs[0] * 2
+
+    def backward(self, inputs, grad_outputs):
+        y, unused = self.output_data
+        assert unused is None
+        return grad_outputs[0] * y,
+
+
+def test_retain_outputs_fills_output_data(xp):
+    """retain_outputs((0,)) keeps output 0 in output_data; output 1 shows None."""
+    x = pg.Variable(arr(xp, [0.0, 1.0]))
+    f = ExpKeepOutput()
+    y, _ = f(x)
+    assert f.output_data[0] is y.data
+    assert f.output_data[1] is None
+    pg.sum(y).backward()
+    close(x.grad, [1.0, np.e])
+
+
+def test_retained_outputs_released_after_backward(xp):
+    """output_data is released after backward unless retain_after_backward=True."""
+    x = pg.Variable(arr(xp, [0.0]))
+    f = ExpKeepOutput()
+    y, _ = f(x)
+    y.backward()
+    assert f.output_data == (None, None)
+    g = ExpKeepOutput(after=True)
+    y2, _ = g(x)
+    y2.backward()
+    close(g.output_data[0], [1.0])
+
+
+def test_save_for_backward_and_saved_tensors(xp):
+    """save_for_backward(x, y, None) is read back in backward through saved_tensors."""
+    seen = []
+
+    class Cube(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            y = x * x * x
+            self.save_for_backward(x, y, None)
+            return y,
+
+        def backward(self, inputs, grad_outputs):
+            x, y, nothing = self.saved_tensors
+            seen.append(nothing)
+            return 3 * x * x * grad_outputs[0],
+
+    x = pg.Variable(arr(xp, [2.0]))
+    f = Cube()
+    y = f(x)
+    assert f.saved_tensors[0] is x.data
+    assert f.saved_tensors[1] is y.data
+    y.backward()
+    assert seen == [None]
+    close(x.grad, [12.0])
+
+
+def test_saved_tensors_freed_after_backward(xp):
+    """After backward without retain_graph, saved_tensors raises RuntimeError mentioning retain_graph."""
+
+    class Keep(pg.Function):
+        def forward(self, inputs):
+            self.save_for_backward(inputs[0])
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * 2,
+
+    f = Keep()
+    f(pg.Variable(arr(xp, [1.0]))).backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        f.saved_tensors
+
+
+# ---------------------------------------------------------------------------
+# marks
+# ---------------------------------------------------------------------------
+class ArgMax(pg.Function):
+    """Returns (max value, index of the max); the index is not differentiable."""
+
+    def forward(self, inputs):
+        x, = inputs
+        xp = self.xp
+        idx = xp.reshape(xp.argmax(x), (1,))
+        m = xp.reshape(xp.max(x), (1,))
+        self.mark_non_differentiable(idx)
+        return m, idx
+
+    def backward(self, inputs, grad_outputs):
+        x, = inputs
+        xp = self.xp
+        self.seen = grad_outputs
+        hit = xp.astype(x == xp.max(x), x.dtype)
+        return hit * grad_outputs[0],
+
+
+def test_mark_non_differentiable_output_does_not_require_grad(xp):
+    """An output passed to mark_non_differentiable has requires_grad False and no creator."""
+    x = pg.Variable(arr(xp, [1.0, 5.0, 2.0]))
+    m, idx = ArgMax()(x)
+    assert m.requires_grad is True
+    assert idx.requires_grad is False
+    assert idx.creator is None
+
+
+def test_mark_non_differentiable_grad_is_none_in_backward(xp):
+    """backward receives None as the gradient of a non-differentiable output."""
+    x = pg.Variable(arr(xp, [1.0, 5.0, 2.0]))
+    f = ArgMax()
+    m, idx = f(x)
+    (m * 2.0).backward()
+    assert f.seen[1] is None
+    close(x.grad, [0.0, 2.0, 0.0])
+
+
+def test_mark_dirty_bumps_input_version_and_returns_same_variable(xp):
+    """mark_dirty on an input modified in place returns that input Variable, its version bumped."""
+
+    class AddOne(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            x[...] = x + 1
+            self.mark_dirty(x)
+            return x,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0],
+
+    c = pg.Variable(arr(xp, [1.0, 2.0]), requires_grad=False)
+    y = AddOne()(c)
+    assert y is c
+    assert c.version == 1
+    close(c.data, [2.0, 3.0])
+
+
+def test_mark_dirty_on_leaf_requiring_grad_raises(xp):
+    """An in-place Function (mark_dirty) on a leaf requiring grad raises RuntimeError."""
+
+    class AddOne(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            self.mark_dirty(x)
+            return x,
+
+    w = pg.Variable(arr(xp, [1.0]))
+    with pytest.raises(RuntimeError, match="in-place"):
+        AddOne()(w)
+
+
+def test_mark_dirty_on_intermediate_backprops_through_it(xp):
+    """A dirty (in-place) Function applied to an intermediate is differentiated through, to the leaf."""
+
+    class AddOne(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            x[...] = x + 1
+            self.mark_dirty(x)
+            return x,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0],
+
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    a = w * 2.0
+    b = AddOne()(a)  # b is a, now holding 2w + 1
+    pg.sum(b * w).backward()  # d/dw (2w + 1) w = 4w + 1
+    close(w.grad, [5.0, 9.0])
+
+
+class View(pg.Function):
+    """Returns a view of its input, declared with mark_shared_storage."""
+
+    def forward(self, inputs):
+        x, = inputs
+        v = x[...]
+        self.mark_shared_storage((x, v))
+        return v,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs[0],
+
+
+def test_mark_shared_storage_shares_version_counter():
+    """An output declared as sharing storage with an input shares its version counter (numpy view)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    x = w * 1.0
+    v = View()(x)
+    assert np.shares_memory(v.data, x.data)
+    v += 1
+    assert x.version == 1 and v.version == 1
+
+
+def test_mark_shared_storage_detects_modification_of_saved_input():
+    """After an in-place change of a declared view, backward through a saved base raises RuntimeError."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    x = w * 1.0
+    z = x * x
+    v = View()(x)
+    v += 1
+    with pytest.raises(RuntimeError, match="in-place"):
+        pg.sum(z).backward()
+
+
+def test_output_that_is_an_input_array_shares_its_version_counter():
+    """An output array that *is* an input array (Identity) shares the input's version (the seed: inferred)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    x = w * 1.0
+    z = x * x  # saves x
+    y = F.identity(x)
+    assert y.data is x.data
+    y += 1  # writes into x's array
+    with pytest.raises(RuntimeError, match="in-place"):
+        pg.sum(z).backward()
+
+
+# ---------------------------------------------------------------------------
+# attributes
+# ---------------------------------------------------------------------------
+def test_needs_input_grad_inside_forward(xp):
+    """needs_input_grad tells, inside forward, which inputs require grad."""
+    seen = []
+
+    class Peek(pg.Function):
+        def forward(self, inputs):
+            seen.append(self.needs_input_grad)
+            return inputs[0] + inputs[1],
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0], grad_outputs[0]
+
+    a = pg.Variable(arr(xp, [1.0]))
+    b = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    Peek()(a, b)
+    assert seen == [(True, False)]
+
+
+def test_needs_input_grad_all_false_without_backprop(xp):
+    """In no_backprop_mode needs_input_grad is all False."""
+    seen = []
+
+    class Peek(pg.Function):
+        def forward(self, inputs):
+            seen.append(self.needs_input_grad)
+            return inputs[0],
+
+    with pg.no_backprop_mode():
+        Peek()(pg.Variable(arr(xp, [1.0])))
+    assert seen == [(False,)]
+
+
+def test_num_inputs_and_num_outputs(xp):
+    """num_inputs and num_outputs count the application's inputs and outputs."""
+
+    class TwoThree(pg.Function):
+        def forward(self, inputs):
+            a, b = inputs
+            return a + b, a - b, a * b
+
+    f = TwoThree()
+    f(pg.Variable(arr(xp, [1.0])), pg.Variable(arr(xp, [2.0])))
+    assert f.num_inputs == 2
+    assert f.num_outputs == 3
+
+
+def test_function_requires_grad(xp):
+    """Function.requires_grad says whether backward will be called for this application."""
+    f = Square()
+    f(pg.Variable(arr(xp, [1.0])))
+    assert f.requires_grad is True
+    g = Square()
+    g(pg.Variable(arr(xp, [1.0]), requires_grad=False))
+    assert g.requires_grad is False
+    h = Square()
+    with pg.no_backprop_mode():
+        h(pg.Variable(arr(xp, [1.0])))
+    assert h.requires_grad is False
+
+
+def test_previous_functions(xp):
+    """previous_functions pairs each input with its creator and output index (leaf: the variable)."""
+    a = pg.Variable(arr(xp, [1.0]))
+    c = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    f = Mul()
+    y = f(a, c)
+    assert len(f.previous_functions) == 2
+    assert f.previous_functions[0][0] is a
+    assert f.previous_functions[1] is None
+    g = Mul()
+    g(y, a)
+    assert g.previous_functions[0] == (f, 0)
+    assert g.previous_functions[1][0] is a
+
+
+def test_label_defaults_to_class_name_and_can_be_overridden(xp):
+    """label is the class name unless overridden."""
+
+    class Named(pg.Function):
+        @property
+        def label(self):
+            return "my-op"
+
+        def forward(self, inputs):
+            return inputs[0],
+
+    assert Square().label == "Square"
+    assert F.Identity().label == "Identity"
+    assert Named().label == "my-op"
+    y = pg.exp(pg.Variable(arr(xp, [1.0])))
+    assert y.creator.label == "exp"
+
+
+def test_inputs_property_gives_input_variables(xp):
+    """f.inputs holds the input Variables of the application."""
+    a = pg.Variable(arr(xp, [1.0]))
+    b = pg.Variable(arr(xp, [2.0]))
+    f = Mul()
+    f(a, b)
+    assert f.inputs[0] is a and f.inputs[1] is b
+
+
+# ---------------------------------------------------------------------------
+# type checks
+# ---------------------------------------------------------------------------
+class Needs2x3(pg.Function):
+    def check_type_forward(self, in_types):
+        type_check.expect(in_types.size() == 1)
+        x_type, = in_types
+        type_check.expect(x_type.ndim == 2, x_type.shape[1] == 3)
+
+    def forward(self, inputs):
+        return inputs[0],
+
+
+def test_check_type_forward_passes_valid_input(xp):
+    """check_type_forward accepts a valid input and forward runs."""
+    y = Needs2x3()(pg.Variable(arr(xp, [[1.0, 2.0, 3.0]])))
+    assert y.shape == (1, 3)
+
+
+def test_check_type_forward_failure_shows_expect_and_actual(xp):
+    """A failing expect raises InvalidType showing Expect: and Actual: lines and the function."""
+    with pytest.raises(type_check.InvalidType) as info:
+        Needs2x3()(pg.Variable(arr(xp, [[1.0, 2.0, 3.0, 4.0]])))
+    msg = str(info.value)
+    assert "Needs2x3" in msg
+    assert "Expect: in_types[0].shape[1] == 3" in msg
+    assert "Actual: 4 != 3" in msg
+
+
+def test_check_type_forward_counts_inputs(xp):
+    """in_types.size() == 1 fails for two inputs with Expect/Actual texts."""
+    a = pg.Variable(arr(xp, [[1.0, 2.0, 3.0]]))
+    with pytest.raises(type_check.InvalidType) as info:
+        Needs2x3()(a, a)
+    msg = str(info.value)
+    assert "Expect: in_types.size() == 1" in msg and "Actual: 2 != 1" in msg
+
+
+def test_check_type_forward_reports_first_failing_condition(xp):
+    """For a 1-D input, the ndim condition fails first (shape[1] is not evaluated before it)."""
+    with pytest.raises(type_check.InvalidType) as info:
+        Needs2x3()(pg.Variable(arr(xp, [1.0, 2.0, 3.0])))
+    msg = str(info.value)
+    assert "Expect: in_types[0].ndim == 2" in msg
+    assert "Actual: 1 != 2" in msg
+
+
+def test_invalid_type_is_a_type_error(xp):
+    """InvalidType is a TypeError, so callers can catch it as one."""
+    with pytest.raises(TypeError):
+        Needs2x3()(pg.Variable(arr(xp, [[1.0]])))
+
+
+def test_check_type_forward_dtype_condition():
+    """A dtype condition failing shows the dtypes in Actual:."""
+
+    class FloatOnly(pg.Function):
+        def check_type_forward(self, in_types):
+            x_type, = in_types
+            type_check.expect(x_type.dtype == np.float32)
+
+        def forward(self, inputs):
+            return inputs[0],
+
+    with pytest.raises(type_check.InvalidType) as info:
+        FloatOnly()(pg.Variable(np.zeros(2, dtype=np.float64)))
+    assert "Expect: in_types[0].dtype == " in str(info.value)
+    assert "float64" in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# hooks on one function, unchain
+# ---------------------------------------------------------------------------
+def test_add_hook_registers_on_this_function_only(xp):
+    """add_hook puts the hook in local_function_hooks and it sees only this function's steps."""
+    hook = Recorder()
+    f = Square()
+    assert not f.local_function_hooks
+    f.add_hook(hook)
+    assert list(f.local_function_hooks) == ["recorder"]
+    assert f.local_function_hooks["recorder"] is hook
+    x = pg.Variable(arr(xp, [2.0]))
+    y = f(x)
+    z = Square()(y)
+    z.backward()
+    assert [p for p, fn in hook.log] == [
+        "forward_preprocess", "forward_postprocess", "backward_preprocess", "backward_postprocess",
+    ]
+    assert all(fn is f for _, fn in hook.log)
+
+
+def test_add_hook_with_name_and_delete_hook(xp):
+    """add_hook(hook, name) registers under name; delete_hook(name) removes it."""
+    hook = Recorder()
+    f = Square()
+    f.add_hook(hook, name="mine")
+    assert "mine" in f.local_function_hooks
+    f.delete_hook("mine")
+    assert "mine" not in f.local_function_hooks
+    f(pg.Variable(arr(xp, [1.0]))).backward()
+    assert hook.log == []
+
+
+def test_add_hook_duplicate_name_is_error():
+    """Two hooks under the same name on one function raise KeyError."""
+    f = Square()
+    f.add_hook(Recorder())
+    with pytest.raises(KeyError):
+        f.add_hook(Recorder())
+
+
+def test_delete_unknown_hook_is_key_error():
+    """delete_hook of a name never registered raises KeyError."""
+    with pytest.raises(KeyError):
+        Square().delete_hook("nothing")
+
+
+def test_add_hook_on_builtin_op_node(xp):
+    """add_hook on a built-in op's node (y.creator) sees that node's backward."""
+    hook = Recorder()
+    x = pg.Variable(arr(xp, [1.0]))
+    y = pg.exp(x)
+    y.creator.add_hook(hook)
+    (y * 2.0).backward()
+    assert [p for p, _ in hook.log] == ["backward_preprocess", "backward_postprocess"]
+    assert hook.log[0][1] is y.creator
+
+
+def test_unchain_purges_function_from_graph(xp):
+    """After f.unchain(), backward from f's output does not reach f's inputs (and does not fail)."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    f = Square()
+    y = f(x)
+    f.unchain()
+    pg.sum(y * 3.0).backward()
+    assert x.grad is None
+
+
+def test_user_function_second_backward_needs_retain_graph(xp):
+    """A second backward through a user Function raises RuntimeError mentioning retain_graph."""
+    x = pg.Variable(arr(xp, [2.0]))
+    y = Square()(x)
+    y.backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        y.backward()
+
+
+def test_user_function_retain_graph_allows_second_backward(xp):
+    """With retain_graph=True a user Function can be backpropagated twice (gradients accumulate)."""
+    x = pg.Variable(arr(xp, [2.0]))
+    y = Square()(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    close(x.grad, [8.0])

@@ -1,0 +1,480 @@
+"""Function hooks: phases, registration scopes, TimerHook, PrintHook, and thread-local modes."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+import polygrad.links as L
+from polygrad.function_hooks import PrintHook, TimerHook
+from conftest import arr
+
+
+class Recorder(pg.FunctionHook):
+    """Logs (phase, label, in_data, out_grad) for every call."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.log = []
+
+    def forward_preprocess(self, function, in_data):
+        self.log.append(("forward_preprocess", function, in_data, None))
+
+    def forward_postprocess(self, function, in_data):
+        self.log.append(("forward_postprocess", function, in_data, None))
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.log.append(("backward_preprocess", function, in_data, out_grad))
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.log.append(("backward_postprocess", function, in_data, out_grad))
+
+    def phases(self):
+        return [(p, f.label) for p, f, _, _ in self.log]
+
+
+class Square(pg.Function):
+    def forward(self, inputs):
+        return inputs[0] * inputs[0],
+
+    def backward(self, inputs, grad_outputs):
+        return 2 * inputs[0] * grad_outputs[0],
+
+
+# ---------------------------------------------------------------------------
+# phases
+# ---------------------------------------------------------------------------
+def test_builtin_ops_call_hook_phases_in_order(xp):
+    """With `with hook:`, built-in ops call forward pre/post, then backward pre/post in reverse order."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with Recorder() as hook:
+        y = pg.exp(x)
+        z = pg.sum(y)
+        z.backward()
+    assert hook.phases() == [
+        ("forward_preprocess", "exp"), ("forward_postprocess", "exp"),
+        ("forward_preprocess", "sum"), ("forward_postprocess", "sum"),
+        ("backward_preprocess", "sum"), ("backward_postprocess", "sum"),
+        ("backward_preprocess", "exp"), ("backward_postprocess", "exp"),
+    ]
+
+
+def test_user_function_calls_hook_phases_in_order(xp):
+    """A user Function calls the same four phases, with itself as the function argument."""
+    x = pg.Variable(arr(xp, [3.0]))
+    f = Square()
+    with Recorder() as hook:
+        y = f(x)
+        y.backward()
+    assert [p for p, _ in hook.phases()] == [
+        "forward_preprocess", "forward_postprocess", "backward_preprocess", "backward_postprocess",
+    ]
+    assert all(fn is f for _, fn, _, _ in hook.log)
+
+
+def test_forward_hooks_get_input_arrays(xp):
+    """forward_preprocess receives the input data arrays of the function."""
+    a = arr(xp, [1.0, 2.0])
+    b = arr(xp, [3.0, 4.0])
+    with Recorder() as hook:
+        pg.Variable(a) * pg.Variable(b)
+    _, fn, in_data, _ = hook.log[0]
+    assert fn.label == "multiply"
+    assert len(in_data) == 2
+    assert in_data[0] is a and in_data[1] is b
+
+
+def test_backward_hooks_get_one_in_data_entry_per_input_and_out_grad(xp):
+    """backward hooks receive in_data with one entry per input and out_grad with one per output."""
+    a = pg.Variable(arr(xp, [1.0, 2.0]))
+    b = pg.Variable(arr(xp, [3.0, 4.0]))
+    y = a * b
+    with Recorder() as hook:
+        pg.sum(y * 2.0).backward()
+    backward_calls = [e for e in hook.log if e[0].startswith("backward")]
+    assert len(backward_calls) == 6
+    for phase, fn, in_data, out_grad in backward_calls:
+        n_in = {"multiply": 2, "sum": 1}[fn.label]
+        assert len(in_data) == n_in, (fn.label, in_data)
+        assert len(out_grad) == 1
+
+
+def test_backward_hook_in_data_are_the_inputs(xp):
+    """For multiply (which keeps its inputs), backward in_data are the two input arrays."""
+    a_data = arr(xp, [1.0, 2.0])
+    b_data = arr(xp, [3.0, 4.0])
+    y = pg.Variable(a_data) * pg.Variable(b_data)
+    with Recorder() as hook:
+        y.backward(arr(xp, [1.0, 1.0]))
+    _, fn, in_data, out_grad = hook.log[0]
+    assert fn.label == "multiply"
+    assert in_data[0] is a_data and in_data[1] is b_data
+    np.testing.assert_allclose(np.asarray(pg.to_backend(out_grad[0], "numpy")), [1.0, 1.0])
+
+
+def test_user_function_backward_hook_in_data_and_out_grad(xp):
+    """A user Function's backward hooks get its kept inputs and the output gradients."""
+    x_data = arr(xp, [3.0])
+    y = Square()(pg.Variable(x_data))
+    with Recorder() as hook:
+        y.backward()
+    _, _, in_data, out_grad = hook.log[0]
+    assert in_data == (x_data,) or (len(in_data) == 1 and in_data[0] is x_data)
+    assert len(out_grad) == 1
+
+
+def test_forward_hooks_called_without_graph(xp):
+    """Forward hooks run even when no graph is built (inputs not requiring grad)."""
+    x = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    with Recorder() as hook:
+        pg.exp(x)
+    assert hook.phases() == [("forward_preprocess", "exp"), ("forward_postprocess", "exp")]
+
+
+def test_hook_not_called_after_with_block(xp):
+    """After the with block, the hook is no longer called."""
+    x = pg.Variable(arr(xp, [1.0]))
+    hook = Recorder()
+    with hook:
+        pg.exp(x)
+    n = len(hook.log)
+    pg.exp(x).backward()
+    assert len(hook.log) == n
+
+
+def test_two_global_hooks_both_called(xp):
+    """Two hooks with different names registered with `with` are both called."""
+    x = pg.Variable(arr(xp, [1.0]))
+    h1 = Recorder()
+    h2 = Recorder()
+    h2.name = "recorder2"
+    with h1, h2:
+        pg.exp(x)
+    assert len(h1.log) == 2 and len(h2.log) == 2
+
+
+def test_same_hook_name_twice_is_key_error(xp):
+    """Registering two hooks of the same name in one context raises KeyError."""
+    with Recorder():
+        with pytest.raises(KeyError):
+            with Recorder():
+                pass
+
+
+def test_global_hook_is_thread_local(xp):
+    """A hook registered with `with` in one thread is not called for functions in another thread."""
+    hook = Recorder()
+    entered, done = threading.Event(), threading.Event()
+
+    def worker():
+        with hook:
+            entered.set()
+            done.wait(5)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert entered.wait(5)
+    try:
+        pg.exp(pg.Variable(arr(xp, [1.0]))).backward()
+        assert hook.log == []
+        assert pg.core.active_hooks() == ()
+    finally:
+        done.set()
+        t.join()
+
+
+def test_global_hook_registered_here_not_seen_in_new_thread(xp):
+    """Functions run in another thread do not call a hook registered in this thread."""
+    hook = Recorder()
+    with hook:
+        t = threading.Thread(target=lambda: pg.exp(pg.Variable(pg.asarray([1.0], backend="numpy"))))
+        t.start()
+        t.join()
+    assert hook.log == []
+
+
+def test_same_hook_instance_in_two_threads_at_once():
+    """One hook object used as `with hook:` in two threads at the same time enters and exits cleanly in both."""
+    hook = Recorder()
+    a_in, b_in, b_may_exit = threading.Event(), threading.Event(), threading.Event()
+    errors = []
+
+    def a():
+        try:
+            with hook:
+                a_in.set()
+                b_in.wait(5)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(("a", exc))
+
+    def b():
+        try:
+            a_in.wait(5)
+            with hook:
+                b_in.set()
+                b_may_exit.wait(5)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(("b", exc))
+
+    ta, tb = threading.Thread(target=a), threading.Thread(target=b)
+    ta.start()
+    tb.start()
+    ta.join(10)
+    b_may_exit.set()
+    tb.join(10)
+    assert errors == []
+
+
+def test_add_hook_on_one_function_only(xp):
+    """add_hook registers on one function: other functions in the graph do not call it."""
+    hook = Recorder()
+    f = Square()
+    f.add_hook(hook)
+    x = pg.Variable(arr(xp, [2.0]))
+    y = pg.exp(f(x))
+    y.backward()
+    assert {fn for _, fn, _, _ in hook.log} == {f}
+    assert len(hook.log) == 4
+
+
+def test_added_and_deleted_callbacks(xp):
+    """A hook's added/deleted callbacks run on with-block entry/exit and add_hook/delete_hook."""
+    events = []
+
+    class Watch(pg.FunctionHook):
+        name = "watch"
+
+        def added(self, function=None):
+            events.append(("added", function))
+
+        def deleted(self, function=None):
+            events.append(("deleted", function))
+
+    w = Watch()
+    with w:
+        pass
+    f = Square()
+    f.add_hook(w)
+    f.delete_hook("watch")
+    assert events == [("added", None), ("deleted", None), ("added", f), ("deleted", f)]
+
+
+# ---------------------------------------------------------------------------
+# TimerHook
+# ---------------------------------------------------------------------------
+def test_timer_hook_call_history(xp):
+    """TimerHook.call_history holds (function, seconds) for every forward and backward step."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with TimerHook() as m:
+        y = pg.sum(pg.exp(x))
+        y.backward()
+    labels = [f.label for f, _ in m.call_history]
+    assert labels == ["exp", "sum", "sum", "exp"]
+    assert all(isinstance(t, float) and t >= 0.0 for _, t in m.call_history)
+
+
+def test_timer_hook_total_time_is_sum(xp):
+    """total_time() is the sum of the call_history times."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with TimerHook() as m:
+        pg.sum(x * x).backward()
+    assert m.total_time() == pytest.approx(sum(t for _, t in m.call_history))
+    assert m.total_time() > 0.0
+
+
+def test_timer_hook_summary(xp):
+    """summary() groups by label with calls, total, mean and share."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with TimerHook() as m:
+        y = pg.exp(x)
+        z = pg.exp(y)
+        pg.sum(z).backward()
+    s = m.summary()
+    assert s["exp"]["calls"] == 4
+    assert s["sum"]["calls"] == 2
+    assert s["exp"]["mean"] == pytest.approx(s["exp"]["total"] / 4)
+    assert sum(r["share"] for r in s.values()) == pytest.approx(1.0)
+
+
+def test_timer_hook_print_report(xp):
+    """print_report writes a table with a header and one row per function label."""
+    x = pg.Variable(arr(xp, [1.0]))
+    with TimerHook() as m:
+        pg.exp(x).backward()
+    buf = io.StringIO()
+    m.print_report(file=buf)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].split() == ["function", "calls", "total", "mean", "share"]
+    assert len(lines) == 2
+    assert lines[1].split()[0] == "exp" and lines[1].split()[1] == "2"
+
+
+def test_timer_hook_measures_user_functions(xp):
+    """TimerHook records user Functions by their label."""
+    with TimerHook() as m:
+        Square()(pg.Variable(arr(xp, [1.0]))).backward()
+    assert [f.label for f, _ in m.call_history] == ["Square", "Square"]
+
+
+def test_timer_hook_seed_example_model3_not_measured():
+    """The Chainer seed: model1 and model2 run inside the with block are measured; model3 after it is not."""
+
+    class Model(pg.Chain):
+        def __call__(self, x1):
+            return F.exp(self.l(x1))
+
+    model1 = Model(l=L.Linear(10, 10))
+    model2 = Model(l=L.Linear(10, 10))
+    x = pg.Variable(np.zeros((1, 10), "f"))
+    out = io.StringIO()
+    with pg.function_hooks.TimerHook() as m:
+        _ = model1(x)
+        y = model2(x)
+        print("Total time : " + str(m.total_time()), file=out)
+    n = len(m.call_history)
+    model3 = Model(l=L.Linear(10, 10))
+    z = model3(y)
+    assert out.getvalue().startswith("Total time : ")
+    assert len(m.call_history) == n
+    labels = [f.label for f, _ in m.call_history]
+    assert labels.count("exp") == 2
+    assert z.shape == (1, 10)
+    assert m.total_time() > 0.0
+
+
+# ---------------------------------------------------------------------------
+# PrintHook
+# ---------------------------------------------------------------------------
+def test_print_hook_writes_forward_and_backward_to_file(xp):
+    """PrintHook(file=...) prints each function's label, input shapes and, in backward, output gradients."""
+    buf = io.StringIO()
+    x = pg.Variable(arr(xp, [[1.0, 2.0, 3.0]]))
+    with PrintHook(file=buf):
+        y = pg.exp(x)
+        z = pg.sum(y)
+        z.backward()
+    text = buf.getvalue()
+    assert text.count("exp") == 2
+    assert text.count("sum") == 2
+    assert "(1, 3)" in text
+    assert "output gradient" in text
+
+
+def test_print_hook_seed_example_linear_sum():
+    """The Chainer seed: Linear, F.sum and backward under PrintHook print forward and backward steps."""
+    buf = io.StringIO()
+    l = L.Linear(10, 10)
+    x = pg.Variable(np.zeros((1, 10), "f"))
+    with PrintHook(file=buf):
+        y = l(x)
+        z = F.sum(y)
+        z.backward()
+    text = buf.getvalue()
+    assert "matmul" in text
+    assert text.count("sum") >= 2
+    assert "output gradient" in text
+    assert l.W.grad is not None
+
+
+def test_print_hook_end_argument(xp):
+    """PrintHook(end=...) ends every printed record with that text."""
+    buf = io.StringIO()
+    with PrintHook(end="<END>\n", file=buf):
+        pg.exp(pg.Variable(arr(xp, [1.0])))
+    text = buf.getvalue()
+    assert text.endswith("<END>\n")
+    assert text.count("<END>") == 1
+
+
+def test_print_hook_flush_argument(xp):
+    """PrintHook flushes the file after each record when flush=True, and never when flush=False."""
+
+    class CountingIO(io.StringIO):
+        flushes = 0
+
+        def flush(self):
+            self.flushes += 1
+            super().flush()
+
+    on, off = CountingIO(), CountingIO()
+    with PrintHook(file=on, flush=True):
+        pg.exp(pg.Variable(arr(xp, [1.0])))
+    with PrintHook(file=off, flush=False):
+        pg.exp(pg.Variable(arr(xp, [1.0])))
+    assert on.flushes >= 1
+    assert off.flushes == 0
+
+
+def test_print_hook_defaults_to_stdout(xp, capsys):
+    """Without file=, PrintHook prints to stdout."""
+    with PrintHook():
+        pg.exp(pg.Variable(arr(xp, [1.0])))
+    assert "exp" in capsys.readouterr().out
+
+
+def test_print_hook_does_not_print_values():
+    """PrintHook prints shapes and dtypes, not the values."""
+    buf = io.StringIO()
+    with PrintHook(file=buf):
+        pg.exp(pg.Variable(np.array([123.456])))
+    assert "123.456" not in buf.getvalue()
+    assert "float64" in buf.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# modes are thread-local
+# ---------------------------------------------------------------------------
+def test_no_backprop_mode_is_thread_local():
+    """no_backprop_mode in one thread does not stop another thread from building graphs."""
+    entered, done = threading.Event(), threading.Event()
+
+    def worker():
+        with pg.no_backprop_mode():
+            entered.set()
+            done.wait(5)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert entered.wait(5)
+    try:
+        assert pg.is_backprop_enabled()
+        y = pg.exp(pg.Variable(np.array([1.0])))
+        assert y.creator is not None
+    finally:
+        done.set()
+        t.join()
+
+
+def test_no_backprop_mode_here_not_seen_in_new_thread():
+    """A thread started inside no_backprop_mode builds graphs normally."""
+    seen = []
+    with pg.no_backprop_mode():
+        t = threading.Thread(target=lambda: seen.append(pg.exp(pg.Variable(np.array([1.0]))).creator is not None))
+        t.start()
+        t.join()
+    assert seen == [True]
+
+
+def test_threads_compute_gradients_independently():
+    """Two threads doing forward/backward concurrently each get their own correct gradients."""
+    results = {}
+
+    def worker(k):
+        x = pg.Variable(np.array([float(k)]))
+        for _ in range(50):
+            x.cleargrad()
+            (x * x * k).backward()
+        results[k] = float(x.grad[0])
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {1: 2.0, 2: 8.0, 3: 18.0}

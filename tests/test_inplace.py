@@ -1,0 +1,402 @@
+"""In-place operations on Variables: rebased history, version counters, and correctness checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from conftest import arr
+
+
+def npa(a):
+    if a is None:
+        return None
+    return np.asarray(pg.to_backend(a, "numpy"))
+
+
+def close(a, expected):
+    np.testing.assert_allclose(npa(a), np.asarray(expected, dtype=float), rtol=1e-6, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# gradients after in-place ops
+# ---------------------------------------------------------------------------
+def test_iadd_gradient(xp):
+    """h += 1 keeps the graph: d(sum(3w + 1))/dw = 3."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 3.0
+    h += 1.0
+    close(h.data, [4.0, 7.0])
+    pg.sum(h).backward()
+    close(w.grad, [3.0, 3.0])
+
+
+def test_isub_gradient(xp):
+    """h -= w gives d(sum(3w - w))/dw = 2."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 3.0
+    h -= w
+    pg.sum(h).backward()
+    close(w.grad, [2.0, 2.0])
+
+
+def test_imul_gradient(xp):
+    """h *= w after h = 3w + 1 gives the gradient 6w + 1."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 3.0
+    h += 1.0
+    h *= w
+    close(h.data, [4.0, 14.0])
+    pg.sum(h).backward()
+    close(w.grad, [7.0, 13.0])
+
+
+def test_itruediv_gradient(xp):
+    """h /= w after h = w * w gives h = w and gradient 1."""
+    w = pg.Variable(arr(xp, [2.0, 4.0]))
+    h = w * w
+    h /= w
+    close(h.data, [2.0, 4.0])
+    pg.sum(h).backward()
+    close(w.grad, [1.0, 1.0])
+
+
+def test_chain_of_inplace_ops_gradient(xp):
+    """A chain of += -= *= /= gives the gradient of the composed expression."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 3.0
+    h += 1.0
+    h *= w
+    h -= 1.0
+    h /= 2.0
+    pg.sum(h).backward()
+    close(w.grad, [(6 * 1.0 + 1) / 2, (6 * 2.0 + 1) / 2])
+
+
+def test_inplace_rebases_history(xp):
+    """After h += 1, h's creator is the add node, whose input is h's old creator."""
+    w = pg.Variable(arr(xp, [1.0]))
+    h = w * 3.0
+    old = h.creator
+    h += 1.0
+    assert h.creator is not old
+    assert h.creator.label == "add"
+    assert h.creator.edges[0][0] is old
+
+
+def test_inplace_on_non_grad_variable_with_grad_operand(xp):
+    """c += w on a Variable not requiring grad makes c require grad and routes the gradient to w."""
+    c = pg.Variable(arr(xp, [10.0, 20.0]), requires_grad=False)
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    c *= w
+    assert c.requires_grad is True
+    pg.sum(c).backward()
+    close(w.grad, [10.0, 20.0])
+
+
+def test_setitem_gradient_to_untouched_elements(xp):
+    """a[0] = 7 cuts the gradient at index 0 only."""
+    w = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    a = w * 1.0
+    a[0] = 7.0
+    close(a.data, [7.0, 2.0, 3.0])
+    pg.sum(a * a).backward()
+    close(w.grad, [0.0, 4.0, 6.0])
+
+
+def test_setitem_gradient_to_value(xp):
+    """a[1:] = v sends the gradient of those elements to v (broadcast summed)."""
+    w = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    v = pg.Variable(arr(xp, [5.0]))
+    a = w * 1.0
+    a[1:] = v
+    close(a.data, [1.0, 5.0, 5.0])
+    pg.sum(a * a).backward()
+    close(w.grad, [2.0, 0.0, 0.0])
+    close(v.grad, [20.0])
+
+
+def test_setitem_numpy_integer_array_key():
+    """a[idx] = v with an integer array key (numpy) is differentiable in a and v."""
+    w = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    v = pg.Variable(np.array([10.0, 20.0]))
+    a = w * 1.0
+    a[np.array([0, 2])] = v
+    np.testing.assert_allclose(a.data, [10.0, 2.0, 20.0])
+    pg.sum(a * np.array([1.0, 2.0, 3.0])).backward()
+    np.testing.assert_allclose(w.grad, [0.0, 2.0, 0.0])
+    np.testing.assert_allclose(v.grad, [1.0, 3.0])
+
+
+def test_inplace_changing_dtype_is_value_error():
+    """An in-place op that would change the dtype (int /= 2, numpy) raises ValueError."""
+    i = pg.Variable(np.array([1, 2]), requires_grad=False)
+    with pytest.raises(ValueError, match="in-place"):
+        i /= 2
+
+
+# ---------------------------------------------------------------------------
+# version counter
+# ---------------------------------------------------------------------------
+def test_version_counter_increments(xp):
+    """Every in-place op and setitem bumps the version by one."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 1.0
+    assert h.version == 0
+    h += 1.0
+    assert h.version == 1
+    h *= 2.0
+    assert h.version == 2
+    h[0] = 0.0
+    assert h.version == 3
+
+
+def test_out_of_place_op_does_not_bump_version(xp):
+    """h + 1 (out of place) leaves h's version unchanged."""
+    h = pg.Variable(arr(xp, [1.0])) * 2.0
+    _ = h + 1.0
+    assert h.version == 0
+
+
+def test_detach_shares_version_counter(xp):
+    """An in-place op on a detached variable bumps the original's version too."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 1.0
+    d = h.detach()
+    d += 1.0
+    assert d.version == 1
+    assert h.version == 1
+
+
+def test_inplace_on_detached_view_caught_in_backward(xp):
+    """Modifying a detached copy of a saved array is caught at backward."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = w * 1.0
+    z = h * h
+    d = h.detach()
+    d += 1.0
+    close(h.data, [2.0, 3.0])
+    with pytest.raises(RuntimeError, match="in-place"):
+        pg.sum(z).backward()
+
+
+# ---------------------------------------------------------------------------
+# leaves
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("stmt", ["w += 1.0", "w -= 1.0", "w *= 2.0", "w /= 2.0", "w[0] = 5.0"])
+def test_inplace_on_leaf_requiring_grad_raises(xp, stmt):
+    """An in-place op on a leaf that requires grad raises RuntimeError."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="leaf"):
+        exec(stmt)
+
+
+def test_inplace_on_leaf_allowed_in_no_backprop_mode(xp):
+    """Under pg.no_backprop_mode an in-place update of a leaf is allowed and stays a leaf."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    with pg.no_backprop_mode():
+        w -= 0.5
+    close(w.data, [0.5, 1.5])
+    assert w.creator is None and w.requires_grad is True
+    assert w.version == 1
+    pg.sum(w * w).backward()
+    close(w.grad, [1.0, 3.0])
+
+
+def test_inplace_on_leaf_not_requiring_grad_is_allowed(xp):
+    """A leaf that does not require grad can be changed in place."""
+    c = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    c += 1.0
+    close(c.data, [2.0])
+
+
+def test_sgd_update_in_no_backprop_mode_then_backward_again(xp):
+    """Updating a parameter in place under no_backprop_mode, then a fresh forward/backward, works."""
+    w = pg.Variable(arr(xp, [1.0]))
+    for _ in range(3):
+        w.cleargrad()
+        loss = pg.sum(w * w)
+        loss.backward()
+        with pg.no_backprop_mode():
+            w -= 0.25 * pg.Variable(w.grad, requires_grad=False)
+    close(w.data, [0.125])
+
+
+# ---------------------------------------------------------------------------
+# saved arrays modified in place
+# ---------------------------------------------------------------------------
+def test_modified_saved_output_raises_naming_op_output_shape_versions(xp):
+    """exp saves its output; changing it in place makes backward raise naming exp, output, shape, versions."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    a = w * 1.0
+    e = pg.exp(a)
+    e += 1.0
+    with pytest.raises(RuntimeError) as info:
+        pg.sum(e).backward()
+    msg = str(info.value)
+    assert "exp" in msg
+    assert "output" in msg
+    assert "(2,)" in msg
+    assert "version 0" in msg and "version 1" in msg
+
+
+def test_modified_saved_input_raises_naming_op_input_shape_versions(xp):
+    """multiply saves its inputs; changing one in place makes backward raise naming multiply and input 0."""
+    w = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    a = w * 1.0
+    m = a * w
+    a += 1.0
+    with pytest.raises(RuntimeError) as info:
+        pg.sum(m).backward()
+    msg = str(info.value)
+    assert "multiply" in msg
+    assert "input 0" in msg
+    assert "(3,)" in msg
+    assert "version 0" in msg and "version 1" in msg
+
+
+def test_modified_saved_input_twice_reports_current_version(xp):
+    """Two in-place changes after saving show the saved version 0 and the current version 2."""
+    w = pg.Variable(arr(xp, [1.0]))
+    a = w * 1.0
+    m = a * a
+    a += 1.0
+    a += 1.0
+    with pytest.raises(RuntimeError, match="version 2"):
+        m.backward()
+
+
+def test_setitem_on_saved_array_raises(xp):
+    """x[0] = ... on an array saved by sin makes backward raise RuntimeError naming sin."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    a = w * 1.0
+    s = pg.sin(a)
+    a[0] = 0.0
+    with pytest.raises(RuntimeError, match="sin"):
+        pg.sum(s).backward()
+
+
+def test_inplace_on_unsaved_input_is_fine(xp):
+    """Changing in place an input that no backward needs (add saves nothing) gives correct gradients."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    a = w * 1.0
+    b = a + 5.0
+    a += 100.0
+    pg.sum(b).backward()
+    close(b.data, [6.0, 7.0])
+    close(w.grad, [1.0, 1.0])
+
+
+def test_inplace_after_backward_is_fine(xp):
+    """Modifying a saved array after backward does not affect the gradients already computed."""
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    a = w * 1.0
+    m = a * a
+    pg.sum(m).backward()
+    a += 1.0
+    close(w.grad, [2.0, 4.0])
+
+
+def test_inplace_result_used_by_later_op_is_correct(xp):
+    """The in-place op's own saved copy: h *= h uses the old h on both sides."""
+    w = pg.Variable(arr(xp, [3.0]))
+    h = w * 1.0
+    h *= h
+    close(h.data, [9.0])
+    h.backward()
+    close(w.grad, [6.0])
+
+
+def test_user_function_saved_tensor_modified_raises(xp):
+    """A user Function's saved input changed in place makes backward raise RuntimeError naming it."""
+
+    class Twice(pg.Function):
+        def forward(self, inputs):
+            self.retain_inputs(())
+            self.save_for_backward(inputs[0])
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            (x,) = self.saved_tensors
+            return grad_outputs[0] * 2,
+
+    w = pg.Variable(arr(xp, [1.0]))
+    a = w * 1.0
+    y = Twice()(a)
+    a += 1.0
+    with pytest.raises(RuntimeError, match="Twice"):
+        y.backward()
+
+
+# ---------------------------------------------------------------------------
+# shared data (numpy writes in place)
+# ---------------------------------------------------------------------------
+def test_inplace_writes_into_existing_array():
+    """h += 1 writes into h's array: another reference to h.data sees the change (numpy)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    h = w * 1.0
+    ref = h.data
+    h += 1.0
+    assert h.data is ref
+    np.testing.assert_array_equal(ref, [2.0, 3.0])
+
+
+def test_detach_sees_inplace_changes():
+    """A detached variable shares data: in-place changes to either are seen by both (numpy)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    h = w * 1.0
+    d = h.detach()
+    h *= 2.0
+    np.testing.assert_array_equal(d.data, [2.0, 4.0])
+    d += 1.0
+    np.testing.assert_array_equal(h.data, [3.0, 5.0])
+
+
+def test_setitem_writes_into_existing_array():
+    """h[0] = 9 writes into h's array (numpy)."""
+    h = pg.Variable(np.array([1.0, 2.0])) * 1.0
+    ref = h.data
+    h[0] = 9.0
+    np.testing.assert_array_equal(ref, [9.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "make_view",
+    [
+        lambda x: x.reshape((2,)),
+        lambda x: x[0:2],
+        lambda x: x.T,
+        lambda x: pg.expand_dims(x, axis=0),
+    ],
+    ids=["reshape", "slice", "T", "expand_dims"],
+)
+def test_inplace_on_base_of_view_saved_elsewhere_is_detected(make_view):
+    """A view made by an op shares memory with its base (numpy): changing the base in place must be caught
+    when the view was saved for backward (or the gradient must stay right)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    x = w * 1.0
+    v = make_view(x)
+    z = v * v  # saves v, which shares memory with x
+    x += 1.0
+    try:
+        pg.sum(z).backward()
+    except RuntimeError as exc:
+        assert "in-place" in str(exc)
+        return
+    np.testing.assert_allclose(w.grad, [2.0, 4.0])  # 2 * old x, not 2 * new x
+
+
+def test_inplace_on_view_changes_saved_base_is_detected():
+    """Changing in place a view (x[0:2]) of an array saved for backward must be caught (or not corrupt the gradient)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    x = w * 1.0
+    z = x * x  # saves x
+    v = x[0:2]
+    v += 1.0  # writes into x's memory (numpy)
+    try:
+        pg.sum(z).backward()
+    except RuntimeError as exc:
+        assert "in-place" in str(exc)
+        return
+    np.testing.assert_allclose(w.grad, [2.0, 4.0])

@@ -1,0 +1,723 @@
+"""Variable: attributes, backward, graph surgery, hooks, flags and operators."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from conftest import arr
+
+
+def npa(a):
+    """Any backend's array (or None) as a numpy array, for comparisons."""
+    if a is None:
+        return None
+    return np.asarray(pg.to_backend(a, "numpy"))
+
+
+def close(a, expected):
+    np.testing.assert_allclose(npa(a), np.asarray(expected, dtype=float), rtol=1e-6, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# attributes
+# ---------------------------------------------------------------------------
+def test_data_is_the_wrapped_array(xp):
+    """.data is the very array the Variable was built from."""
+    a = arr(xp, [1.0, 2.0])
+    assert pg.Variable(a).data is a
+
+
+def test_grad_is_none_until_backprop(xp):
+    """.grad is None until backprop reaches the variable."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = pg.sum(x * x)
+    assert x.grad is None and y.grad is None
+    y.backward()
+    close(x.grad, [2.0, 4.0])
+
+
+def test_creator_is_none_for_user_variables(xp):
+    """A Variable made by the user is a root: creator is None."""
+    x = pg.Variable(arr(xp, [1.0]))
+    assert x.creator is None
+    assert x.is_leaf
+
+
+def test_creator_is_the_function_that_made_it(xp):
+    """A Variable made by an op has that op's node as creator."""
+    x = pg.Variable(arr(xp, [1.0]))
+    y = pg.exp(x)
+    assert y.creator is not None
+    assert y.creator.label == "exp"
+    assert not y.is_leaf
+
+
+def test_requires_grad_defaults_to_true(xp):
+    """Variables require grad by default; requires_grad=False turns it off."""
+    assert pg.Variable(arr(xp, [1.0])).requires_grad is True
+    assert pg.Variable(arr(xp, [1.0]), requires_grad=False).requires_grad is False
+
+
+def test_volatile_defaults_to_false_and_implies_no_grad(xp):
+    """volatile is False by default; a volatile Variable does not require grad."""
+    assert pg.Variable(arr(xp, [1.0])).volatile is False
+    v = pg.Variable(arr(xp, [1.0]), volatile=True)
+    assert v.volatile is True and v.requires_grad is False
+
+
+def test_name_is_kept(xp):
+    """The name passed to Variable is kept in .name."""
+    assert pg.Variable(arr(xp, [1.0]), name="weight").name == "weight"
+    assert pg.Variable(arr(xp, [1.0])).name is None
+
+
+def test_shape_dtype_ndim_size(xp):
+    """shape, dtype, ndim and size mirror the data array."""
+    a = arr(xp, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype="float32")
+    v = pg.Variable(a)
+    assert v.shape == (2, 3)
+    assert v.dtype == xp.float32
+    assert v.ndim == 2
+    assert v.size == 6
+
+
+def test_len_is_number_of_elements(xp):
+    """len(x) is the number of elements of the data array (as the Chainer seed says)."""
+    assert len(pg.Variable(arr(xp, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))) == 6
+    assert len(pg.Variable(arr(xp, [1.0, 2.0, 3.0]))) == 3
+    assert len(pg.Variable(arr(xp, 4.0))) == 1
+
+
+def test_repr_shows_variable_and_values():
+    """repr is 'variable(...)' with the values, and the name when there is one."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    assert repr(x) == "variable([1., 2., 3.])"
+    assert repr(pg.Variable(np.array([1.0]), name="w")) == "variable w([1.])"
+
+
+def test_repr_on_strict_backend_mentions_values():
+    """repr of an array_api_strict Variable starts with 'variable(' and shows the values."""
+    x = pg.Variable(pg.asarray([1.0, 2.0], backend="array_api_strict"))
+    r = repr(x)
+    assert r.startswith("variable(") and "1." in r and "2." in r
+
+
+def test_truth_value_of_one_element_comparison_follows_the_data():
+    """bool(x < 0) for x = [5.] must not be True (it must be False, or raise as ambiguous)."""
+    x = pg.Variable(np.array([5.0]))
+    try:
+        truth = bool(x < 0)
+    except (TypeError, ValueError, RuntimeError):
+        return
+    assert truth is False
+
+
+# ---------------------------------------------------------------------------
+# backward
+# ---------------------------------------------------------------------------
+def test_backward_seeds_size_one_output_with_one(xp):
+    """backward() on a one-element output starts from a gradient of 1."""
+    x = pg.Variable(arr(xp, [3.0]))
+    y = x * 5.0
+    y.backward()
+    close(x.grad, [5.0])
+
+
+def test_backward_seeds_zero_dim_output(xp):
+    """backward() on a 0-d output (a scalar loss) starts from 1."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    loss = pg.sum(x * x) / 2.0
+    loss.backward()
+    close(x.grad, [1.0, 2.0, 3.0])
+
+
+def test_backward_of_larger_output_without_gradient_is_clear_error(xp):
+    """backward() on an output of several elements without a gradient raises RuntimeError saying so."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="gradient"):
+        y.backward()
+
+
+def test_backward_with_explicit_gradient(xp):
+    """backward(gradient) uses the given gradient for a non-scalar output."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x * 3.0
+    y.backward(arr(xp, [1.0, 10.0]))
+    close(x.grad, [3.0, 30.0])
+
+
+def test_backward_gradient_of_wrong_shape_is_error(xp):
+    """A gradient of a shape other than the output's is rejected with ValueError."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x * 3.0
+    with pytest.raises(ValueError, match="shape"):
+        y.backward(arr(xp, [1.0, 1.0, 1.0]))
+
+
+def test_manual_grad_is_initial_gradient(xp):
+    """Setting y.grad before y.backward() makes it the initial error."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    y = x * 2.0
+    y.grad = arr(xp, [1.0, 0.0, 2.0])
+    y.backward()
+    close(x.grad, [2.0, 0.0, 4.0])
+
+
+def test_leaf_grads_accumulate_over_two_backward_calls(xp):
+    """Two backward calls add into the leaf's grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(x * x).backward()
+    pg.sum(x * 3.0).backward()
+    close(x.grad, [2.0 + 3.0, 4.0 + 3.0])
+
+
+def test_branching_gradients_are_summed(xp):
+    """A variable used twice receives the sum of both gradients."""
+    x = pg.Variable(arr(xp, [2.0]))
+    y = x * x + pg.exp(x) + x
+    y.backward()
+    close(x.grad, [4.0 + math.exp(2.0) + 1.0])
+
+
+def test_intermediate_grads_released_by_default(xp):
+    """Intermediate variables keep no grad after backward without retain_grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    loss = pg.sum(h)
+    loss.backward()
+    assert h.grad is None
+    assert x.grad is not None
+
+
+def test_retain_grad_keeps_intermediate_grads(xp):
+    """backward(retain_grad=True) keeps the gradients of intermediate variables."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    k = h * 3.0
+    pg.sum(k).backward(retain_grad=True)
+    close(k.grad, [1.0, 1.0])
+    close(h.grad, [3.0, 3.0])
+    close(x.grad, [6.0, 12.0])
+
+
+def test_retain_grad_sums_intermediate_used_twice(xp):
+    """An intermediate used twice keeps the summed gradient under retain_grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 2.0
+    pg.sum(h * h + h).backward(retain_grad=True)
+    close(h.grad, [2 * 2.0 + 1, 2 * 4.0 + 1])
+
+
+def test_second_backward_through_freed_graph_mentions_retain_graph(xp):
+    """A second backward through freed saved arrays raises RuntimeError mentioning retain_graph."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    loss = pg.sum(pg.exp(x))
+    loss.backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        loss.backward()
+
+
+def test_retain_graph_allows_second_backward(xp):
+    """backward(retain_graph=True) lets a second backward run and accumulate."""
+    x = pg.Variable(arr(xp, [0.0, 1.0]))
+    loss = pg.sum(pg.exp(x) * x)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    expected = [2 * (math.exp(v) * (1 + v)) for v in (0.0, 1.0)]
+    close(x.grad, expected)
+
+
+def test_retain_variables_is_alias_of_retain_graph(xp):
+    """backward(retain_variables=True) (PyTorch 0.x spelling) keeps the graph too."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    loss = pg.sum(x * x)
+    loss.backward(retain_variables=True)
+    loss.backward()
+    close(x.grad, [4.0, 8.0])
+
+
+def test_backward_stops_at_variables_not_requiring_grad(xp):
+    """Inputs with requires_grad=False get no gradient."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    c = pg.Variable(arr(xp, [3.0, 4.0]), requires_grad=False)
+    pg.sum(x * c).backward()
+    assert c.grad is None
+    close(x.grad, [3.0, 4.0])
+
+
+def test_cleargrad_sets_grad_to_none(xp):
+    """cleargrad() resets the gradient so the next backward starts fresh."""
+    x = pg.Variable(arr(xp, [1.0]))
+    (x * 2.0).backward()
+    x.cleargrad()
+    assert x.grad is None
+    (x * 5.0).backward()
+    close(x.grad, [5.0])
+
+
+def test_dropping_intermediate_variable_keeps_backward_working(xp):
+    """Deleting the user's handle of an intermediate does not break backward."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    loss = pg.sum(pg.exp(h))
+    del h
+    loss.backward()
+    close(x.grad, [2 * 1.0 * math.exp(1.0), 2 * 2.0 * math.exp(4.0)])
+
+
+# ---------------------------------------------------------------------------
+# detach, detach_, unchain_backward, set_creator
+# ---------------------------------------------------------------------------
+def test_detach_shares_data_and_does_not_require_grad(xp):
+    """detach() returns a new leaf with the same data array and requires_grad False."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x * 2.0
+    d = y.detach()
+    assert d is not y
+    assert d.data is y.data
+    assert d.requires_grad is False
+    assert d.creator is None
+
+
+def test_detach_propagates_volatile(xp):
+    """detach() of a volatile variable is volatile."""
+    v = pg.Variable(arr(xp, [1.0]), volatile=True)
+    assert v.detach().volatile is True
+    assert pg.Variable(arr(xp, [1.0])).detach().volatile is False
+
+
+def test_detach_blocks_gradient(xp):
+    """Gradients do not flow through a detached variable."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x * 2.0
+    z = pg.sum(y.detach() * x)
+    z.backward()
+    close(x.grad, [2.0, 4.0])
+
+
+def test_detach_in_place_makes_leaf(xp):
+    """detach_() cuts the variable from its creator: it becomes a leaf not requiring grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    out = h.detach_()
+    assert out is h
+    assert h.creator is None and h.requires_grad is False
+    pg.sum(h * x).backward()
+    close(x.grad, [1.0, 4.0])
+
+
+def test_unchain_backward_makes_root(xp):
+    """After unchain_backward the variable has no creator and backprop stops there."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    h2 = h * 3.0
+    h2.unchain_backward()
+    assert h2.creator is None
+    pg.sum(h2 * x).backward()
+    close(x.grad, npa(h2.data))  # only the direct path: d(h2*x)/dx with h2 constant
+
+
+def test_unchain_backward_truncated_bptt(xp):
+    """Truncated BPTT: after unchaining the state, gradients reach only the last segment's inputs."""
+    w = pg.Variable(arr(xp, [0.5]))
+    state = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    for _ in range(3):
+        state = state * w
+    state.unchain_backward()
+    w.cleargrad()
+    loss = pg.sum(state * w)  # one step after the cut
+    loss.backward()
+    close(w.grad, npa(state.data))  # 0.125, not 4 * 0.5**3
+
+
+def test_backward_from_intermediate_behind_unchain_backward_stops_there(xp):
+    """An intermediate behind an unchained variable is cut off too: backward from it reaches nothing."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * x
+    h2 = h * 3.0
+    h2.unchain_backward()
+    pg.sum(h).backward()
+    assert x.grad is None
+
+
+def test_set_creator_links_variable_to_function(xp):
+    """set_creator(f) makes f the creator, and backward goes through f."""
+
+    class Square(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * inputs[0],
+
+        def backward(self, inputs, grad_outputs):
+            return 2 * inputs[0] * grad_outputs[0],
+
+    x = pg.Variable(arr(xp, [1.0, 3.0]))
+    f = Square()
+    y = f(x)
+    v = pg.Variable(y.data)
+    v.set_creator(f)
+    assert v.creator is f
+    pg.sum(v).backward()
+    close(x.grad, [2.0, 6.0])
+
+
+# ---------------------------------------------------------------------------
+# register_hook
+# ---------------------------------------------------------------------------
+def test_register_hook_doubles_gradient_seed_example(xp):
+    """The PyTorch seed: a hook returning grad * 2 doubles v.grad."""
+    v = pg.Variable(arr(xp, [0.0, 0.0, 0.0]))
+    v.register_hook(lambda grad: grad * 2)
+    v.backward(arr(xp, [1.0, 1.0, 1.0]))
+    close(v.grad, [2.0, 2.0, 2.0])
+
+
+def test_register_hook_returning_none_keeps_gradient(xp):
+    """A hook returning None leaves the gradient as computed."""
+    calls = []
+    w1 = pg.Variable(arr(xp, [1.0, 1.0, 1.0]))
+    w1.register_hook(lambda grad: calls.append(grad))
+    w1.backward(arr(xp, [1.0, 1.0, 1.0]))
+    assert len(calls) == 1
+    close(w1.grad, [1.0, 1.0, 1.0])
+
+
+def test_register_hook_handle_remove(xp):
+    """handle.remove() unregisters the hook."""
+    v = pg.Variable(arr(xp, [1.0]))
+    h = v.register_hook(lambda grad: grad * 2)
+    h.remove()
+    (v * 3.0).backward()
+    close(v.grad, [3.0])
+
+
+def test_register_hook_receives_gradient_array(xp):
+    """The hook receives the gradient computed for that variable."""
+    seen = []
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    x.register_hook(lambda g: seen.append(npa(g)))
+    pg.sum(x * 3.0).backward()
+    np.testing.assert_allclose(seen[0], [3.0, 3.0])
+
+
+def test_register_hook_called_on_every_backward(xp):
+    """The hook runs each time the gradient is computed."""
+    calls = []
+    x = pg.Variable(arr(xp, [1.0]))
+    x.register_hook(lambda g: calls.append(1))
+    (x * 2.0).backward()
+    (x * 2.0).backward()
+    assert len(calls) == 2
+
+
+def test_register_hook_on_intermediate_changes_upstream_gradient(xp):
+    """A hook on an intermediate variable replaces the gradient that flows on to its inputs."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 3.0
+    h.register_hook(lambda g: g * 10)
+    pg.sum(h).backward()
+    close(x.grad, [30.0, 30.0])
+
+
+# ---------------------------------------------------------------------------
+# flags
+# ---------------------------------------------------------------------------
+def test_requires_grad_settable_on_leaf(xp):
+    """requires_grad can be changed on a leaf."""
+    x = pg.Variable(arr(xp, [1.0]))
+    x.requires_grad = False
+    assert x.requires_grad is False
+    y = x * 2.0
+    assert y.requires_grad is False and y.creator is None
+
+
+def test_requires_grad_not_settable_on_non_leaf(xp):
+    """Changing requires_grad of a variable made by a function raises RuntimeError."""
+    y = pg.Variable(arr(xp, [1.0])) * 2.0
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad = False
+
+
+def test_volatile_settable_on_leaf_only(xp):
+    """volatile can be set on a leaf; on a non-leaf it raises RuntimeError."""
+    x = pg.Variable(arr(xp, [1.0]))
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.volatile = True
+    x.volatile = True
+    assert x.volatile is True and x.requires_grad is False
+
+
+def test_volatile_variable_cannot_require_grad(xp):
+    """Turning on requires_grad of a volatile variable raises RuntimeError."""
+    x = pg.Variable(arr(xp, [1.0]), volatile=True)
+    with pytest.raises(RuntimeError, match="volatile"):
+        x.requires_grad = True
+
+
+def test_volatile_inputs_build_no_graph(xp):
+    """Functions applied to a volatile variable keep no reference to themselves."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]), volatile=True)
+    y = pg.exp(x) * 2.0
+    assert y.creator is None
+    assert y.volatile is True
+    assert y.requires_grad is False
+
+
+def test_volatile_input_wins_over_grad_requiring_input(xp):
+    """Mixing a volatile input with one requiring grad builds no graph (output volatile)."""
+    x = pg.Variable(arr(xp, [1.0]), volatile=True)
+    w = pg.Variable(arr(xp, [2.0]))
+    y = x * w
+    assert y.creator is None and y.volatile is True
+
+
+def test_no_backprop_mode_builds_no_graph(xp):
+    """In no_backprop_mode the result has no creator and backward gives no gradients."""
+    x = pg.Variable(arr(xp, [1.0], dtype="float32"))
+    with pg.no_backprop_mode():
+        y = x + 1
+    assert y.creator is None
+    assert y.requires_grad is False
+    y.backward()
+    assert x.grad is None
+
+
+def test_force_backprop_mode_inside_no_backprop_mode(xp):
+    """force_backprop_mode inside no_backprop_mode builds the graph again."""
+    x = pg.Variable(arr(xp, [1.0], dtype="float32"))
+    with pg.no_backprop_mode():
+        with pg.force_backprop_mode():
+            y = x + 1
+        assert not pg.is_backprop_enabled()
+    assert y.creator is not None
+    y.backward()
+    close(x.grad, [1.0])
+
+
+def test_force_backprop_mode_outside_changes_nothing(xp):
+    """force_backprop_mode outside no_backprop_mode changes nothing."""
+    x = pg.Variable(arr(xp, [2.0]))
+    with pg.force_backprop_mode():
+        y = x * x
+    assert pg.is_backprop_enabled()
+    y.backward()
+    close(x.grad, [4.0])
+
+
+def test_no_backprop_mode_restores_after_exception():
+    """An exception inside no_backprop_mode still restores backprop."""
+    with pytest.raises(KeyError):
+        with pg.no_backprop_mode():
+            raise KeyError
+    assert pg.is_backprop_enabled()
+
+
+# ---------------------------------------------------------------------------
+# operators
+# ---------------------------------------------------------------------------
+BINARY = [
+    ("x + 2", lambda x: x + 2, lambda v: 1.0),
+    ("2 + x", lambda x: 2 + x, lambda v: 1.0),
+    ("x - 2", lambda x: x - 2, lambda v: 1.0),
+    ("2 - x", lambda x: 2 - x, lambda v: -1.0),
+    ("x * 3", lambda x: x * 3, lambda v: 3.0),
+    ("3 * x", lambda x: 3 * x, lambda v: 3.0),
+    ("x / 2", lambda x: x / 2, lambda v: 0.5),
+    ("2 / x", lambda x: 2 / x, lambda v: -2.0 / v**2),
+    ("x ** 2", lambda x: x**2, lambda v: 2 * v),
+    ("x ** 0.5", lambda x: x**0.5, lambda v: 0.5 / math.sqrt(v)),
+    ("2 ** x", lambda x: 2**x, lambda v: math.log(2.0) * 2**v),
+    ("2.0 ** x", lambda x: 2.0**x, lambda v: math.log(2.0) * 2**v),
+    ("x ** x", lambda x: x**x, lambda v: v**v * (math.log(v) + 1)),
+    ("-x", lambda x: -x, lambda v: -1.0),
+    ("+x", lambda x: +x, lambda v: 1.0),
+    ("abs(-x)", lambda x: abs(-x), lambda v: 1.0),
+    ("x * x", lambda x: x * x, lambda v: 2 * v),
+    ("x / x * x", lambda x: x / x * x, lambda v: 1.0),
+]
+
+
+@pytest.mark.parametrize("text,fn,deriv", BINARY, ids=[b[0] for b in BINARY])
+def test_operator_value_and_gradient(xp, text, fn, deriv):
+    """Each arithmetic operator (incl. reflected forms with Python scalars) gives value and gradient."""
+    values = [1.5, 2.0]
+    x = pg.Variable(arr(xp, values))
+    y = fn(x)
+    assert isinstance(y, pg.Variable)
+    pg.sum(y).backward()
+    close(y.data, [fn(v) for v in values])
+    close(x.grad, [deriv(v) for v in values])
+
+
+def test_matmul_operator_gradients(xp):
+    """a @ b is differentiable in both operands."""
+    a = pg.Variable(arr(xp, [[1.0, 2.0], [3.0, 4.0]]))
+    b = pg.Variable(arr(xp, [[1.0], [-1.0]]))
+    y = a @ b
+    close(y.data, [[-1.0], [-1.0]])
+    pg.sum(y).backward()
+    close(a.grad, [[1.0, -1.0], [1.0, -1.0]])
+    close(b.grad, [[4.0], [6.0]])
+
+
+def test_vector_matmul_gives_scalar_and_gradient(xp):
+    """x @ x for a vector is its squared norm, gradient 2x."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = x @ x
+    y.backward()
+    close(y.data, 5.0)
+    close(x.grad, [2.0, 4.0])
+
+
+def test_raw_numpy_array_on_left_of_matmul_gives_variable():
+    """np_array @ w returns a Variable and backprops into w."""
+    w = pg.Variable(np.array([[1.0], [2.0]]))
+    a = np.array([[1.0, 1.0], [2.0, 3.0]])
+    y = a @ w
+    assert isinstance(y, pg.Variable)
+    np.testing.assert_allclose(y.data, [[3.0], [8.0]])
+    pg.sum(y).backward()
+    np.testing.assert_allclose(w.grad, [[3.0], [4.0]])
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "**"])
+def test_raw_numpy_array_on_left_gives_variable(op):
+    """np_array <op> x returns a Variable (numpy defers to the Variable) with correct gradient."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    a = np.array([3.0, 4.0])
+    y = eval(f"a {op} x")
+    assert isinstance(y, pg.Variable)
+    np.testing.assert_allclose(y.data, eval(f"a {op} x.data"))
+    pg.sum(y).backward()
+    eps = 1e-6
+    numeric = (eval(f"a {op} (x.data + eps)") - eval(f"a {op} (x.data - eps)")) / (2 * eps)
+    np.testing.assert_allclose(x.grad, numeric, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["<", "<=", ">", ">=", "==", "!="])
+def test_comparisons_give_variables_not_requiring_grad(xp, op):
+    """Comparison operators give boolean Variables with no graph."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    y = eval(f"x {op} 2.0")
+    assert isinstance(y, pg.Variable)
+    assert y.requires_grad is False
+    assert y.creator is None
+    assert y.dtype == xp.bool
+    np.testing.assert_array_equal(npa(y.data), eval(f"np.array([1.0, 2.0, 3.0]) {op} 2.0"))
+
+
+def test_getitem_basic_is_differentiable(xp):
+    """x[1, 1:] selects values and scatters the gradient back."""
+    x = pg.Variable(arr(xp, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]))
+    y = x[1, 1:]
+    close(y.data, [4.0, 5.0])
+    pg.sum(y * y).backward()
+    close(x.grad, [[0.0, 0.0, 0.0], [0.0, 8.0, 10.0]])
+
+
+def test_getitem_scalar_index_is_differentiable(xp):
+    """x[1] of a vector is a scalar whose gradient lands at index 1."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    y = x[1]
+    y.backward()
+    close(x.grad, [0.0, 1.0, 0.0])
+
+
+def test_getitem_integer_array_repeated_indices_sum(xp):
+    """Indexing a vector with an integer array repeating an index sums the gradients there."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    idx = xp.asarray([0, 0, 2])
+    y = x[idx]
+    close(y.data, [1.0, 1.0, 3.0])
+    pg.sum(y * arr(xp, [1.0, 10.0, 100.0])).backward()
+    close(x.grad, [11.0, 0.0, 100.0])
+
+
+def test_getitem_integer_array_on_first_axis_of_matrix():
+    """x[idx] picking rows of a matrix (numpy) sums gradients of repeated rows."""
+    x = pg.Variable(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    y = x[np.array([0, 0, 2])]
+    pg.sum(y).backward()
+    np.testing.assert_allclose(x.grad, [[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]])
+
+
+def test_getitem_two_integer_arrays_is_differentiable(xp):
+    """x[rows, cols] with integer arrays gathers elements and scatters gradients back (repeats summed)."""
+    x = pg.Variable(arr(xp, [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]))
+    rows = xp.asarray([0, 0, 1])
+    cols = xp.asarray([1, 1, 2])
+    y = x[rows, cols]
+    close(y.data, [1.0, 1.0, 5.0])
+    pg.sum(y).backward()
+    close(x.grad, [[0.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def test_getitem_with_numpy_boolean_mask():
+    """x[mask] with a boolean mask (numpy) is differentiable."""
+    x = pg.Variable(np.array([1.0, -2.0, 3.0]))
+    y = x[np.array([True, False, True])]
+    pg.sum(y).backward()
+    np.testing.assert_allclose(x.grad, [1.0, 0.0, 1.0])
+
+
+def test_reshape_and_transpose_methods(xp):
+    """x.reshape(...) and x.T are differentiable."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+    y = x.reshape(2, 3).T
+    assert y.shape == (3, 2)
+    pg.sum(y * arr(xp, [[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])).backward()
+    close(x.grad, [1.0, 0.0, 0.0, 0.0, 0.0, 2.0])
+
+
+def test_backward_positional_retain_grad_chainer_signature(xp):
+    """y.backward(True) is Chainer's backward(retain_grad=True): intermediate grads are kept."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 3.0
+    loss = pg.sum(h)
+    loss.backward(True)
+    close(h.grad, [1.0, 1.0])
+    close(x.grad, [3.0, 3.0])
+
+
+def test_zerograd_sets_zeros_then_backward_accumulates(xp):
+    """zerograd() sets the gradient to zeros of the data's shape; backward adds to it."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    x.zerograd()
+    close(x.grad, [0.0, 0.0])
+    pg.sum(x * 2.0).backward()
+    close(x.grad, [2.0, 2.0])
+
+
+def test_leaf_grads_of_two_leaves_are_independent_arrays():
+    """After backward through a + b, changing a.grad in place (e.g. weight decay) leaves b.grad alone (numpy)."""
+    a = pg.Variable(np.array([1.0, 2.0]))
+    b = pg.Variable(np.array([3.0, 4.0]))
+    c = np.array([10.0, 20.0])
+    pg.sum((a + b) * c).backward()
+    np.testing.assert_array_equal(b.grad, [10.0, 20.0])
+    a.grad += 0.5 * a.data
+    np.testing.assert_array_equal(a.grad, [10.5, 21.0])
+    np.testing.assert_array_equal(b.grad, [10.0, 20.0])
+
+
+def test_leaf_grad_is_a_writable_array():
+    """A leaf's grad can be scaled in place (gradient clipping), e.g. after pg.sum(x).backward() (numpy)."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    pg.sum(x).backward()
+    x.grad *= 0.5
+    np.testing.assert_array_equal(x.grad, [0.5, 0.5, 0.5])
+
+
+def test_weight_grad_after_broadcast_add_is_writable():
+    """W.grad after pg.sum(W + b).backward() is writable and holds ones (numpy)."""
+    W = pg.Variable(np.ones((2, 3)))
+    b = pg.Variable(np.zeros(3))
+    pg.sum(W + b).backward()
+    W.grad[0, 0] = 5.0
+    np.testing.assert_array_equal(W.grad, [[5.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(b.grad, [2.0, 2.0, 2.0])
