@@ -77,10 +77,11 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     tracer = _Tracer()
     env: dict[int, Variable] = {}
     in_slots = []
-    for sym, value in zip(inputs, values):
-        env[sym.id] = Variable(value, requires_grad=True)
-        in_slots.append(tracer.new_slot(value))
     givens = givens or {}
+    for sym, value in zip(inputs, values):
+        if sym.id not in givens:  # a replaced input is never read
+            env[sym.id] = Variable(value, requires_grad=True)
+        in_slots.append(tracer.new_slot(value))
     grads: dict[tuple, list] = {}
 
     def evaluate(root: SymbolicArray) -> Variable:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from polygrad.compile.executor import Program, build
+from polygrad.compile.executor import MissingInputError, Program, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic
 from polygrad.core.namespace import backend_of_type
@@ -190,10 +190,20 @@ class CompiledFunction:
                     f"polygrad: the update of {label} has shape {tuple(new.shape)} and dtype {new.dtype}, but {label} "
                     f"has shape {tuple(old.shape)} and dtype {old.dtype}"
                 )
+        # Each slot is handed out once as it is; a second holder (another output,
+        # an update's container) gets a copy, as does anything aliasing an input.
+        handed: set[int] = set()
+
+        def own(k: int, value: Any, may_copy: bool) -> Any:
+            kind, slot = program.out_refs[k]
+            repeat = kind == "s" and slot in handed
+            if kind == "s":
+                handed.add(slot)
+            return _own(value, may_copy and (program.may_alias_input[k] or repeat))
+
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
-            copy = program.may_alias_input[n_out + k] and not self.inputs[idx].mutable
-            self._containers[idx]._value = _own(new, copy)
-        outs = [_own(o, program.may_alias_input[k] and not self.outputs[k].borrow) for k, o in enumerate(outs)]
+            self._containers[idx]._value = own(n_out + k, new, not self.inputs[idx].mutable)
+        outs = [own(k, o, not self.outputs[k].borrow) for k, o in enumerate(outs)]
         if self._single:
             return outs[0]
         return outs
@@ -235,8 +245,9 @@ class CompiledFunction:
             program = self._program(values)
             results = program(*values)
             n_out = len(self.outputs)
-            new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, results[n_out:])}
-            outs = list(results[:n_out])
+            owned = [_own(r, program.may_alias_input[k]) for k, r in enumerate(results)]
+            new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, owned[n_out:])}
+            outs = owned[:n_out]
             return (outs[0] if self._single else outs), new_state
 
         return pure
@@ -318,6 +329,11 @@ def function(inputs: Sequence[Any], outputs: Any = None, updates: Any = None, gi
         roots.append(var._data)
     known = {inp.variable._data.id for inp in ins}
     for s in _walk(roots):
+        if s.kind == "input" and s.id not in known and s.id not in give_map:
+            raise MissingInputError(
+                f"polygrad.function: the outputs depend on the symbolic input {s!r}, which is not among the inputs; "
+                f"add it to the inputs (or use pg.shared for state)"
+            )
         if s.kind == "shared" and s.id not in known:
             var = s.container.variable
             name = var.name if var.name not in seen_names else None

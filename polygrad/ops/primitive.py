@@ -35,14 +35,15 @@ class Op:
     """One row of the op table: a name, a forward kernel, and vjp rules."""
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "_impl", "__weakref__")
+                 "uses_xp", "view", "multi", "_impl", "__weakref__")
 
     def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False,
-                 differentiable: bool = True, uses_xp: bool = True, view: bool = False):
+                 differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False):
         self.name = name
         self.fwd = fwd
         self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
         self.view = view  # the output may share memory with input 0: it shares its version counter
+        self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
         self.keep_output = False
@@ -135,11 +136,16 @@ class Primitive(Node):
                     self.checks = tuple(c for c in self.checks if c[0] != i)
 
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
-        g = grad_outputs[0]
-        n_in = len(self.edges)
-        if g is None:
-            return (None,) * n_in
         op = self.op
+        n_in = len(self.edges)
+        if op.multi:
+            g = tuple(grad_outputs)
+            if all(x is None for x in g):
+                return (None,) * n_in
+        else:
+            g = grad_outputs[0]
+            if g is None:
+                return (None,) * n_in
         saved = self.saved
         if saved is None:
             raise freed_error(self)
@@ -156,13 +162,20 @@ class Primitive(Node):
         if create_graph:
             o = GRAPH_OPS
             args = tuple(self._input_variable(i, a) if i in op.keep and type(a) not in _SCALARS else a for i, a in enumerate(args))
-            if op.keep_output:
-                ans = self._output_variable(0, ans)
-            if not isinstance(g, Variable):
-                g = Variable(g, requires_grad=False)
+            if op.multi:
+                if op.keep_output:
+                    ans = tuple(self._output_variable(k, a) for k, a in enumerate(ans))
+                g = tuple(x if x is None or isinstance(x, Variable) else Variable(x, requires_grad=False) for x in g)
+            else:
+                if op.keep_output:
+                    ans = self._output_variable(0, ans)
+                if not isinstance(g, Variable):
+                    g = Variable(g, requires_grad=False)
         else:
             o = self.backend.raw_ops or raw_ops(self.backend)
-            if isinstance(g, Variable):
+            if op.multi:
+                g = tuple(x._data if isinstance(x, Variable) else x for x in g)
+            elif isinstance(g, Variable):
                 g = g._data
         params = self.params
         out = []
@@ -262,6 +275,8 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         out = impl(*datas, **params) if params else impl(*datas)
     except Exception as exc:
         raise _op_error(op, args, params, backend, exc) from exc
+    if op.multi:
+        return _finish_multi(op, node, out, record, volatile, hooks, in_data if hooks else None, edges, saved, checks, datas)
     v = Variable.__new__(Variable)
     v._data = out
     v._grad = None
@@ -312,6 +327,41 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
 
 
 from weakref import ref as _weakref  # noqa: E402
+
+
+def _finish_multi(op: Op, node: Any, out: Any, record: bool, volatile: bool, hooks: tuple, in_data: Any,
+                  edges: list, saved: list, checks: Any, datas: list) -> Any:
+    """The output side of ``apply`` for ops with several outputs."""
+    outs = tuple(out)
+    vs = []
+    for o in outs:
+        v = Variable.__new__(Variable)
+        v._data, v._grad, v._index, v._volatile, v.name, v._vb, v._hooks = o, None, len(vs), volatile, None, None, None
+        diff = record and _is_floating(o)
+        v._node = node if diff else None
+        v._requires_grad = diff
+        vs.append(v)
+    if node is not None:
+        node.outputs = tuple(_weakref(v) for v in vs)
+    if record:
+        saved.append(outs if op.keep_output else None)
+        node.edges = edges
+        node.saved = saved
+        node.checks = checks
+        node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+        node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
+    if hooks:
+        for h in hooks:
+            h.forward_postprocess(node, in_data)
+    return type(out)(*vs) if hasattr(out, "_fields") else tuple(vs)
+
+
+def _is_floating(a: Any) -> bool:
+    try:
+        xp = backend_of_type(type(a)).xp
+        return bool(xp.isdtype(a.dtype, ("real floating", "complex floating")))
+    except Exception:
+        return False
 
 
 def _default_backend() -> Any:

@@ -1,0 +1,819 @@
+"""Compiled functions (``pg.function``): inputs and their shortcuts, state
+(containers, shared variables, updates), outputs and aliasing, symbolic
+gradients, training steps, and the optimized program."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad import In, Out
+from polygrad import symbolic as T
+from polygrad.compile import MissingInputError
+
+from conftest import arr
+
+
+def to_np(a):
+    if isinstance(a, pg.Variable):
+        a = a.data
+    if isinstance(a, (bool, int, float, np.generic)):
+        return np.asarray(a)
+    return np.array(np.from_dlpack(a), copy=True)
+
+
+def programs(fn):
+    return list(fn._programs.values())
+
+
+# ---------------------------------------------------------------------------
+# Input shortcuts
+# ---------------------------------------------------------------------------
+def test_shortcut_name_variable_gives_the_keyword():
+    """(name, r) makes r an input passed by the keyword name."""
+    x = T.scalar()
+    f = pg.function([("a", x)], x * 2)
+    assert float(f(a=3)) == 6.0
+    assert float(f(4)) == 8.0
+
+
+def test_shortcut_variable_value_is_a_default():
+    """(r, val) makes r optional with default val, named from r."""
+    x = T.scalar("x")
+    f = pg.function([(x, 5.0)], x + 1)
+    assert float(f()) == 6.0
+    assert float(f(x=1)) == 2.0
+    assert float(f["x"]) == 5.0
+
+
+def test_shortcut_variable_update_value_is_state():
+    """((r, up), val) starts r at val and replaces it with up after each call."""
+    x = T.scalar("x")
+    f = pg.function([((x, x * 2), 1.0)], x)
+    assert [float(f()) for _ in range(3)] == [1.0, 2.0, 4.0]
+    assert float(f["x"]) == 8.0
+
+
+def test_shortcut_name_variable_value():
+    """(name, r, val) names r and gives it a default."""
+    x = T.scalar("x")
+    f = pg.function([("k", x, 7.0)], x * 10)
+    assert float(f()) == 70.0
+    assert float(f(k=2)) == 20.0
+    assert float(f["k"]) == 7.0
+    assert "x" not in f.value
+
+
+def test_shortcut_name_variable_update_value():
+    """(name, (r, up), val) is named state with an update."""
+    x = T.scalar("x")
+    f = pg.function([("acc", (x, x + 3), 1.0)], x)
+    assert float(f()) == 1.0
+    assert float(f["acc"]) == 4.0
+    f(acc=10)
+    assert float(f["acc"]) == 13.0
+
+
+def test_shortcut_bad_tuple_raises():
+    """A tuple that is no shortcut form raises TypeError."""
+    x = T.scalar("x")
+    with pytest.raises(TypeError):
+        pg.function([(1, 2, 3, 4)], x)
+
+
+def test_autoname_false_leaves_input_unnamed():
+    """In(y, autoname=False) cannot be passed by keyword."""
+    x, y = T.scalars("x", "y")
+    f = pg.function([x, In(y, autoname=False)], x + y)
+    assert float(f(1, 2)) == 3.0
+    with pytest.raises(TypeError, match="Unknown input or state: y"):
+        f(1, y=2)
+
+
+# ---------------------------------------------------------------------------
+# Input restrictions and argument binding
+# ---------------------------------------------------------------------------
+def test_duplicate_names_raise():
+    """Two inputs with the same name raise."""
+    x, y = T.scalar("x"), T.scalar("y")
+    with pytest.raises(ValueError, match="named 'x'"):
+        pg.function([x, ("x", y)], x + y)
+
+
+def test_autonamed_duplicate_names_raise():
+    """Two different variables both called 'a' raise (autoname)."""
+    a1, a2 = T.scalar("a"), T.scalar("a")
+    with pytest.raises(ValueError):
+        pg.function([a1, a2], a1 + a2)
+
+
+def test_same_variable_twice_raises():
+    """The same variable given twice (even under another name) raises."""
+    x = T.scalar("x")
+    with pytest.raises(ValueError, match="twice"):
+        pg.function([x, x], x)
+    with pytest.raises(ValueError, match="twice"):
+        pg.function([x, In(x, name="other")], x)
+
+
+def test_required_after_optional_raises():
+    """A required input after one with a default raises TypeError."""
+    x, y, z = T.scalars("xyz")
+    with pytest.raises(TypeError, match="z"):
+        pg.function([x, In(y, value=1.0), z], x + y + z)
+
+
+def test_positional_and_keyword_together():
+    """Positional arguments first, then keywords for the rest."""
+    x, y, z = T.scalars("xyz")
+    f = pg.function([x, y, In(z, value=0.5)], x * 100 + y * 10 + z)
+    assert float(f(1, 2)) == 120.5
+    assert float(f(1, z=3, y=2)) == 123.0
+    assert float(f(z=3, y=2, x=1)) == 123.0
+
+
+def test_same_input_by_position_and_keyword_raises():
+    """Giving x both by position and by keyword raises TypeError."""
+    x, y = T.scalars("xy")
+    f = pg.function([x, y], x - y)
+    with pytest.raises(TypeError, match="x"):
+        f(1, x=2)
+
+
+def test_too_many_positional_arguments_raise():
+    """More positional arguments than inputs raises TypeError."""
+    x, y = T.scalars("xy")
+    f = pg.function([x, y], x - y)
+    with pytest.raises(TypeError, match="positional"):
+        f(1, 2, 3)
+
+
+def test_strict_input_wrong_dtype_raises_naming_input():
+    """strict=True: a float32 array for a float64 input raises TypeError naming it."""
+    v = T.vector("v")
+    f = pg.function([In(v, strict=True)], v * 2)
+    with pytest.raises(TypeError, match="v"):
+        f(np.array([1.0, 2.0], dtype=np.float32))
+
+
+def test_strict_input_right_dtype_passes():
+    """strict=True: a float64 array for a float64 input passes."""
+    v = T.vector("v")
+    f = pg.function([In(v, strict=True)], v * 2)
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+def test_non_strict_input_is_cast():
+    """Without strict, int and float32 arrays are cast to the float64 input."""
+    v = T.vector("v")
+    f = pg.function([v], v / 2)
+    for a in (np.array([1, 3]), np.array([1, 3], dtype=np.float32), [1, 3]):
+        r = f(a)
+        assert r.dtype == np.float64
+        np.testing.assert_array_equal(r, [0.5, 1.5])
+
+
+def test_declared_shape_mismatch_raises_naming_input():
+    """T.tensor('float64', (None, 3), 'a') given a (2, 4) array raises ValueError naming a."""
+    a = T.tensor("float64", (None, 3), "a")
+    f = pg.function([a], a * 2)
+    with pytest.raises(ValueError, match="input a"):
+        f(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="input a"):
+        f(np.ones(3))
+
+
+def test_declared_shape_with_free_dimension_accepts_any_length():
+    """(None, 3) accepts (1, 3) and (4, 3)."""
+    a = T.tensor("float64", (None, 3), "a")
+    f = pg.function([a], pg.sum(a, axis=1))
+    np.testing.assert_array_equal(f(np.ones((1, 3))), [3.0])
+    np.testing.assert_array_equal(f(np.ones((4, 3))), [3.0] * 4)
+
+
+# ---------------------------------------------------------------------------
+# Shared variables, containers, updates
+# ---------------------------------------------------------------------------
+def test_shared_get_value_is_a_copy():
+    """get_value() returns a copy: mutating it does not change the shared value."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    v = s.get_value()
+    v[0] = 99.0
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+
+
+def test_shared_initial_value_is_copied():
+    """pg.shared(arr) copies arr (unless borrow)."""
+    a = np.array([1.0, 2.0])
+    s = pg.shared(a, "s")
+    a[0] = 99.0
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+
+
+def test_shared_set_value_then_function_sees_it():
+    """set_value changes what compiled functions read."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    x = T.vector("x")
+    f = pg.function([x], x * s)
+    np.testing.assert_array_equal(f(np.ones(2)), [1.0, 2.0])
+    s.set_value(np.array([5.0, 6.0]))
+    np.testing.assert_array_equal(s.get_value(), [5.0, 6.0])
+    np.testing.assert_array_equal(f(np.ones(2)), [5.0, 6.0])
+
+
+def test_shared_python_float_is_float64_scalar():
+    """pg.shared(3.0) holds a 0-d float64 array."""
+    s = pg.shared(3.0, "s")
+    v = s.get_value()
+    assert v.shape == () and v.dtype == np.float64 and float(v) == 3.0
+
+
+def test_shared_container_seen_by_two_functions():
+    """An update made by one function is visible to another using the same shared variable."""
+    s = pg.shared(np.array([0.0, 1.0]), "s")
+    bump = pg.function([], [], updates=[(s, s + 1)])
+    read = pg.function([], s * 10)
+    bump()
+    bump()
+    np.testing.assert_array_equal(read(), [20.0, 30.0])
+    np.testing.assert_array_equal(s.get_value(), [2.0, 3.0])
+
+
+def test_shared_is_implicit_and_named():
+    """A shared variable read by the graph is an implicit input reachable by name, not an argument."""
+    s = pg.shared(np.array(2.0), "s")
+    x = T.scalar("x")
+    f = pg.function([x], x * s)
+    assert float(f["s"]) == 2.0
+    with pytest.raises(TypeError):
+        f(1.0, 3.0)
+    with pytest.raises(TypeError):
+        f(1.0, s=3.0)
+
+
+def test_container_shared_between_functions_through_in():
+    """In(c, value=fn1.container[c], update=...) shares fn1's state; it is implicit."""
+    c = T.scalar("c")
+    f1 = pg.function([((c, c + 1), 0.0)], [])
+    f2 = pg.function([In(c, value=f1.container[c], update=c * 10)], c)
+    f1()
+    assert float(f2()) == 1.0
+    assert float(f1["c"]) == 10.0
+    with pytest.raises(TypeError):
+        f2(5.0)
+
+
+def test_fn_container_is_read_only():
+    """fn.container[...] = v raises TypeError."""
+    x = T.scalar("x")
+    f = pg.function([(x, 1.0)], x)
+    with pytest.raises(TypeError):
+        f.container[x] = 2.0
+
+
+def test_updates_use_old_values_and_apply_together():
+    """updates=[(a, b), (b, a)] swaps a and b."""
+    a = pg.shared(np.array([1.0, 2.0]), "a")
+    b = pg.shared(np.array([3.0, 4.0]), "b")
+    swap = pg.function([], [], updates=[(a, b), (b, a)])
+    swap()
+    np.testing.assert_array_equal(a.get_value(), [3.0, 4.0])
+    np.testing.assert_array_equal(b.get_value(), [1.0, 2.0])
+    swap()
+    np.testing.assert_array_equal(a.get_value(), [1.0, 2.0])
+    np.testing.assert_array_equal(b.get_value(), [3.0, 4.0])
+
+
+def test_swapped_states_do_not_alias():
+    """After a swap, writing into a's storage does not change b."""
+    a = pg.shared(np.array([1.0, 2.0]), "a")
+    b = pg.shared(np.array([3.0, 4.0]), "b")
+    pg.function([], [], updates=[(a, b), (b, a)])()
+    a.get_value(borrow=True)[0] = 99.0
+    np.testing.assert_array_equal(b.get_value(), [1.0, 2.0])
+
+
+def test_outputs_computed_from_values_before_updates():
+    """Outputs see the state before this call's updates."""
+    s = pg.shared(np.array(1.0), "s")
+    f = pg.function([], s * 1, updates=[(s, s + 1)])
+    assert [float(f()) for _ in range(3)] == [1.0, 2.0, 3.0]
+
+
+def test_updates_as_dict():
+    """updates may be given as a dict."""
+    s = pg.shared(np.array(1.0), "s")
+    f = pg.function([], [], updates={s: s * 3})
+    f()
+    assert float(s.get_value()) == 3.0
+
+
+def test_update_of_non_shared_raises():
+    """updates=[(x, ...)] with x not shared raises TypeError."""
+    x = T.vector("x")
+    with pytest.raises(TypeError):
+        pg.function([x], x, updates=[(x, x + 1)])
+
+
+@pytest.mark.parametrize("bad_first", [True, False])
+def test_bad_update_shape_raises_and_changes_nothing(bad_first):
+    """An update of the wrong shape raises ValueError and leaves every container unchanged."""
+    a = pg.shared(np.array([1.0, 2.0]), "a")
+    b = pg.shared(np.array([3.0, 4.0]), "b")
+    k = T.vector("k")
+    n = T.scalar("n")
+    good, bad = (a, a + 1), (b, k)
+    ups = [bad, good] if bad_first else [good, bad]
+    f = pg.function([k, ((n, n + 1), 0.0)], [], updates=ups)
+    with pytest.raises(ValueError, match="b"):
+        f(np.ones(3))
+    np.testing.assert_array_equal(a.get_value(), [1.0, 2.0])
+    np.testing.assert_array_equal(b.get_value(), [3.0, 4.0])
+    assert float(f["n"]) == 0.0
+    with pytest.raises(ValueError):
+        f(np.ones(3), n=50.0)
+    assert float(f["n"]) == 0.0
+    f(np.ones(2))
+    np.testing.assert_array_equal(a.get_value(), [2.0, 3.0])
+    assert float(f["n"]) == 1.0
+
+
+def test_givens_substitute_an_expression():
+    """givens=[(x, y + 1)] computes the output with y + 1 in place of x."""
+    x, y = T.vectors("xy")
+    f = pg.function([y], x * 2, givens=[(x, y + 1)])
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [4.0, 6.0])
+
+
+def test_givens_replace_a_shared_variable():
+    """givens can replace a shared variable by an input; the shared value is untouched."""
+    s = pg.shared(np.array([1.0, 1.0]), "s")
+    y = T.vector("y")
+    f = pg.function([y], s * 3, givens={s: y})
+    np.testing.assert_array_equal(f(np.array([2.0, 5.0])), [6.0, 15.0])
+    np.testing.assert_array_equal(s.get_value(), [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# Outputs
+# ---------------------------------------------------------------------------
+def test_outputs_none_gives_empty_list():
+    """outputs=None returns []."""
+    x = T.scalar("x")
+    assert pg.function([x], None)(1.0) == []
+
+
+def test_outputs_single_gives_a_value():
+    """One output returns one 0-d array."""
+    x = T.scalar("x")
+    r = pg.function([x], x + 1)(1.0)
+    assert isinstance(r, np.ndarray) and r.shape == () and float(r) == 2.0
+
+
+def test_outputs_list_gives_a_list():
+    """A list of outputs returns a list of their values, in order."""
+    x = T.scalar("x")
+    r = pg.function([x], [x + 1, x * 3, Out(x - 1)])(2.0)
+    assert isinstance(r, list) and [float(v) for v in r] == [3.0, 6.0, 1.0]
+
+
+def test_same_output_twice_gives_two_values():
+    """outputs [x, x] gives two equal values."""
+    x = T.vector("x")
+    r = pg.function([x], [x * 2, x])(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(r[0], [2.0, 4.0])
+    np.testing.assert_array_equal(r[1], [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# Aliasing
+# ---------------------------------------------------------------------------
+def test_identity_output_is_a_copy():
+    """pg.function([x], x): mutating the result does not change the caller's array."""
+    x = T.vector("x")
+    a = np.array([1.0, 2.0])
+    r = pg.function([x], x)(a)
+    r[0] = 99.0
+    np.testing.assert_array_equal(a, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("view", ["T", "getitem", "reshape"])
+def test_view_output_is_a_copy(view):
+    """An output that is a view of an input (x.T, x[0], reshape) is a copy by default."""
+    x = T.matrix("x")
+    out = {"T": lambda: x.T, "getitem": lambda: x[0], "reshape": lambda: pg.reshape(x, (4,))}[view]()
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    r = pg.function([x], out)(a)
+    r[...] = 0.0
+    np.testing.assert_array_equal(a, [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_borrowed_view_output_has_right_values():
+    """Out(x.T, borrow=True) returns the transpose (it may alias x)."""
+    x = T.matrix("x")
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    r = pg.function([x], Out(x.T, borrow=True))(a)
+    np.testing.assert_array_equal(r, [[1.0, 3.0], [2.0, 4.0]])
+
+
+def test_output_of_shared_value_is_a_copy():
+    """pg.function([], s): mutating the result does not change s."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    r = pg.function([], s)()
+    r[0] = 99.0
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+
+
+def test_output_equal_to_update_does_not_alias_state():
+    """An output equal to an update expression is not the new state's storage."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    f = pg.function([], s * 2, updates=[(s, s * 2)])
+    r = f()
+    r[0] = 100.0
+    np.testing.assert_array_equal(s.get_value(), [2.0, 4.0])
+
+
+def test_duplicate_outputs_do_not_alias_each_other():
+    """outputs [x * 2, x * 2]: mutating one result does not change the other."""
+    x = T.vector("x")
+    r = pg.function([x], [x * 2, x * 2])(np.array([1.0, 2.0]))
+    r[0][0] = 100.0
+    np.testing.assert_array_equal(r[1], [2.0, 4.0])
+
+
+def test_update_from_input_does_not_alias_callers_array():
+    """updates=[(s, x)]: writing into the caller's array later does not change s."""
+    s = pg.shared(np.array([0.0, 0.0]), "s")
+    x = T.vector("x")
+    f = pg.function([x], [], updates=[(s, x)])
+    a = np.array([1.0, 2.0])
+    f(a)
+    a[0] = 99.0
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+
+
+def test_in_value_is_copied():
+    """In(x, value=arr) copies arr: mutating arr later does not change the default."""
+    x = T.vector("x")
+    a = np.array([1.0, 2.0])
+    f = pg.function([In(x, value=a)], x * 1)
+    a[0] = 99.0
+    np.testing.assert_array_equal(f(), [1.0, 2.0])
+
+
+def test_in_value_mutable_keeps_callers_array():
+    """In(x, value=arr, mutable=True) keeps arr itself: the function sees later changes."""
+    x = T.vector("x")
+    a = np.array([1.0, 2.0])
+    f = pg.function([In(x, value=a, mutable=True)], x * 1)
+    a[0] = 99.0
+    np.testing.assert_array_equal(f(), [99.0, 2.0])
+
+
+def test_mutable_requires_value():
+    """In(x, mutable=True) without a value raises ValueError."""
+    with pytest.raises(ValueError):
+        In(T.scalar("x"), mutable=True)
+
+
+# ---------------------------------------------------------------------------
+# Other forms: as_pure, trust_input
+# ---------------------------------------------------------------------------
+def make_stateful():
+    x = T.vector("x")
+    k = T.scalar("k")
+    return pg.function([x, ((k, k + pg.sum(x)), 1.0)], x * k), x, k
+
+
+def test_as_pure_returns_outputs_and_new_state():
+    """fn.as_pure()(inputs, state) gives (outputs, new_state)."""
+    f, x, k = make_stateful()
+    out, state = f.as_pure()([np.array([1.0, 2.0])], {"k": 5.0})
+    np.testing.assert_allclose(to_np(out), [5.0, 10.0])
+    assert set(state) == {"k"}
+    assert float(state["k"]) == 8.0
+
+
+def test_as_pure_does_not_touch_containers():
+    """After as_pure calls the function's state is unchanged, and the stateful call still works."""
+    f, x, k = make_stateful()
+    pure = f.as_pure()
+    pure([np.array([1.0, 2.0])], {"k": 5.0})
+    pure([np.array([1.0, 2.0])], {"k": 7.0})
+    assert float(f["k"]) == 1.0
+    np.testing.assert_allclose(f(np.array([1.0, 2.0])), [1.0, 2.0])
+    assert float(f["k"]) == 4.0
+
+
+def test_as_pure_output_does_not_alias_shared_state():
+    """as_pure of pg.function([], s): mutating the output leaves s unchanged."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    out, _ = pg.function([], s).as_pure()([], {})
+    out[0] = 99.0
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+
+
+def test_trust_input_gives_same_results():
+    """trust_input=True gives the same outputs and updates as the checked path."""
+    x = T.vector("x")
+    outs = []
+    for trust in (False, True):
+        s = pg.shared(np.array([0.0, 0.0]), "s")
+        f = pg.function([x], pg.exp(x) + s, updates=[(s, s + x)], trust_input=trust)
+        outs.append([f(np.array([1.0, 2.0])), f(np.array([0.5, -1.0])), s.get_value()])
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Symbolic gradients against eager pg.grad
+# ---------------------------------------------------------------------------
+r0 = np.random.default_rng(0)
+A = r0.standard_normal((3, 4))
+B = r0.standard_normal((4, 2))
+V = np.array([0.3, -1.2, 2.0, 0.7])
+
+GRAD_CASES = {
+    "polynomial": (lambda a, b: pg.sum(3 * a ** 3 - 2 * a * a + a * b), (V, V[::-1].copy())),
+    "sin_exp_log": (lambda a, b: pg.sum(pg.log(pg.exp(pg.sin(a)) + b * b + 1)), (V, V + 1)),
+    "matmul": (lambda a, b: pg.sum(pg.tanh(pg.matmul(a, b)) ** 2), (A, B)),
+    "max": (lambda a, b: pg.max(a * b), (V, V[::-1].copy())),
+    "max_axis": (lambda a, b: pg.sum(pg.max(pg.matmul(a, b), axis=1)), (A, B)),
+    "getitem": (lambda a, b: pg.sum(a[1:3] * b[0]) + a[0] * b[2], (V, V + 2)),
+    "divide_sqrt": (lambda a, b: pg.sum(pg.sqrt(a * a + 1) / (b * b + 2)), (V, V * 0.5)),
+}
+
+
+def eager_grads(fn, values, create_graph=False):
+    vs = [pg.Variable(np.array(v, copy=True)) for v in values]
+    return vs, pg.grad(fn(*vs), vs, create_graph=create_graph)
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_compiled_gradient_equals_eager(case):
+    """T.grad compiled in a function equals eager pg.grad."""
+    fn, values = GRAD_CASES[case]
+    a, b = (T.tensor("float64", v.shape, n) for v, n in zip(values, "ab"))
+    cost = fn(a, b)
+    f = pg.function([a, b], [cost] + T.grad(cost, [a, b]))
+    got = f(*values)
+    vs, want = eager_grads(fn, values)
+    np.testing.assert_allclose(got[0], to_np(fn(*[pg.Variable(v) for v in values])))
+    for g, w in zip(got[1:], want):
+        np.testing.assert_allclose(g, to_np(w), rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_gradient_softmax_cross_entropy():
+    """The gradient of softmax_cross_entropy(X @ W, t) wrt W matches eager."""
+    X, W = T.matrix("X"), T.matrix("W")
+    t = T.vector("t", dtype="int64")
+    loss = F.softmax_cross_entropy(pg.matmul(X, W), t)
+    f = pg.function([X, W, t], [loss, T.grad(loss, W)])
+    tv = np.array([0, 1, 1])
+    got_loss, got_g = f(A.copy(), B.copy(), tv)
+    Wv = pg.Variable(B.copy())
+    eager_loss = F.softmax_cross_entropy(pg.matmul(pg.Variable(A.copy(), requires_grad=False), Wv), tv)
+    (g,) = pg.grad(eager_loss, [Wv])
+    np.testing.assert_allclose(got_loss, to_np(eager_loss))
+    np.testing.assert_allclose(got_g, to_np(g), rtol=1e-12, atol=1e-14)
+
+
+def test_gradient_wrt_single_variable_is_not_a_list():
+    """T.grad(cost, w) with one variable gives one gradient: d sum(w**2) = 2w."""
+    w = T.vector("w")
+    g = T.grad(pg.sum(w * w), w)
+    np.testing.assert_allclose(pg.function([w], g)(V), 2 * V)
+
+
+def test_gradient_of_unused_variable_is_zero():
+    """The gradient wrt a variable the cost does not use is zeros of its shape."""
+    x, y = T.vectors("xy")
+    gx, gy = T.grad(pg.sum(x * 3), [x, y])
+    r = pg.function([x, y], [gx, gy])(np.ones(2), np.ones(3))
+    np.testing.assert_array_equal(r[0], [3.0, 3.0])
+    np.testing.assert_array_equal(r[1], [0.0, 0.0, 0.0])
+
+
+def test_gradient_wrt_shared_variable():
+    """T.grad wrt a shared variable uses its current value."""
+    s = pg.shared(np.array([1.0, 2.0]), "s")
+    f = pg.function([], T.grad(pg.sum(s ** 3), s))
+    np.testing.assert_allclose(f(), [3.0, 12.0])
+    s.set_value(np.array([3.0, -1.0]))
+    np.testing.assert_allclose(f(), [27.0, 3.0])
+
+
+@pytest.mark.parametrize("name,fn,d2", [
+    ("cube", lambda w: pg.sum(w ** 3), lambda v: 6 * v),
+    ("sin", lambda w: pg.sum(pg.sin(w)), lambda v: -np.sin(v)),
+    ("exp_sq", lambda w: pg.sum(pg.exp(w * w)), lambda v: (2 + 4 * v * v) * np.exp(v * v)),
+])
+def test_second_derivative(name, fn, d2):
+    """T.grad(pg.sum(T.grad(c, w)), w) is the diagonal second derivative and matches eager double grad."""
+    w = T.vector("w")
+    g2 = T.grad(pg.sum(T.grad(fn(w), w)), w)
+    got = pg.function([w], g2)(V)
+    np.testing.assert_allclose(got, d2(V), rtol=1e-12)
+    (wv,), (g1,) = eager_grads(fn, [V], create_graph=True)
+    (e2,) = pg.grad(pg.sum(g1), [wv])
+    np.testing.assert_allclose(got, to_np(e2), rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Training steps: compiled with updates vs eager, step by step
+# ---------------------------------------------------------------------------
+def toy_data():
+    r = np.random.default_rng(1)
+    x = r.standard_normal((16, 3))
+    t = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+    return x, t
+
+
+def compiled_step(params, forward, lr):
+    X = T.matrix("X")
+    t = T.vector("t", dtype="int64")
+    shared = [pg.shared(p, n) for n, p in params.items()]
+    loss = F.softmax_cross_entropy(forward(X, *shared), t)
+    grads = T.grad(loss, shared)
+    step = pg.function([X, t], loss, updates=[(s, s - lr * g) for s, g in zip(shared, grads)])
+    return step, shared
+
+
+def eager_step(values, forward, lr, x, t):
+    vs = [pg.Variable(v) for v in values]
+    loss = F.softmax_cross_entropy(forward(pg.Variable(x, requires_grad=False), *vs), t)
+    gs = pg.grad(loss, vs)
+    return float(to_np(loss)), [to_np(v) - lr * to_np(g) for v, g in zip(vs, gs)]
+
+
+def logreg(X, W, b):
+    return F.linear(X, W, b)
+
+
+def mlp(X, W1, b1, W2, b2):
+    return F.linear(F.relu(F.linear(X, W1, b1)), W2, b2)
+
+
+def init_params(kind):
+    r = np.random.default_rng(2)
+    if kind == "logreg":
+        return {"W": 0.1 * r.standard_normal((2, 3)), "b": np.zeros(2)}
+    return {"W1": 0.5 * r.standard_normal((8, 3)), "b1": np.zeros(8),
+            "W2": 0.5 * r.standard_normal((2, 8)), "b2": np.zeros(2)}
+
+
+@pytest.mark.parametrize("kind", ["logreg", "mlp"])
+def test_compiled_training_step_matches_eager(kind):
+    """A compiled SGD step (shared weights, updates) gives the eager parameters at every step, and the loss falls."""
+    forward = logreg if kind == "logreg" else mlp
+    lr = 0.5
+    x, t = toy_data()
+    params = init_params(kind)
+    step, shared = compiled_step(params, forward, lr)
+    values = [np.array(v, copy=True) for v in params.values()]
+    losses = []
+    for _ in range(15):
+        loss = float(step(x, t))
+        eager_loss, values = eager_step(values, forward, lr, x, t)
+        losses.append(loss)
+        assert np.isclose(loss, eager_loss, rtol=1e-10)
+        for s, v in zip(shared, values):
+            np.testing.assert_allclose(s.get_value(), v, rtol=1e-10, atol=1e-12)
+    assert losses[-1] < 0.7 * losses[0], losses
+
+
+def test_training_step_compiles_once():
+    """Repeated training steps with the same shapes reuse one program."""
+    step, _ = compiled_step(init_params("logreg"), logreg, 0.1)
+    x, t = toy_data()
+    for _ in range(3):
+        step(x, t)
+    assert len(step._programs) == 1
+
+
+# ---------------------------------------------------------------------------
+# The optimized program
+# ---------------------------------------------------------------------------
+def test_common_subexpression_computed_once():
+    """(x*y) + (x*y) computes one multiply and one add."""
+    x, y = T.vectors("xy")
+    f = pg.function([x, y], (x * y) + (x * y))
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0]), np.array([3.0, 4.0])), [6.0, 16.0])
+    (p,) = programs(f)
+    assert p.n_kernels == 2
+    assert f.program_source().count("# multiply") == 1
+
+
+def test_common_subexpression_across_outputs():
+    """Two outputs sharing exp(x) compute exp once."""
+    x = T.vector("x")
+    f = pg.function([x], [pg.exp(x) + 1, pg.exp(x) * 2])
+    r = f(np.array([0.0, 1.0]))
+    np.testing.assert_allclose(r[0], np.exp([0.0, 1.0]) + 1)
+    np.testing.assert_allclose(r[1], np.exp([0.0, 1.0]) * 2)
+    assert f.program_source().count("# exp") == 1
+
+
+def test_dead_branch_not_in_program():
+    """grad of sum(exp(y)) + sum(x*3) wrt x: the exp branch is traced but not in the program."""
+    x, y = T.vectors("xy")
+    cost = pg.sum(pg.exp(y)) + pg.sum(x * 3)
+    f = pg.function([x, y], T.grad(cost, x))
+    np.testing.assert_array_equal(f(np.ones(2), np.ones(2)), [3.0, 3.0])
+    (p,) = programs(f)
+    assert "exp" not in f.program_source()
+    assert p.n_kernels < p.n_traced
+
+
+def test_unused_input_costs_nothing():
+    """An input the outputs do not use adds no kernel."""
+    x, y = T.vectors("xy")
+    f = pg.function([x, y], x + 1)
+    np.testing.assert_array_equal(f(np.ones(2), np.ones(5)), [2.0, 2.0])
+    (p,) = programs(f)
+    assert p.n_kernels == 1
+
+
+def test_missing_input_raises():
+    """Outputs depending on a symbolic variable that is not an input raise MissingInputError naming it."""
+    x, y = T.vectors("xy")
+    with pytest.raises(MissingInputError, match="x"):
+        pg.function([y], x * y)(np.ones(2))
+
+
+def test_missing_input_in_update_raises():
+    """An update depending on a variable that is not an input raises MissingInputError."""
+    s = pg.shared(np.array([1.0]), "s")
+    x = T.vector("xmissing")
+    with pytest.raises(MissingInputError, match="xmissing"):
+        pg.function([], [], updates=[(s, s + x)])()
+    np.testing.assert_array_equal(s.get_value(), [1.0])
+
+
+def test_new_shapes_recompile_and_both_are_right():
+    """Calls with two input shapes build two programs, each giving the right values."""
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(x * x))
+    assert float(f(np.array([1.0, 2.0]))) == 5.0
+    assert float(f(np.array([1.0, 2.0, 3.0]))) == 14.0
+    assert float(f(np.array([3.0, 4.0]))) == 25.0
+    assert len(programs(f)) == 2
+
+
+def test_new_shapes_recompile_gradients():
+    """A folded-shape gradient (sum(x*2) wrt x) is right for each input shape."""
+    x = T.vector("x")
+    f = pg.function([x], T.grad(pg.sum(x * 2), x))
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(f(np.ones(4)), [2.0] * 4)
+
+
+# ---------------------------------------------------------------------------
+# Backends (numpy and array_api_strict)
+# ---------------------------------------------------------------------------
+def test_backends_simple_function(xp):
+    """x * y + 1 compiles and runs on the backend, returning its arrays."""
+    x, y = T.vectors("xy")
+    f = pg.function([x, y], x * y + 1)
+    r = f(arr(xp, [1.0, 2.0]), arr(xp, [3.0, 4.0]))
+    assert isinstance(r, type(xp.asarray(0.0)))
+    np.testing.assert_array_equal(to_np(r), [4.0, 9.0])
+
+
+def test_backends_shared_update(xp):
+    """A shared variable of the backend is updated and read back."""
+    s = pg.shared(arr(xp, [1.0, 2.0]), "s")
+    x = T.vector("x")
+    f = pg.function([x], s * x, updates=[(s, s + x)])
+    np.testing.assert_array_equal(to_np(f(arr(xp, [2.0, 2.0]))), [2.0, 4.0])
+    np.testing.assert_array_equal(to_np(s.get_value()), [3.0, 4.0])
+    assert isinstance(s.get_value(), type(xp.asarray(0.0)))
+
+
+def test_backends_gradient(xp):
+    """The compiled gradient of sum(sin(x) * x) is cos(x) * x + sin(x)."""
+    x = T.vector("x")
+    f = pg.function([x], T.grad(pg.sum(pg.sin(x) * x), x))
+    v = np.array([1.0, 2.0])
+    np.testing.assert_allclose(to_np(f(arr(xp, v))), np.cos(v) * v + np.sin(v))
+
+
+def test_backends_default_and_state(xp):
+    """The seed's inc works on the backend: inc(5) then inc(3, 4) gives s = 37."""
+    u, x, s = T.scalars("u", "x", "s")
+    inc = pg.function([u, In(x, value=3), In(s, update=s + x * u, value=10.0)], [])
+    inc(arr(xp, 5.0))
+    inc(arr(xp, 3.0), arr(xp, 4.0))
+    assert float(to_np(inc[s])) == 37.0
+    assert float(to_np(inc[x])) == 3.0
+
+
+def test_backends_identity_output_is_a_copy(xp):
+    """pg.function([x], x): writing into the result leaves the caller's array unchanged."""
+    x = T.vector("x")
+    a = arr(xp, [1.0, 2.0])
+    r = pg.function([x], x)(a)
+    r[0] = 99.0
+    np.testing.assert_array_equal(to_np(a), [1.0, 2.0])
