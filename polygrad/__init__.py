@@ -15,7 +15,8 @@ from polygrad.backends import (
     set_backend, to_backend, unregister_plugin, using_backend,
 )
 from polygrad.core import (
-    Function, FunctionHook, Variable, force_backprop_mode, grad, is_backprop_enabled, no_backprop_mode,
+    Function, FunctionHook, Variable, force_backprop_mode, grad, is_backprop_enabled, no_backprop_mode, test_mode,
+    using_config,
 )
 from polygrad.core import type_check
 from polygrad.hookspecs import hookimpl
@@ -30,12 +31,29 @@ from polygrad.core.backward import backward_all as backward
 from polygrad.links import Chain, Link
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
+from polygrad import namespace as _namespace_module
+
+__array_api_version__ = "2024.12"
+
+
+def __getattr__(name: str):
+    """Dtypes (``pg.float32``), constants and the standard's functions not defined
+    here resolve on the current backend's Variable namespace."""
+    from polygrad.namespace import CONSTANTS, DTYPES, namespace_for
+
+    if name in DTYPES:
+        return getattr(get_backend().xp, name)
+    if name in CONSTANTS:
+        return CONSTANTS[name]
+    if name in ("linalg", "fft") or name in _namespace_module.FUNCTIONS:
+        return getattr(namespace_for(get_backend()), name)
+    raise AttributeError(f"module 'polygrad' has no attribute {name!r}")
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Variable", "backward", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
-    "is_backprop_enabled", "hookimpl", "type_check", "functions", "function_hooks", "links",
+    "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",
     "abs", "add", "astype", "broadcast_to", "cos", "divide", "equal", "exp", "expand_dims", "greater",

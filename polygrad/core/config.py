@@ -40,3 +40,31 @@ def force_backprop_mode() -> Iterator[None]:
 
 def is_backprop_enabled() -> bool:
     return enable_backprop.get()
+
+train: contextvars.ContextVar[bool] = contextvars.ContextVar("polygrad_train", default=True)
+
+_FLAGS = {"enable_backprop": enable_backprop, "train": train, "debug": debug}
+
+
+@contextlib.contextmanager
+def using_config(name: str, value: bool) -> Iterator[None]:
+    """Set a configuration flag for a ``with`` block (thread- and task-local), as
+    Chainer's ``using_config``: ``'train'`` (False: test mode, e.g. dropout off),
+    ``'enable_backprop'``, ``'debug'``."""
+    try:
+        var = _FLAGS[name]
+    except KeyError:
+        raise ValueError(f"polygrad.using_config: unknown flag {name!r}; known: {', '.join(sorted(_FLAGS))}") from None
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def test_mode() -> "contextlib.AbstractContextManager[None]":
+    """Inside this block functions behave as at test time (``train`` is False)."""
+    return using_config("train", False)
+
+
+test_mode.__test__ = False  # not a pytest test

@@ -8,6 +8,8 @@ from typing import Any
 
 from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
 
+__all__ = ['add', 'subtract', 'multiply', 'divide', 'pow', 'negative', 'positive', 'exp', 'log', 'sin', 'cos', 'tanh', 'sqrt', 'abs', 'sign', 'where', 'maximum', 'equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal', 'zeros_like', 'ones_like', 'astype']
+
 # ---------------------------------------------------------------------------
 # Arithmetic (broadcasting; Python scalars allowed on either side)
 # ---------------------------------------------------------------------------

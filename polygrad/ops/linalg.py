@@ -6,6 +6,8 @@ from typing import Any
 
 from polygrad.ops.primitive import Op, apply, defvjp
 
+__all__ = ['matmul']
+
 
 def _matmul_vjp_x(o: Any, g: Any, ans: Any, a: Any, b: Any) -> Any:
     if a.ndim == 1 and b.ndim == 1:

@@ -9,6 +9,8 @@ from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops.primitive import Op, apply, defvjp
 
+__all__ = ['reshape', 'permute_dims', 'transpose', 'reverse_dims', 'matrix_transpose', 'broadcast_to', 'sum_to', 'expand_dims', 'squeeze', 'getitem', 'getitem_grad', 'setitem']
+
 
 def _normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:

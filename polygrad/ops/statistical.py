@@ -9,6 +9,8 @@ from polygrad.core.variable import Variable
 from polygrad.ops.manipulation import _normalize_axes
 from polygrad.ops.primitive import Op, apply, defvjp
 
+__all__ = ['sum', 'mean', 'max', 'min']
+
 
 def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
     """Broadcast a reduced gradient back to the input's ``shape``."""

@@ -1,0 +1,5 @@
+"""Sorting functions (sort, argsort): kernels and vjp rules."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""Utility functions (all, any, diff): kernels and vjp rules."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
