@@ -77,6 +77,7 @@ def backward(
     targets = None if inputs is None else {(v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
     captured: list = [None] * (0 if inputs is None else len(inputs))
     hooks = _hooks._active.get()
+    debug = config.debug.get()
     push, pop = heapq.heappush, heapq.heappop
     # Sums this pass allocated itself: later contributions are added in place.
     owned: dict[int, Any] | None = None if create_graph else {}
@@ -132,6 +133,10 @@ def backward(
             if fhooks:
                 for h in fhooks:
                     h.backward_postprocess(node, in_data, gys)
+            if debug:
+                from polygrad.function_hooks.debug import check_finite
+
+                check_finite(gxs, "backward result for input", node)
             gys = in_data = None
             if not retain_graph:
                 node._release()

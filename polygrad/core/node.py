@@ -111,12 +111,19 @@ class Node:
         return Variable._from_graph(data, self, i)
 
 
-def version_error(node: Node, what: str, shape: Any, saved: int, current: int) -> RuntimeError:
+def version_error(node: Node, what: str, shape: Any, saved: int, current: int, box: Any = None) -> RuntimeError:
+    from polygrad.core import config
+
+    where = ""
+    if config.debug.get():
+        made = node.__dict__.get("created_at", "<unknown>")
+        site, op = config.inplace_sites.get(id(box), ("<unknown>", "in-place"))
+        where = f" (debug: {node.label} was called at {made}; the in-place {op} at {site})"
     return RuntimeError(
         f"polygrad: one of the arrays needed for backward was modified by an in-place operation: "
         f"{node.label} saved its {what} (shape {tuple(shape)}) at version {saved}, "
         f"but it is now at version {current}. Compute on a copy, or do the in-place "
-        f"operation after backward."
+        f"operation after backward.{where}"
     )
 
 

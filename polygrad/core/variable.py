@@ -422,6 +422,10 @@ class Variable:
         except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind
             self._data = new
         self._vbox[0] += 1
+        if config.debug.get():
+            from polygrad.function_hooks.debug import user_site
+
+            config.inplace_sites[id(self._vbox)] = (user_site(), opname)
         if node is not None:
             outs = list(node.outputs)
             outs[result._index] = weakref.ref(self)

@@ -154,7 +154,7 @@ class Primitive(Node):
                 if vbox[0] != version:
                     what = "output" if i == n_in else f"input {i}"
                     shape = saved[i].shape
-                    raise version_error(self, what, shape, version, vbox[0])
+                    raise version_error(self, what, shape, version, vbox[0], vbox)
         args = saved[:n_in]
         ans = saved[n_in]
         if op.metas:

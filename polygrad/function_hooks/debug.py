@@ -1,0 +1,89 @@
+"""Debug mode: every forward and backward output is checked for NaN and Inf.
+
+``pg.set_debug(True)`` (or ``with pg.debug_mode():``) registers a hook that
+remembers where each function was called in user code and raises
+``FloatingPointError`` naming the function and that place when an output is
+not finite. Backward results are checked by the engine while debug is on. An
+in-place version error then also says where the saving function and the
+in-place operation were called. Checks read values, so they force lazy
+arrays: use debug mode on small eager runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from typing import Any, Iterator
+
+from polygrad.core import config
+from polygrad.core import hooks as _hooks
+from polygrad.core.hooks import FunctionHook
+from polygrad.core.namespace import backend_of_type
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_site() -> str:
+    """``file:line in function`` of the innermost frame outside polygrad."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if not os.path.abspath(frame.filename).startswith(_PACKAGE):
+            return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return "<unknown>"
+
+
+def check_finite(values: Any, what: str, function: Any) -> None:
+    """Raise FloatingPointError if any array in ``values`` has NaN or Inf."""
+    for k, a in enumerate(values):
+        if a is None or not hasattr(a, "dtype"):
+            continue
+        a = getattr(a, "_data", a)
+        xp = backend_of_type(type(a)).xp
+        if not xp.isdtype(a.dtype, ("real floating", "complex floating")):
+            continue
+        if not bool(xp.all(xp.isfinite(a))):
+            site = getattr(function, "__dict__", {}).get("created_at", "<unknown>")
+            raise FloatingPointError(
+                f"polygrad debug: {what} {k} of {function.label} contains NaN or Inf; {function.label} was called "
+                f"at {site}"
+            )
+
+
+class DebugHook(FunctionHook):
+    """Records call sites and checks forward outputs (see the module docstring)."""
+
+    name = "polygrad-debug"
+
+    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
+        function.__dict__["created_at"] = user_site()
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        outs = [r() for r in getattr(function, "outputs", ())]
+        check_finite([o for o in outs if o is not None], "output", function)
+
+
+_HOOK = DebugHook()
+
+
+def set_debug(on: bool) -> None:
+    """Turn debug mode on or off for the current thread (and tasks it starts)."""
+    config.debug.set(bool(on))
+    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
+    _hooks._active.set(active + (_HOOK,) if on else active)
+
+
+def is_debug() -> bool:
+    return config.debug.get()
+
+
+@contextlib.contextmanager
+def debug_mode(on: bool = True) -> Iterator[None]:
+    """Debug mode inside a ``with`` block."""
+    token_d = config.debug.set(bool(on))
+    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
+    token_h = _hooks._active.set(active + (_HOOK,) if on else active)
+    try:
+        yield
+    finally:
+        _hooks._active.reset(token_h)
+        config.debug.reset(token_d)

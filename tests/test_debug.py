@@ -1,0 +1,61 @@
+"""Debug mode: NaN/Inf checks naming the function and where it was called."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
+
+def test_debug_forward_nan_names_function_and_user_line():
+    """A NaN produced in forward raises FloatingPointError naming the op and this file."""
+    x = pg.Variable(np.array([-1.0, 4.0]))
+    with pg.debug_mode():
+        with pytest.raises(FloatingPointError, match=r"sqrt.*test_debug\.py:\d+"):
+            pg.sqrt(x)
+
+
+def test_debug_backward_inf_names_function():
+    """An Inf produced in backward raises naming the function whose backward made it."""
+    x = pg.Variable(np.array([0.0, 4.0]))
+    with pg.debug_mode():
+        y = pg.sum(pg.sqrt(x))  # finite forward, infinite derivative at 0
+        with pytest.raises(FloatingPointError, match=r"backward result.*sqrt"):
+            y.backward()
+
+
+def test_no_check_outside_debug_mode():
+    """Without debug mode a NaN passes silently, as in numpy."""
+    x = pg.Variable(np.array([-1.0]))
+    with np.errstate(invalid="ignore"):
+        y = pg.sqrt(x)
+    assert np.isnan(y.data[0])
+
+
+def test_set_debug_turns_on_and_off():
+    """pg.set_debug(True) turns checking on in this thread until set_debug(False)."""
+    x = pg.Variable(np.array([-1.0]))
+    pg.set_debug(True)
+    try:
+        assert pg.is_debug()
+        with pytest.raises(FloatingPointError):
+            pg.log(x)
+    finally:
+        pg.set_debug(False)
+    assert not pg.is_debug()
+    with np.errstate(invalid="ignore"):
+        pg.log(x)
+
+
+def test_debug_version_error_shows_both_sites():
+    """In debug mode a version error says where the saving op and the in-place op were called."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    with pg.debug_mode():
+        x = w * 1.0
+        y = pg.sin(x)
+        x += 1.0
+        with pytest.raises(RuntimeError, match=r"sin was called at .*test_debug\.py:\d+.*in-place \+= at .*test_debug\.py:\d+"):
+            pg.sum(y).backward()
