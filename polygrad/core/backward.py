@@ -128,8 +128,8 @@ def backward(
                 in_data = node._hook_in_data()
                 for h in fhooks:
                     h.backward_preprocess(node, in_data, gys)
-            # A node cut off by unchain() has nowhere to send gradients.
-            gxs = node._backward(gys, create_graph) if any(e is not None for e in node.edges) else ()
+            # A node cut off by unchain() has no edges: nowhere to send gradients.
+            gxs = node._backward(gys, create_graph) if node.edges else ()
             if fhooks:
                 for h in fhooks:
                     h.backward_postprocess(node, in_data, gys)

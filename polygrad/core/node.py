@@ -87,7 +87,7 @@ class Node:
 
         Backprop then stops at this node; its outputs keep it as creator.
         """
-        self.edges = tuple(None for _ in self.edges)
+        self.edges = ()
         self._release()
 
     def _input_variable(self, i: int, data: Any) -> Any:

@@ -230,23 +230,31 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                 if a._volatile:
                     volatile = True
                 edges.append(None)
-            if i in keep:
+            if keep and i in keep:
                 saved.append(d)
                 box = a._vbox
                 checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
             else:
                 saved.append(None)
-        else:
-            d = a
-            edges.append(None)
-            saved.append(d if i in keep or type(d) in _SCALARS else None)
-        t = type(d)
-        if t not in _SCALARS:
+            t = type(d)
             b = _type_cache.get(t) or backend_of_type(t)
             if backend is None:
                 backend = b
             elif b is not backend:
                 raise _mixed_error(op, args, backend, b)
+        else:
+            d = a
+            edges.append(None)
+            t = type(d)
+            if t in _SCALARS:
+                saved.append(d)
+            else:
+                saved.append(d if i in keep else None)
+                b = _type_cache.get(t) or backend_of_type(t)
+                if backend is None:
+                    backend = b
+                elif b is not backend:
+                    raise _mixed_error(op, args, backend, b)
         datas.append(d)
         i += 1
     if backend is None:
