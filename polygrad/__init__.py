@@ -30,6 +30,8 @@ from polygrad import distributions, functions, function_hooks, links
 from polygrad.core.backward import backward_all as backward
 from polygrad.links import Chain, Link
 from polygrad.function_hooks.debug import debug_mode, is_debug, set_debug
+from polygrad import computational_graph, optimizer_hooks, optimizers, serializers
+from polygrad.computational_graph import build_computational_graph
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
 from polygrad import namespace as _namespace_module
@@ -53,7 +55,8 @@ def __getattr__(name: str):
 __version__ = "0.1.0"
 
 __all__ = [
-    "Variable", "backward", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
+    "Variable", "backward", "build_computational_graph", "computational_graph", "optimizers", "optimizer_hooks",
+    "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",

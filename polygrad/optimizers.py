@@ -1,0 +1,340 @@
+"""Optimizers: update a Link's parameters from their gradients (Chainer's API).
+
+>>> import polygrad as pg
+>>> import polygrad.links as L
+>>> from polygrad import optimizers
+>>> model = L.Linear(3, 2)
+>>> opt = optimizers.Adam(alpha=1e-3)
+>>> opt = opt.setup(model)
+>>> x = pg.asarray([[1.0, 2.0, 3.0]], dtype="float32")
+>>> loss = opt.update(lambda x: pg.sum(model(x) ** 2), x)   # cleargrads, loss, backward, update
+>>> opt.t
+1
+
+``update()`` with no argument uses the gradients the parameters already hold.
+Each update runs the ``pre`` hooks (:mod:`polygrad.optimizer_hooks`:
+``WeightDecay``, ``GradientClipping``), then every parameter's update rule,
+then the ``post`` hooks.
+
+The update math is written once with the Array API namespace of each
+parameter's backend, on its raw arrays: per-parameter state (momentum, Adam's
+moments) lives in arrays of that backend and follows the parameter if it moves
+to another backend. Parameters are updated in place where the backend allows
+it (their version counter is bumped, so a retained graph that saved them
+refuses to backward with stale values); otherwise ``param.data`` is rebound.
+On lazy backends the new parameters and state are persisted once per update,
+so the lazy graph does not grow from step to step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
+
+from polygrad.core.namespace import backend_of_type
+from polygrad.core.variable import Variable
+
+__all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam"]
+
+
+class Optimizer:
+    """Base class of optimizers: holds the target link, the update count ``t``,
+    the ``epoch`` and the hooks."""
+
+    target: Any = None
+    t: int = 0
+    epoch: int = 0
+
+    def setup(self, link: Any) -> "Optimizer":
+        """Set ``link`` (a :class:`polygrad.Link`) as the target; returns self."""
+        if not callable(getattr(link, "namedparams", None)):
+            raise TypeError(f"polygrad: an optimizer's target must be a Link (with namedparams()), got {type(link).__name__}")
+        self.target = link
+        self.t = 0
+        self.epoch = 0
+        self._hooks: "OrderedDict[str, tuple[Callable, str]]" = OrderedDict()
+        return self
+
+    def _check_setup(self, what: str) -> None:
+        if self.target is None:
+            raise RuntimeError(f"polygrad: call {type(self).__name__}.setup(link) before {what}")
+
+    def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
+        """Update the parameters once.
+
+        With ``lossfun``: clear the gradients, compute ``loss = lossfun(*args,
+        **kwds)``, run ``loss.backward()``, then update; returns the loss.
+        Without: update from the gradients the parameters hold; returns None.
+        """
+        raise NotImplementedError
+
+    def new_epoch(self) -> None:
+        """Count the end of an epoch."""
+        self.epoch += 1
+
+    # -- hooks -------------------------------------------------------------------
+    def add_hook(self, hook: Callable, name: str | None = None, timing: str = "auto") -> None:
+        """Register ``hook(optimizer)``, called at each update.
+
+        :param name: defaults to ``hook.name`` (or the function's name); unique per optimizer.
+        :param timing: ``"pre"`` (before the update rules), ``"post"`` (after), or
+            ``"auto"``: the hook's ``timing`` attribute, else ``"pre"``.
+        """
+        self._check_setup("add_hook")
+        if not callable(hook):
+            raise TypeError(f"polygrad: an optimizer hook must be callable, got {type(hook).__name__}")
+        if timing == "auto":
+            timing = getattr(hook, "timing", "pre")
+        if timing not in ("pre", "post"):
+            raise ValueError(f"polygrad: optimizer hook timing must be 'pre', 'post' or 'auto', got {timing!r}")
+        if name is None:
+            name = getattr(hook, "name", None) or getattr(hook, "__name__", None) or type(hook).__name__
+        if name in self._hooks:
+            raise KeyError(f"polygrad: the optimizer already has a hook named {name!r}")
+        self._hooks[name] = (hook, timing)
+
+    def remove_hook(self, name: str) -> None:
+        """Unregister the hook registered under ``name``."""
+        self._check_setup("remove_hook")
+        if name not in self._hooks:
+            raise KeyError(f"polygrad: the optimizer has no hook named {name!r}")
+        del self._hooks[name]
+
+    def call_hooks(self, timing: str = "pre") -> None:
+        """Call the hooks registered for ``timing``, in registration order."""
+        for hook, t in list(self._hooks.values()):
+            if t == timing:
+                hook(self)
+
+    # -- serialization -------------------------------------------------------------
+    def serialize(self, serializer: Any) -> None:
+        """Save or load ``t`` and ``epoch`` (see :mod:`polygrad.serializers`)."""
+        t = serializer("t", self.t)
+        epoch = serializer("epoch", self.epoch)
+        self.t, self.epoch = t, epoch
+
+
+class GradientMethod(Optimizer):
+    """An optimizer that updates each parameter from its gradient by a rule.
+
+    Subclasses set ``state_names`` and implement :meth:`update_one`.
+    State is per parameter, keyed by its path in the link (``"/l1/W"``): a
+    dict with the rule's count ``"t"`` and one array per name in
+    ``state_names``, each ``zeros_like(param.data)`` on the parameter's backend.
+    """
+
+    state_names: tuple[str, ...] = ()
+
+    def setup(self, link: Any) -> "GradientMethod":
+        super().setup(link)
+        self._states: dict[str, dict[str, Any]] = {}
+        return self
+
+    def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
+        self._check_setup("update")
+        loss = None
+        if lossfun is not None:
+            self.target.cleargrads()
+            loss = lossfun(*args, **kwds)
+            loss.backward()
+        self.reallocate_cleared_grads()
+        self.call_hooks("pre")
+        self.t += 1
+        lazy: dict[Any, list] = {}
+        for name, param in self._params():
+            state = self._state(name, param)
+            state["t"] += 1
+            self.update_one(param, state)
+            if state["backend"].lazy:
+                lazy.setdefault(state["backend"], []).append((param, state))
+        if lazy:
+            self._persist(lazy)
+        self.call_hooks("post")
+        return loss
+
+    def reallocate_cleared_grads(self) -> None:
+        """Give a zero gradient to each initialized parameter whose gradient is None."""
+        for _, param in self._params():
+            if param.grad is None:
+                param.grad = param.xp.zeros_like(param.data)
+
+    def _params(self) -> Iterator[tuple[str, Variable]]:
+        """``(path, param)`` of the initialized parameters, each once."""
+        seen = set()
+        for name, param in self.target.namedparams(include_uninit=False):
+            if id(param) not in seen:
+                seen.add(id(param))
+                yield name, param
+
+    def _state(self, name: str, param: Variable) -> dict:
+        """The state of ``param``, created (or moved to the parameter's backend) on demand."""
+        backend = backend_of_type(type(param.data))
+        state = self._states.get(name)
+        if state is None:
+            state = self._states[name] = self.init_state(param, backend)
+        elif state["backend"] is not backend:
+            from polygrad.backends import to_backend
+
+            for k in self.state_names:
+                state[k] = to_backend(state[k], backend.name)
+            state["backend"] = backend
+        return state
+
+    def init_state(self, param: Variable, backend: Any) -> dict:
+        xp = backend.xp
+        state: dict[str, Any] = {"t": 0, "backend": backend}
+        for k in self.state_names:
+            state[k] = xp.zeros_like(param.data)
+        return state
+
+    def update_one(self, param: Variable, state: dict) -> None:
+        """Update ``param.data`` from ``param.grad`` (and ``state``)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _persist(lazy: dict) -> None:
+        for backend, items in lazy.items():
+            arrays = []
+            for param, state in items:
+                arrays.append(param.data)
+                arrays.extend(state[k] for k in state if k not in ("t", "backend"))
+            done = iter(backend.persist(tuple(arrays)))
+            for param, state in items:
+                param.data = next(done)
+                for k in state:
+                    if k not in ("t", "backend"):
+                        state[k] = next(done)
+
+    def serialize(self, serializer: Any) -> None:
+        """Save or load ``t``, ``epoch`` and each parameter's state under its path
+        (``l1/W/t``, ``l1/W/m``, ...). A parameter never updated has no state.
+
+        Loading reads and checks everything before it changes anything, and puts
+        each state array on its parameter's backend.
+        """
+        self._check_setup("serialize")
+        loading = getattr(serializer, "loading", False)
+        t = serializer("t", self.t)
+        epoch = serializer("epoch", self.epoch)
+        new_states: dict[str, dict | None] = {}
+        seen = set()
+        for name, param in self.target.namedparams(include_uninit=True):
+            if id(param) in seen:
+                continue
+            seen.add(id(param))
+            sub = serializer[name]
+            state = self._states.get(name)
+            param_t = sub("t", 0 if state is None else state["t"])
+            if not loading:
+                if state is not None:
+                    for k in self.state_names:
+                        sub(k, state[k])
+                continue
+            if param_t == 0:
+                new_states[name] = None
+                continue
+            if param.data is None:
+                raise ValueError(
+                    f"polygrad: cannot load the optimizer state of parameter {name!r}: the parameter is not "
+                    f"initialized yet; load the link (or run it once) first"
+                )
+            backend = backend_of_type(type(param.data))
+            template = state if state is not None and state["backend"] is backend else self.init_state(param, backend)
+            new = {"t": int(param_t), "backend": backend}
+            for k in self.state_names:
+                new[k] = sub(k, template[k])
+            new_states[name] = new
+        if loading:
+            self.t, self.epoch = int(t), int(epoch)
+            for name, state in new_states.items():
+                if state is None:
+                    self._states.pop(name, None)
+                else:
+                    self._states[name] = state
+
+
+# ---------------------------------------------------------------------------
+# In-place updates where the backend allows
+# ---------------------------------------------------------------------------
+
+
+def _sub_from(param: Variable, delta: Any) -> None:
+    """``param.data -= delta``: in place (bumping the version) where the backend
+    writes in place, else by rebinding ``param.data``."""
+    old = param._data
+    new = NotImplemented
+    if backend_of_type(type(old)).inplace:
+        try:
+            new = old.__isub__(delta)
+        except (TypeError, ValueError, AttributeError):  # read-only, or a dtype the standard will not write
+            new = NotImplemented
+    if new is NotImplemented or new is None:
+        param._data = old - delta
+    elif new is old:
+        param._vbox[0] += 1
+    else:
+        param._data = new
+
+
+class SGD(GradientMethod):
+    """Vanilla stochastic gradient descent: ``param -= lr * grad``."""
+
+    def __init__(self, lr: float = 0.01) -> None:
+        self.lr = lr
+
+    def update_one(self, param: Variable, state: dict) -> None:
+        _sub_from(param, self.lr * param.grad)
+
+
+class MomentumSGD(GradientMethod):
+    """SGD with momentum (Chainer's rule): ``v = momentum * v - lr * grad; param += v``."""
+
+    state_names = ("v",)
+
+    def __init__(self, lr: float = 0.01, momentum: float = 0.9) -> None:
+        self.lr = lr
+        self.momentum = momentum
+
+    def update_one(self, param: Variable, state: dict) -> None:
+        v = self.momentum * state["v"] - self.lr * param.grad
+        state["v"] = v
+        _sub_from(param, -v)
+
+
+class Adam(GradientMethod):
+    """Adam (Kingma and Ba), with Chainer's formula. At the rule's ``t``-th update::
+
+        m += (1 - beta1) * (grad - m)
+        v += (1 - beta2) * (grad * grad - v)
+        param -= lr * m / (sqrt(v) + eps),   lr = alpha * sqrt(1 - beta2**t) / (1 - beta1**t)
+    """
+
+    state_names = ("m", "v")
+
+    def __init__(self, alpha: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+        if not 0.0 <= beta1 < 1.0 or not 0.0 <= beta2 < 1.0:
+            raise ValueError(f"polygrad: Adam needs 0 <= beta1, beta2 < 1, got beta1={beta1}, beta2={beta2}")
+        self.alpha = alpha
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.eps = eps
+
+    def lr_at(self, t: int) -> float:
+        """The bias-corrected step size at a rule's ``t``-th update."""
+        return self.alpha * math.sqrt(1.0 - self.beta2**t) / (1.0 - self.beta1**t)
+
+    @property
+    def lr(self) -> float:
+        """The step size of the latest update (Chainer's ``Adam.lr``)."""
+        if self.t == 0:
+            raise ValueError("polygrad: Adam's learning rate is defined once updates have started (t >= 1)")
+        return self.lr_at(self.t)
+
+    def update_one(self, param: Variable, state: dict) -> None:
+        xp = state["backend"].xp
+        g = param.grad
+        m = state["m"] + (1.0 - self.beta1) * (g - state["m"])
+        v = state["v"] + (1.0 - self.beta2) * (g * g - state["v"])
+        state["m"], state["v"] = m, v
+        _sub_from(param, self.lr_at(state["t"]) * m / (xp.sqrt(v) + self.eps))

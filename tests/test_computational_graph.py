@@ -1,0 +1,162 @@
+"""build_computational_graph: nodes, edges, labels, DOT text and rendering."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad.computational_graph import ComputationalGraph, VariablePlaceholder, build_computational_graph
+
+from conftest import arr
+
+
+def affine(xp):
+    """y = w * x + b with x a constant (2, 3) array and w, b named parameters of shape (3,)."""
+    x = arr(xp, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    w = pg.Variable(arr(xp, [1.0, 2.0, 3.0]), name="w")
+    b = pg.Variable(arr(xp, [0.5, 0.5, 0.5]), name="b")
+    h = w * x
+    y = h + b
+    y.name = "y"
+    return x, w, b, h, y
+
+
+AFFINE_DOT = """digraph graphname {
+  rankdir=TB;
+  0 [label="y: (2, 3), float64",shape="ellipse"];
+  1 [label="add",shape="box"];
+  2 [label="h: (2, 3), float64",shape="ellipse"];
+  3 [label="multiply",shape="box"];
+  4 [label="b: (3), float64",shape="ellipse"];
+  5 [label="w: (3), float64",shape="ellipse"];
+  6 [label="(2, 3), float64",shape="ellipse"];
+  1 -> 0;
+  3 -> 2;
+  2 -> 1;
+  4 -> 1;
+  5 -> 3;
+  6 -> 3;
+}"""
+
+
+def test_dot_of_affine(xp):
+    """The DOT text of y = w*x + b: exact nodes (names, shapes, dtypes) and data-flow edges."""
+    x, w, b, h, y = affine(xp)
+    h.name = "h"
+    assert build_computational_graph([y]).dump() == AFFINE_DOT
+
+
+def test_nodes_and_edges_are_the_objects(xp):
+    """g.nodes holds the Variables and function nodes; g.edges runs from inputs to outputs."""
+    x, w, b, h, y = affine(xp)
+    g = build_computational_graph(y)
+    add, mul = y.creator, h.creator
+    assert g.nodes == [y, add, h, mul, b, w, g.nodes[6]]
+    assert isinstance(g.nodes[6], VariablePlaceholder)
+    assert g.edges == [(add, y), (mul, h), (h, add), (b, add), (w, mul), (g.nodes[6], mul)]
+
+
+def test_a_dropped_intermediate_keeps_its_shape(xp):
+    """A Variable the user dropped is a placeholder labelled with the shape and dtype the graph saved."""
+    x, w, b, h, y = affine(xp)
+    del h
+    g = build_computational_graph([y])
+    assert isinstance(g.nodes[2], VariablePlaceholder)
+    assert '2 [label="(2, 3), float64",shape="ellipse"];' in g.dump()
+
+
+def test_unknown_metadata_is_labelled_unknown(xp):
+    """After backward frees what exp saved, its dropped output is labelled 'unknown'."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]), name="x")
+    z = pg.sum(pg.exp(x) * pg.exp(x))
+    z.backward()
+    labels = [ComputationalGraph([], [])._label(n) for n in build_computational_graph(z).nodes]
+    assert labels.count("unknown") == 2
+    assert labels[-1] == "x: (2), float64"
+
+
+def test_a_variable_used_twice_is_one_node_with_one_edge(xp):
+    """x * x draws x once, with one edge into multiply."""
+    x = pg.Variable(arr(xp, [1.0]), name="x")
+    g = build_computational_graph(x * x)
+    assert len(g.nodes) == 3 and len(g.edges) == 2
+
+
+def test_remove_variable_connects_functions(xp):
+    """remove_variable=True keeps the functions only: multiply -> add."""
+    x, w, b, h, y = affine(xp)
+    g = build_computational_graph([y], remove_variable=True)
+    assert g.edges == [(h.creator, y.creator)]
+    assert "ellipse" not in g.dump()
+
+
+def test_user_function_shows_its_inputs(xp):
+    """A user Function is a box labelled with its class name; its constant input is drawn."""
+
+    class Scale(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * inputs[1],
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * inputs[1], None
+
+    a = pg.Variable(arr(xp, [1.0, 2.0]), name="a")
+    c = pg.Variable(arr(xp, [3.0, 4.0]), name="c", requires_grad=False)
+    y = Scale()(a, c)
+    dot = build_computational_graph(y).dump()
+    assert 'label="Scale",shape="box"' in dot
+    assert 'label="c: (2), float64"' in dot and 'label="a: (2), float64"' in dot
+
+
+def test_styles_rankdir_and_names(xp):
+    """Style dicts add DOT attributes over the defaults; rankdir and show_name are honoured."""
+    x, w, b, h, y = affine(xp)
+    dot = build_computational_graph(
+        y, variable_style={"fillcolor": "grey"}, function_style={"shape": "record"}, rankdir="LR", show_name=False
+    ).dump()
+    assert "rankdir=LR;" in dot
+    assert '0 [label="(2, 3), float64",shape="ellipse",fillcolor="grey"];' in dot
+    assert '1 [label="add",shape="record"];' in dot
+
+
+def test_bad_arguments():
+    """Non-Variable outputs, unknown rankdir and dump formats are errors."""
+    with pytest.raises(TypeError, match="Variables"):
+        build_computational_graph([np.zeros(1)])
+    with pytest.raises(ValueError, match="rankdir"):
+        build_computational_graph([], rankdir="XY")
+    with pytest.raises(NotImplementedError, match="dot"):
+        build_computational_graph([]).dump("svg")
+
+
+def test_render_without_graphviz_says_how_to_install(monkeypatch, tmp_path, xp):
+    """render raises a RuntimeError naming Graphviz and apt-get when `dot` is not on PATH."""
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    g = build_computational_graph(affine(xp)[-1])
+    with pytest.raises(RuntimeError, match=r"Graphviz.*apt-get install graphviz"):
+        g.render(tmp_path / "g.svg")
+
+
+def test_render_runs_dot(monkeypatch, tmp_path, xp):
+    """render pipes the DOT text to `dot -T<format> -o <path>` (a stand-in dot records it)."""
+    fake = tmp_path / "dot"
+    fake.write_text('#!/bin/sh\necho "$1" > "$3.format"\ncat > "$3"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(shutil, "which", lambda name: str(fake) if name == "dot" else None)
+    g = build_computational_graph(affine(xp)[-1])
+    out = g.render(tmp_path / "g.png", format="png")
+    assert out == tmp_path / "g.png"
+    assert (tmp_path / "g.png").read_text() == g.dump()
+    assert (tmp_path / "g.png.format").read_text().strip() == "-Tpng"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_render_svg_with_real_graphviz(tmp_path, xp):
+    """With Graphviz installed, render writes an SVG."""
+    build_computational_graph(affine(xp)[-1]).render(tmp_path / "g.svg")
+    assert "<svg" in (tmp_path / "g.svg").read_text()

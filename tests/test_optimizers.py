@@ -1,0 +1,310 @@
+"""Optimizers (SGD, MomentumSGD, Adam) and optimizer hooks (WeightDecay, GradientClipping)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+import polygrad.links as L
+from polygrad import optimizer_hooks, optimizers
+
+from conftest import arr
+
+
+def to_np(a):
+    if isinstance(a, pg.Variable):
+        a = a.data
+    return np.array(np.from_dlpack(a), copy=True)
+
+
+@pytest.fixture(autouse=True)
+def _unseed():
+    yield
+    pg.seed(None)
+
+
+def one_param(xp, values=(1.0, -2.0, 3.0)):
+    """A Link holding one parameter ``w``."""
+    return pg.Link(w=pg.Variable(arr(xp, list(values))))
+
+
+def step(opt, link, grad, xp):
+    """Set w's gradient by hand and update once."""
+    link.w.grad = arr(xp, grad)
+    opt.update()
+
+
+G1, G2 = [0.5, -1.0, 2.0], [1.5, 0.25, -0.5]
+W0 = np.array([1.0, -2.0, 3.0])
+
+
+# ---------------------------------------------------------------------------
+# Update rules
+# ---------------------------------------------------------------------------
+
+
+def test_sgd_one_and_two_steps(xp):
+    """SGD: w -= lr * grad, step after step."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    step(opt, link, G1, xp)
+    w1 = W0 - 0.1 * np.array(G1)
+    np.testing.assert_allclose(to_np(link.w), w1)
+    step(opt, link, G2, xp)
+    np.testing.assert_allclose(to_np(link.w), w1 - 0.1 * np.array(G2))
+
+
+def test_momentum_sgd_one_and_two_steps(xp):
+    """MomentumSGD: v = momentum * v - lr * grad; w += v."""
+    link = one_param(xp)
+    opt = optimizers.MomentumSGD(lr=0.1, momentum=0.9).setup(link)
+    step(opt, link, G1, xp)
+    v1 = -0.1 * np.array(G1)
+    np.testing.assert_allclose(to_np(link.w), W0 + v1)
+    step(opt, link, G2, xp)
+    v2 = 0.9 * v1 - 0.1 * np.array(G2)
+    np.testing.assert_allclose(to_np(link.w), W0 + v1 + v2)
+
+
+def test_adam_matches_the_formula_for_two_steps(xp):
+    """Adam's two steps equal Chainer's formula computed by hand."""
+    alpha, b1, b2, eps = 0.01, 0.8, 0.95, 1e-3
+    link = one_param(xp)
+    opt = optimizers.Adam(alpha=alpha, beta1=b1, beta2=b2, eps=eps).setup(link)
+    w, m, v = W0.copy(), np.zeros(3), np.zeros(3)
+    for t, g in enumerate([np.array(G1), np.array(G2)], start=1):
+        step(opt, link, g.tolist(), xp)
+        m = m + (1 - b1) * (g - m)
+        v = v + (1 - b2) * (g * g - v)
+        w = w - alpha * math.sqrt(1 - b2**t) / (1 - b1**t) * m / (np.sqrt(v) + eps)
+        np.testing.assert_allclose(to_np(link.w), w, rtol=1e-12)
+    assert opt.lr == pytest.approx(alpha * math.sqrt(1 - b2**2) / (1 - b1**2))
+
+
+def test_adam_first_step_moves_each_weight_by_alpha(xp):
+    """Adam's first step is alpha * sign(grad) (bias correction at work)."""
+    link = one_param(xp)
+    opt = optimizers.Adam(alpha=0.01).setup(link)
+    step(opt, link, [0.01, -50.0, 3.0], xp)
+    np.testing.assert_allclose(to_np(link.w) - W0, [-0.01, 0.01, -0.01], rtol=1e-4)
+
+
+def test_t_counts_updates(xp):
+    """optimizer.t counts the updates; new_epoch counts epochs."""
+    link = one_param(xp)
+    opt = optimizers.SGD().setup(link)
+    for _ in range(3):
+        step(opt, link, G1, xp)
+    opt.new_epoch()
+    assert (opt.t, opt.epoch) == (3, 1)
+
+
+def test_parameter_without_grad_gets_zero_grad(xp):
+    """update() gives a zero gradient to a parameter backward did not reach (Chainer)."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    opt.update()
+    np.testing.assert_array_equal(to_np(link.w.grad), np.zeros(3))
+    np.testing.assert_array_equal(to_np(link.w), W0)
+
+
+def test_state_lives_on_the_parameters_backend(xp):
+    """Adam's moments are arrays of the parameter's backend, with its dtype."""
+    link = pg.Link(w=pg.Variable(arr(xp, [1.0, 2.0], dtype="float32")))
+    opt = optimizers.Adam().setup(link)
+    link.w.grad = arr(xp, [1.0, 1.0], dtype="float32")
+    opt.update()
+    state = opt._states["/w"]
+    for k in ("m", "v"):
+        assert type(state[k]) is type(link.w.data)
+        assert state[k].dtype == xp.float32
+    assert link.w.dtype == xp.float32
+
+
+def test_state_follows_a_parameter_moved_to_another_backend():
+    """After link.to_backend(...), the next update moves the state along with the parameter."""
+    with pg.using_backend("numpy") as b:
+        link = one_param(b.xp)
+        opt = optimizers.MomentumSGD(lr=0.1, momentum=0.9).setup(link)
+        step(opt, link, G1, b.xp)
+    link.to_backend("array_api_strict")
+    with pg.using_backend("array_api_strict") as b:
+        step(opt, link, G2, b.xp)
+        assert type(opt._states["/w"]["v"]) is type(link.w.data)
+    v1 = -0.1 * np.array(G1)
+    np.testing.assert_allclose(to_np(link.w), W0 + v1 + 0.9 * v1 - 0.1 * np.array(G2))
+
+
+def test_update_is_in_place_and_bumps_the_version():
+    """On numpy the parameter's array is updated in place and its version goes up."""
+    with pg.using_backend("numpy") as b:
+        link = one_param(b.xp)
+        before, version = link.w.data, link.w.version
+        step(optimizers.SGD(0.1).setup(link), link, G1, b.xp)
+        assert link.w.data is before
+        assert link.w.version == version + 1
+
+
+def test_backward_through_a_retained_graph_after_an_update_raises(xp):
+    """A graph that saved a parameter refuses to backward after the optimizer changed it."""
+    link = one_param(xp)
+    opt = optimizers.SGD(0.1).setup(link)
+    y = pg.sum(link.w * link.w)
+    y.backward(retain_graph=True)
+    opt.update()
+    if link.w.version == 0:
+        pytest.skip("the backend rebinds instead of writing in place")
+    with pytest.raises(RuntimeError, match="in-place"):
+        y.backward()
+
+
+def test_a_shared_parameter_is_updated_once(xp):
+    """A Variable registered under two paths is updated once per update."""
+    w = pg.Variable(arr(xp, [1.0]))
+    chain = pg.Chain(a=pg.Link(w=w), b=pg.Link(w=w))
+    opt = optimizers.SGD(lr=0.5).setup(chain)
+    w.grad = arr(xp, [1.0])
+    opt.update()
+    np.testing.assert_allclose(to_np(w), [0.5])
+
+
+# ---------------------------------------------------------------------------
+# update(loss_fun) and training
+# ---------------------------------------------------------------------------
+
+
+def test_update_with_loss_fun_clears_grads_and_returns_the_loss(xp):
+    """update(f, *args) clears stale grads, runs f and backward, then updates."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    link.w.grad = arr(xp, [100.0, 100.0, 100.0])  # stale: must not be added to
+    loss = opt.update(lambda c: pg.sum(c * link.w * link.w), 0.5)
+    assert float(loss.data) == pytest.approx(0.5 * float(np.sum(W0 * W0)))
+    np.testing.assert_allclose(to_np(link.w), W0 - 0.1 * W0)
+    assert opt.t == 1
+
+
+def test_a_small_model_trains(xp, backend_name):
+    """Adam on a 2-layer MLP makes a regression loss fall by two orders of magnitude."""
+    pg.seed(0)
+    model = pg.Chain(l1=L.Linear(2, 16), l2=L.Linear(16, 1))
+    xs = np.random.default_rng(0).uniform(-1, 1, size=(32, 2))
+    x = arr(xp, xs, dtype="float32")
+    t = arr(xp, (xs[:, :1] * xs[:, 1:]), dtype="float32")
+    opt = optimizers.Adam(alpha=0.02).setup(model)
+
+    def loss_fun(x, t):
+        return F.mean_squared_error(model.l2(F.relu(model.l1(x))), t)
+
+    losses = [float(opt.update(loss_fun, x, t).data) for _ in range(150)]
+    assert losses[-1] < losses[0] / 10, (losses[0], losses[-1])
+    assert type(model.l1.W.data) is type(x)
+
+
+# ---------------------------------------------------------------------------
+# Hooks
+# ---------------------------------------------------------------------------
+
+
+def test_weight_decay_adds_rate_times_weight_to_the_grad(xp):
+    """WeightDecay: the step uses grad + rate * w."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    opt.add_hook(optimizer_hooks.WeightDecay(0.5))
+    step(opt, link, G1, xp)
+    np.testing.assert_allclose(to_np(link.w), W0 - 0.1 * (np.array(G1) + 0.5 * W0))
+
+
+def test_gradient_clipping_rescales_to_the_global_norm(xp):
+    """GradientClipping: grads with global L2 norm 5 and threshold 1 are divided by 5."""
+    link = pg.Link(a=pg.Variable(arr(xp, [0.0, 0.0])), b=pg.Variable(arr(xp, [0.0])))
+    opt = optimizers.SGD(lr=1.0).setup(link)
+    opt.add_hook(optimizer_hooks.GradientClipping(1.0))
+    link.a.grad, link.b.grad = arr(xp, [3.0, 0.0]), arr(xp, [4.0])
+    opt.update()
+    np.testing.assert_allclose(to_np(link.a), [-0.6, 0.0])
+    np.testing.assert_allclose(to_np(link.b), [-0.8])
+
+
+def test_gradient_clipping_leaves_small_grads_alone(xp):
+    """GradientClipping does nothing when the norm is below the threshold."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=1.0).setup(link)
+    opt.add_hook(optimizer_hooks.GradientClipping(100.0))
+    step(opt, link, G1, xp)
+    np.testing.assert_allclose(to_np(link.w), W0 - np.array(G1))
+
+
+def test_hooks_run_in_order_pre_before_post(xp):
+    """Pre hooks see the old weights, post hooks the new ones; duplicates and unknown names raise."""
+    link = one_param(xp)
+    opt = optimizers.SGD(lr=1.0).setup(link)
+    seen = []
+
+    def pre(o):
+        seen.append(("pre", float(to_np(link.w)[0])))
+
+    def post(o):
+        seen.append(("post", float(to_np(link.w)[0])))
+
+    opt.add_hook(post, timing="post")
+    opt.add_hook(pre)
+    step(opt, link, [1.0, 0.0, 0.0], xp)
+    assert seen == [("pre", 1.0), ("post", 0.0)]
+    with pytest.raises(KeyError, match="pre"):
+        opt.add_hook(pre)
+    opt.remove_hook("pre")
+    with pytest.raises(KeyError, match="pre"):
+        opt.remove_hook("pre")
+
+
+def test_using_an_optimizer_before_setup_raises():
+    """update and add_hook before setup name the missing call."""
+    opt = optimizers.SGD()
+    with pytest.raises(RuntimeError, match="setup"):
+        opt.update()
+    with pytest.raises(RuntimeError, match="setup"):
+        opt.add_hook(optimizer_hooks.WeightDecay(0.1))
+
+
+def test_gradient_clipping_rejects_a_non_positive_threshold():
+    """GradientClipping(0) is an error."""
+    with pytest.raises(ValueError, match="threshold"):
+        optimizer_hooks.GradientClipping(0.0)
+
+
+def test_gradient_clipping_across_two_backends():
+    """The global norm spans parameters on numpy and on array_api_strict; each keeps its backend."""
+    with pg.using_backend("numpy") as b:
+        a = pg.Variable(arr(b.xp, [0.0, 0.0]))
+        a.grad = arr(b.xp, [3.0, 0.0])
+    with pg.using_backend("array_api_strict") as b:
+        c = pg.Variable(arr(b.xp, [0.0]))
+        c.grad = arr(b.xp, [4.0])
+    opt = optimizers.SGD(lr=1.0).setup(pg.Link(a=a, c=c))
+    opt.add_hook(optimizer_hooks.GradientClipping(1.0))
+    opt.update()
+    np.testing.assert_allclose(to_np(a), [-0.6, 0.0])
+    np.testing.assert_allclose(to_np(c), [-0.8])
+    assert isinstance(a.data, np.ndarray) and not isinstance(c.data, np.ndarray)
+
+
+def test_lazily_initialized_parameters_are_updated(xp):
+    """Linear(None, n) gets its W during update(loss_fun) and is updated in the same step."""
+    pg.seed(0)
+    layer = L.Linear(None, 2)
+    opt = optimizers.SGD(lr=0.1).setup(layer)
+    x = arr(xp, [[1.0, 2.0, 3.0]], dtype="float32")
+    initial = []
+
+    def loss_fun():
+        y = layer(x)
+        initial.append(to_np(layer.W))
+        return pg.sum(y)
+
+    opt.update(loss_fun)
+    np.testing.assert_allclose(to_np(layer.W), initial[0] - 0.1 * np.array([[1.0, 2.0, 3.0]] * 2), rtol=1e-6)
