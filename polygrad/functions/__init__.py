@@ -9,18 +9,33 @@ from __future__ import annotations
 from polygrad.core.function import Function
 from polygrad.functions.stochastic import bernoulli, categorical, multinomial, normal
 from polygrad.functions.nn import (
-    identity, Identity, linear, log_softmax, mean_squared_error, relu, sigmoid, softmax, softmax_cross_entropy,
+    elu, erf, gelu, huber_loss, identity, Identity, leaky_relu, linear, log_softmax, logsumexp, mean_squared_error,
+    relu, sigmoid, sigmoid_cross_entropy, softmax, softmax_cross_entropy, softplus,
 )
+from polygrad.functions.array import clip, concat, split_axis, stack, where
+from polygrad.functions.connection import convolution_2d, embed_id
+from polygrad.functions.noise import dropout
+from polygrad.functions.normalization import batch_normalization, fixed_batch_normalization, layer_normalization
+from polygrad.functions.pooling import average_pooling_2d, max_pooling_2d
 from polygrad.ops import (
     abs, add, broadcast_to, cos, divide, exp, expand_dims, getitem, log, matmul, matrix_transpose, max, maximum,
     mean, min, multiply, negative, permute_dims, pow, reshape, sin, sqrt, squeeze, subtract, sum, tanh, transpose,
-    where,
 )
 
 __all__ = [
     "Function", "Identity", "identity", "linear", "log_softmax", "mean_squared_error", "relu", "sigmoid",
     "softmax", "softmax_cross_entropy", "bernoulli", "categorical", "multinomial", "normal",
+    # activations
+    "leaky_relu", "elu", "gelu", "erf", "softplus", "tanh", "logsumexp",
+    # losses
+    "sigmoid_cross_entropy", "huber_loss",
+    # noise, connections, normalization, pooling
+    "dropout", "convolution_2d", "embed_id", "batch_normalization", "fixed_batch_normalization",
+    "layer_normalization", "max_pooling_2d", "average_pooling_2d",
+    # arrays (Chainer signatures)
+    "concat", "stack", "split_axis", "where", "clip",
+    # ops
     "abs", "add", "broadcast_to", "cos", "divide", "exp", "expand_dims", "getitem", "log", "matmul",
     "matrix_transpose", "max", "maximum", "mean", "min", "multiply", "negative", "permute_dims", "pow", "reshape",
-    "sin", "sqrt", "squeeze", "subtract", "sum", "tanh", "transpose", "where",
+    "sin", "sqrt", "squeeze", "subtract", "sum", "transpose",
 ]

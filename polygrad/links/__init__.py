@@ -1,4 +1,5 @@
-"""Links: objects that hold parameters (Chainer's Link and Chain), and Linear."""
+"""Links: objects that hold parameters (Chainer's Link and Chain), and the layers
+Linear, Convolution2D, EmbedID, BatchNormalization and LayerNormalization."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from polygrad.backends import get_backend, to_backend
 from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
 
-__all__ = ["Link", "Chain", "Linear"]
+__all__ = ["Link", "Chain", "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization"]
 
 
 class Link:
@@ -187,3 +188,162 @@ class Linear(Link):
             data = x.data if isinstance(x, Variable) else x
             self._initialize_params(math.prod(data.shape[1:]))
         return linear(x, self.W, self.b)
+
+
+def _dtype(xp: Any, dtype: Any) -> Any:
+    return getattr(xp, dtype) if isinstance(dtype, str) else dtype
+
+
+def _as_shape(size: Any) -> tuple[int, ...]:
+    return (size,) if isinstance(size, int) else tuple(size)
+
+
+class Convolution2D(Link):
+    """2-D convolution layer (:func:`polygrad.functions.convolution_2d`) of NCHW images.
+
+    ``W`` has shape (out_channels, in_channels, kh, kw) and is drawn from
+    N(0, 1/fan_in), ``fan_in = in_channels * kh * kw``, with the backend's
+    random numbers; ``b`` starts at zero. ``Convolution2D(None, out, ksize)``
+    or ``Convolution2D(out, ksize)`` infers ``in_channels`` at the first call.
+
+    :param dtype: dtype name or backend dtype (default float32).
+    :param backend: backend name (default: the current backend).
+    """
+
+    def __init__(self, in_channels: int | None, out_channels: int, ksize: Any = None, stride: Any = 1, pad: Any = 0,
+                 nobias: bool = False, initialW: Any = None, initial_bias: Any = None, *, dtype: Any = "float32",
+                 backend: str | None = None) -> None:
+        super().__init__()
+        if ksize is None:
+            in_channels, out_channels, ksize = None, in_channels, out_channels
+        self.out_channels = out_channels
+        self.ksize = (ksize, ksize) if isinstance(ksize, int) else tuple(ksize)
+        self.stride = stride
+        self.pad = pad
+        self._dtype = dtype
+        self._backend_name = backend
+        self._initialW = initialW
+        with self.init_scope():
+            self.W = Variable(None, name="W")
+            self.b = None
+            if not nobias:
+                b = get_backend(backend)
+                dt = _dtype(b.xp, dtype)
+                bias = b.xp.zeros((out_channels,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
+                self.b = Variable(bias, name="b")
+        if in_channels is not None:
+            self._initialize_params(in_channels)
+
+    def _initialize_params(self, in_channels: int) -> None:
+        b = get_backend(self._backend_name) if self.b is None else backend_of_type(type(self.b.data))
+        dt = _dtype(b.xp, self._dtype)
+        shape = (self.out_channels, in_channels) + self.ksize
+        if self._initialW is not None:
+            W = b.xp.asarray(self._initialW, dtype=dt)
+        else:
+            W = b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / (in_channels * self.ksize[0] * self.ksize[1])))
+        self.W.data = W
+
+    def forward(self, x: Any) -> Variable:
+        from polygrad.functions.connection import convolution_2d
+
+        if self.W.data is None:
+            data = x.data if isinstance(x, Variable) else x
+            self._initialize_params(data.shape[1])
+        return convolution_2d(x, self.W, self.b, self.stride, self.pad)
+
+
+class EmbedID(Link):
+    """Embedding table: integer ids to rows of ``W`` (in_size, out_size), drawn
+    from N(0, 1) as in Chainer (:func:`polygrad.functions.embed_id`)."""
+
+    def __init__(self, in_size: int, out_size: int, initialW: Any = None, ignore_label: int | None = None, *,
+                 dtype: Any = "float32", backend: str | None = None) -> None:
+        super().__init__()
+        self.ignore_label = ignore_label
+        b = get_backend(backend)
+        dt = _dtype(b.xp, dtype)
+        W = b.xp.asarray(initialW, dtype=dt) if initialW is not None else b.rng().normal((in_size, out_size), dtype=dt)
+        with self.init_scope():
+            self.W = Variable(W, name="W")
+
+    def forward(self, x: Any) -> Variable:
+        from polygrad.functions.connection import embed_id
+
+        return embed_id(x, self.W, ignore_label=self.ignore_label)
+
+
+class BatchNormalization(Link):
+    """Batch normalization with learned ``gamma`` (ones) and ``beta`` (zeros) of
+    shape ``size``, and running statistics ``avg_mean`` (zeros) and ``avg_var``
+    (ones), which are arrays, not parameters.
+
+    In train mode the batch statistics normalize and update the running ones
+    (``decay`` as in :func:`polygrad.functions.batch_normalization`); in test
+    mode (``pg.test_mode()``) the running statistics are used and left alone.
+    """
+
+    def __init__(self, size: Any, decay: float = 0.9, eps: float = 2e-5, *, dtype: Any = "float32",
+                 backend: str | None = None) -> None:
+        super().__init__()
+        self.decay = decay
+        self.eps = eps
+        b = get_backend(backend)
+        xp = b.xp
+        dt = _dtype(xp, dtype)
+        shape = _as_shape(size)
+        with self.init_scope():
+            self.gamma = Variable(xp.ones(shape, dtype=dt), name="gamma")
+            self.beta = Variable(xp.zeros(shape, dtype=dt), name="beta")
+        self.avg_mean = xp.zeros(shape, dtype=dt)
+        self.avg_var = xp.ones(shape, dtype=dt)
+
+    def forward(self, x: Any) -> Variable:
+        from polygrad.core import config
+        from polygrad.functions import normalization as N
+
+        if not config.train.get():
+            return N.fixed_batch_normalization(x, self.gamma, self.beta, self.avg_mean, self.avg_var, self.eps)
+        y, mu, var, m = N.batch_statistics(x, self.gamma, self.beta, self.eps)
+        self.avg_mean = N.running_average(self.avg_mean, mu, self.decay)
+        self.avg_var = N.running_average(self.avg_var, var * (m / max(m - 1, 1)), self.decay)
+        return y
+
+    def to_backend(self, name: str) -> "BatchNormalization":
+        """Move the parameters and the running statistics to backend ``name``."""
+        super().to_backend(name)
+        self.avg_mean = to_backend(self.avg_mean, name)
+        self.avg_var = to_backend(self.avg_var, name)
+        return self
+
+
+class LayerNormalization(Link):
+    """Layer normalization (:func:`polygrad.functions.layer_normalization`) over
+    the trailing axes of shape ``size`` with ``gamma`` (ones) and ``beta``
+    (zeros); ``size=None`` takes the shape of ``x.shape[1:]`` at the first call.
+    ``eps`` defaults to 1e-6, as in Chainer's link."""
+
+    def __init__(self, size: Any = None, eps: float = 1e-6, *, dtype: Any = "float32", backend: str | None = None) -> None:
+        super().__init__()
+        self.eps = eps
+        self._dtype = dtype
+        self._backend_name = backend
+        with self.init_scope():
+            self.gamma = Variable(None, name="gamma")
+            self.beta = Variable(None, name="beta")
+        if size is not None:
+            self._initialize_params(_as_shape(size))
+
+    def _initialize_params(self, shape: tuple[int, ...]) -> None:
+        xp = get_backend(self._backend_name).xp
+        dt = _dtype(xp, self._dtype)
+        self.gamma.data = xp.ones(shape, dtype=dt)
+        self.beta.data = xp.zeros(shape, dtype=dt)
+
+    def forward(self, x: Any) -> Variable:
+        from polygrad.functions.normalization import layer_normalization
+
+        if self.gamma.data is None:
+            data = x.data if isinstance(x, Variable) else x
+            self._initialize_params(tuple(data.shape[1:]))
+        return layer_normalization(x, self.gamma, self.beta, self.eps)

@@ -1,0 +1,58 @@
+"""Windows of an NCHW image, from standard ops only (for convolution and pooling).
+
+Padding places the image in zeros with ``getitem_grad`` (whose vjp is the
+slice back out); each window offset ``(i, j)`` is one strided slice. The
+gradients come from the rules of those ops: a slice's vjp scatters back, and
+the engine adds the contributions of overlapping windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polygrad.functions.array import static_shape
+from polygrad.ops import getitem, getitem_grad, ones_like, where
+
+
+def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
+    """``k`` or ``(kh, kw)`` as a pair of ints."""
+    if isinstance(v, int):
+        return v, v
+    try:
+        a, b = v
+        return int(a), int(b)
+    except (TypeError, ValueError):
+        raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
+
+
+def outsize(size: int, k: int, s: int, p: int, cover_all: bool = False) -> int:
+    """Output length of a window ``k`` with stride ``s`` over ``size`` padded by ``p``
+    on both sides (``cover_all``: one more window if some elements would be missed)."""
+    if cover_all:
+        return (size + 2 * p - k + s - 1) // s + 1
+    return (size + 2 * p - k) // s + 1
+
+
+def pad2d(x: Any, top: int, left: int, bottom: int, right: int, value: float = 0.0) -> Any:
+    """``x`` (N, C, H, W) padded on its last two axes with ``value``."""
+    if not (top or left or bottom or right):
+        return x
+    n, c, h, w = static_shape(x, "pad")
+    shape = (n, c, h + top + bottom, w + left + right)
+    key = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
+    y = getitem_grad(x, key, shape)
+    if value == 0:
+        return y
+    # The pad region gets `value`: ones placed like x mark the inside (ops only, so
+    # symbolic inputs work too).
+    inside = getitem_grad(ones_like(x), key, shape) > 0
+    return where(inside, y, value)
+
+
+def windows(x: Any, kh: int, kw: int, sy: int, sx: int, oh: int, ow: int) -> list:
+    """The ``kh * kw`` strided slices of a padded ``x``, each (N, C, oh, ow), row-major in ``(i, j)``."""
+    return [
+        getitem(x, (slice(None), slice(None), slice(i, i + sy * (oh - 1) + 1, sy), slice(j, j + sx * (ow - 1) + 1, sx)))
+        for i in range(kh)
+        for j in range(kw)
+    ]

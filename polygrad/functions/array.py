@@ -1,0 +1,122 @@
+"""Array functions with Chainer's signatures: concat, stack, split_axis, where, clip.
+
+All are compositions of ops, so they need no rules. ``concat`` and ``stack``
+use the standard's ``concat`` / ``stack`` ops of :mod:`polygrad.ops` when
+those exist (looked up at call time), and otherwise place each piece with
+``getitem_grad`` (zeros with the piece written at its slice, whose vjp is the
+slice) and add the pieces up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from polygrad import ops
+from polygrad.functions.nn import _data
+from polygrad.ops import expand_dims, getitem, getitem_grad, where as _where
+
+__all__ = ["concat", "stack", "split_axis", "where", "clip"]
+
+
+def static_shape(x: Any, fname: str) -> tuple[int, ...]:
+    """The shape of ``x`` (a Variable or an array), every dimension known."""
+    shape = tuple(_data(x).shape)
+    if any(n is None for n in shape):
+        raise ValueError(f"polygrad.functions.{fname} needs inputs of known shape, got {shape}")
+    return shape
+
+
+def _axis_key(ndim: int, axis: int, index: Any) -> tuple:
+    return (slice(None),) * axis + (index,) + (slice(None),) * (ndim - axis - 1)
+
+
+def _concat_by_placement(xs: Sequence[Any], axis: int) -> Any:
+    """concat without a concat op: each piece written into zeros of the result's shape, then summed."""
+    shapes = [static_shape(x, "concat") for x in xs]
+    ndim = len(shapes[0])
+    axis = axis % ndim
+    total = 0
+    for s in shapes:
+        if len(s) != ndim or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:]:
+            raise ValueError(f"polygrad.functions.concat: shapes {shapes} differ off axis {axis}")
+        total += s[axis]
+    out_shape = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
+    out = None
+    start = 0
+    for x, s in zip(xs, shapes):
+        piece = getitem_grad(x, _axis_key(ndim, axis, slice(start, start + s[axis])), out_shape)
+        out = piece if out is None else out + piece
+        start += s[axis]
+    return out
+
+
+def concat(xs, axis=1):
+    """Join the arrays ``xs`` along an existing ``axis`` (default 1, as in Chainer)."""
+    xs = tuple(xs)
+    if not xs:
+        raise ValueError("polygrad.functions.concat needs at least one array")
+    fn = getattr(ops, "concat", None)
+    if fn is not None:
+        return fn(xs, axis=axis)
+    return _concat_by_placement(xs, axis)
+
+
+def stack(xs, axis=0):
+    """Join the arrays ``xs`` (all of one shape) along a new ``axis``."""
+    xs = tuple(xs)
+    if not xs:
+        raise ValueError("polygrad.functions.stack needs at least one array")
+    fn = getattr(ops, "stack", None)
+    if fn is not None:
+        return fn(xs, axis=axis)
+    axis = axis % (_data(xs[0]).ndim + 1)
+    return _concat_by_placement([expand_dims(x, axis=axis) for x in xs], axis)
+
+
+def split_axis(x, indices_or_sections, axis, force_tuple=True):
+    """Split ``x`` along ``axis``, as ``numpy.split``: an int gives that many equal
+    sections, a sequence of indices gives the split points. Returns a tuple of
+    Variables (or the one Variable if ``force_tuple=False`` and there is one)."""
+    shape = static_shape(x, "split_axis")
+    ndim = len(shape)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"polygrad.functions.split_axis: axis {axis} is out of range for shape {shape}")
+    axis %= ndim
+    size = shape[axis]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0 or size % n:
+            raise ValueError(
+                f"polygrad.functions.split_axis: axis {axis} of length {size} cannot be split into {n} equal sections"
+            )
+        points = [size // n * i for i in range(1, n)]
+    else:
+        points = [int(i) for i in indices_or_sections]
+    bounds = [0] + points + [size]
+    pieces = tuple(getitem(x, _axis_key(ndim, axis, slice(a, b))) for a, b in zip(bounds[:-1], bounds[1:]))
+    if not force_tuple and len(pieces) == 1:
+        return pieces[0]
+    return pieces
+
+
+def where(condition, x, y):
+    """``x`` where ``condition`` is True, else ``y`` (differentiable in ``x`` and ``y``)."""
+    return _where(condition, x, y)
+
+
+def clip(x, x_min, x_max):
+    """``x`` limited to ``[x_min, x_max]`` (either bound may be None).
+
+    The gradient is 1 where ``x_min <= x <= x_max`` (bounds included, as in
+    Chainer) and 0 outside.
+    """
+    if x_min is None and x_max is None:
+        raise ValueError("polygrad.functions.clip: x_min and x_max cannot both be None")
+    if x_min is not None and x_max is not None and x_min > x_max:
+        raise ValueError(f"polygrad.functions.clip: x_min ({x_min}) must not exceed x_max ({x_max})")
+    y = x
+    if x_min is not None:
+        y = _where(x < x_min, x_min, y)
+    if x_max is not None:
+        y = _where(x > x_max, x_max, y)
+    return y

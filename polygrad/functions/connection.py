@@ -1,0 +1,65 @@
+"""Connections with parameters: 2-D convolution (im2col + matmul) and embed_id."""
+
+from __future__ import annotations
+
+from polygrad.core.namespace import backend_of_type
+from polygrad.functions import _im2col
+from polygrad.functions.array import _data, stack, static_shape
+from polygrad.ops import getitem, matmul, reshape, where
+
+__all__ = ["convolution_2d", "embed_id"]
+
+
+def convolution_2d(x, W, b=None, stride=1, pad=0):
+    """2-D convolution (cross-correlation, as in Chainer) of ``x`` (N, C, H, W)
+    with filters ``W`` (out_c, C, kh, kw), plus the bias ``b`` (out_c,).
+
+    im2col from standard ops: the zero-padded image's ``kh * kw`` strided
+    windows are stacked into columns (N, C * kh * kw, oh * ow), and one
+    matmul with ``W`` reshaped to (out_c, C * kh * kw) gives the output
+    (N, out_c, oh, ow), with ``oh = (H + 2 ph - kh) // sy + 1`` (likewise ``ow``).
+    """
+    sy, sx = _im2col.pair(stride, "stride", "convolution_2d")
+    ph, pw = _im2col.pair(pad, "pad", "convolution_2d")
+    xs, ws = static_shape(x, "convolution_2d"), static_shape(W, "convolution_2d")
+    if len(xs) != 4 or len(ws) != 4 or xs[1] != ws[1]:
+        raise ValueError(
+            f"polygrad.functions.convolution_2d: expects x (N, C, H, W) and W (out_c, C, kh, kw), got x {xs} and W {ws}"
+        )
+    n, c, h, w = xs
+    out_c, _, kh, kw = ws
+    oh, ow = _im2col.outsize(h, kh, sy, ph), _im2col.outsize(w, kw, sx, pw)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(
+            f"polygrad.functions.convolution_2d: a {kh}x{kw} filter does not fit an input of {h}x{w} padded by {ph}, {pw}"
+        )
+    xp_ = _im2col.pad2d(x, ph, pw, ph, pw)
+    cols = stack(_im2col.windows(xp_, kh, kw, sy, sx, oh, ow), axis=2)  # (N, C, kh*kw, oh, ow)
+    cols = reshape(cols, (n, c * kh * kw, oh * ow))
+    y = reshape(matmul(reshape(W, (out_c, c * kh * kw)), cols), (n, out_c, oh, ow))
+    return y if b is None else y + reshape(b, (1, out_c, 1, 1))
+
+
+def embed_id(x, W, ignore_label=None):
+    """Rows of ``W`` (V, D) picked by the integer ids ``x`` (any shape): shape ``x.shape + (D,)``.
+
+    The gradient of ``W`` is the scatter-add of the output gradient at the
+    ids (repeated ids add up), from getitem's rule. Ids equal to
+    ``ignore_label`` give zero rows and no gradient.
+    """
+    ids = _data(x)
+    vs = static_shape(W, "embed_id")
+    xp = backend_of_type(type(ids)).xp
+    if len(vs) != 2 or not xp.isdtype(ids.dtype, "integral"):
+        raise ValueError(f"polygrad.functions.embed_id: expects integer ids and W of shape (V, D), got ids of dtype "
+                         f"{ids.dtype} and W of shape {vs}")
+    ignore = None
+    if ignore_label is not None:
+        ignore = ids == ignore_label
+        ids = xp.where(ignore, xp.zeros_like(ids), ids)
+    # Two integer arrays, one per axis of W, keep the key within the standard.
+    key = (xp.reshape(ids, tuple(ids.shape) + (1,)), xp.arange(vs[1], dtype=ids.dtype))
+    y = getitem(W, key)
+    if ignore is not None:
+        y = where(xp.reshape(ignore, tuple(ids.shape) + (1,)), 0.0, y)
+    return y

@@ -1,0 +1,117 @@
+"""Normalization: batch normalization (train and test modes) and layer normalization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polygrad.core import config
+from polygrad.core.namespace import backend_of_type
+from polygrad.core.variable import Variable
+from polygrad.functions.array import _data, static_shape
+from polygrad.functions.nn import as_variable
+from polygrad.ops import mean, reshape, sqrt
+
+__all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalization"]
+
+
+def _channel_layout(x: Any, gamma: Any, fname: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(axes reduced over, shape that broadcasts a parameter against x, parameter shape).
+
+    As in Chainer, ``gamma`` covers the axes of ``x`` after the batch axis:
+    x (N, C, H, W) with gamma (C,) reduces over (0, 2, 3).
+    """
+    xs, gs = static_shape(x, fname), static_shape(gamma, fname)
+    k = len(gs)
+    if len(xs) < k + 1 or xs[1:k + 1] != gs:
+        raise ValueError(f"polygrad.functions.{fname}: gamma of shape {gs} does not match x of shape {xs} after axis 0")
+    axes = (0,) + tuple(range(k + 1, len(xs)))
+    return axes, (1,) + gs + (1,) * (len(xs) - k - 1), gs
+
+
+def _normalize(x: Any, gamma: Any, beta: Any, mu: Any, var: Any, eps: float, bshape: tuple) -> Any:
+    scale = reshape(gamma, bshape) / sqrt(var + eps)
+    return (as_variable(x) - mu) * scale + reshape(beta, bshape)
+
+
+def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, int]:
+    """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the count."""
+    axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization")
+    mu = mean(x, axis=axes, keepdims=True)
+    d = as_variable(x) - mu
+    var = mean(d * d, axis=axes, keepdims=True)
+    y = (d / sqrt(var + eps)) * reshape(gamma, bshape) + reshape(beta, bshape)
+    m = 1
+    for a in axes:
+        m *= static_shape(x, "batch_normalization")[a]
+    return y, reshape(mu, gs), reshape(var, gs), m
+
+
+def running_average(old: Any, stat: Any, decay: float) -> Any:
+    """``decay * old + (1 - decay) * stat`` on raw arrays, in ``old``'s dtype."""
+    xp = backend_of_type(type(old)).xp
+    new = decay * old + (1.0 - decay) * stat
+    return new if new.dtype == old.dtype else xp.astype(new, old.dtype)
+
+
+def _update_in_place(target: Any, stat: Any, decay: float) -> None:
+    data = _data(target)
+    backend = backend_of_type(type(data))
+    if not backend.inplace:
+        raise NotImplementedError(
+            f"polygrad.functions.batch_normalization: running statistics on backend {backend.name!r} cannot be "
+            "updated in place; use L.BatchNormalization, which rebinds them"
+        )
+    data[...] = running_average(data, stat, decay)
+
+
+def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var=None, decay=0.9):
+    """Batch normalization over every axis of ``x`` but those covered by ``gamma``
+    (axis 1 for a ``gamma`` of shape (C,)): ``gamma (x - mean) / sqrt(var + eps) + beta``.
+
+    In train mode (``pg.config.train``, the default) the batch mean and
+    (biased) variance are used, and the arrays ``running_mean`` and
+    ``running_var``, when given, are updated in place:
+    ``running = decay * running + (1 - decay) * batch_statistic``, the
+    variance corrected by ``m / (m - 1)`` for ``m`` values per channel.
+    In test mode (``pg.test_mode()``) with running statistics given, the
+    result is :func:`fixed_batch_normalization` with them; without them the
+    batch statistics are used and nothing is updated.
+    """
+    train = config.train.get()
+    if not train and running_mean is not None and running_var is not None:
+        return fixed_batch_normalization(x, gamma, beta, running_mean, running_var, eps)
+    y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
+    if train:
+        if running_mean is not None:
+            _update_in_place(running_mean, _data(mu), decay)
+        if running_var is not None:
+            _update_in_place(running_var, _data(var) * (m / max(m - 1, 1)), decay)
+    return y
+
+
+def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
+    """Batch normalization with given statistics: ``gamma (x - mean) / sqrt(var + eps) + beta``,
+    ``mean`` and ``var`` of gamma's shape (differentiable in all five)."""
+    _, bshape, _ = _channel_layout(x, gamma, "fixed_batch_normalization")
+    return _normalize(x, gamma, beta, reshape(mean, bshape), reshape(var, bshape), eps, bshape)
+
+
+def layer_normalization(x, gamma, beta, eps=1e-5):
+    """Normalize ``x`` over its trailing axes covered by ``gamma`` (axis 1 of an (N, D)
+    input with gamma (D,)), then scale by ``gamma`` and shift by ``beta``."""
+    xs, gs = static_shape(x, "layer_normalization"), static_shape(gamma, "layer_normalization")
+    k = len(gs)
+    if k == 0 or len(xs) < k or xs[len(xs) - k:] != gs:
+        raise ValueError(f"polygrad.functions.layer_normalization: gamma of shape {gs} does not match the trailing axes of x {xs}")
+    axes = tuple(range(len(xs) - k, len(xs)))
+    mu = mean(x, axis=axes, keepdims=True)
+    d = as_variable(x) - mu
+    var = mean(d * d, axis=axes, keepdims=True)
+    return d / sqrt(var + eps) * gamma + beta
+
+
+def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any, int]:
+    """For L.BatchNormalization: the train-mode output and the batch mean and
+    variance as raw arrays, plus the number of values per channel."""
+    y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
+    return y, _data(mu), _data(var), m

@@ -1,0 +1,56 @@
+"""2-D pooling of NCHW images, from strided slices of the padded image."""
+
+from __future__ import annotations
+
+from polygrad.functions import _im2col
+from polygrad.functions.array import stack, static_shape
+from polygrad.ops import max
+
+__all__ = ["max_pooling_2d", "average_pooling_2d"]
+
+
+def _geometry(x, ksize, stride, pad, cover_all, fname):
+    kh, kw = _im2col.pair(ksize, "ksize", fname)
+    sy, sx = _im2col.pair(ksize if stride is None else stride, "stride", fname)
+    ph, pw = _im2col.pair(pad, "pad", fname)
+    shape = static_shape(x, fname)
+    if len(shape) != 4:
+        raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C, H, W), got {shape}")
+    h, w = shape[2:]
+    oh, ow = _im2col.outsize(h, kh, sy, ph, cover_all), _im2col.outsize(w, kw, sx, pw, cover_all)
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"polygrad.functions.{fname}: a {kh}x{kw} window does not fit an input of {h}x{w} padded by {ph}, {pw}")
+    return kh, kw, sy, sx, ph, pw, oh, ow, h, w
+
+
+def max_pooling_2d(x, ksize, stride=None, pad=0, cover_all=True):
+    """Maximum over each ``ksize`` window of ``x`` (N, C, H, W), moved by ``stride``
+    (default ``ksize``), over ``x`` padded by ``pad`` with -inf.
+
+    ``cover_all=True`` (Chainer's default) adds a last window when the windows
+    would miss the last rows or columns: ``oh = ceil((H + 2 ph - kh) / sy) + 1``.
+    Ties in a window share its gradient equally (the convention of ``max``).
+    """
+    kh, kw, sy, sx, ph, pw, oh, ow, h, w = _geometry(x, ksize, stride, pad, cover_all, "max_pooling_2d")
+    bottom = _reach(oh, sy, kh, h, ph)
+    right = _reach(ow, sx, kw, w, pw)
+    xp_ = _im2col.pad2d(x, ph, pw, bottom, right, value=float("-inf"))
+    return max(stack(_im2col.windows(xp_, kh, kw, sy, sx, oh, ow), axis=2), axis=2)
+
+
+def average_pooling_2d(x, ksize, stride=None, pad=0):
+    """Mean over each ``ksize`` window of ``x`` (N, C, H, W), moved by ``stride``
+    (default ``ksize``), over ``x`` zero-padded by ``pad``; padded zeros count
+    in the mean, which always divides by ``kh * kw`` (as in Chainer)."""
+    kh, kw, sy, sx, ph, pw, oh, ow, h, w = _geometry(x, ksize, stride, pad, False, "average_pooling_2d")
+    xp_ = _im2col.pad2d(x, ph, pw, ph, pw)
+    total = None
+    for win in _im2col.windows(xp_, kh, kw, sy, sx, oh, ow):
+        total = win if total is None else total + win
+    return total * (1.0 / (kh * kw))
+
+
+def _reach(o: int, s: int, k: int, size: int, p: int) -> int:
+    """Padding needed after the data so that ``o`` windows fit (at least ``p``)."""
+    need = (o - 1) * s + k - size - p
+    return p if need <= p else need
