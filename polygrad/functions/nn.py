@@ -174,9 +174,14 @@ def linear(x, W, b=None):
 
     ``x`` of more than two dimensions is flattened to (batch, -1).
     """
+    from polygrad.ops.nn_ops import linear_op
+
     data = x._data if isinstance(x, Variable) else x
     if data.ndim is not None and data.ndim > 2:
         x = reshape(x, (data.shape[0], -1))
+        data = x._data
+    if data.ndim == 2:
+        return linear_op(x, W, b)  # one node; W's gradient in W's own layout
     y = matmul(x, matrix_transpose(W))
     return y if b is None else y + b
 
