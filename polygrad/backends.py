@@ -234,7 +234,10 @@ def _generic_scatter_add(backend: Backend) -> Callable:
         for n in lead:
             n_lead *= n
         values = xp.broadcast_to(xp.asarray(values, dtype=out.dtype), tuple(idx[0].shape) + rest)
-        values = xp.reshape(values, (flat.shape[0], -1))
+        width = 1
+        for n in rest:
+            width *= n
+        values = xp.reshape(values, (flat.shape[0], width))
         onehot = xp.astype(xp.reshape(flat, (-1, 1)) == xp.reshape(xp.arange(n_lead, dtype=xp.int64), (1, -1)), out.dtype)
         added = xp.matmul(xp.matrix_transpose(onehot), values)
         return out + xp.reshape(added, tuple(out.shape))

@@ -3,21 +3,89 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any
+import functools
+import math
+import sys
+from typing import Any, Callable
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.namespace import backend_of_type, is_array
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import Op, apply, defvjp
+from polygrad.ops.primitive import Op, apply, def_linear, defvjp
 
-__all__ = ['reshape', 'permute_dims', 'transpose', 'reverse_dims', 'matrix_transpose', 'broadcast_to', 'sum_to', 'expand_dims', 'squeeze', 'getitem', 'getitem_grad', 'setitem']
+__all__ = ['reshape', 'permute_dims', 'transpose', 'reverse_dims', 'matrix_transpose', 'broadcast_to', 'sum_to', 'expand_dims',
+           'squeeze', 'getitem', 'getitem_grad', 'setitem', 'broadcast_arrays', 'concat', 'flip', 'moveaxis', 'repeat', 'roll',
+           'stack', 'tile', 'unstack']
 
 
+# ---------------------------------------------------------------------------
+# Helpers shared by the chapters
+# ---------------------------------------------------------------------------
 def _normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     if not isinstance(axis, tuple):
         axis = (axis,)
     return tuple(a % ndim if ndim else a for a in axis)
+
+
+def _along(axis: int, index: Any, ndim: int) -> tuple:
+    """The key selecting ``index`` on ``axis`` (non-negative) and everything elsewhere."""
+    return (slice(None),) * axis + (index,) + ((Ellipsis,) if axis < ndim - 1 else ())
+
+
+def _inverse_perm(axes: Any, ndim: int) -> tuple[int, ...]:
+    axes = [a % ndim for a in axes]
+    inv = [0] * ndim
+    for i, a in enumerate(axes):
+        inv[a] = i
+    return tuple(inv)
+
+
+def _as_sequence(arrays: tuple) -> tuple:
+    """Kernels of sequence ops take the arrays spread out (from ``apply``) or as one
+    list (from a rule calling ``o.stack([...])`` on raw arrays)."""
+    if len(arrays) == 1 and isinstance(arrays[0], (list, tuple)):
+        return tuple(arrays[0])
+    return arrays
+
+
+def require_data_dependent_shapes(x: Any, what: str) -> None:
+    """Raise a clear error if ``x``'s backend cannot give ``what`` a data-dependent shape."""
+    data = x._data if isinstance(x, Variable) else x
+    backend = backend_of_type(type(data))
+    info = getattr(backend, "info", None)
+    if info is not None and not info.data_dependent_shapes:
+        raise ValueError(
+            f"polygrad: {what} has a shape that depends on the data, which backend {backend.name!r} cannot represent "
+            f"(BackendInfo.data_dependent_shapes is False); compute it on an eager backend, or use a fixed-shape "
+            f"formulation such as where(mask, x, 0)"
+        )
+
+
+class _EachInput:
+    """The vjp rules of a variadic op: rule ``i`` is ``rule(i, o, g, ans, *inputs, **params)``."""
+
+    __slots__ = ("_rule",)
+
+    def __init__(self, rule: Callable) -> None:
+        self._rule = rule
+
+    def __len__(self) -> int:
+        return sys.maxsize
+
+    def __getitem__(self, i: int) -> Callable:
+        return functools.partial(self._rule, i)
+
+
+def defvjp_each(op: Op, rule: Callable, saves: str = "") -> Op:
+    """Attach one rule for every input of a variadic op (``rule(i, o, g, ans, *inputs, **params)``)."""
+    defvjp(op, saves=saves)
+    op.vjps = _EachInput(rule)
+    return op
+
+
+def _cast_to(o: Any, g: Any, like: Any) -> Any:
+    return g if g.dtype == like.dtype else o.astype(g, like.dtype)
 
 
 def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
@@ -31,23 +99,6 @@ def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
     if lead:
         y = xp.reshape(y, shape)
     return y
-
-
-def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
-    """Zeros of ``shape`` with ``g`` added at ``[key]`` (repeated indices summed)."""
-    backend = backend_of_type(type(g))
-    z = xp.zeros(shape, dtype=g.dtype)
-    keys = key if isinstance(key, tuple) else (key,)
-    if builtins.any(k is None for k in keys):
-        # `None` only inserts length-1 axes: drop it from the key and from g.
-        keys = tuple(k for k in keys if k is not None)
-        key = keys
-        g = xp.reshape(g, tuple(z[keys].shape))
-    fancy = builtins.any(not isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in keys)
-    if fancy or not backend.inplace:
-        return backend.scatter_add(z, key, g)
-    z[key] = g
-    return z
 
 
 # ---------------------------------------------------------------------------
@@ -65,14 +116,138 @@ BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x,
                       lambda o, g, ans, x, shape: o.sum_to(g, x.shape))
 SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
-EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis=0: xp.expand_dims(x, axis=axis), shapes=True, view=True),
-                     lambda o, g, ans, x, axis=0: o.reshape(g, x.shape))
+EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), shapes=True, view=True),
+                     lambda o, g, ans, x, axis: o.reshape(g, x.shape))
 SQUEEZE = defvjp(Op("squeeze", lambda xp, x, axis: xp.squeeze(x, axis=axis), shapes=True, view=True),
                  lambda o, g, ans, x, axis: o.reshape(g, x.shape))
+FLIP = def_linear(Op("flip", lambda xp, x, axis=None: xp.flip(x, axis=axis), view=True))  # its own adjoint
+ROLL = defvjp(Op("roll", lambda xp, x, shift, axis=None: xp.roll(x, shift, axis=axis)),
+              lambda o, g, ans, x, shift, axis=None: o.roll(g, _negate(shift), axis=axis))
+
+
+def _negate(shift: Any) -> Any:
+    return tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
+
+
+def _tile_vjp(o: Any, g: Any, ans: Any, x: Any, repetitions: tuple) -> Any:
+    """Each output axis is (repetition, original) in row-major order: sum the repetitions."""
+    shape = tuple(x.shape)
+    d = builtins.max(len(shape), len(repetitions))
+    s = (1,) * (d - len(shape)) + shape
+    r = (1,) * (d - len(repetitions)) + tuple(repetitions)
+    split = tuple(n for pair in zip(r, s) for n in pair)
+    return o.reshape(o.sum(o.reshape(g, split), axis=tuple(range(0, 2 * d, 2))), shape)
+
+
+def _repeat_kernel(xp: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
+    if is_array(repeats):
+        require_data_dependent_shapes(x, "repeat with an array of repeats")
+    return xp.repeat(x, repeats, axis=axis)
+
+
+def _repeat_vjp(o: Any, g: Any, ans: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
+    """Sum the copies of each element: a reshape for a constant count, else a scatter-add
+    to the source index of each output element (``repeat(arange(n), repeats)``)."""
+    shape = tuple(x.shape)
+    src = (math.prod(shape),) if axis is None else shape
+    ax = 0 if axis is None else axis % len(shape)
+    if isinstance(repeats, int):
+        split = src[:ax] + (src[ax], repeats) + src[ax + 1:]
+        gx = o.sum(o.reshape(g, split), axis=ax + 1)
+    else:
+        reps = repeats if tuple(repeats.shape) == (src[ax],) else o.broadcast_to(repeats, (src[ax],))
+        source = o.repeat(o.cumulative_sum(o.ones_like(reps), axis=0) - 1, reps)
+        gx = o.take_grad(g, source, ax, src)
+    return o.reshape(gx, shape) if axis is None else gx
+
+
+TILE = defvjp(Op("tile", lambda xp, x, repetitions: xp.tile(x, repetitions), shapes=True), _tile_vjp)
+REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True), _repeat_vjp, None, saves="y")
+
 
 # ---------------------------------------------------------------------------
-# Indexing
+# Sequences of arrays: concat and stack take several inputs, unstack gives several outputs
 # ---------------------------------------------------------------------------
+def _concat_vjp(i: int, o: Any, g: Any, ans: Any, *arrays: Any, axis: Any = 0) -> Any:
+    """Input ``i``'s slice of g (of the flattened g if axis is None)."""
+    a = arrays[i]
+    if axis is None:
+        start = builtins.sum(math.prod(b.shape) for b in arrays[:i])
+        return _cast_to(o, o.reshape(o.getitem(g, slice(start, start + math.prod(a.shape))), tuple(a.shape)), a)
+    ax = axis % a.ndim
+    start = builtins.sum(b.shape[ax] for b in arrays[:i])
+    return _cast_to(o, o.getitem(g, _along(ax, slice(start, start + a.shape[ax]), a.ndim)), a)
+
+
+def _stack_vjp(i: int, o: Any, g: Any, ans: Any, *arrays: Any, axis: int = 0) -> Any:
+    ax = axis % g.ndim
+    return _cast_to(o, o.getitem(g, _along(ax, i, g.ndim)), arrays[i])
+
+
+def _unstack_vjp(o: Any, g: tuple, ans: Any, x: Any, axis: int = 0) -> Any:
+    """Stack the outputs' gradients back (zeros for outputs that got none)."""
+    some = next(gk for gk in g if gk is not None)
+    return o.stack([gk if gk is not None else o.zeros_like(some) for gk in g], axis=axis)
+
+
+CONCAT = defvjp_each(Op("concat", lambda xp, *arrays, axis=0: xp.concat(_as_sequence(arrays), axis=axis), shapes=True), _concat_vjp)
+STACK = defvjp_each(Op("stack", lambda xp, *arrays, axis=0: xp.stack(_as_sequence(arrays), axis=axis), shapes=True), _stack_vjp)
+UNSTACK = defvjp(Op("unstack", lambda xp, x, axis=0: tuple(xp.unstack(x, axis=axis)), multi=True, view=True), _unstack_vjp)
+
+
+# ---------------------------------------------------------------------------
+# Indexing: x[key] and its adjoint (a scatter-add into zeros)
+# ---------------------------------------------------------------------------
+def _is_bool_array(xp: Any, k: Any) -> bool:
+    return is_array(k) and xp.isdtype(k.dtype, "bool")
+
+
+def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``[key]`` (repeated indices summed).
+
+    Basic keys (integers, slices, ``...``, None) write ``g`` in place. Keys with
+    arrays go through the backend's scatter-add; boolean masks first become their
+    ``nonzero`` integer arrays (eager backends only) and integers become 0-d
+    arrays, so that the standard-only scatter-add, which takes integer arrays on
+    leading axes, handles every key array_api_strict accepts. A key the scatter-add
+    cannot take is applied to the flat positions ``arange(size)`` instead, which
+    tells where each element of ``g`` lands.
+    """
+    backend = backend_of_type(type(g))
+    shape = tuple(shape)
+    keys = key if isinstance(key, tuple) else (key,)
+    z = xp.zeros(shape, dtype=g.dtype)
+    if builtins.all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in keys):
+        if builtins.any(k is None for k in keys):
+            # `None` only inserts length-1 axes: drop it from the key and from g.
+            keys = tuple(k for k in keys if k is not None)
+            g = xp.reshape(g, tuple(z[keys].shape))
+        if not backend.inplace:
+            return backend.scatter_add(z, keys, g)
+        z[keys] = g
+        return z
+    if builtins.any(_is_bool_array(xp, k) for k in keys):
+        require_data_dependent_shapes(g, "getitem with a boolean mask (its backward)")
+        if len(keys) == 1 and keys[0].ndim == 0:  # x[True] adds a length-1 axis, x[False] a length-0 one
+            return xp.sum(g, axis=0)
+        expanded = []
+        for k in keys:
+            if _is_bool_array(xp, k) and k.ndim > 0:
+                expanded.extend(xp.nonzero(k))
+            else:
+                expanded.append(k)
+        keys = tuple(expanded)
+    if builtins.all(isinstance(k, int) or (is_array(k) and not _is_bool_array(xp, k)) for k in keys):
+        keys = tuple(xp.asarray(k, dtype=xp.int64) if isinstance(k, int) else k for k in keys)
+    try:
+        return backend.scatter_add(z, keys, g)
+    except NotImplementedError:
+        size = math.prod(shape)
+        where = xp.reshape(xp.reshape(xp.arange(size, dtype=xp.int64), shape)[key], (-1,))
+        flat = backend.scatter_add(xp.zeros((size,), dtype=g.dtype), (where,), xp.reshape(g, (-1,)))
+        return xp.reshape(flat, shape)
+
+
 GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True),
                  lambda o, g, ans, x, key: o.getitem_grad(g, key, tuple(x.shape)))
 GETITEM_GRAD = defvjp(Op("getitem_grad", _getitem_grad_kernel),
@@ -98,20 +273,23 @@ def _untouched_mask(g: Any, key: Any) -> Any:
     return hit == 0
 
 
-def _inverse_perm(axes: Any, ndim: int) -> tuple[int, ...]:
-    axes = [a % ndim for a in axes]
-    inv = [0] * ndim
-    for i, a in enumerate(axes):
-        inv[a] = i
-    return tuple(inv)
-
-
 def _unwrap_key(key: Any) -> Any:
     if isinstance(key, Variable):
         return key._data
     if isinstance(key, tuple):
         return tuple(k._data if isinstance(k, Variable) else k for k in key)
     return key
+
+
+def _broadcast_shapes(*shapes: tuple) -> tuple:
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"polygrad: broadcast_arrays: shapes {shapes} cannot be broadcast together")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------
@@ -151,7 +329,7 @@ def sum_to(x, shape):
     return apply(SUM_TO, (x,), {"shape": tuple(shape)})
 
 
-def expand_dims(x, /, axis=0):
+def expand_dims(x, /, axis):
     return apply(EXPAND_DIMS, (x,), {"axis": axis})
 
 
@@ -160,16 +338,63 @@ def squeeze(x, /, axis):
 
 
 def getitem(x, key):
-    """``x[key]``, differentiable (basic and integer-array indexing)."""
+    """``x[key]``, differentiable: integers, slices, ``...``, None, integer arrays and boolean masks."""
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
 
 def getitem_grad(g, key, shape):
     """Zeros of ``shape`` with ``g`` scattered (added) at ``[key]``: the vjp of getitem."""
-    return apply(GETITEM_GRAD, (g,), {"key": key, "shape": tuple(shape)})
+    return apply(GETITEM_GRAD, (g,), {"key": _unwrap_key(key), "shape": tuple(shape)})
 
 
 def setitem(x, key, value):
     """A copy of ``x`` with ``x[key] = value``, differentiable in both."""
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
 
+
+def broadcast_arrays(*arrays):
+    """Composed: ``broadcast_to`` each array to the common shape."""
+    shape = _broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    return tuple(broadcast_to(a, shape) for a in arrays)
+
+
+def concat(arrays, /, *, axis=0):
+    return apply(CONCAT, tuple(arrays), {"axis": axis})
+
+
+def flip(x, /, *, axis=None):
+    return apply(FLIP, (x,), {"axis": axis})
+
+
+def moveaxis(x, source, destination, /):
+    """Composed: the permutation that moves ``source`` axes to ``destination``."""
+    ndim = x.ndim
+    src = _normalize_axes(source, ndim)
+    dst = _normalize_axes(destination, ndim)
+    if len(src) != len(dst):
+        raise ValueError(f"polygrad: moveaxis: source {source!r} and destination {destination!r} differ in length")
+    order = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def repeat(x, repeats, /, *, axis=None):
+    return apply(REPEAT, (x, repeats), {"axis": axis})
+
+
+def roll(x, /, shift, *, axis=None):
+    return apply(ROLL, (x,), {"shift": tuple(shift) if isinstance(shift, list) else shift,
+                              "axis": tuple(axis) if isinstance(axis, list) else axis})
+
+
+def stack(arrays, /, *, axis=0):
+    return apply(STACK, tuple(arrays), {"axis": axis})
+
+
+def tile(x, repetitions, /):
+    return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
+
+
+def unstack(x, /, *, axis=0):
+    return apply(UNSTACK, (x,), {"axis": axis})

@@ -284,7 +284,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     except Exception as exc:
         raise _op_error(op, args, params, backend, exc) from exc
     if op.multi:
-        return _finish_multi(op, node, out, record, volatile, hooks, in_data if hooks else None, edges, saved, checks, datas)
+        return _finish_multi(op, node, out, record, volatile, hooks, in_data if hooks else None, edges, saved, checks, datas, args)
     v = Variable.__new__(Variable)
     v._data = out
     v._grad = None
@@ -338,13 +338,15 @@ from weakref import ref as _weakref  # noqa: E402
 
 
 def _finish_multi(op: Op, node: Any, out: Any, record: bool, volatile: bool, hooks: tuple, in_data: Any,
-                  edges: list, saved: list, checks: Any, datas: list) -> Any:
+                  edges: list, saved: list, checks: Any, datas: list, args: tuple) -> Any:
     """The output side of ``apply`` for ops with several outputs."""
     outs = tuple(out)
     vs = []
     for o in outs:
         v = Variable.__new__(Variable)
         v._data, v._grad, v._index, v._volatile, v.name, v._vb, v._hooks = o, None, len(vs), volatile, None, None, None
+        if op.view and isinstance(args[0], Variable):
+            v._vb = args[0]._vbox  # views of input 0 share its version counter
         diff = record and _is_floating(o)
         v._node = node if diff else None
         v._requires_grad = diff

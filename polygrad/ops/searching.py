@@ -1,5 +1,57 @@
-"""Searching functions (argmax, argmin, nonzero, searchsorted, count_nonzero): kernels and vjp rules."""
+"""Searching functions: kernels (no gradients: the results are indices or counts).
+
+``where`` is a row of the element-wise chapter. ``nonzero`` gives a shape that
+depends on the data: on a backend that cannot represent one
+(``BackendInfo.data_dependent_shapes`` False) it raises an error naming it.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from polygrad.core.variable import Variable
+from polygrad.ops.manipulation import require_data_dependent_shapes
+from polygrad.ops.primitive import Op, apply, def_nograd
+
+__all__ = ['argmax', 'argmin', 'count_nonzero', 'nonzero', 'searchsorted']
+
+
+def _nonzero_kernel(xp: Any, x: Any) -> tuple:
+    require_data_dependent_shapes(x, "nonzero")
+    return tuple(xp.nonzero(x))
+
+
+def _searchsorted_kernel(xp: Any, x1: Any, x2: Any, side: str = "left", sorter: Any = None) -> Any:
+    return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+
+
+ARGMAX = def_nograd(Op("argmax", lambda xp, x, axis=None, keepdims=False: xp.argmax(x, axis=axis, keepdims=keepdims)))
+ARGMIN = def_nograd(Op("argmin", lambda xp, x, axis=None, keepdims=False: xp.argmin(x, axis=axis, keepdims=keepdims)))
+COUNT_NONZERO = def_nograd(Op("count_nonzero", lambda xp, x, axis=None, keepdims=False:
+                              xp.count_nonzero(x, axis=axis, keepdims=keepdims)))
+NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True))
+SEARCHSORTED = def_nograd(Op("searchsorted", _searchsorted_kernel))
+
+
+def _raw(a: Any) -> Any:
+    return a._data if isinstance(a, Variable) else a
+
+
+def argmax(x, /, *, axis=None, keepdims=False):
+    return apply(ARGMAX, (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    return apply(ARGMIN, (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    return apply(COUNT_NONZERO, (x,), {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims})
+
+
+def nonzero(x, /):
+    return apply(NONZERO, (x,))
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    return apply(SEARCHSORTED, (x1, x2), {"side": side, "sorter": _raw(sorter)})

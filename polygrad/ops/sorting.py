@@ -1,5 +1,35 @@
-"""Sorting functions (sort, argsort): kernels and vjp rules."""
+"""Sorting functions: kernels and vjp rules.
+
+sort's gradient goes back to the original positions (through argsort, with the
+same ``descending``/``stable`` options, so tied elements each get the gradient of
+the position they were sorted to); argsort gives no gradient.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+
+__all__ = ['argsort', 'sort']
+
+
+def _sort_vjp(o: Any, g: Any, ans: Any, x: Any, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+    """g gathered by the inverse permutation: gx[order[k]] = g[k]."""
+    order = o.argsort(x, axis=axis, descending=descending, stable=stable)
+    return o.take_along_axis(g, o.argsort(order, axis=axis), axis=axis)
+
+
+SORT = defvjp(Op("sort", lambda xp, x, axis=-1, descending=False, stable=True:
+                 xp.sort(x, axis=axis, descending=descending, stable=stable)),
+              _sort_vjp, saves="x")
+ARGSORT = def_nograd(Op("argsort", lambda xp, x, axis=-1, descending=False, stable=True:
+                        xp.argsort(x, axis=axis, descending=descending, stable=stable)))
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True):
+    return apply(ARGSORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
+
+
+def sort(x, /, *, axis=-1, descending=False, stable=True):
+    return apply(SORT, (x,), {"axis": axis, "descending": descending, "stable": stable})

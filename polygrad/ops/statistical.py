@@ -1,15 +1,21 @@
-"""Reductions: kernels and vjp rules."""
+"""Reductions and cumulative functions: kernels and vjp rules.
+
+Non-differentiable points follow the usual conventions: max/min ties share the
+gradient equally; std's gradient is 0 where the standard deviation is 0 (as
+abs at 0). prod and cumulative_prod are exact at zeros (no division by x).
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops.manipulation import _normalize_axes
+from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
 from polygrad.ops.primitive import Op, apply, defvjp
 
-__all__ = ['sum', 'mean', 'max', 'min']
+__all__ = ['sum', 'mean', 'max', 'min', 'prod', 'var', 'std', 'cumulative_sum', 'cumulative_prod']
 
 
 def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
@@ -30,6 +36,13 @@ def _count(shape: tuple, axis: Any) -> int:
     return math.prod(shape[a] for a in _normalize_axes(axis, len(shape)))
 
 
+def _real_only(x: Any, name: str) -> None:
+    data = x._data if isinstance(x, Variable) else x
+    xp = backend_of_type(type(data)).xp
+    if xp.isdtype(x.dtype, "complex floating"):
+        raise NotImplementedError(f"polygrad: the gradient of {name} for complex input ({x.dtype}) is not implemented")
+
+
 def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Ties share the gradient equally."""
     shape = tuple(x.shape)
@@ -37,6 +50,98 @@ def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool 
     hit = o.astype(x == top, g.dtype)
     count = o.sum(hit, axis=axis, keepdims=True)
     return _restore(o, g, shape, axis, keepdims) * hit / _restore(o, count, shape, axis, True)
+
+
+def _exclusive_cumprod(o: Any, x: Any, axis: int) -> Any:
+    """Products of the elements strictly before each one along ``axis``."""
+    c = o.cumulative_prod(x, axis=axis, include_initial=True)
+    return o.getitem(c, _along(axis, slice(None, -1), x.ndim))
+
+
+def _prod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    """The product of the other elements, as (product before) * (product after):
+    exact with zeros, and written with ops, so it differentiates again."""
+    _real_only(x, "prod")
+    shape = tuple(x.shape)
+    nd = len(shape)
+    if nd == 0:
+        return g if g.dtype == x.dtype else o.astype(g, x.dtype)
+    axes = _normalize_axes(axis, nd)
+    kept = tuple(i for i in range(nd) if i not in axes)
+    perm = kept + axes
+    lead = tuple(shape[i] for i in kept)
+    xt = o.reshape(o.permute_dims(x, perm), lead + (math.prod(shape[a] for a in axes),))
+    before = _exclusive_cumprod(o, xt, len(lead))
+    after = o.flip(_exclusive_cumprod(o, o.flip(xt, axis=-1), len(lead)), axis=-1)
+    gx = o.reshape(g, lead + (1,)) * (before * after)
+    gx = o.permute_dims(o.reshape(gx, tuple(shape[i] for i in perm)), _inverse_perm(perm, nd))
+    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+
+
+def _var_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    shape = tuple(x.shape)
+    dof = _count(shape, axis) - correction
+    centered = x - o.mean(x, axis=axis, keepdims=True)
+    return _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof else math.nan)
+
+
+def _std_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    """d std = (x - mean) / (dof * std); 0 where std is 0 (a corner, like abs at 0)."""
+    shape = tuple(x.shape)
+    dof = _count(shape, axis) - correction
+    centered = x - o.mean(x, axis=axis, keepdims=True)
+    top = _restore(o, ans, shape, axis, keepdims)
+    flat = top == 0
+    safe = o.where(flat, 1.0, top)
+    scaled = _restore(o, g, shape, axis, keepdims) * centered / (safe * (dof if dof else math.nan))
+    return o.where(flat, 0.0, scaled)
+
+
+def _reverse_cumsum(o: Any, v: Any, axis: int) -> Any:
+    return o.flip(o.cumulative_sum(o.flip(v, axis=axis), axis=axis), axis=axis)
+
+
+def _cumulative_axis(x: Any, axis: Any) -> int:
+    return 0 if axis is None else axis % x.ndim
+
+
+def _cumsum_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Each x_j feeds every later partial sum: the reversed cumulative sum of g."""
+    ax = _cumulative_axis(x, axis)
+    if include_initial:
+        g = o.getitem(g, _along(ax, slice(1, None), x.ndim))
+    gx = _reverse_cumsum(o, g, ax)
+    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+
+
+def _shift_down_the_axis(o: Any, v: Any, m: int, axis: int) -> Any:
+    """``v[j + m]`` at position j along ``axis``, zeros past the end."""
+    tail = o.getitem(v, _along(axis, slice(m, None), v.ndim))
+    return o.concat([tail, o.zeros_like(o.getitem(v, _along(axis, slice(0, m), v.ndim)))], axis=axis)
+
+
+def _cumprod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """gx_j = sum_{k>=j} g_k prod_{i<=k, i!=j} x_i = (prod_{i<j} x_i) * S_j, where
+    S_j = g_j + x_{j+1} S_{j+1} is solved by a doubling scan (log2(n) steps).
+
+    Only products and sums: exact where x has zeros, and exact again when
+    differentiated (no division by x, no special case at the first zero).
+    """
+    _real_only(x, "cumulative_prod")
+    ax = _cumulative_axis(x, axis)
+    n = x.shape[ax]
+    if include_initial:
+        g = o.getitem(g, _along(ax, slice(1, None), x.ndim))
+    if n == 0:
+        return o.zeros_like(x)
+    scale, total, m = _shift_down_the_axis(o, x, 1, ax), g, 1  # S_j = total_j + scale_j * S_{j+m}
+    while m < n:
+        total = total + scale * _shift_down_the_axis(o, total, m, ax)
+        if 2 * m < n:
+            scale = scale * _shift_down_the_axis(o, scale, m, ax)
+        m *= 2
+    gx = _exclusive_cumprod(o, x, ax) * total
+    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
 SUM = defvjp(Op("sum", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims), shapes=True),
@@ -47,22 +152,64 @@ MAX = defvjp(Op("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=a
              _max_vjp, saves="x ans")
 MIN = defvjp(Op("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims)),
              _max_vjp, saves="x ans")
+PROD = defvjp(Op("prod", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)),
+              _prod_vjp, saves="x")
+VAR = defvjp(Op("var", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.var(x, axis=axis, correction=correction, keepdims=keepdims)),
+             _var_vjp, saves="x")
+STD = defvjp(Op("std", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.std(x, axis=axis, correction=correction, keepdims=keepdims)),
+             _std_vjp, saves="x ans")
+CUMULATIVE_SUM = defvjp(Op("cumulative_sum", lambda xp, x, axis=None, dtype=None, include_initial=False:
+                           xp.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial), shapes=True),
+                        _cumsum_vjp)
+CUMULATIVE_PROD = defvjp(Op("cumulative_prod", lambda xp, x, axis=None, dtype=None, include_initial=False:
+                            xp.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)),
+                         _cumprod_vjp, saves="x")
+
+
+def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
+    params = {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims, **more}
+    if dtype is not None:
+        params["dtype"] = dtype
+    return params
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    params = {"axis": axis, "keepdims": keepdims}
-    if dtype is not None:
-        params["dtype"] = dtype
-    return apply(SUM, (x,), params)
+    return apply(SUM, (x,), _params(axis, keepdims, dtype))
 
 
 def mean(x, /, *, axis=None, keepdims=False):
-    return apply(MEAN, (x,), {"axis": axis, "keepdims": keepdims})
+    return apply(MEAN, (x,), _params(axis, keepdims))
 
 
 def max(x, /, *, axis=None, keepdims=False):
-    return apply(MAX, (x,), {"axis": axis, "keepdims": keepdims})
+    return apply(MAX, (x,), _params(axis, keepdims))
 
 
 def min(x, /, *, axis=None, keepdims=False):
-    return apply(MIN, (x,), {"axis": axis, "keepdims": keepdims})
+    return apply(MIN, (x,), _params(axis, keepdims))
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    return apply(PROD, (x,), _params(axis, keepdims, dtype))
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return apply(VAR, (x,), _params(axis, keepdims, correction=correction))
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return apply(STD, (x,), _params(axis, keepdims, correction=correction))
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    params = {"axis": axis, "include_initial": include_initial}
+    if dtype is not None:
+        params["dtype"] = dtype
+    return apply(CUMULATIVE_SUM, (x,), params)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    params = {"axis": axis, "include_initial": include_initial}
+    if dtype is not None:
+        params["dtype"] = dtype
+    return apply(CUMULATIVE_PROD, (x,), params)

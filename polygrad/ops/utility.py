@@ -1,5 +1,36 @@
-"""Utility functions (all, any, diff): kernels and vjp rules."""
+"""Utility functions: all and any (no gradient), diff (composed, differentiable)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from polygrad.ops.manipulation import _along, concat, getitem
+from polygrad.ops.primitive import Op, apply, def_nograd
+
+__all__ = ['all', 'any', 'diff']
+
+ALL = def_nograd(Op("all", lambda xp, x, axis=None, keepdims=False: xp.all(x, axis=axis, keepdims=keepdims)))
+ANY = def_nograd(Op("any", lambda xp, x, axis=None, keepdims=False: xp.any(x, axis=axis, keepdims=keepdims)))
+
+
+def _axis(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def all(x, /, *, axis=None, keepdims=False):
+    return apply(ALL, (x,), {"axis": _axis(axis), "keepdims": keepdims})
+
+
+def any(x, /, *, axis=None, keepdims=False):
+    return apply(ANY, (x,), {"axis": _axis(axis), "keepdims": keepdims})
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    """Composed: ``prepend``/``append`` joined on, then ``n`` times ``y[1:] - y[:-1]``
+    along ``axis`` (differentiable in x, prepend and append)."""
+    if prepend is not None or append is not None:
+        x = concat([a for a in (prepend, x, append) if a is not None], axis=axis)
+    ndim = x.ndim
+    ax = axis % ndim
+    later, earlier = _along(ax, slice(1, None), ndim), _along(ax, slice(None, -1), ndim)
+    for _ in range(n):
+        x = getitem(x, later) - getitem(x, earlier)
+    return x
