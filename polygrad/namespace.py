@@ -65,7 +65,8 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
 
 #: Functions with no array input: they create on the namespace's backend.
-_CREATION = frozenset({"arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros"})
+_CREATION = frozenset({"arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros",
+                       "fftfreq", "rfftfreq"})
 #: Functions about dtypes and shapes: they take and return no arrays of ours.
 _INSPECTION = frozenset({"can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast_shapes"})
 _DEFAULT_VERSION = "2024.12"
@@ -201,7 +202,8 @@ class ArrayNamespace(types.ModuleType):
         if xp_ext is None:
             return None
         mod = types.ModuleType(f"{self.__name__}.{ext}")
-        available = {n: getattr(ops_module, n) for n in getattr(ops_module, "__all__", ()) if callable(getattr(ops_module, n))}
+        own = tuple(getattr(ops_module, "__all__", ())) + tuple(getattr(ops_module, "EXTENSION", ()))
+        available = {n: getattr(ops_module, n) for n in own if callable(getattr(ops_module, n))}
         available.update({n: getattr(self, n) for n in ("matmul", "matrix_transpose", "tensordot", "vecdot") if hasattr(self, n) and n not in available})
         for name in names:
             fn = _resolve(name, backend, xp_ext, available)

@@ -32,6 +32,20 @@ VIEW_OPS = frozenset({"reshape", "permute_dims", "reverse_dims", "matrix_transpo
                       "squeeze", "getitem", "astype", "sum_to", "positive"})
 
 
+def _item(values: Any, k: int) -> Any:
+    return values[k]
+
+
+class _ItemOp:
+    """Stands in for an op in the program: output ``k`` of a multi-output kernel."""
+
+    name = "item"
+    multi = False
+
+
+_ITEM = _ItemOp()
+
+
 class MissingInputError(TypeError):
     """The outputs depend on a symbolic variable that is not an input of the function."""
 
@@ -63,9 +77,18 @@ class _Tracer(FunctionHook):
             raise NotImplementedError(
                 f"polygrad.function: user Function {function.label} cannot be compiled yet; use built-in ops"
             )
-        out = function.outputs[0]()._data
+        op = function.op
         args = tuple(self.ref(d) for d in in_data)
-        self.instrs.append((function.op, function.op.kernel(function.backend), args, function.params, self.new_slot(out)))
+        if not op.multi:
+            out = function.outputs[0]()._data
+            self.instrs.append((op, op.kernel(function.backend), args, function.params, self.new_slot(out)))
+            return
+        # several outputs: one slot for the tuple, then one item per output
+        outs = tuple(r()._data for r in function.outputs)
+        whole = self.new_slot(outs)
+        self.instrs.append((op, op.kernel(function.backend), args, function.params, whole))
+        for k, o in enumerate(outs):
+            self.instrs.append((_ITEM, _item, (("s", whole), ("c", k)), None, self.new_slot(o)))
 
 
 def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
@@ -104,7 +127,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                     f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
                     f"add it to the inputs (or use pg.shared for state)"
                 )
-            deps = [a for a in s.args if isinstance(a, SymbolicArray)] if s.kind == "op" else [s.grad_of[0], *s.grad_of[1]]
+            deps = [a for a in s.args if isinstance(a, SymbolicArray)] if s.kind in ("op", "item") else [s.grad_of[0], *s.grad_of[1]]
             todo = [d for d in deps if d.id not in env]
             if todo:
                 stack.extend(todo)
@@ -115,6 +138,8 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
 
                 args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
                 env[s.id] = apply(s.op, args, s.params)
+            elif s.kind == "item":  # output k of a multi-output op
+                env[s.id] = env[s.args[0].id][s.params["index"]]
             else:  # a gradient: one backward for the whole group
                 cost, wrt, index = s.grad_of
                 key = (cost.id, tuple(w.id for w in wrt))

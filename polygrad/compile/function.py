@@ -46,7 +46,7 @@ def _walk(roots: Sequence[SymbolicArray]) -> Iterator[SymbolicArray]:
             continue
         seen.add(s.id)
         yield s
-        if s.kind == "op":
+        if s.kind in ("op", "item"):
             stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
         elif s.kind == "grad":
             stack.append(s.grad_of[0])

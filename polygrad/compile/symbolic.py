@@ -60,6 +60,8 @@ class SymbolicArray:
             return self.name or f"<{self.kind} {self.dtype} ndim={self.ndim}>"
         if self.kind == "grad":
             return f"grad({self.grad_of[0]!r}, {self.grad_of[1][self.grad_of[2]]!r})"
+        if self.kind == "item":
+            return f"{self.args[0]!r}[{self.params['index']}]"
         inner = ", ".join(repr(a) for a in self.args)
         return f"{self.op.name}({inner})"
 
@@ -102,13 +104,34 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
         return None, None
 
 
+def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
+    """A multi-output op on symbols: one SymbolicArray per output (the count comes
+    from running the kernel on stand-ins)."""
+    from polygrad.backends import get_backend
+
+    parent = SymbolicArray("op", op=op, args=datas, params=params or None)
+    backend = get_backend()
+    xp = backend.xp
+    try:
+        dummies = [xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype)) if isinstance(d, SymbolicArray) else d
+                   for d in datas]
+        sample = op.kernel(backend)(*dummies, **(params or {}))
+    except Exception as exc:
+        raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
+    items = [SymbolicArray("item", args=(parent,), params={"index": k}, dtype=_dtype_name(o.dtype), shape=tuple(None for _ in o.shape))
+             for k, o in enumerate(sample)]
+    return type(sample)(*items) if hasattr(sample, "_fields") else tuple(items)
+
+
 class _Recorders:
     """``kernels`` of the symbolic backend: every op name gets a recorder."""
 
     def get(self, name: str) -> Any:
         op = REGISTRY[name]
 
-        def record(*datas: Any, **params: Any) -> SymbolicArray:
+        def record(*datas: Any, **params: Any) -> Any:
+            if op.multi:
+                return _record_multi(op, datas, params)
             dtype, shape = _infer(op, datas, params)
             return SymbolicArray("op", op=op, args=datas, params=params or None, dtype=dtype, shape=shape)
 

@@ -1,5 +1,245 @@
-"""The fft extension: kernels and vjp rules."""
+"""The fft extension: transforms, shifts and sample frequencies (``xp.fft.<name>``).
+
+Rows are named ``fft_<name>`` in the op table; rules reach them as ``o.fft_<name>``.
+
+Every transform is linear, so its vjp is its adjoint: the inverse transform with the
+dual normalisation (``"backward"`` <-> ``"forward"``, ``"ortho"`` stays), cropped or
+zero-padded back to the input's length where ``n`` / ``s`` padded or cropped it.
+Complex gradients follow PyTorch's convention: for a real loss L, the gradient
+with respect to z = a + ib is dL/da + i dL/db (the conjugate Wirtinger
+derivative, times 2), so the vjp of a complex-linear map is its conjugate
+transpose and a real input receives the real part of that. The half-spectrum
+transforms are real-linear; their adjoints are the partner transform with weights
+on the half spectrum (1 at 0 and at n/2 for even n, 2 or 1/2 elsewhere):
+
+    rfft  <->  irfft(w * g),  irfft  <->  c * rfft(g),
+    hfft  <->  c * ihfft(g),  ihfft  <->  hfft(w * g),    w = 1/2, c = 2 off the ends.
+
+The standard takes complex input to fft, ifft, fftn, ifftn, irfft, irfftn and hfft;
+numpy also takes real input, whose gradient is then the real part (the element-wise
+row ``real``).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from polygrad.core.namespace import backend_of_type
+from polygrad.core.variable import Variable
+from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+
+__all__ = ['fft', 'ifft', 'fftn', 'ifftn', 'rfft', 'irfft', 'rfftn', 'irfftn', 'hfft', 'ihfft', 'fftfreq', 'rfftfreq',
+           'fftshift', 'ifftshift']
+
+_DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+# ---------------------------------------------------------------------------
+# Helpers for rules
+# ---------------------------------------------------------------------------
+def _xp(a: Any) -> Any:
+    return backend_of_type(type(a._data if isinstance(a, Variable) else a)).xp
+
+
+def _fit(o: Any, y: Any, axis: int, length: int) -> Any:
+    """Crop or zero-pad ``y`` along ``axis`` to ``length`` (the adjoint of the transform's own resizing)."""
+    have = y.shape[axis]
+    if have == length:
+        return y
+    key = (slice(None),) * axis + (slice(0, min(have, length)), ...)
+    if have > length:
+        return y[key]
+    return o.getitem_grad(y, key, tuple(y.shape[:axis]) + (length,) + tuple(y.shape[axis + 1:]))
+
+
+def _weights(g: Any, n: int, axis: int, value: float, complex_g: bool) -> Any:
+    """Weights on the half spectrum of a length-``n`` signal: 1 at 0 (and n/2 for even n), ``value``
+    elsewhere, shaped to broadcast along ``axis`` of ``g`` (in g's real precision)."""
+    xp = _xp(g)
+    w = [1.0] + [value] * (n // 2) if n % 2 else [1.0] + [value] * (n // 2 - 1) + [1.0]
+    dtype = g.dtype
+    if complex_g:
+        dtype = xp.float32 if dtype == xp.complex64 else xp.float64
+    shape = [1] * g.ndim
+    shape[axis] = len(w)
+    return xp.reshape(xp.asarray(w, dtype=dtype), tuple(shape))
+
+
+def _to_input(o: Any, gx: Any, x: Any) -> Any:
+    """``gx`` for input ``x``: its real part where ``x`` is real (the standard asks for complex input)."""
+    xp = _xp(gx)
+    if xp.isdtype(x.dtype, "complex floating") or not xp.isdtype(gx.dtype, "complex floating"):
+        return gx
+    return o.real(gx)
+
+
+def _axes(ndim: int, s: Any, axes: Any) -> list:
+    """The transformed axes of an n-dimensional transform (non-negative)."""
+    if axes is None:
+        axes = range(ndim) if s is None else range(ndim - len(s), ndim)
+    return [a % ndim for a in axes]
+
+
+# ---------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------
+def _c2c_vjp(adjoint: str):
+    """fft <-> ifft: the adjoint is the other one with the dual norm."""
+
+    def rule(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+        ax = axis % x.ndim
+        gx = getattr(o, adjoint)(g, axis=ax, norm=_DUAL[norm])
+        return _to_input(o, _fit(o, gx, ax, x.shape[ax]), x)
+
+    return rule
+
+
+def _c2cn_vjp(adjoint: str):
+    def rule(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
+        axes_ = _axes(x.ndim, s, axes)
+        gx = getattr(o, adjoint)(g, axes=tuple(axes_), norm=_DUAL[norm])
+        for a in axes_:
+            gx = _fit(o, gx, a, x.shape[a])
+        return _to_input(o, gx, x)
+
+    return rule
+
+
+def _rfft_vjp(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+    ax = axis % x.ndim
+    length = x.shape[ax] if n is None else n
+    gx = o.fft_irfft(g * _weights(g, length, ax, 0.5, True), n=length, axis=ax, norm=_DUAL[norm])
+    return _fit(o, gx, ax, x.shape[ax])
+
+
+def _irfft_vjp(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+    ax = axis % x.ndim
+    gx = o.fft_rfft(g, axis=ax, norm=_DUAL[norm]) * _weights(g, g.shape[ax], ax, 2.0, False)
+    return _to_input(o, _fit(o, gx, ax, x.shape[ax]), x)
+
+
+def _hfft_vjp(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+    ax = axis % x.ndim
+    gx = o.fft_ihfft(g, axis=ax, norm=_DUAL[norm]) * _weights(g, g.shape[ax], ax, 2.0, False)
+    return _to_input(o, _fit(o, gx, ax, x.shape[ax]), x)
+
+
+def _ihfft_vjp(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+    ax = axis % x.ndim
+    length = x.shape[ax] if n is None else n
+    gx = o.fft_hfft(g * _weights(g, length, ax, 0.5, True), n=length, axis=ax, norm=_DUAL[norm])
+    return _fit(o, gx, ax, x.shape[ax])
+
+
+def _rfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
+    axes_ = _axes(x.ndim, s, axes)
+    last = axes_[-1]
+    sizes = tuple(g.shape[a] for a in axes_[:-1]) + (x.shape[last] if s is None else s[-1],)
+    w = _weights(g, sizes[-1], last, 0.5, True)
+    gx = o.fft_irfftn(g * w, s=sizes, axes=tuple(axes_), norm=_DUAL[norm])
+    for a in axes_:
+        gx = _fit(o, gx, a, x.shape[a])
+    return gx
+
+
+def _irfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
+    axes_ = _axes(x.ndim, s, axes)
+    last = axes_[-1]
+    gx = o.fft_rfftn(g, axes=tuple(axes_), norm=_DUAL[norm]) * _weights(g, g.shape[last], last, 2.0, False)
+    for a in axes_:
+        gx = _fit(o, gx, a, x.shape[a])
+    return _to_input(o, gx, x)
+
+
+# ---------------------------------------------------------------------------
+# The rows
+# ---------------------------------------------------------------------------
+def _row(name: str, rule: Any, nd: bool = False) -> Op:
+    """A transform's row: ``fft_<name>`` running ``xp.fft.<name>``."""
+
+    def one(xp: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
+        return getattr(xp.fft, name)(x, n=n, axis=axis, norm=norm)
+
+    def many(xp: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
+        return getattr(xp.fft, name)(x, s=s, axes=axes, norm=norm)
+
+    return defvjp(Op("fft_" + name, many if nd else one, shapes=True), rule)
+
+
+FFT = _row("fft", _c2c_vjp("fft_ifft"))
+IFFT = _row("ifft", _c2c_vjp("fft_fft"))
+FFTN = _row("fftn", _c2cn_vjp("fft_ifftn"), nd=True)
+IFFTN = _row("ifftn", _c2cn_vjp("fft_fftn"), nd=True)
+RFFT = _row("rfft", _rfft_vjp)
+IRFFT = _row("irfft", _irfft_vjp)
+RFFTN = _row("rfftn", _rfftn_vjp, nd=True)
+IRFFTN = _row("irfftn", _irfftn_vjp, nd=True)
+HFFT = _row("hfft", _hfft_vjp)
+IHFFT = _row("ihfft", _ihfft_vjp)
+FFTSHIFT = defvjp(Op("fft_fftshift", lambda xp, x, axes=None: xp.fft.fftshift(x, axes=axes)),
+                  lambda o, g, ans, x, axes=None: o.fft_ifftshift(g, axes=axes))
+IFFTSHIFT = defvjp(Op("fft_ifftshift", lambda xp, x, axes=None: xp.fft.ifftshift(x, axes=axes)),
+                   lambda o, g, ans, x, axes=None: o.fft_fftshift(g, axes=axes))
+FFTFREQ = def_nograd(Op("fft_fftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
+                        xp.fft.fftfreq(n, d=d, dtype=dtype, device=device)))
+RFFTFREQ = def_nograd(Op("fft_rfftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
+                         xp.fft.rfftfreq(n, d=d, dtype=dtype, device=device)))
+
+
+# ---------------------------------------------------------------------------
+# Public functions (signatures as in the Array API standard)
+# ---------------------------------------------------------------------------
+def fft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(FFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def ifft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(IFFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def fftn(x, /, *, s=None, axes=None, norm='backward'):
+    return apply(FFTN, (x,), {"s": s, "axes": axes, "norm": norm})
+
+
+def ifftn(x, /, *, s=None, axes=None, norm='backward'):
+    return apply(IFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
+
+
+def rfft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(RFFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def irfft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(IRFFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def rfftn(x, /, *, s=None, axes=None, norm='backward'):
+    return apply(RFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
+
+
+def irfftn(x, /, *, s=None, axes=None, norm='backward'):
+    return apply(IRFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
+
+
+def hfft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(HFFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def ihfft(x, /, *, n=None, axis=-1, norm='backward'):
+    return apply(IHFFT, (x,), {"n": n, "axis": axis, "norm": norm})
+
+
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    return apply(FFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
+
+
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    return apply(RFFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
+
+
+def fftshift(x, /, *, axes=None):
+    return apply(FFTSHIFT, (x,), {"axes": axes})
+
+
+def ifftshift(x, /, *, axes=None):
+    return apply(IFFTSHIFT, (x,), {"axes": axes})

@@ -194,7 +194,11 @@ class Primitive(Node):
                         gx = o.sum_to(gx, shape)
                     dtype = self.in_dtypes[i]
                     if dtype is not None and gx.dtype != dtype:
-                        gx = o.astype(gx, dtype)
+                        xp = self.backend.xp
+                        if xp.isdtype(gx.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating"):
+                            gx = o.real(gx)  # a real input's gradient is the real part
+                        if gx.dtype != dtype:
+                            gx = o.astype(gx, dtype)
             except Exception as exc:
                 raise _op_error(op, args, params, self.backend, exc, f"backward (input {i})") from exc
             out.append(gx)
