@@ -20,6 +20,7 @@ Subclasses: :class:`polygrad.core.function.Function` (the user API) and
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -58,6 +59,27 @@ class Node:
     def _hook_in_data(self) -> tuple:
         """Input arrays shown to function hooks in backward (None where released)."""
         return ()
+
+    # -- pickling (graphs travel to dask workers) -------------------------------------
+    def __getstate__(self) -> dict:
+        state = dict(getattr(self, "__dict__", {}))
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name in ("__dict__", "__weakref__") or name in state:
+                    continue
+                try:
+                    state[name] = object.__getattribute__(self, name)
+                except AttributeError:
+                    pass
+        # outputs are weak references: pickle the Variables they point to (None if gone)
+        state["outputs"] = tuple(r() for r in state.get("outputs", ()))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        outputs = state.pop("outputs", ())
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "outputs", tuple(weakref.ref(v) if v is not None else _dead for v in outputs))
 
     # -- shared behaviour ------------------------------------------------------
     @property
@@ -109,6 +131,11 @@ class Node:
         if ref is not None and ref._data is data:
             return ref
         return Variable._from_graph(data, self, i)
+
+
+def _dead() -> None:
+    """Stands in for the weak reference to an output that no longer exists."""
+    return None
 
 
 def version_error(node: Node, what: str, shape: Any, saved: int, current: int, box: Any = None) -> RuntimeError:

@@ -57,6 +57,9 @@ class Op:
     def __repr__(self) -> str:
         return f"<op {self.name}>"
 
+    def __reduce__(self) -> tuple:
+        return (_op_named, (self.name,))  # rows are unique: pickle them by name
+
     def kernel(self, backend: Any) -> Callable:
         """The forward kernel for ``backend`` (its own faster one if it declares one)."""
         impl = self._impl.get(backend)
@@ -64,6 +67,10 @@ class Op:
             impl = backend.kernels.get(self.name) or (functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd)
             self._impl[backend] = impl
         return impl
+
+
+def _op_named(name: str) -> Op:
+    return REGISTRY[name]
 
 
 def defvjp(op: Op, *rules: Callable | None, saves: str = "") -> Op:

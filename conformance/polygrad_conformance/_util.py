@@ -1,0 +1,71 @@
+"""Helpers shared by the suite: building inputs and comparing arrays with the
+backend's own namespace (no second array library is needed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import polygrad as pg
+from polygrad.core.namespace import backend_of_type
+
+
+def data(x: Any) -> Any:
+    return x.data if isinstance(x, pg.Variable) else x
+
+
+def array(xp: Any, values: Any, dtype: Any, shape: tuple | None = None) -> Any:
+    """An array of the backend from (nested) Python values."""
+    a = xp.asarray(values, dtype=dtype)
+    return a if shape is None else xp.reshape(a, tuple(shape))
+
+
+def tolist(x: Any) -> Any:
+    """Nested Python values of a (small) array of any backend, for messages."""
+    x = data(x)
+    if isinstance(x, (bool, int, float, complex)):
+        return x
+    backend = backend_of_type(type(x))
+    (x,) = backend.materialize((x,))
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if x.ndim == 0:
+        return float(x) if "float" in str(x.dtype) else int(x) if "int" in str(x.dtype) else bool(x)
+    return [tolist(x[i, ...]) for i in range(x.shape[0])]
+
+
+def _is_float(xp: Any, dtype: Any) -> bool:
+    return dtype in (xp.float32, xp.float64)
+
+
+def _is_complex(xp: Any, dtype: Any) -> bool:
+    return dtype in (getattr(xp, "complex64", None), getattr(xp, "complex128", None))
+
+
+def assert_same(actual: Any, expected: Any, *, backend: Any, rtol: float, atol: float, what: str = "",
+                values: bool = True) -> None:
+    """``actual`` is an array of ``backend`` with ``expected``'s shape, dtype and
+    values (within tolerance for floats, exactly otherwise; NaNs match NaNs;
+    ``values=False``: shape and dtype only)."""
+    actual, expected = data(actual), data(expected)
+    where = f"{what}: " if what else ""
+    owner = backend_of_type(type(actual))
+    assert owner is backend, f"{where}result is an array of backend {owner.name!r}, not {backend.name!r}"
+    xp = backend.xp
+    assert tuple(actual.shape) == tuple(expected.shape), (
+        f"{where}shape {tuple(actual.shape)} != expected {tuple(expected.shape)}"
+    )
+    assert actual.dtype == expected.dtype, f"{where}dtype {actual.dtype} != expected {expected.dtype}"
+    if not values:
+        return
+    if _is_float(xp, actual.dtype) or _is_complex(xp, actual.dtype):
+        both_nan = xp.isnan(actual) & xp.isnan(expected)
+        close = xp.abs(actual - expected) <= atol + rtol * xp.abs(expected)
+        ok = bool(xp.all(close | both_nan))
+    else:
+        ok = bool(xp.all(actual == expected))
+    assert ok, f"{where}values differ (rtol={rtol}, atol={atol}):\nactual   {tolist(actual)}\nexpected {tolist(expected)}"
+
+
+def size(shape: tuple) -> int:
+    return math.prod(shape)

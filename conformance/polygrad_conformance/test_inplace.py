@@ -1,0 +1,77 @@
+"""In-place operations: written into the array where the backend supports
+in-place writes (BackendInfo.inplace), rebound functionally otherwise; version
+counters catch arrays that backward needs and that were changed."""
+
+from __future__ import annotations
+
+import pytest
+
+import polygrad as pg
+from polygrad_conformance._util import tolist
+
+
+def _x(xp, dtype, requires_grad=True):
+    return pg.Variable(xp.asarray([1.0, 2.0, 3.0], dtype=dtype), requires_grad=requires_grad)
+
+
+@pytest.mark.requires("inplace")
+def test_inplace_op_writes_into_the_array(xp, float_dtype):
+    """x += 1 writes into x's array: another holder of that array sees the change; the version goes up."""
+    x = _x(xp, float_dtype, requires_grad=False)
+    alias = x.data
+    x += 1.0
+    assert x.data is alias
+    assert tolist(alias) == [2.0, 3.0, 4.0]
+    assert x.version == 1
+
+
+def test_inplace_op_without_writes_rebinds(info, xp, float_dtype):
+    """Where arrays cannot be written (inplace=False), x += 1 rebinds x.data and leaves the old array as it was."""
+    if info.inplace:
+        pytest.skip("backend writes in place (covered by test_inplace_op_writes_into_the_array)")
+    x = _x(xp, float_dtype, requires_grad=False)
+    old = x.data
+    x += 1.0
+    assert x.data is not old
+    assert tolist(old) == [1.0, 2.0, 3.0]
+    assert tolist(x) == [2.0, 3.0, 4.0]
+    assert x.version == 1
+
+
+def test_inplace_on_intermediate_keeps_gradient_right(xp, float_dtype):
+    """y = x * 2; y += x; backward gives dy/dx = 3, however the backend applies the in-place op."""
+    x = _x(xp, float_dtype)
+    y = x * 2.0
+    y += x
+    pg.sum(y).backward()
+    assert tolist(x.grad) == [3.0, 3.0, 3.0]
+
+
+def test_modifying_a_saved_array_is_an_error(xp, float_dtype):
+    """y = exp(x) saves y for backward; y *= 2 then backward raises naming the in-place change."""
+    x = _x(xp, float_dtype)
+    y = pg.exp(x)
+    z = pg.sum(y)
+    y *= 2.0
+    with pytest.raises(RuntimeError, match="in-place"):
+        (pg.sum(y) + z).backward()
+
+
+def test_inplace_on_leaf_requiring_grad_is_an_error(xp, float_dtype):
+    """x += 1 on a leaf that requires grad raises; under no_backprop_mode it is allowed."""
+    x = _x(xp, float_dtype)
+    with pytest.raises(RuntimeError, match="in-place"):
+        x += 1.0
+    with pg.no_backprop_mode():
+        x += 1.0
+    assert tolist(x) == [2.0, 3.0, 4.0]
+
+
+def test_setitem_on_variable_is_differentiable(xp, float_dtype):
+    """v[0] = 0 on an intermediate: the overwritten element passes no gradient back."""
+    x = _x(xp, float_dtype)
+    v = x * 3.0
+    v[0] = 0.0
+    pg.sum(v).backward()
+    assert tolist(v) == [0.0, 6.0, 9.0]
+    assert tolist(x.grad) == [0.0, 3.0, 3.0]

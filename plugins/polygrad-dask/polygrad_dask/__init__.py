@@ -1,0 +1,414 @@
+"""polygrad backend plugin for Dask arrays: chunked, lazy, and distributed
+through dask.distributed.
+
+Thin bindings: the namespace is ``array_api_compat.dask.array`` (with the
+few functions dask lacks or gets wrong filled in: ``polygrad_dask.namespace``); dask is
+imported inside the hooks only, so registering this plugin imports nothing
+heavy. Variables hold dask arrays; forward and backward only build task
+graphs, and nothing is computed until ``pg.compute(loss, *grads)`` (one
+``dask.compute`` for all of them) or ``pg.persist``.
+
+What the standard lacks, done lazily and chunk by chunk:
+
+* random numbers: ``dask.array.random.default_rng(seed)``; each chunk draws
+  from its own stream spawned from the seed, so the same seed and chunks give
+  the same numbers on any scheduler;
+* scatter-add (indexing backward): one ``add.at`` task per (block of values,
+  block of the output), summed per output block (see :func:`scatter_add`).
+
+Sizes that depend on data (boolean-mask indexing) are unknown (``nan``) in
+dask; the ops that need them raise an error naming the op instead of
+computing. BackendInfo says ``data_dependent_shapes=False``.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import math
+import string
+import threading
+
+from polygrad.backends import BackendInfo
+from polygrad.hookspecs import hookimpl
+
+NAME = "dask"
+
+__all__ = ["NAME", "getitem", "scatter_add", "UnknownShapeError"]
+
+
+class UnknownShapeError(ValueError):
+    """An op needs a size that dask only knows after computing (boolean masks)."""
+
+
+# ---------------------------------------------------------------------------
+# Discovery and loading
+# ---------------------------------------------------------------------------
+
+
+@hookimpl
+def polygrad_backend_info():
+    return BackendInfo(
+        name=NAME, module="dask", device="cpu", lazy=True, inplace=False, data_dependent_shapes=False, priority=10
+    )
+
+
+@hookimpl
+def polygrad_check_usable(backend):
+    if backend != NAME:
+        return None
+    # Cheap: look the libraries up without importing them.
+    for mod, hint in (("dask", "pip install 'dask[array]'"), ("numpy", "pip install numpy"),
+                      ("array_api_compat", "pip install array-api-compat")):
+        if importlib.util.find_spec(mod) is None:
+            return (False, f"{mod} is not installed ({hint})")
+    return (True, "")
+
+
+@hookimpl
+def polygrad_array_namespace(backend):
+    if backend != NAME:
+        return None
+    from polygrad_dask import namespace
+
+    return namespace
+
+
+@hookimpl
+def polygrad_array_types(backend):
+    if backend != NAME:
+        return None
+    import dask.array as da
+
+    return (da.Array,)
+
+
+# ---------------------------------------------------------------------------
+# Random numbers
+# ---------------------------------------------------------------------------
+
+
+class _Generator:
+    """Seeded random dask arrays; ``chunks`` (default ``"auto"``) as in dask."""
+
+    def __init__(self, seed):
+        import dask.array as da
+
+        self._rng = da.random.default_rng(seed)
+
+    def normal(self, shape, *, dtype, mean=0.0, std=1.0, chunks="auto"):
+        x = self._rng.standard_normal(size=tuple(shape), dtype=dtype, chunks=chunks)
+        return x * std + mean if (mean, std) != (0.0, 1.0) else x
+
+    def uniform(self, shape, *, dtype, low=0.0, high=1.0, chunks="auto"):
+        x = self._rng.random(size=tuple(shape), dtype=dtype, chunks=chunks)
+        return x * (high - low) + low if (low, high) != (0.0, 1.0) else x
+
+
+@hookimpl
+def polygrad_random_generator(backend, seed):
+    if backend != NAME:
+        return None
+    return _Generator(seed)
+
+
+# ---------------------------------------------------------------------------
+# Scatter-add, lazily
+# ---------------------------------------------------------------------------
+
+
+def _is_basic(key):
+    return all(k is Ellipsis or isinstance(k, (int, slice)) for k in key)
+
+
+def _add_at(out, index, values):
+    """``out[index] += values`` with repeats summed, for numpy or cupy blocks."""
+    if type(out).__module__.split(".")[0] == "cupy":
+        import cupyx
+
+        cupyx.scatter_add(out, index, values)
+    else:
+        import numpy as np
+
+        np.add.at(out, index, values)
+
+
+def _scatter_block(values, *parts):
+    """One task: the values of one block of ``out[key]`` that land in one output
+    block, added into zeros of that block's shape.
+
+    ``parts`` are, per output axis, the block of coordinates (same shape as
+    ``values``), then per axis a one-element array with the block's start, then
+    one with its stop. Returns the block with ``values.ndim`` leading axes of 1.
+    """
+    import numpy as np
+
+    n = len(parts) // 3
+    coords, starts, stops = parts[:n], parts[n : 2 * n], parts[2 * n :]
+    lo = [int(s[0]) for s in starts]
+    shape = tuple(int(e[0]) - s for e, s in zip(stops, lo))
+    out = np.zeros_like(values, shape=shape)
+    inside = None
+    for c, s, m in zip(coords, lo, shape):
+        hit = (c >= s) & (c < s + m)
+        inside = hit if inside is None else inside & hit
+    if inside is not None and values.size:
+        _add_at(out, tuple(c[inside] - s for c, s in zip(coords, lo)), values[inside])
+    return out.reshape((1,) * values.ndim + shape)
+
+
+def _scatter_sum(shape, chunks, key, values, meta):
+    """Zeros of ``shape`` (with ``chunks``) with ``values`` added at ``[key]``.
+
+    Dask's own indexing tells where each element of ``out[key]`` lands: the key
+    is applied to one coordinate grid per axis (``broadcast_to(arange(n_d))``,
+    no memory), so every key dask can index with is supported, with numpy's
+    rules, and the coordinates come chunked like ``values``. Then one task per
+    (values block, output block) adds what falls in that output block, and the
+    partial blocks are summed (a tree reduction). Memory per task: one block of
+    each.
+    """
+    import dask.array as da
+    import numpy as np
+
+    ndim = len(shape)
+    grids = []
+    for d, n in enumerate(shape):
+        axis = da.arange(n, chunks=(chunks[d],))
+        axis = da.reshape(axis, tuple(n if i == d else 1 for i in range(ndim)))
+        grids.append(getitem(da.broadcast_to(axis, shape, chunks=chunks), key))
+    where = grids[0]
+    if tuple(values.shape) != tuple(where.shape):
+        values = da.broadcast_to(values, where.shape)
+    if values.chunks != where.chunks:
+        values = values.rechunk(where.chunks)
+    grids = [g if g.chunks == where.chunks else g.rechunk(where.chunks) for g in grids]
+
+    e = values.ndim
+    letters = string.ascii_letters
+    vind, oind = letters[:e], letters[e : e + ndim]
+    args = [values, vind]
+    for g in grids:
+        args += [g, vind]
+    bounds = [np.cumsum((0,) + tuple(c)) for c in chunks]
+    for d in range(ndim):
+        args += [da.from_array(bounds[d][:-1], chunks=1), oind[d]]
+    for d in range(ndim):
+        args += [da.from_array(bounds[d][1:], chunks=1), oind[d]]
+    adjust = {c: 1 for c in vind}
+    adjust.update({oind[d]: tuple(chunks[d]) for d in range(ndim)})
+    partial = da.blockwise(
+        _scatter_block, vind + oind, *args, adjust_chunks=adjust, dtype=values.dtype,
+        meta=meta.reshape((0,) * (e + ndim)), concatenate=True,
+    )
+    return partial.sum(axis=tuple(range(e)), dtype=values.dtype) if e else partial
+
+
+def _is_index_array(k):
+    return hasattr(k, "shape") and hasattr(k, "dtype") and not isinstance(k, (bool, int, slice))
+
+
+# getitem's backward (getitem_grad) gets the key and the input's shape, not the
+# input: to chunk the gradient like the input, forward remembers the chunks of
+# the last few inputs by key identity (the node keeps the same key object).
+_SOURCES: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+_SOURCES_MAX = 16
+_sources_lock = threading.Lock()
+
+
+def _remember(key, x):
+    with _sources_lock:
+        _SOURCES[(id(key), tuple(x.shape))] = (key, x.chunks)
+        _SOURCES.move_to_end((id(key), tuple(x.shape)))
+        while len(_SOURCES) > _SOURCES_MAX:
+            _SOURCES.popitem(last=False)
+
+
+def _source_chunks(key, shape):
+    with _sources_lock:
+        hit = _SOURCES.get((id(key), tuple(shape)))
+    return hit[1] if hit is not None and hit[0] is key else None
+
+
+def getitem(x, key):
+    """``x[key]`` with numpy's rules, lazily; integer arrays on several axes (or
+    of several dimensions), which dask's own indexing refuses, become one 1-D
+    take on a flattened view."""
+    _remember(key, x)
+    keys = key if isinstance(key, tuple) else (key,)
+    arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
+    if len(arrays) > 1 or any(a.ndim != 1 for a in arrays):  # dask: "Don't yet support nd fancy indexing"
+        out = _gather(x, key)
+        if out is not None:
+            return out
+    return x[key]
+
+
+def _gather(x, key):
+    """``x[key]`` for integer arrays (and ints) on the leading axes, then ``:``/``...``; None otherwise."""
+    import dask.array as da
+
+    keys = key if isinstance(key, tuple) else (key,)
+    k = 0
+    while k < len(keys) and (isinstance(keys[k], int) or _is_index_array(keys[k])):
+        k += 1
+    lead, rest = keys[:k], keys[k:]
+    if k > x.ndim or not any(_is_index_array(a) for a in lead):
+        return None
+    if sum(r is Ellipsis for r in rest) > 1 or not all(r is Ellipsis or r == slice(None) for r in rest):
+        return None
+    arrays = da.broadcast_arrays(*[da.asarray(a) for a in lead])
+    lin = None
+    for a, n in zip(arrays, x.shape[:k]):
+        a = da.where(a < 0, a + n, a)
+        lin = a if lin is None else lin * n + a
+    flat = da.reshape(x, (math.prod(x.shape[:k]),) + tuple(x.shape[k:]))
+    out = flat[da.reshape(lin, (-1,))]
+    return da.reshape(out, tuple(arrays[0].shape) + tuple(x.shape[k:]))
+
+
+def _check_known(opname, shape, what="shape"):
+    if any(isinstance(n, float) and math.isnan(n) for n in shape):
+        raise UnknownShapeError(
+            f"polygrad-dask: {opname} needs the {what} {tuple(shape)}, which dask does not know yet: a size came "
+            f"from a data-dependent op (boolean-mask indexing, nonzero). Use pg.where(mask, x, 0) instead of "
+            f"x[mask], or compute the sizes first (x.compute_chunk_sizes()) outside the differentiated graph"
+        )
+
+
+def _normalize_key(key):
+    return key if isinstance(key, tuple) else (key,)
+
+
+def scatter_add(x, key, values):
+    """A copy of ``x`` with ``values`` added at ``x[key]``, repeated indices
+    summed; lazy, chunked like ``x``, with ``x``'s chunk type."""
+    import dask.array as da
+
+    x = da.asarray(x)
+    _check_known("scatter_add", x.shape)
+    keys = _normalize_key(key)
+    values = da.asarray(values, dtype=x.dtype) if not isinstance(values, da.Array) else values.astype(x.dtype)
+    if x.ndim == 0 or _is_basic(keys):  # no repeats possible: dask's setitem is exact and lazy
+        out = x.copy()
+        out[key] = out[key] + values
+        return out
+    return x + _scatter_sum(tuple(x.shape), x.chunks, key, values, x._meta)
+
+
+def _getitem_grad(g, key, shape):
+    """Zeros of ``shape`` with ``g`` added at ``[key]`` (the vjp of getitem),
+    with ``g``'s chunk type, chunked like ``g`` along trailing axes of equal size."""
+    import dask.array as da
+
+    _check_known("getitem_grad (indexing backward)", shape)
+    _check_known("getitem_grad (indexing backward)", g.shape, "gradient shape")
+    shape = tuple(shape)
+    chunks = _source_chunks(key, shape)
+    if chunks is None:  # chunk like g along trailing axes of equal size
+        wanted = ["auto"] * len(shape)
+        for i in range(1, min(len(shape), g.ndim) + 1):
+            if shape[-i] == g.shape[-i]:
+                wanted[-i] = g.chunks[-i]
+        chunks = da.core.normalize_chunks(tuple(wanted), shape, dtype=g.dtype)
+    keys = _normalize_key(key)
+    if not shape or _is_basic(keys):
+        out = da.zeros_like(g, shape=shape, chunks=chunks) if shape else da.zeros_like(g, shape=())
+        out[key] = g
+        return out
+    return _scatter_sum(shape, chunks, key, g, g._meta)
+
+
+@hookimpl
+def polygrad_scatter_add(backend):
+    if backend != NAME:
+        return None
+    return scatter_add
+
+
+# ---------------------------------------------------------------------------
+# Kernels: the generic ones, with a clear error for unknown sizes
+# ---------------------------------------------------------------------------
+
+
+def _kernels():
+    import array_api_compat.dask.array as xp
+
+    from polygrad.ops import REGISTRY
+
+    def broadcast_to(x, shape):
+        _check_known("broadcast_to", shape, "target shape")
+        return xp.broadcast_to(x, shape)
+
+    def reshape(x, shape, copy=None):
+        _check_known("reshape", x.shape, "input shape")
+        return xp.reshape(x, shape, copy=copy)
+
+    def sum_to(x, shape):
+        _check_known("sum_to", x.shape, "input shape")
+        return REGISTRY["sum_to"].fwd(xp, x, shape)
+
+    return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem,
+            "getitem_grad": _getitem_grad}
+
+
+
+@hookimpl
+def polygrad_kernels(backend):
+    if backend != NAME:
+        return None
+    return _kernels()
+
+
+# ---------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------
+
+
+@hookimpl
+def polygrad_materialize(backend, arrays):
+    if backend != NAME:
+        return None
+    import dask
+
+    return dask.compute(*arrays)
+
+
+@hookimpl
+def polygrad_persist(backend, arrays):
+    if backend != NAME:
+        return None
+    import dask
+
+    return dask.persist(*arrays)
+
+
+@hookimpl
+def polygrad_synchronize(backend):
+    if backend != NAME:
+        return None
+    return True  # nothing runs in the background: work happens inside compute/persist
+
+
+class _NoCompute:
+    """Inside: computing any dask array raises (the conformance suite's laziness check)."""
+
+    def __enter__(self):
+        import dask
+
+        def refuse(dsk, keys, **kwargs):
+            raise AssertionError(f"polygrad-dask: a dask graph was computed inside forbid_compute (keys {keys!r:.200})")
+
+        self._cm = dask.config.set(scheduler=refuse)
+        self._cm.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+
+
+@hookimpl
+def polygrad_forbid_compute(backend):
+    if backend != NAME:
+        return None
+    return _NoCompute()

@@ -1,0 +1,73 @@
+"""The dask backend's Array API namespace: ``array_api_compat.dask.array``,
+with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
+
+* ``eye(n_rows, n_cols, k=...)``: dask's builds a broken graph when
+  ``n_cols > n_rows`` ("Missing dependency" at compute time);
+* ``take_along_axis``: not in dask; integer-array indexing with aranges;
+* ``from_dlpack``: not in dask; a dask array as it is, anything else through numpy;
+* ``linalg.cholesky``: array_api_compat's gives the upper factor for
+  ``upper=False`` (dask's own ``cholesky`` defaults to ``lower=False``).
+
+Everything else is array_api_compat's, unchanged.
+"""
+
+from __future__ import annotations
+
+import array_api_compat.dask.array as _base
+from array_api_compat.dask.array import *  # noqa: F401,F403
+from array_api_compat.dask.array import __all__ as _all
+from array_api_compat.dask.array import __array_api_version__  # noqa: F401
+
+__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg"})
+
+
+def __getattr__(name):
+    return getattr(_base, name)
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    import dask.array as da
+
+    n_cols = n_rows if n_cols is None else n_cols
+    hit = da.reshape(da.arange(n_rows), (n_rows, 1)) + k == da.reshape(da.arange(n_cols), (1, n_cols))
+    return hit.astype(float64 if dtype is None else dtype)  # noqa: F405
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    import dask.array as da
+
+    from polygrad_dask import getitem
+
+    axis = axis % x.ndim
+    key = tuple(
+        indices if d == axis else da.reshape(da.arange(n), tuple(n if i == d else 1 for i in range(x.ndim)))
+        for d, n in enumerate(x.shape)
+    )
+    return getitem(x, key)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    import dask.array as da
+    import numpy as np
+
+    if isinstance(x, da.Array):
+        return x.copy() if copy else x
+    return da.from_array(np.from_dlpack(x))
+
+
+class _Linalg:
+    """``linalg``: array_api_compat's, with ``cholesky`` giving the factor asked for."""
+
+    __name__ = "polygrad_dask.namespace.linalg"
+
+    def __getattr__(self, name):
+        return getattr(_base.linalg, name)
+
+    @staticmethod
+    def cholesky(x, /, *, upper=False):
+        import dask.array as da
+
+        return da.linalg.cholesky(x, lower=not upper)
+
+
+linalg = _Linalg()

@@ -1,0 +1,174 @@
+"""The cupy backend (plugins/polygrad-cupy): it says precisely why it cannot
+run (cupy missing, or no CUDA device), and where a GPU is usable its
+gradients equal numpy's. GPU tests skip with the plugin's own reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+
+if "cupy" not in pg.backends():
+    pytest.skip("the polygrad-cupy plugin is not installed", allow_module_level=True)
+
+import polygrad_cupy  # noqa: E402
+
+USABLE, REASON = polygrad_cupy.usable()
+gpu = pytest.mark.skipif(not USABLE, reason=REASON)
+
+
+class CUDARuntimeError(RuntimeError):
+    """Stands in for cupy_backends.cuda.api.runtime.CUDARuntimeError."""
+
+
+def _fake_cupy(get_device_count):
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=get_device_count))
+    return cupy
+
+
+@pytest.fixture
+def cupy_found(monkeypatch):
+    """Make `importlib.util.find_spec('cupy')` succeed, as if cupy were installed."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(polygrad_cupy.importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "cupy" else real(name, *a))
+
+
+@pytest.fixture
+def fresh_cupy_backend(monkeypatch):
+    """The cupy Backend with its cached usability forgotten (restored afterwards)."""
+    b = pg.get_backend("cupy")
+    monkeypatch.setattr(b, "_usable", None)
+    monkeypatch.setattr(b, "_xp", None)
+    return b
+
+
+def test_reason_when_cupy_is_not_installed(monkeypatch):
+    """Without cupy the reason says so and how to install it, and nothing is imported."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(polygrad_cupy.importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real(name, *a))
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    ok, reason = polygrad_cupy.polygrad_check_usable(backend="cupy")
+    assert not ok
+    assert "no usable GPU" in reason and "cupy is not installed" in reason and "pip install" in reason
+    assert "cupy" not in sys.modules
+
+
+def test_reason_when_cupy_has_no_device(monkeypatch, cupy_found):
+    """With cupy installed but no CUDA driver/device, getDeviceCount's error is the reason."""
+
+    def no_device():
+        raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(no_device))
+    ok, reason = polygrad_cupy.polygrad_check_usable(backend="cupy")
+    assert not ok
+    assert "no usable GPU" in reason and "CUDARuntimeError" in reason and "cudaErrorNoDevice" in reason
+
+
+def test_reason_when_cupy_sees_zero_devices(monkeypatch, cupy_found):
+    """getDeviceCount() == 0 is not usable either."""
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(lambda: 0))
+    assert polygrad_cupy.usable() == (False, "no usable GPU: cupy is installed but CUDA reports 0 devices")
+
+
+def test_reason_when_cupy_cannot_be_imported(monkeypatch, cupy_found):
+    """A cupy that fails to import (wrong wheel, missing CUDA libraries) is a reason, not a crash."""
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
+    ok, reason = polygrad_cupy.usable()
+    assert not ok and "cannot be imported" in reason
+
+
+def test_usable_with_a_device(monkeypatch, cupy_found):
+    """One device: usable."""
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(lambda: 1))
+    assert polygrad_cupy.usable() == (True, "")
+
+
+def test_set_backend_without_gpu_is_a_clear_error(monkeypatch, cupy_found, fresh_cupy_backend):
+    """pg.set_backend('cupy') with no device raises RuntimeError saying there is no usable GPU."""
+
+    def no_device():
+        raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(no_device))
+    with pytest.raises(RuntimeError, match=r"backend 'cupy' is not usable here: no usable GPU.*InsufficientDriver"):
+        pg.set_backend("cupy")
+    row = pg.backends()["cupy"]
+    assert not row.usable and row.device == "gpu" and "no usable GPU" in row.reason
+    assert pg.get_backend().name != "cupy"  # the default stays a usable backend
+
+
+def test_backends_lists_cupy_with_its_reason():
+    """pg.backends() lists cupy; when not usable here, with the plugin's reason."""
+    row = pg.backends()["cupy"]
+    assert row.device == "gpu"
+    assert row.usable == USABLE and row.reason == REASON
+
+
+def test_listing_backends_does_not_import_cupy_when_missing():
+    """Where cupy is not installed, pg.backends() reports it without trying to import it."""
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("cupy is installed here")
+    code = "import sys, polygrad as pg; r = pg.backends()['cupy']; print(r.usable, 'cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+# ---------------------------------------------------------------------------
+# On a GPU
+# ---------------------------------------------------------------------------
+
+
+@gpu
+def test_gpu_gradients_equal_numpy():
+    """An MLP-ish loss on the GPU: loss and gradients equal the numpy backend's."""
+    import cupy
+
+    import polygrad.functions as F
+
+    rng = np.random.default_rng(0)
+    data = [rng.normal(size=s) for s in [(8, 5), (4, 5), (4,), (3, 4)]]
+    t = rng.integers(0, 3, size=8)
+    idx = np.array([0, 3, 0, 7])
+
+    def run(arrays, labels, index):
+        vs = [pg.Variable(a) for a in arrays]
+        h = F.relu(F.linear(vs[0], vs[1], vs[2]))
+        loss = F.softmax_cross_entropy(F.linear(h, vs[3]), labels) + pg.sum(vs[0][index] * 0.5)
+        loss.backward()
+        return loss, [v.grad for v in vs]
+
+    loss_n, grads_n = run(data, t, idx)
+    loss_g, grads_g = run([cupy.asarray(a) for a in data], cupy.asarray(t), cupy.asarray(idx))
+    assert all(isinstance(g, cupy.ndarray) for g in grads_g)
+    np.testing.assert_allclose(float(loss_g.data), float(loss_n.data), rtol=1e-10)
+    for gg, gn in zip(grads_g, grads_n):
+        np.testing.assert_allclose(cupy.asnumpy(gg), gn, rtol=1e-8, atol=1e-10)
+
+
+@gpu
+def test_gpu_memory_stats_and_synchronize():
+    """memory_stats() reports the default pool's used/total bytes; synchronize() returns."""
+    import cupy
+
+    b = pg.get_backend("cupy")
+    x = cupy.ones((1024, 1024), dtype=cupy.float32)
+    b.synchronize()
+    stats = b.memory_stats()
+    assert stats["used"] >= x.nbytes and stats["total"] >= stats["used"]
+
+
+@gpu
+def test_gpu_conformance_suite_passes():
+    """The conformance suite passes on cupy."""
+    out = subprocess.run([sys.executable, "-m", "polygrad_conformance", "cupy", "-q", "-p", "no:randomly"],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-5000:]

@@ -1,0 +1,240 @@
+"""The dask backend (plugins/polygrad-dask): lazy graphs for forward and
+backward, one compute for loss and gradients, chunk types kept, workers of a
+dask.distributed cluster computing the same gradients as numpy.
+
+Deselect the cluster test with ``-k "not distributed"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+if "dask" not in pg.backends():
+    pytest.skip("the polygrad-dask plugin is not installed", allow_module_level=True)
+
+from dask.callbacks import Callback  # noqa: E402
+
+from polygrad_dask import UnknownShapeError  # noqa: E402
+
+RNG = np.random.default_rng(0)
+DATA = {
+    "x": RNG.normal(size=(12, 6)),
+    "w1": RNG.normal(size=(5, 6)),
+    "b1": RNG.normal(size=(5,)),
+    "w2": RNG.normal(size=(3, 5)),
+}
+LABELS = RNG.integers(0, 3, size=12)
+IDX = np.array([0, 2, 0, 0, 11])
+# Several chunks on every axis, some uneven, consistent where axes meet in a matmul.
+CHUNKS = {"x": (4, 3), "w1": (2, 3), "b1": 2, "w2": (2, 2)}
+NAMES = ["x", "w1", "b1", "w2"]
+
+
+def _loss(x, w1, b1, w2, t, idx):
+    """An MLP-ish loss touching matmul, broadcasting, relu, softmax cross entropy,
+    repeated-index gathers (scatter-add backward), slicing and a mean."""
+    h = F.relu(F.linear(x, w1, b1))
+    y = F.linear(h, w2)
+    return F.softmax_cross_entropy(y, t) + pg.sum(x[idx] * 0.5) + pg.sum(x[idx, 1]) + pg.mean(pg.tanh(h)[:, 1:3])
+
+
+def _grads(arrays, t, idx):
+    vs = [pg.Variable(a, name=n) for n, a in zip(NAMES, arrays)]
+    loss = _loss(*vs, t, idx)
+    loss.backward()
+    return loss, [v.grad for v in vs]
+
+
+def _dask_inputs():
+    arrays = [da.from_array(DATA[n], chunks=CHUNKS[n]) for n in NAMES]
+    return arrays, da.from_array(LABELS, chunks=4), da.from_array(IDX, chunks=2)
+
+
+@pytest.fixture(scope="module")
+def numpy_result():
+    loss, grads = _grads([DATA[n] for n in NAMES], LABELS, IDX)
+    return float(loss.data), grads
+
+
+def _refuse(dsk, keys, **kwargs):
+    raise AssertionError(f"a dask graph was computed (keys {keys!r:.120})")
+
+
+def test_gradients_equal_numpy_backend(numpy_result):
+    """With several chunks per axis, loss and gradients equal the numpy backend's."""
+    arrays, t, idx = _dask_inputs()
+    loss, grads = _grads(arrays, t, idx)
+    out = pg.compute(loss, *grads)
+    assert np.allclose(out[0], numpy_result[0], rtol=1e-12)
+    for name, got, want in zip(NAMES, out[1:], numpy_result[1]):
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_gradients_keep_chunks_and_chunk_type():
+    """Each gradient is a dask array with its input's chunk type and, inputs being
+    chunked consistently, its input's chunks (indexing backward included)."""
+    arrays, t, idx = _dask_inputs()
+    _, grads = _grads(arrays, t, idx)
+    for name, a, g in zip(NAMES, arrays, grads):
+        assert isinstance(g, da.Array), name
+        assert g.chunks == a.chunks, (name, g.chunks, a.chunks)
+        assert type(g._meta) is type(a._meta)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")  # numpy.ma fill values
+def test_masked_chunk_type_survives_backward():
+    """Chunks of another type (numpy.ma here, cupy on a GPU) stay that type through backward, scatter-add included."""
+    x = pg.Variable(da.ma.masked_array(da.from_array(DATA["x"], chunks=(4, 3))))
+    w = pg.Variable(da.ma.masked_array(da.from_array(DATA["w1"][0], chunks=3)))
+    idx = da.from_array(IDX, chunks=2)
+    (pg.sum(pg.tanh(x) * w) + pg.sum(x[idx] * 2.0) + pg.sum(x[idx, 1])).backward()
+    assert type(x.grad._meta) is np.ma.MaskedArray and type(w.grad._meta) is np.ma.MaskedArray
+    gx, gw = pg.compute(x.grad, w.grad)
+    assert isinstance(gx, np.ma.MaskedArray) and isinstance(gw, np.ma.MaskedArray)
+
+
+def test_forward_and_backward_compute_nothing():
+    """Under a scheduler that refuses every graph, forward, backward and double backward all run."""
+    arrays, t, idx = _dask_inputs()
+    with dask.config.set(scheduler=_refuse):
+        loss, grads = _grads(arrays, t, idx)
+        x = pg.Variable(arrays[0])
+        (gx,) = pg.grad(pg.sum(pg.exp(x) * x), [x], create_graph=True)
+        (ggx,) = pg.grad(pg.sum(gx), [x])
+        repr(loss), repr(grads[0])
+        with pytest.raises(AssertionError, match="computed"):
+            pg.compute(loss)
+    assert pg.compute(ggx)[0].shape == DATA["x"].shape
+
+
+class _Counter(Callback):
+    def __init__(self):
+        super().__init__()
+        self.computes, self.tasks = 0, []
+
+    def _start(self, dsk):
+        self.computes += 1
+
+    def _pretask(self, key, dsk, state):
+        self.tasks.append(key)
+
+
+def test_compute_loss_and_grads_in_one_pass():
+    """pg.compute(loss, *grads) is one dask compute, and no task runs twice."""
+    arrays, t, idx = _dask_inputs()
+    loss, grads = _grads(arrays, t, idx)
+    with _Counter() as counter:
+        pg.compute(loss, *grads)
+    assert counter.computes == 1
+    assert len(counter.tasks) == len(set(counter.tasks)) > 0
+
+
+def test_scatter_add_is_lazy_and_sums_repeats():
+    """Indexing backward with repeated indices on a chunked array stays lazy and sums repeats."""
+    x = pg.Variable(da.from_array(np.zeros((7, 4)), chunks=(3, 2)))
+    i = da.from_array(np.array([6, 0, 6, 6, 3]), chunks=2)
+    j = np.array([1, 1, 1, 0, 3])
+    with dask.config.set(scheduler=_refuse):
+        pg.sum(x[i] * 1.0 + 0.0).backward()
+        gx1 = x.grad
+        x.cleargrad()
+        pg.sum(x[i, j]).backward()
+        gx2 = x.grad
+    g1, g2 = pg.compute(gx1, gx2)
+    want1 = np.zeros((7, 4))
+    np.add.at(want1, np.array([6, 0, 6, 6, 3]), 1.0)
+    want2 = np.zeros((7, 4))
+    np.add.at(want2, (np.array([6, 0, 6, 6, 3]), j), 1.0)
+    np.testing.assert_array_equal(g1, want1)
+    np.testing.assert_array_equal(g2, want2)
+    assert gx1.chunks == x.data.chunks
+
+
+def test_boolean_mask_backward_names_the_op():
+    """A size from a boolean mask is unknown to dask: backward raises naming the op, without computing."""
+    x = pg.Variable(da.from_array(DATA["b1"], chunks=2))
+    with dask.config.set(scheduler=_refuse):
+        y = x[x.data > 0]
+        loss = pg.sum(y * 2.0)  # forward is fine: dask keeps the size unknown
+        with pytest.raises(UnknownShapeError, match=r"sum in backward.*broadcast_to.*\(nan,\)"):
+            loss.backward()
+        with pytest.raises(UnknownShapeError, match="reshape"):
+            pg.reshape(y, (-1, 1))
+
+
+def test_random_numbers_are_seeded_and_chunked():
+    """The generator gives dask arrays, reproducible from the seed, with the requested chunks, on any scheduler."""
+    b = pg.get_backend("dask")
+    a = b.random_generator(5).normal((6, 4), dtype=np.float32, chunks=(2, 2), mean=1.0, std=2.0)
+    c = b.random_generator(5).normal((6, 4), dtype=np.float32, chunks=(2, 2), mean=1.0, std=2.0)
+    assert isinstance(a, da.Array) and a.chunks == ((2, 2, 2), (2, 2)) and a.dtype == np.float32
+    with dask.config.set(scheduler="synchronous"):
+        sync = a.compute()
+    np.testing.assert_array_equal(sync, c.compute(scheduler="threads"))
+    u = b.random_generator(5).uniform((1000,), dtype=np.float64, low=2.0, high=3.0).compute()
+    assert u.min() >= 2.0 and u.max() < 3.0
+
+
+def test_persist_keeps_a_dask_array_with_results_in_memory():
+    """pg.persist(v) replaces v's graph by its computed chunks (no recomputation later)."""
+    v = pg.Variable(da.from_array(DATA["x"], chunks=(4, 3))) * 2.0
+    pg.persist(v)
+    assert isinstance(v.data, da.Array)
+    assert len(v.data.__dask_graph__()) == v.data.npartitions
+    np.testing.assert_allclose(pg.compute(v)[0], DATA["x"] * 2.0)
+
+
+def test_to_backend_round_trip_with_numpy():
+    """pg.to_backend moves data dask -> numpy (computing it) and numpy -> dask."""
+    a = da.from_array(DATA["x"], chunks=(4, 3))
+    n = pg.to_backend(a, "numpy")
+    assert isinstance(n, np.ndarray) and np.array_equal(n, DATA["x"])
+    back = pg.to_backend(n, "dask")
+    assert isinstance(back, da.Array) and np.array_equal(back.compute(), DATA["x"])
+
+
+def test_leaf_variable_pickles():
+    """A leaf Variable of a dask array round-trips through pickle and cloudpickle."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    x = pg.Variable(da.from_array(DATA["x"], chunks=(4, 3)), name="x")
+    for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, cloudpickle.loads)):
+        y = loads(dumps(x))
+        assert y.name == "x" and y.requires_grad and y.backend is pg.get_backend("dask")
+        np.testing.assert_array_equal(pg.compute(y)[0], DATA["x"])
+
+
+def test_graph_pickles_and_backprops_after_loading():
+    """A Variable with its graph round-trips through cloudpickle and backward still works."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    x = pg.Variable(da.from_array(DATA["x"], chunks=(4, 3)))
+    y = cloudpickle.loads(cloudpickle.dumps(pg.sum(pg.exp(x) * x)))
+    y.backward()
+
+
+@pytest.mark.skipif(os.environ.get("POLYGRAD_NO_DISTRIBUTED") == "1", reason="POLYGRAD_NO_DISTRIBUTED=1")
+def test_distributed_workers_compute_numpy_gradients(numpy_result):
+    """On a LocalCluster of two worker processes, the gradients computed on the workers equal numpy's."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        arrays, t, idx = _dask_inputs()
+        loss, grads = _grads(arrays, t, idx)
+        with distributed.get_task_stream(client) as stream:
+            out = pg.compute(loss, *grads)
+        ran_on = {task["worker"] for task in stream.data}
+        assert ran_on and ran_on <= set(client.scheduler_info()["workers"])
+        assert os.getpid() not in set(client.run(os.getpid).values())
+    assert np.allclose(out[0], numpy_result[0], rtol=1e-12)
+    for name, got, want in zip(NAMES, out[1:], numpy_result[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=name)
