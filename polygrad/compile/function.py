@@ -336,7 +336,7 @@ def function(inputs: Sequence[Any], outputs: Any = None, updates: Any = None, gi
             )
         if s.kind == "shared" and s.id not in known:
             var = s.container.variable
-            name = var.name if var.name not in seen_names else None
-            ins.append(In(var, name=name, value=s.container, implicit=True, autoname=False))
+            in_name = var.name if var.name not in seen_names else None
+            ins.append(In(var, name=in_name, value=s.container, implicit=True, autoname=False))
             known.add(s.id)
     return CompiledFunction(ins, outputs, ups, give_map, name, trust_input)

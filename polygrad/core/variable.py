@@ -247,7 +247,7 @@ class Variable:
             return f"{head}(<lazy {backend.name} array shape={tuple(self._data.shape)} dtype={self._data.dtype}>)"
         text = repr(self._data)
         # "array([1., 2.])" -> "variable([1., 2.])"
-        if "(" in text and text.endswith(")"):
+        if text.startswith(("array(", "Array(")) and text.endswith(")"):
             text = text[text.index("(") + 1 : -1]
         return f"{head}({text})"
 

@@ -53,6 +53,14 @@ class Link:
                 self._params.append(name)
         super().__setattr__(name, value)
 
+    def add_persistent(self, name: str, value: Any) -> None:
+        """Register a value that is saved and loaded with the link but is not a
+        parameter (running statistics), as Chainer's ``add_persistent``."""
+        persistent = self.__dict__.setdefault("_persistent", [])
+        if name not in persistent:
+            persistent.append(name)
+        object.__setattr__(self, name, value)
+
     def __delattr__(self, name: str) -> None:
         if name in self._params:
             self._params.remove(name)
@@ -295,8 +303,8 @@ class BatchNormalization(Link):
         with self.init_scope():
             self.gamma = Variable(xp.ones(shape, dtype=dt), name="gamma")
             self.beta = Variable(xp.zeros(shape, dtype=dt), name="beta")
-        self.avg_mean = xp.zeros(shape, dtype=dt)
-        self.avg_var = xp.ones(shape, dtype=dt)
+        self.add_persistent("avg_mean", xp.zeros(shape, dtype=dt))
+        self.add_persistent("avg_var", xp.ones(shape, dtype=dt))
 
     def forward(self, x: Any) -> Variable:
         from polygrad.core import config
