@@ -58,7 +58,7 @@ def _erf_kernel(xp: Any, x: Any) -> Any:
 # ---------------------------------------------------------------------------
 # Activations (rows of the op table)
 # ---------------------------------------------------------------------------
-RELU = defvjp(Op("relu", lambda xp, x: xp.where(x > 0, x, xp.zeros_like(x))),
+RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype))),  # one pass; NaN stays NaN
               lambda o, g, ans, x: o.where(ans > 0, g, 0.0), saves="ans")  # relu'(0) = 0
 SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5),
                  lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
@@ -180,7 +180,7 @@ def linear(x, W, b=None):
     if data.ndim is not None and data.ndim > 2:
         x = reshape(x, (data.shape[0], -1))
         data = x._data
-    if data.ndim == 2:
+    if data.ndim == 2 or data.ndim is None:  # None: a symbolic input of unknown rank
         return linear_op(x, W, b)  # one node; W's gradient in W's own layout
     y = matmul(x, matrix_transpose(W))
     return y if b is None else y + b
