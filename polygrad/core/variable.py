@@ -247,8 +247,10 @@ class Variable:
             return f"{head}(<lazy {backend.name} array shape={tuple(self._data.shape)} dtype={self._data.dtype}>)"
         text = repr(self._data)
         # "array([1., 2.])" -> "variable([1., 2.])"
-        if text.startswith(("array(", "Array(")) and text.endswith(")"):
-            text = text[text.index("(") + 1 : -1]
+        call = text.split("(", 1)[0]  # "array", "np.float64", ...: the array type's constructor
+        if getattr(backend, "name", "") != "symbolic" and call and call.replace(".", "").replace("_", "").isalnum() \
+                and text.endswith(")"):
+            text = text[len(call) + 1 : -1]
         return f"{head}({text})"
 
     def __str__(self) -> str:
