@@ -1,0 +1,37 @@
+"""The README's demo (examples/train_digits.py) trains to its accuracy and writes its pictures."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+DEMO = pathlib.Path(__file__).resolve().parent.parent / "examples" / "train_digits.py"
+
+
+def _load_demo():
+    spec = importlib.util.spec_from_file_location("train_digits", DEMO)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_digits_demo_reaches_accuracy_and_writes_pictures(tmp_path):
+    """A short run of the demo reaches well above 90% test accuracy; loss curve and graph pictures are written."""
+    pytest.importorskip("sklearn", reason="the demo's data set ships with scikit-learn (a test extra)")
+    demo = _load_demo()
+    model, losses, acc, timer, graph_loss = demo.train("numpy", epochs=12, progress=False)
+    assert acc > 0.9
+    assert losses[-1] < losses[0] / 4
+    assert any(f.label == "linear" for f, _ in timer.call_history)
+    curve, picture = tmp_path / "loss.png", tmp_path / "graph.png"
+    demo.save_loss_curve(losses, str(curve))
+    import polygrad as pg
+
+    graph = pg.build_computational_graph([graph_loss])
+    demo.save_graph_picture(graph, str(picture))
+    assert curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dot = graph.dump()
+    assert "log_softmax" in dot and "linear" in dot
