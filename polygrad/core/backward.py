@@ -134,7 +134,7 @@ def backward(
                 for h in fhooks:
                     h.backward_postprocess(node, in_data, gys)
             if debug:
-                from polygrad.function_hooks.debug import check_finite
+                from polygrad.core.debug import check_finite
 
                 check_finite(gxs, "backward result for input", node)
             gys = in_data = None

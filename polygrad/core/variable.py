@@ -425,7 +425,7 @@ class Variable:
             self._data = new
         self._vbox[0] += 1
         if config.debug.get():
-            from polygrad.function_hooks.debug import user_site
+            from polygrad.core.debug import user_site
 
             config.inplace_sites[id(self._vbox)] = (user_site(), opname)
         if node is not None:
