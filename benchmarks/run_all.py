@@ -26,8 +26,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 ORDER = ["bench_overhead.py", "bench_mlp.py", "bench_large.py", "bench_compiled.py"]
-#: run only when named (``./dev bench dask_scale``): minutes and gigabytes, its own report format
-ON_REQUEST = {"bench_dask_scale.py"}
 
 
 def _uses_emit(path: str) -> bool:
@@ -50,11 +48,6 @@ def main(argv: list[str]) -> int:
     files = [f for f in ORDER if f in found] + [f for f in found if f not in ORDER]
     if words:
         files = [f for f in files if any(w in f for w in words)]
-        for f in [f for f in files if f in ON_REQUEST]:
-            files.remove(f)
-            subprocess.run([sys.executable, os.path.join(HERE, f)], env=clean_env()[0])
-    else:
-        files = [f for f in files if f not in ON_REQUEST]
     env, removed = clean_env()
     if removed:
         print(f"run_all: removed from the benchmarks' environment: {', '.join(removed)}")
