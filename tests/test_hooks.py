@@ -478,3 +478,36 @@ def test_threads_compute_gradients_independently():
     for t in threads:
         t.join()
     assert results == {1: 2.0, 2: 8.0, 3: 18.0}
+
+
+def test_memory_hook_reports_growth_per_function_with_tracemalloc():
+    """MemoryHook records each function's memory growth from the backend (numpy: tracemalloc)."""
+    import tracemalloc
+
+    from polygrad.function_hooks import MemoryHook
+
+    x = pg.Variable(np.ones(250_000))
+    tracemalloc.start()
+    try:
+        with MemoryHook() as hook:
+            y = pg.exp(x)
+            pg.sum(y).backward()
+    finally:
+        tracemalloc.stop()
+    forward = [d for f, phase, d in hook.call_history if f.label == "exp" and phase == "forward"]
+    assert forward and forward[0] >= 250_000 * 8
+    buf = io.StringIO()
+    hook.print_report(file=buf)
+    assert "exp" in buf.getvalue() and "MiB" in buf.getvalue()
+
+
+def test_memory_hook_says_not_reported_without_stats():
+    """Without memory statistics from the backend the report says 'not reported'."""
+    from polygrad.function_hooks import MemoryHook
+
+    x = pg.Variable(np.ones(3))
+    with MemoryHook() as hook:
+        pg.exp(x)
+    buf = io.StringIO()
+    hook.print_report(file=buf)
+    assert "not reported" in buf.getvalue()

@@ -83,6 +83,19 @@ def polygrad_scatter_add(backend):
     return _scatter_add
 
 
+@hookimpl
+def polygrad_memory_stats(backend):
+    """Bytes traced by tracemalloc (numpy reports its buffers to it), while it traces."""
+    if backend != NAME:
+        return None
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        return None
+    used, peak = tracemalloc.get_traced_memory()
+    return {"used": used, "peak": peak}
+
+
 def _owns_memory(a):
     return getattr(a, "base", 1) is None and a.flags.writeable
 

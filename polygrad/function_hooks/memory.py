@@ -1,0 +1,81 @@
+"""MemoryHook: how much memory each function's forward and backward took.
+
+Backend-neutral (Chainer's CupyMemoryProfileHook, through the backend contract):
+before and after each step the hook asks the function's backend for
+``memory_stats()`` (the ``polygrad_memory_stats`` hook: cupy reports its memory
+pool; numpy reports the bytes ``tracemalloc`` traces while it is tracing) and
+records the growth of ``"used"`` bytes. Functions on a backend that reports
+nothing are counted but show no bytes.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from polygrad.core.hooks import FunctionHook
+
+
+class MemoryHook(FunctionHook):
+    """Per-function memory use.
+
+    :ivar call_history: ``(function, phase, used_bytes_delta or None)`` per step,
+        phase ``"forward"`` or ``"backward"``.
+    """
+
+    name = "MemoryHook"
+
+    def __init__(self) -> None:
+        self.call_history: list[tuple[Any, str, int | None]] = []
+        self._before: list[int | None] = []
+
+    def _used(self, function: Any) -> int | None:
+        backend = getattr(function, "backend", None)
+        stats = backend.memory_stats() if backend is not None and hasattr(backend, "memory_stats") else None
+        return None if not stats else stats.get("used")
+
+    def _pre(self, function: Any) -> None:
+        self._before.append(self._used(function))
+
+    def _post(self, function: Any, phase: str) -> None:
+        before, after = self._before.pop(), self._used(function)
+        delta = None if before is None or after is None else after - before
+        self.call_history.append((function, phase, delta))
+
+    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
+        self._pre(function)
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        self._post(function, "forward")
+
+    def backward_preprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        self._pre(function)
+
+    def backward_postprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
+        self._post(function, "backward")
+
+    def total_used_bytes(self) -> int:
+        """Sum of the reported growth over all recorded steps."""
+        return sum(d for _, _, d in self.call_history if d is not None)
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Per function label: calls, bytes (sum of growth), reported (whether the backend told)."""
+        rows: dict[str, list] = {}
+        for f, _, d in self.call_history:
+            r = rows.setdefault(f.label, [0, 0, False])
+            r[0] += 1
+            if d is not None:
+                r[1] += d
+                r[2] = True
+        ordered = sorted(rows.items(), key=lambda kv: -kv[1][1])
+        return {k: {"calls": n, "bytes": b, "reported": rep} for k, (n, b, rep) in ordered}
+
+    def print_report(self, file: TextIO | None = None, top: int | None = None) -> None:
+        """Print calls and memory growth per function, largest first."""
+        file = sys.stdout if file is None else file
+        rows = list(self.summary().items())[:top]
+        width = max([len("function")] + [len(k) for k, _ in rows])
+        print(f"{'function':<{width}}  {'calls':>7}  {'memory':>12}", file=file)
+        for k, r in rows:
+            mem = f"{r['bytes'] / 2**20:.2f} MiB" if r["reported"] else "not reported"
+            print(f"{k:<{width}}  {r['calls']:>7d}  {mem:>12}", file=file)
