@@ -177,3 +177,27 @@ def test_requires_grad_and_volatile_settable_only_on_leaves():
         y.requires_grad = False
     with pytest.raises(RuntimeError, match="leaf"):
         y.volatile = True
+
+
+def test_bernoulli_and_categorical_reinforce_on_dask_match_exact_gradients():
+    """On the lazy dask backend, REINFORCE gradients match the exact ones within sampling error."""
+    pytest.importorskip("dask", reason="the dask backend plugin needs dask")
+    pg.seed(11)
+    with pg.using_backend("dask"):
+        p = pg.Variable(pg.asarray([0.3] * 4000))
+        s = F.bernoulli(p)
+        xp = s.xp
+        s.reinforce(xp.where(s.data == 1, xp.asarray(1.0), xp.asarray(0.2)))
+        pg.backward([s])
+        (g,) = pg.compute(xp.mean(p.grad))
+        logits = np.array([0.1, 0.5, -0.3])
+        rewards = np.array([1.0, 0.0, 2.0])
+        theta = pg.Variable(pg.asarray(np.tile(logits, (6000, 1))))
+        a = F.categorical(F.softmax(theta))
+        a.reinforce(xp.take(pg.asarray(rewards), a.data))
+        pg.backward([a])
+        (est,) = pg.compute(xp.mean(theta.grad, axis=0))
+    assert abs(float(g) - _bernoulli_exact(0.3, 1.0, 0.2)) < 0.15
+    probs = np.exp(logits) / np.exp(logits).sum()
+    exact = -(probs * (rewards - (probs * rewards).sum()))
+    assert np.all(np.abs(np.asarray(est) - exact) < 0.05)
