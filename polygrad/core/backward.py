@@ -103,7 +103,7 @@ def backward(
                     slot = grads[node] = [None] * len(node.outputs)
                     push(heap, (-node.seq, node))
                 slot[where] = gx if slot[where] is None else _sum(slot[where], gx, owned)
-            pending = gxs = None  # let gradients already routed go
+            pending = gxs = gx = None  # let gradients already routed go
             if not heap:
                 break
             node = pop(heap)[1]

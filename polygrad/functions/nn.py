@@ -59,7 +59,7 @@ def _erf_kernel(xp: Any, x: Any) -> Any:
 # Activations (rows of the op table)
 # ---------------------------------------------------------------------------
 RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype))),  # one pass; NaN stays NaN
-              lambda o, g, ans, x: o.where(ans > 0, g, 0.0), saves="ans")  # relu'(0) = 0
+              lambda o, g, ans, x: g * o.astype(ans > 0, g.dtype), saves="ans")  # relu'(0) = 0; a multiply, not a branchy where
 SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5),
                  lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
 LOG_SOFTMAX = defvjp(Op("log_softmax", _log_softmax_kernel),
