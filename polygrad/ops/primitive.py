@@ -225,6 +225,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     edges = []
     saved = []
     checks = None
+    mixed = False
     keep = op.keep
     i = 0
     for a in args:
@@ -243,7 +244,9 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                 edges.append(None)
             if keep and i in keep:
                 saved.append(d)
-                box = a._vbox
+                box = a._vb
+                if box is None:
+                    box = a._vb = [0]
                 checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
             else:
                 saved.append(None)
@@ -251,8 +254,11 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
             b = _type_cache.get(t) or backend_of_type(t)
             if backend is None:
                 backend = b
+                d0 = d
             elif b is not backend:
                 raise _mixed_error(op, args, backend, b)
+            elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
+                mixed = True
         else:
             d = a
             edges.append(None)
@@ -264,8 +270,11 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                 b = _type_cache.get(t) or backend_of_type(t)
                 if backend is None:
                     backend = b
+                    d0 = d
                 elif b is not backend:
                     raise _mixed_error(op, args, backend, b)
+                elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
+                    mixed = True
         datas.append(d)
         i += 1
     if backend is None:
@@ -330,15 +339,13 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
         node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
     elif op.broadcasts:
-        # Record input shapes and dtypes only when some input was broadcast or
-        # promoted (most calls: none).
-        shape, dtype = out.shape, out.dtype
-        node.in_shapes = None
-        for d in datas:
-            if type(d) not in _SCALARS and (d.shape != shape or d.dtype != dtype):
-                node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
-                node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
-                break
+        # Record input shapes and dtypes only when two array inputs differ in shape,
+        # or the output's dtype is not the first array's (most calls: neither).
+        if mixed or out.dtype != d0.dtype:
+            node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+            node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
+        else:
+            node.in_shapes = None
     if hooks:
         for h in hooks:
             h.forward_postprocess(node, in_data)
