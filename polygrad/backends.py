@@ -177,6 +177,20 @@ class Backend:
             self._kernels = dict(self._hook.polygrad_kernels(backend=self.name) or {})
         return self._kernels
 
+    def can_do_npz(self) -> bool:
+        """Whether the plugin reads and writes ``.npz`` files (asked with ``file=None``)."""
+        return self._hook.polygrad_load_npz(backend=self.name, file=None) is not None
+
+    def save_npz(self, file: Any, arrays: dict, compressed: bool) -> None:
+        if not self._hook.polygrad_save_npz(backend=self.name, file=file, arrays=arrays, compressed=compressed):
+            raise RuntimeError(f"polygrad: backend {self.name!r} cannot write .npz files")
+
+    def load_npz(self, file: Any) -> Any:
+        out = self._hook.polygrad_load_npz(backend=self.name, file=file)
+        if out is None:
+            raise RuntimeError(f"polygrad: backend {self.name!r} cannot read .npz files")
+        return out
+
     def owns_memory(self, array: Any) -> bool:
         """Whether ``array`` owns writable memory (not a view), per the plugin; False if it cannot tell."""
         pred = self.__dict__.get("_owns")

@@ -130,6 +130,38 @@ def polygrad_scatter_add(backend: str) -> "Callable[[Any, Any, Any], Any] | None
     """
 
 
+# ---------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def polygrad_save_npz(backend: str, file: Any, arrays: "dict[str, Any]", compressed: bool) -> "bool | None":
+    """Write ``arrays`` (of this backend) to ``file`` in NumPy's ``.npz`` format.
+
+    Stops at the first non-None result; return True once written. The numpy
+    plugin implements it; ``polygrad.serializers`` uses it.
+
+    :param backend: the backend's name.
+    :param file: a path or a binary file object.
+    :param arrays: key -> array.
+    :param compressed: compress the archive.
+    """
+
+
+@hookspec(firstresult=True)
+def polygrad_load_npz(backend: str, file: Any) -> "Any | None":
+    """Open a ``.npz`` file: a context manager giving a mapping with ``.files``
+    and ``[key]`` -> array of this backend. With ``file=None``, answer any
+    non-None value to say the backend can read ``.npz`` files.
+
+    Stops at the first non-None result.
+
+    :param backend: the backend's name.
+    :param file: a path or a binary file object.
+    """
+
+
 @hookspec(firstresult=True)
 def polygrad_owns_memory(backend: str) -> "Callable[[Any], bool] | None":
     """Return a predicate: does an array own writable memory (it is no view)?

@@ -13,8 +13,9 @@ loaded onto the backend (and dtype) of the parameter or state they replace,
 so a model saved from one backend loads onto another. A parameter not yet
 initialized takes the saved array, on the current backend.
 
-The ``.npz`` format needs numpy, which is imported when a file is saved or
-loaded, never at ``import polygrad``.
+The ``.npz`` format needs numpy: the numpy plugin reads and writes the files
+(hooks ``polygrad_save_npz`` / ``polygrad_load_npz``); polygrad imports no array
+library itself.
 
 Objects take part through Chainer's protocol: ``obj.serialize(serializer)``,
 where ``serializer[name]`` is the serializer of a child and
@@ -157,18 +158,32 @@ def serialize(obj: Any, serializer: Any) -> None:
 # ---------------------------------------------------------------------------
 
 
+def _npz_backend() -> Any:
+    """The backend that reads and writes ``.npz`` files (the numpy plugin's
+    ``polygrad_save_npz`` / ``polygrad_load_npz`` hooks): polygrad itself imports no array library."""
+    from polygrad.backends import backends, get_backend
+
+    for name in ("numpy",) + tuple(n for n in backends() if n != "numpy"):
+        try:
+            b = get_backend(name)
+        except ValueError:
+            continue
+        if b.check_usable()[0] and b.can_do_npz():
+            return b
+    raise RuntimeError("polygrad: saving and loading .npz files needs the numpy backend (pip install polygrad-numpy)")
+
+
 def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     """Save ``obj`` (a Link or an optimizer) to ``file`` (a path or a binary file object)."""
-    import numpy as np
-
     from polygrad.backends import compute
 
     target: dict[str, Any] = {}
     serialize(obj, DictionarySerializer(target))
     keys = list(target)
     values = compute(*target.values())  # lazy arrays: one pass per backend
-    arrays = {k: _to_numpy(v) for k, v in zip(keys, values)}
-    (np.savez_compressed if compression else np.savez)(file, **arrays)
+    npz = _npz_backend()
+    arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}
+    npz.save_npz(file, arrays, compression)
 
 
 def load_npz(file: Any, obj: Any, path: str = "", strict: bool = True) -> None:
@@ -178,40 +193,30 @@ def load_npz(file: Any, obj: Any, path: str = "", strict: bool = True) -> None:
         into ``l1/W``).
     :param strict: if False, keys missing from the file leave their values unchanged.
     """
-    import numpy as np
-
-    with np.load(file, allow_pickle=False) as npz:
+    with _npz_backend().load_npz(file) as npz:
         serialize(obj, NpzDeserializer(npz, path=path, strict=strict, file=file))
 
 
 # ---------------------------------------------------------------------------
-# Moving arrays to and from numpy
+# Moving arrays to and from the file's backend
 # ---------------------------------------------------------------------------
 
 
-def _to_numpy(x: Any) -> Any:
-    import numpy as np
-
-    if isinstance(x, (np.ndarray, np.generic) + _SCALARS):
-        return np.asarray(x)
+def _to_npz_backend(x: Any, npz: Any) -> Any:
     from polygrad.backends import to_backend
 
-    try:
-        return np.asarray(to_backend(x, "numpy"))
-    except (ValueError, RuntimeError, TypeError):  # no numpy backend installed: the protocols
-        try:
-            return np.from_dlpack(x)
-        except Exception:
-            return np.asarray(x)
+    if isinstance(x, _SCALARS):
+        return npz.xp.asarray(x)
+    return to_backend(x, npz.name)
 
 
 def _from_numpy(a: Any, backend: Any) -> Any:
-    """``a`` (a fresh numpy array) as an array of ``backend``."""
+    """``a`` (an array read from the file) as an array of ``backend``."""
     from polygrad.backends import to_backend
 
     try:
         return to_backend(a, backend.name)
-    except (ValueError, RuntimeError, TypeError):  # no numpy backend installed: the protocols
+    except (ValueError, RuntimeError, TypeError):  # the protocols, as a last resort
         xp = backend.xp
         try:
             return xp.from_dlpack(a)
