@@ -22,6 +22,7 @@ from typing import Any, Callable
 from polygrad.core import config
 from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
+from polygrad.ops.primitive import is_floating
 
 __all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "DTYPES", "CONSTANTS"]
 
@@ -95,14 +96,7 @@ def _wrap(result: Any) -> Any:
     return Variable(result, requires_grad=False)
 
 
-def _is_floating(xp: Any, a: Any) -> bool:
-    try:
-        return bool(xp.isdtype(a.dtype, ("real floating", "complex floating")))
-    except Exception:
-        return False
-
-
-def _without_rule(name: str, fn: Callable, xp: Any) -> Callable:
+def _without_rule(name: str, fn: Callable) -> Callable:
     """Run ``fn`` (the backend's own function) on Variables; refuse to drop a gradient."""
 
     @functools.wraps(fn)
@@ -114,7 +108,7 @@ def _without_rule(name: str, fn: Callable, xp: Any) -> Callable:
         result = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
         if needs:
             flat = result if isinstance(result, (tuple, list)) else (result,)
-            if any(_is_floating(xp, r) for r in flat if hasattr(r, "dtype")):
+            if any(is_floating(r) for r in flat if hasattr(r, "dtype")):
                 raise NotImplementedError(
                     f"polygrad: {name} has no gradient rule yet, and an input requires grad; compute it under "
                     f"pg.no_backprop_mode() or on x.detach() if no gradient is needed"
@@ -167,7 +161,7 @@ def _resolve(name: str, backend: Any, xp_module: Any, ops: dict[str, Any]) -> Ca
         return None
     if name in _CREATION:
         return _creation_fallback(name, xp_module)
-    return _without_rule(name, fn, backend.xp)
+    return _without_rule(name, fn)
 
 
 class ArrayNamespace(types.ModuleType):

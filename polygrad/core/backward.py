@@ -2,15 +2,14 @@
 
 Nodes are visited newest first (a node is created after the creators of its
 inputs), so every node runs once, after all gradients flowing into it have
-been summed, and a branch is finished (its arrays freed) before the next. Gradients of intermediate outputs live in a dict only
-until their node has run; saved arrays are freed right after, unless
-``retain_graph``.
+been summed, and a branch is finished (its arrays freed) before the next.
+Gradients of intermediate outputs live in a dict only until their node has run;
+saved arrays are freed right after, unless ``retain_graph``.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
@@ -40,7 +39,7 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
 
 def _sum(a: Any, b: Any, owned: dict | None) -> Any:
     """a + b, in place into ``a`` when this backward pass allocated ``a`` itself."""
-    if owned is not None and id(owned.get(id(a))) == id(a):
+    if owned is not None and owned.get(id(a)) is a:
         try:
             a += b
             return a
@@ -82,7 +81,8 @@ def backward(
     # Sums this pass allocated itself: later contributions are added in place.
     owned: dict[int, Any] | None = None if create_graph else {}
 
-    pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph)) for y, g in zip(outputs, grad_outputs)]
+    pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph))
+               for y, g in zip(outputs, grad_outputs)]  # (an output need not require grad: a stochastic sample)
     token = config.enable_backprop.set(create_graph)
     try:
         while True:
@@ -171,7 +171,7 @@ def _owns_memory(g: Any) -> bool:
 
 
 def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, retain_variables: bool | None = None) -> None:
+                 create_graph: bool = False, retain_variables: bool | None = None, *, retain_grad: bool = False) -> None:
     """Backprop from several variables at once (PyTorch 0.x ``autograd.backward``).
 
     ``grad_variables`` gives one gradient per variable (None: the implicit one,
@@ -183,7 +183,7 @@ def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool 
         raise ValueError(f"polygrad.backward: got {len(gs)} gradients for {len(vs)} variables")
     if retain_variables is not None and retain_graph is None:
         retain_graph = retain_variables
-    backward(vs, gs, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
+    backward(vs, gs, retain_grad=retain_grad, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
 
 
 def grad(
@@ -213,8 +213,7 @@ def grad(
     # A backend may differentiate its own way (symbolic graphs build gradient expressions).
     override = getattr(backend_of_type(type(outputs[0]._data)), "grad", None)
     if override is not None:
-        gs = override(outputs, inputs_t, tuple(grad_outputs))
-        return gs
+        return override(outputs, inputs_t, tuple(grad_outputs))
     if retain_graph is None:
         retain_graph = create_graph
     gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)

@@ -122,10 +122,7 @@ class Function(Node):
             h.forward_postprocess(self, in_data)
 
         if record:
-            self.edges = tuple(
-                None if not v._requires_grad else (v._node, v._index) if v._node is not None else (None, v)
-                for v in in_vars
-            )
+            self.edges = tuple(v._edge() for v in in_vars)
         dirty = self.__dict__.get("_dirty", ())
         nondiff = self.__dict__.get("_non_differentiable", ())
         out_vars = []
@@ -137,11 +134,9 @@ class Function(Node):
                     iv._vbox[0] += 1
                     v = iv
             if v is None:
-                v = Variable.__new__(Variable)
-                v._data, v._grad, v._hooks, v.name, v._vb = y, None, None, None, None
-                for iv, d in zip(in_vars, in_data):
-                    if y is d:  # the same array: in-place changes through either are seen by both
-                        v._vb = iv._vbox
+                # the same array as an input: in-place changes through either are seen by both
+                box = next((iv._vbox for iv, d in zip(in_vars, in_data) if y is d), None)
+                v = Variable._make(y, vbox=box)
             v._volatile = volatile
             diff = record and not any(y is t for t in nondiff)
             v._requires_grad = diff
@@ -161,9 +156,9 @@ class Function(Node):
                 next(((f"saved tensor {k}", v._vbox, v._vbox[0]) for v in holders if v._data is a and a is not None), None)
                 for k, a in enumerate(to_save)
             )
+        self.outputs = tuple(weakref.ref(v) for v in out_vars)
+        self._input_refs = tuple(weakref.ref(v) for v in in_vars)
         if record:
-            self.outputs = tuple(weakref.ref(v) for v in out_vars)
-            self._input_refs = tuple(weakref.ref(v) for v in in_vars)
             keep = self._retained_inputs
             self._in_saved = tuple(
                 (d, v._vbox, v._vbox[0]) if keep is None or i in keep else None
@@ -176,8 +171,6 @@ class Function(Node):
         else:
             self._in_saved = ()
             self._out_saved = ()
-            self._input_refs = tuple(weakref.ref(v) for v in in_vars)
-            self.outputs = tuple(weakref.ref(v) for v in out_vars)
         return out_vars[0] if len(out_vars) == 1 else tuple(out_vars)
 
     # -- what subclasses override -----------------------------------------------

@@ -77,19 +77,33 @@ class Variable:
         self._hooks: list | None = None
 
     @classmethod
-    def _from_graph(cls, data: Any, node: Any, index: int) -> "Variable":
-        """A Variable for ``data`` at output ``index`` of ``node`` (for create_graph)."""
+    def _make(cls, data: Any, node: Any = None, index: int = 0, requires_grad: bool = False,
+              volatile: bool = False, vbox: list | None = None, name: str | None = None) -> "Variable":
+        """A Variable made by the engine, without __init__'s checks. (``apply`` inlines
+        these assignments: it is the per-op hot path.)"""
         v = cls.__new__(cls)
         v._data = data
         v._grad = None
         v._node = node
         v._index = index
-        v._requires_grad = True
-        v._volatile = False
-        v.name = None
-        v._vb = None
+        v._requires_grad = requires_grad
+        v._volatile = volatile
+        v.name = name
+        v._vb = vbox
         v._hooks = None
         return v
+
+    @classmethod
+    def _from_graph(cls, data: Any, node: Any, index: int) -> "Variable":
+        """A Variable for ``data`` at output ``index`` of ``node`` (for create_graph)."""
+        return cls._make(data, node, index, requires_grad=True)
+
+    def _edge(self) -> Any:
+        """Where backward sends this variable's gradient: ``(creator, output index)``,
+        ``(None, self)`` for a leaf, None when it needs none."""
+        if not self._requires_grad:
+            return None
+        return (self._node, self._index) if self._node is not None else (None, self)
 
     @property
     def _vbox(self) -> list:
@@ -285,17 +299,7 @@ class Variable:
         The result does not require grad; it is volatile if this variable is.
         In-place changes to either are seen by both.
         """
-        v = Variable.__new__(Variable)
-        v._data = self._data
-        v._grad = None
-        v._node = None
-        v._index = 0
-        v._requires_grad = False
-        v._volatile = self._volatile
-        v.name = self.name
-        v._vbox = self._vbox
-        v._hooks = None
-        return v
+        return Variable._make(self._data, volatile=self._volatile, vbox=self._vbox, name=self.name)
 
     def detach_(self) -> "Variable":
         """Detach this variable from the graph that created it, making it a leaf."""
@@ -378,15 +382,13 @@ class Variable:
         :param create_graph: build a graph of the backward computation, for
             higher-order derivatives.
         """
-        from polygrad.core.backward import backward as _run
+        from polygrad.core.backward import backward_all
 
         if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
             gradient, retain_grad = None, gradient
-        if retain_variables is not None:
-            retain_graph = retain_variables if retain_graph is None else retain_graph
         if gradient is None and self._grad is not None:
             gradient = self._grad
-        _run((self,), (gradient,), retain_grad=retain_grad, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
+        backward_all((self,), (gradient,), retain_graph, create_graph, retain_variables, retain_grad=retain_grad)
 
     # -- in-place support for polygrad.ops -----------------------------------
     def _check_inplace(self, opname: str) -> None:

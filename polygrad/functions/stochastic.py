@@ -42,11 +42,7 @@ class StochasticFunction(Node):
         self.dist_class = dist_class
         self._label = label
         self.params = tuple(p._data if isinstance(p, Variable) else p for p in params)
-        self.edges = tuple(
-            (p._node, p._index) if isinstance(p, Variable) and p._requires_grad and p._node is not None
-            else (None, p) if isinstance(p, Variable) and p._requires_grad else None
-            for p in params
-        )
+        self.edges = tuple(p._edge() if isinstance(p, Variable) else None for p in params)
         self.sample = sample
         self.reward: Any = None
 

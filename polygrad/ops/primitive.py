@@ -11,8 +11,8 @@ namespace of polygrad ops. The engine picks ``o``:
   namespace, so the same rule builds a graph and higher derivatives come free.
 
 Rules receive the inputs the op declared it saves (``saves="x"``, ``"xy"``,
-``"ans"``, ...); an input not saved arrives as a placeholder with only
-``.shape`` and ``.ndim``. Broadcasting is undone here, once, for ops declared
+``"ans"``, ...); for ops declared ``shapes=True`` an input not saved arrives as
+a placeholder with only ``.shape``, ``.ndim`` and ``.dtype``. Broadcasting is undone here, once, for ops declared
 ``broadcasts=True``, not in each rule.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from typing import Any, Callable
+from weakref import ref as _weakref
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
@@ -48,8 +49,7 @@ class Op:
         self.keep: frozenset = frozenset()
         self.keep_output = False
         self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
-        self.metas = shapes  # rules read the shapes of inputs they did not save
-        self.shapes = shapes or broadcasts  # so input shapes are recorded
+        self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
         self._impl: dict = {}
         REGISTRY[name] = self
@@ -335,40 +335,32 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     node.outputs = (_weakref(v),)
     node.saved = saved
     node.checks = checks
-    if op.metas:
-        node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
-        node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
+    if op.metas or (op.broadcasts and (mixed or out.dtype != d0.dtype)):
+        # Shapes and dtypes of the inputs: for rules that read them, and for undoing
+        # broadcasting or promotion (recorded only when some happened: most calls none).
+        _record_inputs(node, datas)
     elif op.broadcasts:
-        # Record input shapes and dtypes only when two array inputs differ in shape,
-        # or the output's dtype is not the first array's (most calls: neither).
-        if mixed or out.dtype != d0.dtype:
-            node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
-            node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
-        else:
-            node.in_shapes = None
+        node.in_shapes = None
     if hooks:
         for h in hooks:
             h.forward_postprocess(node, in_data)
     return v
 
 
-from weakref import ref as _weakref  # noqa: E402
+def _record_inputs(node: Primitive, datas: list) -> None:
+    node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
+    node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
 
 
 def _finish_multi(op: Op, node: Any, out: Any, record: bool, volatile: bool, hooks: tuple, in_data: Any,
                   edges: list, saved: list, checks: Any, datas: list, args: tuple) -> Any:
     """The output side of ``apply`` for ops with several outputs."""
     outs = tuple(out)
+    box = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # views share input 0's counter
     vs = []
-    for o in outs:
-        v = Variable.__new__(Variable)
-        v._data, v._grad, v._index, v._volatile, v.name, v._vb, v._hooks = o, None, len(vs), volatile, None, None, None
-        if op.view and isinstance(args[0], Variable):
-            v._vb = args[0]._vbox  # views of input 0 share its version counter
-        diff = record and _is_floating(o)
-        v._node = node if diff else None
-        v._requires_grad = diff
-        vs.append(v)
+    for k, o in enumerate(outs):
+        diff = record and is_floating(o)
+        vs.append(Variable._make(o, node if diff else None, k, diff, volatile, box))
     if node is not None:
         node.outputs = tuple(_weakref(v) for v in vs)
     if record:
@@ -376,15 +368,15 @@ def _finish_multi(op: Op, node: Any, out: Any, record: bool, volatile: bool, hoo
         node.edges = edges
         node.saved = saved
         node.checks = checks
-        node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
-        node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
+        _record_inputs(node, datas)
     if hooks:
         for h in hooks:
             h.forward_postprocess(node, in_data)
     return type(out)(*vs) if hasattr(out, "_fields") else tuple(vs)
 
 
-def _is_floating(a: Any) -> bool:
+def is_floating(a: Any) -> bool:
+    """Whether ``a`` is an array of a real or complex floating dtype (False for anything else)."""
     try:
         xp = backend_of_type(type(a)).xp
         return bool(xp.isdtype(a.dtype, ("real floating", "complex floating")))
