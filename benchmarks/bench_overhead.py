@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common  # noqa: E402  (first: cleans the BLAS environment before numpy loads)
+import _common  # noqa: E402,F401  (first: cleans the BLAS environment before numpy loads)
 from _common import blas_info, emit, load_note, fmt_time, result, timeit_pair  # noqa: E402
 
 import numpy as np  # noqa: E402

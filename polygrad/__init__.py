@@ -9,7 +9,6 @@ Importing polygrad imports no array library; backends are pluggy plugins
 found through the ``polygrad`` entry-point group and loaded on first use.
 """
 
-from polygrad import backends as _backends_module
 from polygrad.backends import (
     Backend, BackendInfo, asarray, backends, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
     set_backend, to_backend, unregister_plugin, using_backend,

@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import dataclasses
 import importlib.metadata
+import math
 import sys
 import threading
 import warnings
@@ -110,6 +111,7 @@ class Backend:
         self._scatter_add: Callable | None = None
         self._kernels: dict[str, Callable] | None = None
         self._usable: tuple[bool, str] | None = None
+        self._owns: Callable[[Any], bool] | None = None
         self.raw_ops: Any = None  # the ops namespace over raw arrays, filled by polygrad.ops
 
     def __repr__(self) -> str:
@@ -193,11 +195,9 @@ class Backend:
 
     def owns_memory(self, array: Any) -> bool:
         """Whether ``array`` owns writable memory (not a view), per the plugin; False if it cannot tell."""
-        pred = self.__dict__.get("_owns")
-        if pred is None:
-            pred = self._hook.polygrad_owns_memory(backend=self.name) or (lambda a: False)
-            self.__dict__["_owns"] = pred
-        return pred(array)
+        if self._owns is None:
+            self._owns = self._hook.polygrad_owns_memory(backend=self.name) or (lambda a: False)
+        return self._owns(array)
 
     def materialize(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         out = self._hook.polygrad_materialize(backend=self.name, arrays=tuple(arrays))
@@ -244,14 +244,9 @@ def _generic_scatter_add(backend: Backend) -> Callable:
             flat = flat * n + xp.astype(i % n, xp.int64)
         flat = xp.reshape(flat, (-1,))
         rest = tuple(out.shape[len(key):])
-        n_lead = 1
-        for n in lead:
-            n_lead *= n
+        n_lead = math.prod(lead)
         values = xp.broadcast_to(xp.asarray(values, dtype=out.dtype), tuple(idx[0].shape) + rest)
-        width = 1
-        for n in rest:
-            width *= n
-        values = xp.reshape(values, (flat.shape[0], width))
+        values = xp.reshape(values, (flat.shape[0], math.prod(rest)))
         onehot = xp.astype(xp.reshape(flat, (-1, 1)) == xp.reshape(xp.arange(n_lead, dtype=xp.int64), (1, -1)), out.dtype)
         added = xp.matmul(xp.matrix_transpose(onehot), values)
         return out + xp.reshape(added, tuple(out.shape))

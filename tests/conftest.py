@@ -66,6 +66,13 @@ pg.register_plugin(STRICT_PLUGIN, name="array_api_strict-test")
 BACKENDS = ["numpy", "array_api_strict"]
 
 
+@pytest.fixture(autouse=True)
+def _unseed():
+    """Tests may call pg.seed; every test starts and ends with the global seed unset."""
+    yield
+    pg.seed(None)
+
+
 @pytest.fixture(params=BACKENDS)
 def backend_name(request):
     """Each test using this runs on numpy and on array_api_strict."""
@@ -91,3 +98,39 @@ def arr(xp, values, dtype="float64"):
     import numpy as np
 
     return xp.asarray(np.asarray(values).tolist(), dtype=getattr(xp, dtype))
+
+
+def to_np(a):
+    """A numpy copy of an array of any backend, of a Variable's data, or of a scalar."""
+    import numpy as np
+
+    if isinstance(a, pg.Variable):
+        a = a.data
+    if isinstance(a, (bool, int, float, complex, np.generic)):
+        return np.asarray(a)
+    return np.array(np.from_dlpack(a), copy=True)
+
+
+def assert_close(got, want, rtol=1e-7, atol=1e-10):
+    """Same shape, same dtype, same values (NaNs in the same places); tuples
+    (multi-output ops) entry by entry."""
+    import numpy as np
+
+    if isinstance(want, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol, atol)
+        return
+    g, w = to_np(got), to_np(want)
+    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
+    assert g.dtype == w.dtype, f"dtype {g.dtype} != expected {w.dtype}"
+    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def assert_values_close(got, want, rtol=1e-7, atol=1e-10):
+    """Same shape and values; the dtype of ``want`` (a numpy reference) may differ."""
+    import numpy as np
+
+    g, w = to_np(got), np.asarray(want)
+    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
+    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)

@@ -6,7 +6,6 @@ import array
 import importlib
 import importlib.metadata
 import threading
-import warnings
 
 import numpy as np
 import pytest

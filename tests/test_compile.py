@@ -14,14 +14,7 @@ from polygrad import symbolic as T
 from polygrad.compile import MissingInputError
 
 from conftest import arr
-
-
-def to_np(a):
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
+from conftest import to_np
 
 
 def programs(fn):

@@ -17,28 +17,7 @@ from polygrad.functions.array import _concat_by_placement
 from polygrad.testing import check_grads
 
 from conftest import arr
-
-
-@pytest.fixture(autouse=True)
-def _unseed():
-    """Tests here call pg.seed; leave the global seed unset afterwards."""
-    yield
-    pg.seed(None)
-
-
-def to_np(a):
-    """A numpy copy of an array of any backend (or of a Variable's data)."""
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-def assert_close(got, want, rtol=1e-7, atol=1e-10):
-    g, w = to_np(got), np.asarray(want)
-    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+from conftest import to_np, assert_values_close as assert_close
 
 
 def normal(shape, seed=0):

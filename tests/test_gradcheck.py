@@ -10,14 +10,7 @@ import polygrad as pg
 from polygrad.testing import check_backward, check_double_backward, check_grads, numerical_grad
 
 from conftest import arr
-
-
-def to_np(a):
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
+from conftest import to_np
 
 
 class Cube(pg.Function):

@@ -19,6 +19,7 @@ from polygrad.ops import REGISTRY, elementwise
 from polygrad.testing import check_grads
 
 from conftest import arr
+from conftest import assert_close
 
 #: The standard's element-wise functions (2024.12 / 2025.12).
 STANDARD = (
@@ -34,23 +35,6 @@ STANDARD = (
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
-
-
-def to_np(a):
-    """A numpy copy of an array of any backend (or of a Variable's data)."""
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, complex)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-def assert_close(got, want, rtol=1e-7, atol=1e-10):
-    """Same shape, same dtype, same values (NaNs in the same places)."""
-    g, w = to_np(got), to_np(want)
-    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
-    assert g.dtype == w.dtype, f"dtype {g.dtype} != expected {w.dtype}"
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 DOMAINS = {

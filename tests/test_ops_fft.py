@@ -22,22 +22,7 @@ from polygrad.ops import fft as F
 from polygrad.testing import check_grads
 
 from conftest import arr
-
-
-def to_np(a):
-    """A numpy copy of an array of any backend (or of a Variable's data)."""
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, complex, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-def assert_close(got, want, rtol=1e-7, atol=1e-10):
-    g, w = to_np(got), to_np(want)
-    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
-    assert g.dtype == w.dtype, f"dtype {g.dtype} != expected {w.dtype}"
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+from conftest import to_np, assert_close
 
 
 def _random(xp, shape, complex_, r):

@@ -24,29 +24,8 @@ from polygrad.ops import linalg as L
 from polygrad.testing import check_grads
 
 from conftest import arr
+from conftest import assert_close
 from test_ops_fft import check_vjp
-
-
-def to_np(a):
-    """A numpy copy of an array of any backend (or of a Variable's data)."""
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, complex, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-def assert_close(got, want, rtol=1e-7, atol=1e-10):
-    """Same shape, dtype and values; tuples (multi-output ops) entry by entry."""
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            assert_close(g, w, rtol, atol)
-        return
-    g, w = to_np(got), to_np(want)
-    assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
-    assert g.dtype == w.dtype, f"dtype {g.dtype} != expected {w.dtype}"
-    np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 def make_input(xp, spec, seed):

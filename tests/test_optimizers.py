@@ -13,18 +13,7 @@ import polygrad.links as L
 from polygrad import optimizer_hooks, optimizers
 
 from conftest import arr
-
-
-def to_np(a):
-    if isinstance(a, pg.Variable):
-        a = a.data
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-@pytest.fixture(autouse=True)
-def _unseed():
-    yield
-    pg.seed(None)
+from conftest import to_np
 
 
 def one_param(xp, values=(1.0, -2.0, 3.0)):

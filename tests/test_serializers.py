@@ -15,18 +15,7 @@ import polygrad.links as L
 from polygrad import optimizers, serializers
 
 from conftest import arr
-
-
-def to_np(a):
-    if isinstance(a, pg.Variable):
-        a = a.data
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-@pytest.fixture(autouse=True)
-def _unseed():
-    yield
-    pg.seed(None)
+from conftest import to_np
 
 
 def mlp(seed, n_out=2):

@@ -4,26 +4,12 @@ hand-written SGD on a small synthetic classification set."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import polygrad as pg
 import polygrad.functions as F
 import polygrad.links as L
 
-
-def to_np(a):
-    if isinstance(a, pg.Variable):
-        a = a.data
-    if isinstance(a, (bool, int, float, np.generic)):
-        return np.asarray(a)
-    return np.array(np.from_dlpack(a), copy=True)
-
-
-@pytest.fixture(autouse=True)
-def _unseed():
-    """Tests here call pg.seed(0); leave the global seed unset afterwards."""
-    yield
-    pg.seed(None)
+from conftest import to_np
 
 
 class MLP(pg.Chain):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from polygrad.backends import get_backend
 from polygrad.core.backward import grad as _grad
 from polygrad.core.config import no_backprop_mode
 from polygrad.core.namespace import backend_of_type
