@@ -6,10 +6,9 @@ returning Variables, with the backend's dtypes. Code written against the
 standard (``xp = x.__array_namespace__()``) therefore runs on Variables and can
 be differentiated.
 
-Where a function has a row in polygrad's op table it is differentiable. A
-function without one (yet) still runs: its results carry no gradient, and it
-raises a clear error if asked to propagate one (a floating result from an input
-that requires grad), rather than giving a silently wrong gradient.
+Every function is a row of polygrad's op table (differentiable where a
+derivative exists); the functions about dtypes and shapes (``finfo``,
+``result_type``, ...) are the backend's own, applied to unwrapped arguments.
 """
 
 from __future__ import annotations
@@ -19,10 +18,8 @@ import math
 import types
 from typing import Any, Callable
 
-from polygrad.core import config
 from polygrad.core.namespace import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import is_floating
 
 __all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "DTYPES", "CONSTANTS"]
 
@@ -81,44 +78,6 @@ def _unwrap(x: Any) -> Any:
     return x
 
 
-def _wrap(result: Any) -> Any:
-    if isinstance(result, tuple):
-        wrapped = tuple(_wrap(r) for r in result)
-        return type(result)(*wrapped) if hasattr(result, "_fields") else wrapped
-    if isinstance(result, list):
-        return [_wrap(r) for r in result]
-    if result is None or type(result) in (bool, int, float, complex):
-        return result
-    try:
-        backend_of_type(type(result))
-    except TypeError:
-        return result
-    return Variable(result, requires_grad=False)
-
-
-def _without_rule(name: str, fn: Callable) -> Callable:
-    """Run ``fn`` (the backend's own function) on Variables; refuse to drop a gradient."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        needs = config.enable_backprop.get() and any(
-            isinstance(a, Variable) and a._requires_grad
-            for a in list(args) + list(kwargs.values()) + [v for a in args if isinstance(a, (list, tuple)) for v in a]
-        )
-        result = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
-        if needs:
-            flat = result if isinstance(result, (tuple, list)) else (result,)
-            if any(is_floating(r) for r in flat if hasattr(r, "dtype")):
-                raise NotImplementedError(
-                    f"polygrad: {name} has no gradient rule yet, and an input requires grad; compute it under "
-                    f"pg.no_backprop_mode() or on x.detach() if no gradient is needed"
-                )
-        return _wrap(result)
-
-    wrapper.__polygrad_has_rule__ = False  # type: ignore[attr-defined]
-    return wrapper
-
-
 def _inspection(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -139,29 +98,15 @@ def _on_backend(fn: Callable, backend: Any) -> Callable:
     return wrapper
 
 
-def _creation_fallback(name: str, xp: Any) -> Callable:
-    fn = getattr(xp, name)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return _wrap(fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()}))
-
-    return wrapper
-
-
 def _resolve(name: str, backend: Any, xp_module: Any, ops: dict[str, Any]) -> Callable | None:
-    if name in _INSPECTION:
+    if name in _INSPECTION:  # about dtypes and shapes: the backend's own function on unwrapped arguments
         fn = getattr(xp_module, name, None)
         return None if fn is None else _inspection(fn)
-    if name in ops:
+    try:
         fn = ops[name]
-        return _on_backend(fn, backend) if name in _CREATION else fn
-    fn = getattr(xp_module, name, None)
-    if fn is None:
-        return None
-    if name in _CREATION:
-        return _creation_fallback(name, xp_module)
-    return _without_rule(name, fn)
+    except KeyError:
+        raise RuntimeError(f"polygrad: the Array API function {name!r} has no row in the op table") from None
+    return _on_backend(fn, backend) if name in _CREATION else fn
 
 
 class ArrayNamespace(types.ModuleType):
