@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from polygrad.core.hooks import FunctionHook
+from polygrad.function_hooks._step import StepHook
 
 
-class MemoryHook(FunctionHook):
+class MemoryHook(StepHook):
     """Per-function memory use.
 
     :ivar call_history: ``(function, phase, used_bytes_delta or None)`` per step,
@@ -34,25 +34,13 @@ class MemoryHook(FunctionHook):
         stats = backend.memory_stats() if backend is not None and hasattr(backend, "memory_stats") else None
         return None if not stats else stats.get("used")
 
-    def _pre(self, function: Any) -> None:
+    def begin(self, function: Any) -> None:
         self._before.append(self._used(function))
 
-    def _post(self, function: Any, phase: str) -> None:
+    def end(self, function: Any, phase: str) -> None:
         before, after = self._before.pop(), self._used(function)
         delta = None if before is None or after is None else after - before
         self.call_history.append((function, phase, delta))
-
-    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
-        self._pre(function)
-
-    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
-        self._post(function, "forward")
-
-    def backward_preprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
-        self._pre(function)
-
-    def backward_postprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
-        self._post(function, "backward")
 
     def total_used_bytes(self) -> int:
         """Sum of the reported growth over all recorded steps."""

@@ -6,10 +6,10 @@ import sys
 import time
 from typing import Any, TextIO
 
-from polygrad.core.hooks import FunctionHook
+from polygrad.function_hooks._step import StepHook
 
 
-class TimerHook(FunctionHook):
+class TimerHook(StepHook):
     """Measure the time each function's forward and backward takes.
 
     Before reading the clock the hook asks the function's backend to
@@ -30,25 +30,13 @@ class TimerHook(FunctionHook):
         if backend is not None and getattr(backend, "device", "cpu") != "cpu":
             backend.synchronize()
 
-    def _pre(self, function: Any) -> None:
+    def begin(self, function: Any) -> None:
         self._sync(function)
         self._starts.append(time.perf_counter())
 
-    def _post(self, function: Any) -> None:
+    def end(self, function: Any, phase: str) -> None:
         self._sync(function)
         self.call_history.append((function, time.perf_counter() - self._starts.pop()))
-
-    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
-        self._pre(function)
-
-    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
-        self._post(function)
-
-    def backward_preprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
-        self._pre(function)
-
-    def backward_postprocess(self, function: Any, in_data: tuple, out_grad: tuple) -> None:
-        self._post(function)
 
     def total_time(self) -> float:
         """Total elapsed time in seconds."""
