@@ -45,6 +45,15 @@ class Function(Node):
     """Function on variables with backpropagation ability (see the module docstring)."""
 
     _applied = False
+    # Node's fields before the first application (subclasses need not call
+    # __init__); these class defaults shadow Node's slots, so a Function keeps
+    # its fields in its __dict__.
+    edges: tuple = ()
+    outputs: tuple = ()
+    seq = 0
+    local_function_hooks = None
+    _var_hooks = False
+    _freed = False
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
         pass
@@ -57,18 +66,6 @@ class Function(Node):
         d.setdefault("_retained_inputs", None)  # None: keep all
         d.setdefault("_retained_outputs", ())
         d.setdefault("_retain_after_backward", False)
-
-    def __getattr__(self, name: str) -> Any:
-        # Node's slots are created lazily for Function subclasses that skip __init__.
-        if name in ("edges", "outputs"):
-            return ()
-        if name == "seq":
-            return 0
-        if name in ("local_function_hooks",):
-            return None
-        if name in ("_var_hooks", "_freed"):
-            return False
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- applying ------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
