@@ -26,14 +26,14 @@ from polygrad.ops import (
     zeros_like,
 )
 from polygrad import distributions, functions, function_hooks, links
-from polygrad.core.backward import backward_all as backward
+from polygrad.core.engine import backward_all as backward
 from polygrad.links import Chain, Link
-from polygrad.function_hooks.debug import debug_mode, is_debug, set_debug
+from polygrad.core.debug import debug_mode, is_debug, set_debug
 from polygrad import computational_graph, optimizer_hooks, optimizers, serializers
 from polygrad.computational_graph import build_computational_graph
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
-from polygrad import namespace as _namespace_module
+from polygrad import array_api as _array_api
 
 __array_api_version__ = "2024.12"
 
@@ -41,13 +41,13 @@ __array_api_version__ = "2024.12"
 def __getattr__(name: str):
     """Dtypes (``pg.float32``), constants and the standard's functions not defined
     here resolve on the current backend's Variable namespace."""
-    from polygrad.namespace import CONSTANTS, DTYPES, namespace_for
+    from polygrad.array_api import CONSTANTS, DTYPES, namespace_for
 
     if name in DTYPES:
         return getattr(get_backend().xp, name)
     if name in CONSTANTS:
         return CONSTANTS[name]
-    if name in ("linalg", "fft") or name in _namespace_module.FUNCTIONS:
+    if name in ("linalg", "fft") or name in _array_api.FUNCTIONS:
         return getattr(namespace_for(get_backend()), name)
     raise AttributeError(f"module 'polygrad' has no attribute {name!r}")
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Protocol
 import pluggy
 
 from polygrad import hookspecs
-from polygrad.core import namespace as _namespace
+from polygrad.core import dispatch as _dispatch
 
 __all__ = [
     "BackendInfo",
@@ -229,10 +229,10 @@ def _generic_scatter_add(backend: Backend) -> Callable:
         if not isinstance(key, tuple):
             key = (key,)
         out = xp.asarray(x, copy=True)
-        if not any(_namespace.is_array(k) for k in key):
+        if not any(_dispatch.is_array(k) for k in key):
             out[key] = out[key] + values
             return out
-        if not all(_namespace.is_array(k) for k in key) or len(key) > out.ndim:
+        if not all(_dispatch.is_array(k) for k in key) or len(key) > out.ndim:
             raise NotImplementedError(
                 f"polygrad: backend {backend.name!r} has no polygrad_scatter_add hook, and the standard-only "
                 f"fallback handles basic keys or integer arrays on the leading axes only (got {key!r})"
@@ -342,7 +342,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> None:
         if _pm is not None:
             _pm.register(plugin, name=name)
         _registry = None
-        _namespace.clear_cache()
+        _dispatch.clear_cache()
 
 
 def unregister_plugin(plugin: Any) -> None:
@@ -354,7 +354,7 @@ def unregister_plugin(plugin: Any) -> None:
             _pm.unregister(plugin)
         _registry = None
         _default_name = None if _default_name not in _names_after_reload() else _default_name
-        _namespace.clear_cache()
+        _dispatch.clear_cache()
 
 
 def _names_after_reload() -> list[str]:
@@ -384,7 +384,6 @@ def _resolve_type(t: type) -> Backend:
     )
 
 
-_namespace.set_resolver(_resolve_type)
 
 
 # ---------------------------------------------------------------------------
@@ -471,7 +470,7 @@ def _backend_of_args(arrays: tuple[Any, ...], opname: str) -> Backend:
         data = getattr(a, "_data", a) if type(a).__name__ == "Variable" else a
         if data is None or isinstance(data, (bool, int, float, complex)):
             continue
-        b = _namespace.backend_of_type(type(data))
+        b = _dispatch.backend_of_type(type(data))
         if found is not None and b is not found:
             raise TypeError(
                 f"polygrad: {opname} got arrays of two backends, {found.name!r} and {b.name!r}; "
@@ -498,7 +497,7 @@ def asarray(obj: Any, dtype: Any = None, *, backend: str | None = None, copy: bo
             raise ValueError(f"polygrad.asarray: backend {b.name!r} has no dtype {dtype!r}") from None
     if type(obj).__name__ == "Variable" and hasattr(obj, "_data"):
         obj = obj._data
-    if _namespace.is_array(obj) and _namespace.backend_of_type(type(obj)) is not b:
+    if _dispatch.is_array(obj) and _dispatch.backend_of_type(type(obj)) is not b:
         obj = to_backend(obj, b.name)
     return xp.asarray(obj, dtype=dtype, copy=copy)
 
@@ -515,7 +514,7 @@ def to_backend(x: Any, name: str) -> Any:
         out = Variable(to_backend(x._data, name), requires_grad=x.requires_grad, name=x.name)
         return out
     target = _require_usable(_lookup(name))
-    source = _namespace.backend_of_type(type(x))
+    source = _dispatch.backend_of_type(type(x))
     if source is target:
         return x
     if source.lazy:
@@ -548,7 +547,7 @@ def compute(*items: Any) -> tuple:
     for i, a in enumerate(arrays):
         if a is None or isinstance(a, (bool, int, float, complex)):
             continue
-        by_backend.setdefault(_namespace.backend_of_type(type(a)), []).append(i)
+        by_backend.setdefault(_dispatch.backend_of_type(type(a)), []).append(i)
     for b, idx in by_backend.items():
         done = b.materialize(tuple(arrays[i] for i in idx))
         for i, a in zip(idx, done):
@@ -567,7 +566,7 @@ def persist(*items: Any) -> tuple:
     for i, a in enumerate(arrays):
         if a is None or isinstance(a, (bool, int, float, complex)):
             continue
-        by_backend.setdefault(_namespace.backend_of_type(type(a)), []).append(i)
+        by_backend.setdefault(_dispatch.backend_of_type(type(a)), []).append(i)
     for b, idx in by_backend.items():
         done = b.persist(tuple(arrays[i] for i in idx))
         for i, a in zip(idx, done):
@@ -583,3 +582,6 @@ def seed(value: int | None) -> None:
     _seed_state["seed"] = value
     for b in _backends().values():
         b._rng = None
+
+
+_dispatch.set_resolver(_resolve_type, get_backend)

@@ -30,7 +30,7 @@ import shutil
 import subprocess
 from typing import Any, Iterable
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Node
 from polygrad.core.variable import Variable
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops import log, subtract, sum, where
 

@@ -32,7 +32,7 @@ import math
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 __all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam"]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 
 __all__ = ["save_npz", "load_npz", "DictionarySerializer", "NpzDeserializer"]
 

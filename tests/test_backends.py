@@ -12,7 +12,7 @@ import pytest
 
 import polygrad as pg
 from polygrad.backends import BackendInfo, BackendStatus
-from polygrad.core import namespace
+from polygrad.core import dispatch
 from polygrad.hookspecs import hookimpl
 
 # `polygrad.backends` the attribute is the function pg.backends(); take the module itself.
@@ -26,10 +26,10 @@ def registry_state(monkeypatch):
     monkeypatch.setattr(B, "_registry", None)
     monkeypatch.setattr(B, "_default_name", B._default_name)
     monkeypatch.setattr(B, "_extra_plugins", list(B._extra_plugins))
-    namespace.clear_cache()
+    dispatch.clear_cache()
     yield
     monkeypatch.undo()
-    namespace.clear_cache()
+    dispatch.clear_cache()
 
 
 # ---------------------------------------------------------------------------
@@ -450,29 +450,29 @@ def test_variable_of_variable_is_type_error():
 def test_type_lookup_is_cached(monkeypatch):
     """The type -> backend resolver runs once per array type, then the cache answers."""
     calls = []
-    real = namespace._resolver
+    real = dispatch._resolver
 
     def counting(t):
         calls.append(t)
         return real(t)
 
-    monkeypatch.setattr(namespace, "_resolver", counting)
-    namespace.clear_cache()
+    monkeypatch.setattr(dispatch, "_resolver", counting)
+    dispatch.clear_cache()
     try:
         a = np.array([1.0, 2.0])
         x = pg.Variable(a)
         y = pg.Variable(np.array([3.0, 4.0]))
         pg.sum(x * y).backward()
         assert calls.count(np.ndarray) == 1
-        assert namespace._type_cache[np.ndarray] is pg.get_backend("numpy")
+        assert dispatch._type_cache[np.ndarray] is pg.get_backend("numpy")
     finally:
-        namespace.clear_cache()
+        dispatch.clear_cache()
 
 
 def test_register_plugin_clears_type_cache(registry_state):
     """Registering a plugin forgets cached type lookups."""
     pg.Variable(np.array([1.0]))
-    assert np.ndarray in namespace._type_cache
+    assert np.ndarray in dispatch._type_cache
 
     class Extra:
         @hookimpl
@@ -480,4 +480,4 @@ def test_register_plugin_clears_type_cache(registry_state):
             return BackendInfo(name="extra2", module="extra2_lib")
 
     pg.register_plugin(Extra(), name="extra2-plugin")
-    assert np.ndarray not in namespace._type_cache
+    assert np.ndarray not in dispatch._type_cache

@@ -22,7 +22,7 @@ from hypothesis.extra.numpy import array_shapes
 
 import polygrad as pg
 from polygrad import ops as P
-from polygrad.namespace import FUNCTIONS
+from polygrad.array_api import FUNCTIONS
 from polygrad.ops import REGISTRY, Op, creation, indexing, manipulation, searching, sets, sorting, statistical, utility
 from polygrad.testing import check_grads
 

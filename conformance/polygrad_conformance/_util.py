@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import polygrad as pg
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 
 
 def data(x: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import polygrad as pg
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad_conformance._util import assert_same, tolist
 
 VALUES = [[1.0, -2.0, 3.5], [0.25, 0.0, -1.0]]

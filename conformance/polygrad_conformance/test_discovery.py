@@ -14,7 +14,7 @@ import pytest
 
 import polygrad as pg
 from polygrad.backends import BackendInfo
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 
 
 def test_backend_is_discovered(conformance_state):

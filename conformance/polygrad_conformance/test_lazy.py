@@ -7,7 +7,7 @@ import pytest
 
 import polygrad as pg
 import polygrad.functions as F
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad_conformance._util import tolist
 
 

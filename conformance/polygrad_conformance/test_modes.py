@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import polygrad as pg
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad_conformance._util import tolist
 
 

@@ -46,7 +46,7 @@ class Container:
 def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False, what: str = "input") -> Any:
     """Convert ``value`` to an array fit for symbolic ``variable`` (dtype, declared shape)."""
     from polygrad.backends import get_backend
-    from polygrad.core.namespace import backend_of_type, is_array
+    from polygrad.core.dispatch import backend_of_type, is_array
 
     sym: SymbolicArray = variable._data
     if isinstance(value, Variable):
@@ -88,7 +88,7 @@ class SharedVariable(Variable):
         v = self.container.value
         if borrow:
             return v
-        from polygrad.core.namespace import backend_of_type
+        from polygrad.core.dispatch import backend_of_type
 
         return backend_of_type(type(v)).xp.asarray(v, copy=True)
 
@@ -108,7 +108,7 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
     """A shared variable initialized with ``value`` (an array, or anything
     ``pg.asarray`` takes; Python floats become float64 scalars)."""
     from polygrad.backends import asarray
-    from polygrad.core.namespace import is_array
+    from polygrad.core.dispatch import is_array
 
     from polygrad.compile.symbolic import _dtype_name
 

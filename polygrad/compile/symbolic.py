@@ -15,9 +15,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-from polygrad.core import namespace as _namespace
+from polygrad.core import dispatch as _dispatch
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import REGISTRY, Op
+from polygrad.core.op import REGISTRY, Op
 
 _ids = itertools.count()
 
@@ -172,7 +172,7 @@ class SymbolicBackend:
 
 
 SYMBOLIC = SymbolicBackend()
-_namespace.pin(SymbolicArray, SYMBOLIC)
+_dispatch.pin(SymbolicArray, SYMBOLIC)
 
 
 def is_symbolic(x: Any) -> bool:
@@ -232,7 +232,7 @@ def matrices(*names: Any, dtype: Any = None) -> list[Variable]:
 
 def grad(cost: Variable, wrt: Any) -> Any:
     """Symbolic gradient(s) of a scalar ``cost``: one Variable, or a list for a list."""
-    from polygrad.core.backward import grad as _grad
+    from polygrad.core.engine import grad as _grad
 
     if isinstance(wrt, Variable):
         return _grad(cost, [wrt])[0]

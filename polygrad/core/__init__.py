@@ -4,7 +4,7 @@ Knows no op by name and no array library: standard library plus the Array API
 namespace a backend hands it.
 """
 
-from polygrad.core.backward import backward, grad
+from polygrad.core.engine import backward, grad
 from polygrad.core.config import force_backprop_mode, is_backprop_enabled, no_backprop_mode, test_mode, using_config
 from polygrad.core.function import Function
 from polygrad.core.hooks import FunctionHook, active_hooks

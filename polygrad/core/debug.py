@@ -1,13 +1,26 @@
-"""Helpers of debug mode that the engine itself uses (``polygrad.function_hooks.debug``
-holds the hook and the switches)."""
+"""Debug mode, all of it: NaN/Inf checks of every forward and backward result,
+and the user's call sites in error messages.
+
+``pg.set_debug(True)`` (or ``with pg.debug_mode():``) registers a hook that
+remembers where each function was called in user code and raises
+``FloatingPointError`` naming the function and that place when an output is
+not finite. Backward results are checked by the engine while debug is on. An
+in-place version error then also says where the saving function and the
+in-place operation were called. Checks read values, so they force lazy
+arrays: use debug mode on small eager runs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
-from typing import Any
+from typing import Any, Iterator
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core import config
+from polygrad.core import hooks as _hooks
+from polygrad.core.dispatch import backend_of_type
+from polygrad.core.hooks import FunctionHook
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,3 +48,43 @@ def check_finite(values: Any, what: str, function: Any) -> None:
                 f"polygrad debug: {what} {k} of {function.label} contains NaN or Inf; {function.label} was called "
                 f"at {site}"
             )
+
+
+class DebugHook(FunctionHook):
+    """Records call sites and checks forward outputs (see the module docstring)."""
+
+    name = "polygrad-debug"
+
+    def forward_preprocess(self, function: Any, in_data: tuple) -> None:
+        function.__dict__["created_at"] = user_site()
+
+    def forward_postprocess(self, function: Any, in_data: tuple) -> None:
+        outs = [r() for r in getattr(function, "outputs", ())]
+        check_finite([o for o in outs if o is not None], "output", function)
+
+
+_HOOK = DebugHook()
+
+
+def set_debug(on: bool) -> None:
+    """Turn debug mode on or off for the current thread (and tasks it starts)."""
+    config.debug.set(bool(on))
+    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
+    _hooks._active.set(active + (_HOOK,) if on else active)
+
+
+def is_debug() -> bool:
+    return config.debug.get()
+
+
+@contextlib.contextmanager
+def debug_mode(on: bool = True) -> Iterator[None]:
+    """Debug mode inside a ``with`` block."""
+    token_d = config.debug.set(bool(on))
+    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
+    token_h = _hooks._active.set(active + (_HOOK,) if on else active)
+    try:
+        yield
+    finally:
+        _hooks._active.reset(token_h)
+        config.debug.reset(token_d)

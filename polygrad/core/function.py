@@ -36,7 +36,7 @@ import weakref
 from typing import Any
 
 from polygrad.core import config, hooks as _hooks
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Node, freed_error, version_error
 from polygrad.core.variable import Variable
 

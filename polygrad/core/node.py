@@ -13,7 +13,7 @@ the user drops them; what backward needs is kept by the node itself, and only
 what it declared (``retain_inputs`` / ``retain_outputs``).
 
 Subclasses: :class:`polygrad.core.function.Function` (the user API) and
-``polygrad.ops.primitive.Primitive`` (a row of the op table). Both implement
+``polygrad.core.primitive.Primitive`` (a row of the op table). Both implement
 ``_backward`` and ``_release``; the engine knows nothing else about them.
 """
 

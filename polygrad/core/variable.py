@@ -15,7 +15,7 @@ import weakref
 from typing import Any, Callable
 
 from polygrad.core import config
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 
 
 class _HookHandle:
@@ -382,7 +382,7 @@ class Variable:
         :param create_graph: build a graph of the backward computation, for
             higher-order derivatives.
         """
-        from polygrad.core.backward import backward_all
+        from polygrad.core.engine import backward_all
 
         if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
             gradient, retain_grad = None, gradient

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.functions import _im2col
 from polygrad.functions.array import _data, stack, static_shape
 from polygrad.ops import getitem, matmul, reshape, where

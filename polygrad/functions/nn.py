@@ -9,7 +9,8 @@ from typing import Any
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.ops import exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
-from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+from polygrad.core.op import Op, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 
 def _log_softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:

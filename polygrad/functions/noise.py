@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import Op, apply, def_nograd
+from polygrad.core.op import Op, def_nograd
+from polygrad.core.primitive import apply
 
 __all__ = ["dropout"]
 

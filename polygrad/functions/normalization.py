@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
 from polygrad.functions.nn import as_variable

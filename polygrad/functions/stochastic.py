@@ -22,8 +22,8 @@ from typing import Any
 
 from polygrad import distributions as D
 from polygrad.core import config
-from polygrad.core.backward import grad as _grad
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.engine import grad as _grad
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Node, freed_error
 from polygrad.core.variable import Variable
 from polygrad.ops import sum

@@ -8,7 +8,7 @@ import math
 from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 __all__ = ["Link", "Chain", "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization"]

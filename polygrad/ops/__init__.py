@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from polygrad.core.variable import Variable
 from polygrad.ops import creation, elementwise, fft, indexing, linalg, manipulation, searching, sets, sorting, statistical, utility
-from polygrad.ops.primitive import GRAPH_OPS, REGISTRY, Op, Primitive, apply, def_linear, def_nograd, defvjp
+from polygrad.core.op import GRAPH_OPS, REGISTRY, Op, def_linear, def_nograd, defvjp
+from polygrad.core.primitive import Primitive, apply
 
 CHAPTERS = (elementwise, creation, manipulation, searching, sets, sorting, statistical, utility, indexing, linalg)
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type, is_array
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable
 from polygrad.ops.manipulation import broadcast_to, reshape, stack
-from polygrad.ops.primitive import Op, apply, def_linear, def_nograd, defvjp
+from polygrad.core.op import Op, def_linear, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['arange', 'asarray', 'empty', 'empty_like', 'eye', 'from_dlpack', 'full', 'full_like', 'linspace', 'meshgrid',
            'ones', 'tril', 'triu', 'zeros']

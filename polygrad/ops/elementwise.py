@@ -37,7 +37,8 @@ import math
 import operator
 from typing import Any
 
-from polygrad.ops.primitive import Op, apply, def_linear, def_nograd, defvjp
+from polygrad.core.op import Op, def_linear, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = [
     # arithmetic

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+from polygrad.core.op import Op, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['fft', 'ifft', 'fftn', 'ifftn', 'rfft', 'irfft', 'rfftn', 'irfftn', 'hfft', 'ihfft', 'fftfreq', 'rfftfreq',
            'fftshift', 'ifftshift']

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type
-from polygrad.ops.primitive import Op, apply, defvjp
+from polygrad.core.dispatch import backend_of_type
+from polygrad.core.op import Op, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['take', 'take_along_axis', 'take_grad', 'take_along_axis_grad']
 

@@ -8,9 +8,10 @@ import math
 import sys
 from typing import Any, Callable
 
-from polygrad.core.namespace import backend_of_type, is_array
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import Op, apply, def_linear, defvjp
+from polygrad.core.op import Op, def_linear, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['reshape', 'permute_dims', 'transpose', 'reverse_dims', 'matrix_transpose', 'broadcast_to', 'sum_to', 'expand_dims',
            'squeeze', 'getitem', 'getitem_grad', 'setitem', 'broadcast_arrays', 'concat', 'flip', 'moveaxis', 'repeat', 'roll',

@@ -11,7 +11,8 @@ from typing import Any
 
 from polygrad.core.variable import Variable
 from polygrad.ops.manipulation import require_data_dependent_shapes
-from polygrad.ops.primitive import Op, apply, def_nograd
+from polygrad.core.op import Op, def_nograd
+from polygrad.core.primitive import apply
 
 __all__ = ['argmax', 'argmin', 'count_nonzero', 'nonzero', 'searchsorted']
 

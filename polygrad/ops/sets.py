@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.ops.manipulation import require_data_dependent_shapes
-from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+from polygrad.core.op import Op, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['isin', 'unique_all', 'unique_counts', 'unique_inverse', 'unique_values']
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.ops.primitive import Op, apply, def_nograd, defvjp
+from polygrad.core.op import Op, def_nograd, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['argsort', 'sort']
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
-from polygrad.ops.primitive import Op, apply, defvjp
+from polygrad.core.op import Op, defvjp
+from polygrad.core.primitive import apply
 
 __all__ = ['sum', 'mean', 'max', 'min', 'prod', 'var', 'std', 'cumulative_sum', 'cumulative_prod']
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from polygrad.ops.manipulation import _along, concat, getitem
-from polygrad.ops.primitive import Op, apply, def_nograd
+from polygrad.core.op import Op, def_nograd
+from polygrad.core.primitive import apply
 
 __all__ = ['all', 'any', 'diff']
 

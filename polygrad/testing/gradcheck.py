@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from polygrad.core.backward import grad as _grad
+from polygrad.core.engine import grad as _grad
 from polygrad.core.config import no_backprop_mode
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
-from polygrad.compile.executor import MissingInputError, Program, build
+from polygrad.compile.program import MissingInputError, Program, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 __all__ = ["function", "CompiledFunction"]

@@ -13,7 +13,7 @@ import heapq
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 

@@ -15,13 +15,24 @@ _SCALARS = (bool, int, float, complex)
 _type_cache: dict[type, Any] = {}
 _pinned: dict[type, Any] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
 _resolver: Callable[[type], Any] | None = None
+_current: Callable[[], Any] | None = None
 
 
-def set_resolver(resolver: Callable[[type], Any]) -> None:
-    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it)."""
-    global _resolver
+def set_resolver(resolver: Callable[[type], Any], current: Callable[[], Any] | None = None) -> None:
+    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it) and
+    ``current() -> backend``, the backend that creates arrays from Python data."""
+    global _resolver, _current
     _resolver = resolver
+    if current is not None:
+        _current = current
     clear_cache()
+
+
+def current_backend() -> Any:
+    """The backend new arrays are created on (``pg.get_backend()``)."""
+    if _current is None:
+        raise RuntimeError("polygrad: no backend registry is installed")
+    return _current()
 
 
 def clear_cache() -> None:

@@ -1,112 +1,24 @@
-"""Rows of the op table, and the apply / backward path that runs them.
+"""The per-op engine: apply a row of the op table, and the graph node it records.
 
-An :class:`Op` is declared once: a forward kernel ``fwd(xp, *args, **params)``
-written against the Array API namespace, and vjp rules
-``rule(o, g, ans, *args, **params) -> gradient`` written with ``o``, a
-namespace of polygrad ops. The engine picks ``o``:
-
-* plain backward: ``o`` runs the forward kernels directly on raw arrays, so a
-  rule costs what the hand-written array code costs;
-* ``create_graph=True`` (and symbolic graphs): ``o`` is the differentiable ops
-  namespace, so the same rule builds a graph and higher derivatives come free.
-
-Rules receive the inputs the op declared it saves (``saves="x"``, ``"xy"``,
-``"ans"``, ...); for ops declared ``shapes=True`` an input not saved arrives as
-a placeholder with only ``.shape``, ``.ndim`` and ``.dtype``. Broadcasting is undone here, once, for ops declared
-``broadcasts=True``, not in each rule.
+:func:`apply` runs an :class:`~polygrad.core.op.Op` on Variables, raw arrays
+and scalars and records a :class:`Primitive` node when backprop needs one;
+``Primitive._backward`` runs the row's vjp rules. Broadcasting is undone here,
+once, for ops declared ``broadcasts=True``, not in each rule.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable
+from typing import Any
 from weakref import ref as _weakref
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
-from polygrad.core.namespace import _type_cache, backend_of_type
+from polygrad.core.dispatch import _type_cache, backend_of_type, current_backend
 from polygrad.core.node import Node, freed_error, next_seq, version_error
+from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
 from polygrad.core.variable import Variable
 
 _SCALARS = (bool, int, float, complex)
-REGISTRY: dict[str, "Op"] = {}
-
-
-class Op:
-    """One row of the op table: a name, a forward kernel, and vjp rules."""
-
-    __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "_impl", "__weakref__")
-
-    def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False,
-                 differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False):
-        self.name = name
-        self.fwd = fwd
-        self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
-        self.view = view  # the output may share memory with input 0: it shares its version counter
-        self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
-        self.vjps: tuple = ()
-        self.keep: frozenset = frozenset()
-        self.keep_output = False
-        self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
-        self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
-        self.differentiable = differentiable
-        self._impl: dict = {}
-        REGISTRY[name] = self
-
-    def __repr__(self) -> str:
-        return f"<op {self.name}>"
-
-    def __reduce__(self) -> tuple:
-        return (_op_named, (self.name,))  # rows are unique: pickle them by name
-
-    def kernel(self, backend: Any) -> Callable:
-        """The forward kernel for ``backend`` (its own faster one if it declares one)."""
-        impl = self._impl.get(backend)
-        if impl is None:
-            impl = backend.kernels.get(self.name) or (functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd)
-            self._impl[backend] = impl
-        return impl
-
-
-def _op_named(name: str) -> Op:
-    return REGISTRY[name]
-
-
-def defvjp(op: Op, *rules: Callable | None, saves: str = "") -> Op:
-    """Attach vjp rules (one per input; None = no gradient) and declare what they read.
-
-    ``saves`` names what backward needs: ``x``, ``y``, ``z`` for inputs 0-2 and
-    ``ans`` for the output, e.g. ``saves="x ans"``.
-    """
-    tokens = saves.replace(",", " ").split()
-    letters = "".join(t for t in tokens if t != "ans")
-    op.vjps = tuple(rules)
-    op.keep = frozenset("xyzw".index(c) for c in letters)
-    op.keep_output = "ans" in tokens
-    return op
-
-
-def def_linear(op: Op) -> Op:
-    """Declare a unary op linear in its input: the vjp applies the same op to g."""
-    return defvjp(op, lambda o, g, ans, x, **p: getattr(o, op.name)(g, **p))
-
-
-def def_nograd(op: Op) -> Op:
-    """Declare an op with no gradient (integer or boolean results)."""
-    op.differentiable = False
-    return op
-
-
-class _Meta:
-    """Stands in for an input backward did not keep: shape and dtype only."""
-
-    __slots__ = ("shape", "ndim", "dtype")
-
-    def __init__(self, shape: tuple, dtype: Any) -> None:
-        self.shape = shape
-        self.ndim = len(shape)
-        self.dtype = dtype
 
 
 class Primitive(Node):
@@ -278,7 +190,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
         datas.append(d)
         i += 1
     if backend is None:
-        backend = _default_backend()
+        backend = current_backend()
         datas = [backend.xp.asarray(d) for d in datas]
     hooks = _hooks._active.get()
     if record and (volatile or not op.differentiable or not config.enable_backprop.get()):
@@ -384,12 +296,6 @@ def is_floating(a: Any) -> bool:
         return False
 
 
-def _default_backend() -> Any:
-    from polygrad.backends import get_backend
-
-    return get_backend()
-
-
 def _describe_arg(a: Any) -> str:
     d = a._data if isinstance(a, Variable) else a
     if type(d) in _SCALARS:
@@ -421,35 +327,3 @@ def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Excep
         return RuntimeError(msg)
 
 
-# ---------------------------------------------------------------------------
-# The two namespaces rules are written against
-# ---------------------------------------------------------------------------
-
-
-class RawOps:
-    """Ops over raw arrays of one backend: each name runs the forward kernel."""
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-
-    def __getattr__(self, name: str) -> Callable:
-        op = REGISTRY.get(name)
-        if op is None:
-            raise AttributeError(f"polygrad: no op named {name!r}")
-        impl = op.kernel(self._backend)
-        setattr(self, name, impl)
-        return impl
-
-
-class _GraphOps:
-    """Differentiable ops over Variables (filled by polygrad.ops)."""
-
-
-GRAPH_OPS = _GraphOps()
-
-
-def raw_ops(backend: Any) -> RawOps:
-    ops = backend.raw_ops
-    if ops is None:
-        ops = backend.raw_ops = RawOps(backend)
-    return ops

@@ -18,7 +18,7 @@ import math
 import types
 from typing import Any, Callable
 
-from polygrad.core.namespace import backend_of_type
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 __all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "DTYPES", "CONSTANTS"]
@@ -113,7 +113,7 @@ class ArrayNamespace(types.ModuleType):
     """The Array API namespace of one backend, over Variables."""
 
     def __init__(self, backend: Any) -> None:
-        super().__init__(f"polygrad.namespace.{backend.name}")
+        super().__init__(f"polygrad.array_api.{backend.name}")
         from polygrad import ops
         from polygrad.ops import fft as fft_ops
         from polygrad.ops import linalg as linalg_ops

@@ -22,10 +22,10 @@ import functools
 from typing import Any, Sequence
 
 from polygrad.compile.symbolic import SymbolicArray
-from polygrad.core.backward import grad as _grad
+from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
-from polygrad.ops.primitive import Primitive
+from polygrad.core.primitive import Primitive
 
 #: ops whose output may share memory with their first input
 VIEW_OPS = frozenset({"reshape", "permute_dims", "reverse_dims", "matrix_transpose", "broadcast_to", "expand_dims",
@@ -134,7 +134,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 continue
             stack.pop()
             if s.kind == "op":
-                from polygrad.ops.primitive import apply
+                from polygrad.core.primitive import apply
 
                 args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
                 env[s.id] = apply(s.op, args, s.params)
