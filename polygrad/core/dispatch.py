@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_SCALARS = (bool, int, float, complex)
+#: Python scalar types: operands of ops, never arrays of a backend.
+SCALARS = (bool, int, float, complex)
+_SCALARS = SCALARS
 
 _type_cache: dict[type, Any] = {}
 _pinned: dict[type, Any] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
@@ -72,3 +74,41 @@ def is_array(obj: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def describe(a: Any) -> str:
+    """``"numpy array shape (2, 3) dtype float64"`` for an array or Variable (for error messages)."""
+    d = getattr(a, "_data", a) if type(a).__name__ == "Variable" else a
+    if type(d) in SCALARS:
+        return f"{type(d).__name__} {d!r}"
+    shape = getattr(d, "shape", None)
+    shape = "?" if shape is None else tuple(shape)
+    try:
+        b = backend_of_type(type(d)).name
+    except TypeError:  # not an array of a backend (a rule's shape-only placeholder, a bad input)
+        b = "a" if type(d).__name__ == "_Meta" else type(d).__name__
+    return f"{b} array shape {shape} dtype {getattr(d, 'dtype', '?')}"
+
+
+def mixed_backends_error(label: str, args: Any, b1: Any, b2: Any) -> TypeError:
+    """The one error for arrays of two backends given to one function."""
+    return TypeError(
+        f"polygrad: {label} got arrays of two backends, {b1.name!r} and {b2.name!r} "
+        f"({'; '.join(describe(a) for a in args if a is not None)}); move one with pg.to_backend(x, {b1.name!r})"
+    )
+
+
+def backend_of_args(args: Any, label: str) -> Any:
+    """The one backend owning the arrays among ``args`` (Variables are read through their
+    data; scalars and None are skipped); the current backend when there is none."""
+    found = None
+    for a in args:
+        d = getattr(a, "_data", a) if type(a).__name__ == "Variable" else a
+        if d is None or type(d) in SCALARS:
+            continue
+        b = backend_of_type(type(d))
+        if found is None:
+            found = b
+        elif b is not found:
+            raise mixed_backends_error(label, args, found, b)
+    return current_backend() if found is None else found

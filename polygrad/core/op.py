@@ -27,12 +27,18 @@ class Op:
     """One row of the op table: a name, a forward kernel, and vjp rules."""
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "_impl", "__weakref__")
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "_impl", "__weakref__")
 
-    def __init__(self, name: str, fwd: Callable, *, broadcasts: bool = False, shapes: bool = False,
-                 differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False):
+    def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
+                 differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
+                 deterministic: bool = True, node_class: Any = None):
         self.name = name
+        # None: the kernel is the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = fwd
+        # False: each call draws anew (random numbers); compiled functions never merge or fold two calls.
+        self.deterministic = deterministic
+        # The graph node class recorded for an application (None: polygrad.core.primitive.Primitive).
+        self.node_class = node_class
         self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
         self.view = view  # the output may share memory with input 0: it shares its version counter
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
@@ -55,7 +61,12 @@ class Op:
         """The forward kernel for ``backend`` (its own faster one if it declares one)."""
         impl = self._impl.get(backend)
         if impl is None:
-            impl = backend.kernels.get(self.name) or (functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd)
+            impl = backend.kernels.get(self.name)
+            if impl is None:
+                if self.fwd is None:
+                    impl = getattr(backend.xp, self.name)
+                else:
+                    impl = functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd
             self._impl[backend] = impl
         return impl
 

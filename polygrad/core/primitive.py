@@ -13,7 +13,7 @@ from weakref import ref as _weakref
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
-from polygrad.core.dispatch import _type_cache, backend_of_type, current_backend
+from polygrad.core.dispatch import _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
 from polygrad.core.node import Node, freed_error, next_seq, version_error
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
 from polygrad.core.variable import Variable
@@ -168,7 +168,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                 backend = b
                 d0 = d
             elif b is not backend:
-                raise _mixed_error(op, args, backend, b)
+                raise mixed_backends_error(op.name, args, backend, b)
             elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
                 mixed = True
         else:
@@ -184,7 +184,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                     backend = b
                     d0 = d
                 elif b is not backend:
-                    raise _mixed_error(op, args, backend, b)
+                    raise mixed_backends_error(op.name, args, backend, b)
                 elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
                     mixed = True
         datas.append(d)
@@ -296,28 +296,8 @@ def is_floating(a: Any) -> bool:
         return False
 
 
-def _describe_arg(a: Any) -> str:
-    d = a._data if isinstance(a, Variable) else a
-    if type(d) in _SCALARS:
-        return f"{type(d).__name__} {d!r}"
-    if isinstance(d, _Meta):
-        return f"array shape {d.shape} dtype {d.dtype}"
-    try:
-        b = backend_of_type(type(d)).name
-    except TypeError:
-        b = type(d).__name__
-    return f"{b} array shape {tuple(d.shape)} dtype {d.dtype}"
-
-
-def _mixed_error(op: Op, args: tuple, b1: Any, b2: Any) -> TypeError:
-    return TypeError(
-        f"polygrad: {op.name} got arrays of two backends, {b1.name!r} and {b2.name!r} "
-        f"({'; '.join(_describe_arg(a) for a in args)}); move one with pg.to_backend(x, {b1.name!r})"
-    )
-
-
 def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
-    desc = "; ".join(_describe_arg(a) for a in args if a is not None)
+    desc = "; ".join(describe(a) for a in args if a is not None)
     extra = f" with {params}" if params else ""
     where = f" in {phase}" if phase else ""
     msg = f"polygrad: {op.name}{where} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
