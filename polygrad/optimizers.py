@@ -272,7 +272,7 @@ def _sub_from(param: Variable, delta: Any) -> None:
     if new is NotImplemented or new is None:
         param._data = old - delta
     elif new is old:
-        param._vbox[0] += 1
+        param._vbox.bump("optimizer update")
     else:
         param._data = new
 

@@ -441,8 +441,8 @@ def test_variable_of_unclaimed_type_is_type_error_naming_type_and_backends(data)
 
 
 def test_variable_of_variable_is_type_error():
-    """pg.Variable(Variable) raises TypeError suggesting detach or .data."""
-    v = pg.Variable(np.array([1.0]))
+    """pg.Variable of a Variable made by a function raises TypeError suggesting detach or .data."""
+    v = pg.Variable(np.array([1.0])) * 2
     with pytest.raises(TypeError, match="detach"):
         pg.Variable(v)
 

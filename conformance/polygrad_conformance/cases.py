@@ -62,8 +62,8 @@ class Case:
     @property
     def grad_order(self) -> int:
         """The highest derivative to check: 0 for a row declared without gradient."""
-        if not self.composed and not REGISTRY[self.op].differentiable:
-            return 0
+        if not self.composed and (not REGISTRY[self.op].differentiable or not REGISTRY[self.op].deterministic):
+            return 0  # no gradient, or a random draw (REINFORCE, tested statistically): nothing to difference
         return self.order if self.differentiable_args() else 0
 
     @property

@@ -300,6 +300,16 @@ private("dropout_mask", "shape", lambda xp, row, x: row(x, ratio=0.25), lambda x
         order=0, values=False)
 case("dropout", "grad", lambda xp, x: _seeded_dropout(x), lambda xp, x: _seeded_dropout(x).data, F((3, 4)), values=False)
 
+# Random draws (stochastic functions): shapes and dtypes; their REINFORCE gradients are sampled, not differenced.
+case("bernoulli", "shape", lambda xp, p: F_.bernoulli(p), lambda xp, p: xp.empty_like(p), F((3, 4), "unit"),
+     values=False)
+case("categorical", "shape", lambda xp, p: F_.categorical(p), lambda xp, p: xp.zeros((2,), dtype=xp.int64),
+     F((2, 3), "pos"), values=False)
+case("multinomial", "shape", lambda xp, p: F_.multinomial(p), lambda xp, p: xp.zeros((2, 1), dtype=xp.int64),
+     F((2, 3), "pos"), values=False)
+case("normal", "shape", lambda xp, m, s: F_.normal(m, s), lambda xp, m, s: xp.empty_like(m), F((2, 3)), F((2, 3), "pos"),
+     values=False)
+
 
 def _seeded_dropout(x):
     """Dropout with the shared generator reseeded, so the mask is the same at every call."""

@@ -41,9 +41,6 @@ def force_backprop_mode() -> Iterator[None]:
 def is_backprop_enabled() -> bool:
     return enable_backprop.get()
 
-#: debug mode: id(version box) -> (where, op) of the last in-place change
-inplace_sites: dict[int, tuple[str, str]] = {}
-
 train: contextvars.ContextVar[bool] = contextvars.ContextVar("polygrad_train", default=True)
 
 _FLAGS = {"enable_backprop": enable_backprop, "train": train, "debug": debug}

@@ -43,7 +43,7 @@ def check_finite(values: Any, what: str, function: Any) -> None:
         if not xp.isdtype(a.dtype, ("real floating", "complex floating")):
             continue
         if not bool(xp.all(xp.isfinite(a))):
-            site = getattr(function, "__dict__", {}).get("created_at", "<unknown>")
+            site = getattr(function, "site", None) or "<unknown>"
             raise FloatingPointError(
                 f"polygrad debug: {what} {k} of {function.label} contains NaN or Inf; {function.label} was called "
                 f"at {site}"
@@ -56,7 +56,7 @@ class DebugHook(FunctionHook):
     name = "polygrad-debug"
 
     def forward_preprocess(self, function: Any, in_data: tuple) -> None:
-        function.__dict__["created_at"] = user_site()
+        function.site = user_site()
 
     def forward_postprocess(self, function: Any, in_data: tuple) -> None:
         outs = [r() for r in getattr(function, "outputs", ())]
@@ -69,8 +69,9 @@ _HOOK = DebugHook()
 def set_debug(on: bool) -> None:
     """Turn debug mode on or off for the current thread (and tasks it starts)."""
     config.debug.set(bool(on))
-    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
-    _hooks._active.set(active + (_HOOK,) if on else active)
+    _hooks.remove_global(_HOOK)
+    if on:
+        _hooks.push_global(_HOOK)
 
 
 def is_debug() -> bool:
@@ -81,10 +82,11 @@ def is_debug() -> bool:
 def debug_mode(on: bool = True) -> Iterator[None]:
     """Debug mode inside a ``with`` block."""
     token_d = config.debug.set(bool(on))
-    active = tuple(h for h in _hooks._active.get() if h is not _HOOK)
-    token_h = _hooks._active.set(active + (_HOOK,) if on else active)
+    token_h = _hooks.remove_global(_HOOK)
+    if on:
+        _hooks.push_global(_HOOK)
     try:
         yield
     finally:
-        _hooks._active.reset(token_h)
+        _hooks.restore(token_h)
         config.debug.reset(token_d)

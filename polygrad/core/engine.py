@@ -1,10 +1,17 @@
-"""The backward engine: reverse topological traversal, one screen long.
+"""The backward engine: reverse topological traversal in three named steps.
 
 Nodes are visited newest first (a node is created after the creators of its
 inputs), so every node runs once, after all gradients flowing into it have
 been summed, and a branch is finished (its arrays freed) before the next.
-Gradients of intermediate outputs live in a dict only until their node has run;
-saved arrays are freed right after, unless ``retain_graph``.
+One pass (:class:`_Pass`) repeats two steps until no node is left:
+
+* ``route``: send each new gradient to a leaf's running sum, or to the slot of
+  the node that made the variable it belongs to;
+* ``visit``: take the newest node, run the variable hooks of its outputs, the
+  function hooks around its ``_backward``, free what it saved;
+
+and then ``deliver``s the leaves' sums to their ``.grad`` (or to ``pg.grad``'s
+result). Gradients of intermediate outputs live only until their node has run.
 """
 
 from __future__ import annotations
@@ -13,42 +20,29 @@ import heapq
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
+from polygrad.core.debug import check_finite
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
-    if g is None and getattr(y._node, "accepts_no_grad", False):
+    """The initial gradient of output ``y``: ``g``, or ones for a one-element ``y``."""
+    if g is None and y._node is not None and y._node.accepts_no_grad:
         # e.g. a stochastic sample: its node ignores output gradients (the reward drives it)
         g = backend_of_type(type(y._data)).xp.zeros_like(y._data)
     if g is None:
-        size = y._data.size
-        if size != 1:
+        if y.size != 1:
             raise RuntimeError(
                 f"polygrad: backward from {y._describe()} needs a gradient argument: an initial gradient "
                 f"is created implicitly only for outputs of one element (a scalar loss)"
             )
         g = backend_of_type(type(y._data)).xp.ones_like(y._data)
     if create_graph:
-        return g if isinstance(g, Variable) else Variable(g, requires_grad=False)
+        return g if isinstance(g, Variable) else Variable._make(g)
     g = g._data if isinstance(g, Variable) else g
     if tuple(g.shape) != tuple(y._data.shape):
         raise ValueError(f"polygrad: backward got a gradient of shape {tuple(g.shape)} for {y._describe()}")
     return g
-
-
-def _sum(a: Any, b: Any, owned: dict | None) -> Any:
-    """a + b, in place into ``a`` when this backward pass allocated ``a`` itself."""
-    if owned is not None and owned.get(id(a)) is a:
-        try:
-            a += b
-            return a
-        except (TypeError, ValueError):
-            pass
-    c = a + b
-    if owned is not None and not isinstance(c, Variable):
-        owned[id(c)] = c
-    return c
 
 
 def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
@@ -57,6 +51,122 @@ def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
         if new is not None:
             g = new if create_graph or not isinstance(new, Variable) else new._data
     return g
+
+
+class _Pass:
+    """One backward pass: the gradients on their way, and what the caller asked for."""
+
+    def __init__(self, create_graph: bool, retain_grad: bool, retain_graph: bool, inputs: Sequence[Variable] | None):
+        self.grads: dict[Any, list] = {}  # node -> gradients of its outputs, until it runs
+        self.heap: list = []  # (-seq, node): newest first
+        self.leaves: dict[int, list] = {}  # id(leaf) -> [leaf, summed gradient]
+        self.create_graph = create_graph
+        self.retain_grad = retain_grad
+        self.retain_graph = retain_graph
+        self.hooks = _hooks._active.get()
+        self.debug = config.debug.get()
+        # Sums this pass allocated itself: later contributions are added in place.
+        self.owned: dict[int, Any] | None = None if create_graph else {}
+        # pg.grad: where each requested input sits in the graph, and what it got
+        self.targets = None if inputs is None else {
+            (v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
+        self.captured: list = [None] * (0 if inputs is None else len(inputs))
+
+    def _sum(self, a: Any, b: Any) -> Any:
+        """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
+        owned = self.owned
+        if owned is not None and owned.get(id(a)) is a:
+            try:
+                a += b
+                return a
+            except (TypeError, ValueError):
+                pass
+        c = a + b
+        if owned is not None and not isinstance(c, Variable):
+            owned[id(c)] = c
+        return c
+
+    def route(self, pending: Any) -> None:
+        """Send gradients to a leaf's running sum or to the slot of the node that made them."""
+        grads, leaves = self.grads, self.leaves
+        for edge, gx in pending:
+            if edge is None or gx is None:
+                continue
+            node, where = edge
+            if node is None:
+                slot = leaves.get(id(where))
+                if slot is None:
+                    leaves[id(where)] = [where, gx]
+                else:
+                    slot[1] = self._sum(slot[1], gx)
+                continue
+            slot = grads.get(node)
+            if slot is None:
+                slot = grads[node] = [None] * len(node.outputs)
+                heapq.heappush(self.heap, (-node.seq, node))
+            slot[where] = gx if slot[where] is None else self._sum(slot[where], gx)
+
+    def visit(self, node: Any) -> Any:
+        """Run one node's backward, bracketed by its hooks; returns ``(edge, gradient)`` pairs."""
+        gys = self.grads.pop(node)
+        owned = self.owned
+        if owned:
+            for g in gys:
+                owned.pop(id(g), None)
+        if self.retain_grad or node._var_hooks or self.targets:
+            self._outputs_seen(node, gys)
+        gys = tuple(gys)
+        hooks = self.hooks + tuple(node._local_hooks.values()) if node._local_hooks else self.hooks
+        if hooks:
+            in_data = node._hook_in_data()
+            for h in hooks:
+                h.backward_preprocess(node, in_data, gys)
+        # A node cut off by unchain() has no edges: nowhere to send gradients.
+        gxs = node._backward(gys, self.create_graph) if node.edges else ()
+        if hooks:
+            for h in hooks:
+                h.backward_postprocess(node, in_data, gys)
+        if self.debug:
+            check_finite(gxs, "backward result for input", node)
+        if not self.retain_graph:
+            node._release()
+        return zip(node.edges, gxs)
+
+    def _outputs_seen(self, node: Any, gys: list) -> None:
+        """The gradients of ``node``'s outputs, complete now: capture, hook, retain them."""
+        targets = self.targets
+        for i, ref in enumerate(node.outputs):
+            if targets and (node, i) in targets:
+                self.captured[targets[(node, i)]] = gys[i]
+            y = ref()
+            if y is None or gys[i] is None:
+                continue
+            if y._hooks:
+                gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
+            if self.retain_grad:
+                y._grad = gys[i]
+
+    def deliver(self) -> list | None:
+        """Leaves' sums into ``.grad`` (accumulated), or into ``pg.grad``'s result."""
+        firsts: dict[int, int] = {}
+        for v, g in self.leaves.values():
+            firsts[id(g)] = firsts.get(id(g), 0) + 1
+        for v, g in self.leaves.values():
+            if self.targets is not None:
+                i = self.targets.get((None, id(v)))
+                if i is not None:
+                    self.captured[i] = _apply_var_hooks(v, g, self.create_graph) if v._hooks else g
+                continue
+            if v._hooks:
+                g = _apply_var_hooks(v, g, self.create_graph)
+            if v._grad is not None:
+                v._grad = v._grad + g
+                continue
+            if not self.create_graph and self.owned.get(id(g)) is not g and (firsts.get(id(g), 0) > 1 or not _owns_memory(g)):
+                # The user gets an array of their own: not shared with another leaf, not a view.
+                g = backend_of_type(type(g)).xp.asarray(g, copy=True)
+            v._grad = g
+        return self.captured if self.targets is not None else None
 
 
 def backward(
@@ -70,104 +180,25 @@ def backward(
 ) -> list | None:
     """Backprop from ``outputs``. Accumulates into leaves' ``.grad``; or, with
     ``inputs``, returns their gradients and touches no ``.grad`` (``pg.grad``)."""
-    grads: dict[Any, list] = {}
-    heap: list = []
-    leaves: dict[int, list] = {}  # id(var) -> [var, grad]
-    targets = None if inputs is None else {(v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
-    captured: list = [None] * (0 if inputs is None else len(inputs))
-    hooks = _hooks._active.get()
-    debug = config.debug.get()
-    push, pop = heapq.heappush, heapq.heappop
-    # Sums this pass allocated itself: later contributions are added in place.
-    owned: dict[int, Any] | None = None if create_graph else {}
-
+    run = _Pass(create_graph, retain_grad, retain_graph, inputs)
+    # (an output need not require grad: a stochastic sample)
     pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph))
-               for y, g in zip(outputs, grad_outputs)]  # (an output need not require grad: a stochastic sample)
+               for y, g in zip(outputs, grad_outputs)]
     token = config.enable_backprop.set(create_graph)
     try:
         while True:
-            # Route gradients: to a leaf's running sum, or to the slot of the node that made them.
-            for edge, gx in pending:
-                if edge is None or gx is None:
-                    continue
-                node, where = edge
-                if node is None:
-                    slot = leaves.get(id(where))
-                    if slot is None:
-                        leaves[id(where)] = [where, gx]
-                    else:
-                        slot[1] = _sum(slot[1], gx, owned)
-                    continue
-                slot = grads.get(node)
-                if slot is None:
-                    slot = grads[node] = [None] * len(node.outputs)
-                    push(heap, (-node.seq, node))
-                slot[where] = gx if slot[where] is None else _sum(slot[where], gx, owned)
-            pending = gxs = gx = None  # let gradients already routed go
-            if not heap:
+            run.route(pending)
+            pending = None  # let gradients already routed go
+            if not run.heap:
                 break
-            node = pop(heap)[1]
-            gys = grads.pop(node)
-            if owned:
-                for g in gys:
-                    owned.pop(id(g), None)
-            if retain_grad or node._var_hooks or targets:
-                for i, ref in enumerate(node.outputs):
-                    y = ref()
-                    if targets and (node, i) in targets:
-                        captured[targets[(node, i)]] = gys[i]
-                    if y is None or gys[i] is None:
-                        continue
-                    if y._hooks:
-                        gys[i] = _apply_var_hooks(y, gys[i], create_graph)
-                    if retain_grad:
-                        y._grad = gys[i]
-            gys = tuple(gys)
-            fhooks = hooks + tuple(node.local_function_hooks.values()) if node.local_function_hooks else hooks
-            if fhooks:
-                in_data = node._hook_in_data()
-                for h in fhooks:
-                    h.backward_preprocess(node, in_data, gys)
-            # A node cut off by unchain() has no edges: nowhere to send gradients.
-            gxs = node._backward(gys, create_graph) if node.edges else ()
-            if fhooks:
-                for h in fhooks:
-                    h.backward_postprocess(node, in_data, gys)
-            if debug:
-                from polygrad.core.debug import check_finite
-
-                check_finite(gxs, "backward result for input", node)
-            gys = in_data = None
-            if not retain_graph:
-                node._release()
-            pending = zip(node.edges, gxs)
+            pending = run.visit(heapq.heappop(run.heap)[1])
     finally:
         config.enable_backprop.reset(token)
-
-    firsts: dict[int, int] = {}
-    for v, g in leaves.values():
-        firsts[id(g)] = firsts.get(id(g), 0) + 1
-    for v, g in leaves.values():
-        if targets is not None:
-            i = targets.get((None, id(v)))
-            if i is not None:
-                captured[i] = _apply_var_hooks(v, g, create_graph) if v._hooks else g
-            continue
-        if v._hooks:
-            g = _apply_var_hooks(v, g, create_graph)
-        if v._grad is not None:
-            v._grad = v._grad + g
-            continue
-        if not create_graph and owned.get(id(g)) is not g and (firsts.get(id(g), 0) > 1 or not _owns_memory(g)):
-            # The user gets an array of their own: not shared with another leaf, not a view.
-            g = backend_of_type(type(g)).xp.asarray(g, copy=True)
-        v._grad = g
-    return captured if inputs is not None else None
+    return run.deliver()
 
 
 def _owns_memory(g: Any) -> bool:
-    owns = getattr(backend_of_type(type(g)), "owns_memory", None)
-    return owns is not None and owns(g)
+    return backend_of_type(type(g)).owns_memory(g)
 
 
 def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool | None = None,
@@ -217,4 +248,4 @@ def grad(
     if retain_graph is None:
         retain_graph = create_graph
     gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)
-    return [g if g is None or isinstance(g, Variable) else Variable(g, requires_grad=False) for g in gs]
+    return [g if g is None or isinstance(g, Variable) else Variable._make(g) for g in gs]

@@ -35,37 +35,65 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from polygrad.core import config, hooks as _hooks
-from polygrad.core.dispatch import backend_of_type
-from polygrad.core.node import Node, freed_error, version_error
+from polygrad.core.node import Node, freed_error, next_seq, version_error
+from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+
+
+class _Everything:
+    """Contains every input index: apply keeps (and version-checks) all inputs of a
+    user Function until its forward says which it retains."""
+
+    def __contains__(self, i: int) -> bool:
+        return True
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class _FunctionRow:
+    """What :func:`~polygrad.core.primitive.apply` reads of the row when a user
+    Function is applied: every input kept, several outputs, differentiable."""
+
+    name = "function"
+    keep = _Everything()
+    keep_output = False
+    differentiable = True
+    multi = True
+    view = False
+
+
+_ROW = _FunctionRow()
 
 
 class Function(Node):
     """Function on variables with backpropagation ability (see the module docstring)."""
 
-    _applied = False
-    # Node's fields before the first application (subclasses need not call
-    # __init__); these class defaults shadow Node's slots, so a Function keeps
-    # its fields in its __dict__.
-    edges: tuple = ()
-    outputs: tuple = ()
-    seq = 0
-    local_function_hooks = None
-    _var_hooks = False
-    _freed = False
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Function":
+        # Fields exist before __init__ runs: subclasses need not call Function.__init__.
+        self = super().__new__(cls)
+        self._init_node()
+        d = self.__dict__
+        d["_applied"] = False
+        d["_backend"] = None
+        d["_record"] = False
+        d["needs_input_grad"] = ()
+        d["_retained_inputs"] = None  # None: keep all
+        d["_retained_outputs"] = ()
+        d["_retain_after_backward"] = False
+        d["_to_save"] = None
+        d["_saved_versions"] = ()
+        d["_dirty"] = ()
+        d["_non_differentiable"] = ()
+        d["_shared_storage"] = ()
+        d["_input_refs"] = ()
+        d["_in_saved"] = ()
+        d["_out_saved"] = ()
+        d["_in_shapes"] = ()
+        return self
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
         pass
-
-    def _setup_node(self) -> None:
-        local = self.local_function_hooks  # add_hook may have run before the application
-        Node.__init__(self)
-        self.local_function_hooks = local
-        d = self.__dict__
-        d.setdefault("_retained_inputs", None)  # None: keep all
-        d.setdefault("_retained_outputs", ())
-        d.setdefault("_retain_after_backward", False)
 
     # -- applying ------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
@@ -78,97 +106,80 @@ class Function(Node):
         if not inputs:
             raise TypeError(f"polygrad: {self.label} needs at least one input")
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
-        in_data = tuple(v._data for v in in_vars)
-        backend = None
-        for v, d in zip(in_vars, in_data):
-            b = backend_of_type(type(d))
-            if backend is not None and b is not backend:
-                raise TypeError(
-                    f"polygrad: {self.label} got arrays of two backends, {backend.name!r} and {b.name!r}; "
-                    f"move one with pg.to_backend(x, {backend.name!r})"
-                )
-            backend = b
-        self._setup_node()
-        self._applied = True
+        if type(self).check_type_forward is not Function.check_type_forward:
+            from polygrad.core.type_check import TypeInfoTuple  # loaded only by Functions that check
+
+            self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
+        outs = apply(_ROW, in_vars, None, self)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _start(self, backend: Any, record: bool, edges: list) -> Any:
+        """Called by apply before the forward hooks: this application's backend and
+        whether it is recorded; returns what runs the forward."""
+        self.seq = next_seq()
         self.xp = backend.xp
         self._backend = backend
-        volatile = any(v._volatile for v in in_vars)
-        needs = tuple(v._requires_grad for v in in_vars)
-        record = config.enable_backprop.get() and not volatile and any(needs)
-        self.needs_input_grad = needs if record else (False,) * len(in_vars)
         self._record = record
-        self._in_shapes = tuple(tuple(d.shape) for d in in_data)
+        self.needs_input_grad = tuple(e is not None for e in edges) if record else (False,) * len(edges)
+        return self._run_forward
 
-        if type(self).check_type_forward is not Function.check_type_forward:
-            from polygrad.core.type_check import TypeInfoTuple
-
-            self.check_type_forward(TypeInfoTuple.from_arrays(in_data, self.label))
-
-        hooks = _hooks._active.get()
-        if self.local_function_hooks:
-            hooks = hooks + tuple(self.local_function_hooks.values())
-        for h in hooks:
-            h.forward_preprocess(self, in_data)
+    def _run_forward(self, *in_data: Any) -> tuple:
         outputs = self.forward(in_data)
         if not isinstance(outputs, tuple):
             raise TypeError(
                 f"polygrad: {self.label}.forward must return a tuple of arrays, got {type(outputs).__name__}; "
                 f"write `return y,` for one output"
             )
-        for h in hooks:
-            h.forward_postprocess(self, in_data)
+        return outputs
 
-        if record:
-            self.edges = tuple(v._edge() for v in in_vars)
-        dirty = self.__dict__.get("_dirty", ())
-        nondiff = self.__dict__.get("_non_differentiable", ())
+    def _link_outputs(self, outputs: tuple, in_vars: tuple, record: bool, volatile: bool) -> tuple:
+        """Output Variables: a dirty input returned is that input (its version bumped), an
+        input array returned as is shares its counter, non-differentiable ones carry no
+        gradient, ``mark_shared_storage`` pairs share counters."""
+        in_data = tuple(v._data for v in in_vars)
+        dirty = self._dirty
+        for iv, d in zip(in_vars, in_data):
+            if any(d is t for t in dirty):  # changed in place by forward, returned or not
+                iv._check_inplace(self.label)
+                iv._vbox.bump(self.label)
         out_vars = []
         for i, y in enumerate(outputs):
-            v = None
-            for iv, d in zip(in_vars, in_data):
-                if y is d and any(y is t for t in dirty):
-                    iv._check_inplace(self.label)
-                    iv._vbox[0] += 1
-                    v = iv
-            if v is None:
-                # the same array as an input: in-place changes through either are seen by both
-                box = next((iv._vbox for iv, d in zip(in_vars, in_data) if y is d), None)
-                v = Variable._make(y, vbox=box)
+            same = next((iv for iv, d in zip(in_vars, in_data) if y is d), None)
+            if same is not None and any(y is t for t in dirty):
+                v = same
+            else:
+                v = Variable._make(y, vbox=None if same is None else same._vbox)
+            diff = record and not any(y is t for t in self._non_differentiable)
             v._volatile = volatile
-            diff = record and not any(y is t for t in nondiff)
             v._requires_grad = diff
             v._node = self if diff else None
             v._index = i
             out_vars.append(v)
-        for a, b in self.__dict__.get("_shared_storage", ()):
+        for a, b in self._shared_storage:
             ia = next((v for v, d in zip(in_vars, in_data) if d is a), None)
             ob = next((v for v in out_vars if v._data is b), None)
             if ia is not None and ob is not None:
                 ob._vbox = ia._vbox
-
-        to_save = self.__dict__.get("_to_save")
-        if to_save:
-            holders = tuple(in_vars) + tuple(out_vars)
-            self._saved_versions = tuple(
-                next(((f"saved tensor {k}", v._vbox, v._vbox[0]) for v in holders if v._data is a and a is not None), None)
-                for k, a in enumerate(to_save)
-            )
-        self.outputs = tuple(weakref.ref(v) for v in out_vars)
         self._input_refs = tuple(weakref.ref(v) for v in in_vars)
-        if record:
-            keep = self._retained_inputs
-            self._in_saved = tuple(
-                (d, v._vbox, v._vbox[0]) if keep is None or i in keep else None
-                for i, (v, d) in enumerate(zip(in_vars, in_data))
+        self._applied = True
+        return tuple(out_vars)
+
+    def _save(self, saved: list, checks: tuple, in_data: list, outputs: tuple) -> None:
+        """Keep what backward needs (called by apply when the application is recorded)."""
+        keep = self._retained_inputs
+        # versions as forward left them (a dirty input was bumped by _link_outputs)
+        self._in_saved = tuple((in_data[i], box, box.n) if keep is None or i in keep else None
+                               for i, box, _ in checks)
+        out_vars = [r() for r in self.outputs]
+        self._out_saved = tuple((v._data, v._vbox, v._vbox.n) if i in self._retained_outputs else None
+                                for i, v in enumerate(out_vars))
+        self._in_shapes = tuple(tuple(d.shape) for d in in_data)
+        if self._to_save:
+            holders = [r() for r in self._input_refs] + out_vars
+            self._saved_versions = tuple(
+                next(((f"saved tensor {k}", v._vbox, v._vbox.n) for v in holders if v._data is a and a is not None), None)
+                for k, a in enumerate(self._to_save)
             )
-            self._out_saved = tuple(
-                (out_vars[i]._data, out_vars[i]._vbox, out_vars[i]._vbox[0]) if i in self._retained_outputs else None
-                for i in range(len(out_vars))
-            )
-        else:
-            self._in_saved = ()
-            self._out_saved = ()
-        return out_vars[0] if len(out_vars) == 1 else tuple(out_vars)
 
     # -- what subclasses override -----------------------------------------------
     def check_type_forward(self, in_types: Any) -> None:
@@ -234,20 +245,20 @@ class Function(Node):
     @property
     def inputs(self) -> tuple:
         """The input Variables (None for those already freed)."""
-        return tuple(r() for r in self.__dict__.get("_input_refs", ()))
+        return tuple(r() for r in self._input_refs)
 
     @property
     def output_data(self) -> tuple:
         """Arrays of the outputs kept by ``retain_outputs`` (None for the others)."""
-        return tuple(None if s is None else self._check(s, f"output {i}") for i, s in enumerate(self.__dict__.get("_out_saved", ())))
+        return tuple(None if s is None else self._check(s, f"output {i}") for i, s in enumerate(self._out_saved))
 
     @property
     def saved_tensors(self) -> tuple:
         """What ``save_for_backward`` saved, checked against later in-place changes."""
         if self._freed:
             raise freed_error(self)
-        saved = self.__dict__.get("_to_save") or ()
-        for a, rec in zip(saved, self.__dict__.get("_saved_versions", ())):
+        saved = self._to_save or ()
+        for a, rec in zip(saved, self._saved_versions):
             if rec is not None:
                 self._check((a, rec[1], rec[2]), rec[0])
         return saved
@@ -255,11 +266,11 @@ class Function(Node):
     @property
     def backend(self) -> Any:
         """The backend this application ran on."""
-        return self.__dict__.get("_backend")
+        return self._backend
 
     @property
     def num_inputs(self) -> int:
-        return len(self.__dict__.get("_input_refs", ()))
+        return len(self._input_refs)
 
     @property
     def num_outputs(self) -> int:
@@ -268,7 +279,7 @@ class Function(Node):
     @property
     def requires_grad(self) -> bool:
         """Whether backward will be called for this application."""
-        return bool(self.__dict__.get("_record", False))
+        return self._record
 
     @property
     def previous_functions(self) -> tuple:
@@ -277,16 +288,18 @@ class Function(Node):
 
     # -- engine interface -----------------------------------------------------------
     def _check(self, saved: tuple, what: str) -> Any:
-        data, vbox, version = saved
-        if vbox is not None and vbox[0] != version:
-            raise version_error(self, what, data.shape, version, vbox[0])
+        data, box, version = saved
+        if box is not None and box.n != version:
+            raise version_error(self, what, data.shape, version, box)
         return data
 
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         if self._freed:
             raise freed_error(self)
         in_data = tuple(None if s is None else self._check(s, f"input {i}") for i, s in enumerate(self._in_saved))
-        self.output_data  # version check of retained outputs
+        for i, s in enumerate(self._out_saved):  # retained outputs are checked too
+            if s is not None:
+                self._check(s, f"output {i}")
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
@@ -310,7 +323,7 @@ class Function(Node):
                     f"input {i} of shape {shape}"
                 )
         if create_graph:  # user backward works on arrays: differentiable once
-            return tuple(None if g is None else Variable(g, requires_grad=False) for g in gxs)
+            return tuple(None if g is None else Variable._make(g) for g in gxs)
         return gxs
 
     def _release(self) -> None:
@@ -318,7 +331,7 @@ class Function(Node):
         self._in_saved = tuple(None for _ in self._in_saved)
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)
-        self.__dict__.pop("_to_save", None)
+        self._to_save = None
 
     def _protect_saved(self, array: Any, copy: bool) -> None:
         saved = list(self._in_saved)
@@ -328,7 +341,7 @@ class Function(Node):
         self._in_saved = tuple(saved)
 
     def _hook_in_data(self) -> tuple:
-        return tuple(None if s is None else s[0] for s in self.__dict__.get("_in_saved", ()))
+        return tuple(None if s is None else s[0] for s in self._in_saved)
 
     def __copy__(self) -> "Function":
         new = type(self).__new__(type(self))
@@ -336,6 +349,6 @@ class Function(Node):
         d.pop("xp", None)
         d.pop("needs_input_grad", None)
         new.__dict__.update(d)
-        if self.local_function_hooks:
-            new.local_function_hooks = type(self.local_function_hooks)(self.local_function_hooks)
+        if self._local_hooks:
+            new._local_hooks = type(self._local_hooks)(self._local_hooks)
         return new

@@ -74,6 +74,21 @@ class FunctionHook:
         """Called after ``function``'s backward computation."""
 
 
+def push_global(hook: FunctionHook) -> None:
+    """Register ``hook`` for every function in this thread or task (innermost), without a ``with`` block."""
+    _active.set(_active.get() + (hook,))
+
+
+def remove_global(hook: FunctionHook) -> Any:
+    """Unregister every registration of ``hook`` in this thread or task; returns a token for :func:`restore`."""
+    return _active.set(tuple(h for h in _active.get() if h is not hook))
+
+
+def restore(token: Any) -> None:
+    """Put back the registrations as they were before the call that gave ``token``."""
+    _active.reset(token)
+
+
 def active_hooks() -> tuple[FunctionHook, ...]:
     """The hooks registered by ``with hook:`` in the current thread or task."""
     return _active.get()

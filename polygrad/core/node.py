@@ -1,4 +1,4 @@
-"""Graph nodes: one node per function application.
+"""Graph nodes: one node per function application, and the in-place version counter.
 
 ::
 
@@ -10,11 +10,13 @@ input made by another function, ``(None, variable)`` for a leaf that requires
 grad, ``None`` for an input that needs no gradient. It holds its outputs only
 through weak references, so the user's handles (``Variable``) go away as soon as
 the user drops them; what backward needs is kept by the node itself, and only
-what it declared (``retain_inputs`` / ``retain_outputs``).
+what it declared (``retain_inputs`` / ``retain_outputs``, a row's ``saves``).
 
-Subclasses: :class:`polygrad.core.function.Function` (the user API) and
-``polygrad.core.primitive.Primitive`` (a row of the op table). Both implement
-``_backward`` and ``_release``; the engine knows nothing else about them.
+Every node is made by :func:`polygrad.core.primitive.apply`, whatever its kind:
+:class:`~polygrad.core.primitive.Primitive` (a row of the op table, and its
+subclasses such as the stochastic draws) and :class:`~polygrad.core.function.Function`
+(the user API). The engine calls ``_backward`` and ``_release`` and knows
+nothing else about them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from polygrad.core import config
+from polygrad.core.debug import user_site
 
 #: Creation order of nodes. Reverse creation order is a topological order of
 #: any graph (a node is made after the creators of its inputs), and visiting the
@@ -31,16 +35,43 @@ from typing import Any
 next_seq = itertools.count(1).__next__
 
 
-class Node:
-    __slots__ = ("edges", "seq", "outputs", "local_function_hooks", "_var_hooks", "_freed", "__weakref__", "__dict__")
+class Version:
+    """The in-place version counter of a Variable's data, shared with its views and
+    detached copies: ``n`` counts the in-place changes; ``site`` is where the last
+    one happened (recorded in debug mode only, for the error message)."""
+
+    __slots__ = ("n", "site")
 
     def __init__(self) -> None:
+        self.n = 0
+        self.site: tuple[str, str] | None = None
+
+    def bump(self, opname: str) -> None:
+        """Count one in-place change (and, in debug mode, remember where it happened)."""
+        self.n += 1
+        if config.debug.get():
+            self.site = (user_site(), opname)
+
+
+class Node:
+    """Base of graph nodes (see the module docstring)."""
+
+    __slots__ = ("edges", "seq", "outputs", "_local_hooks", "_var_hooks", "_freed", "site", "__weakref__")
+
+    #: Backward may start at an output of this node without a gradient (a stochastic
+    #: sample, whose reward drives the gradient).
+    accepts_no_grad = False
+
+    def _init_node(self) -> None:
         self.edges: tuple = ()
-        self.seq = next_seq()
+        self.seq = 0
         self.outputs: tuple = ()  # weakref.ref to output Variables
-        self.local_function_hooks: "OrderedDict[str, Any] | None" = None
+        self._local_hooks: "OrderedDict[str, Any] | None" = None
         self._var_hooks = False  # some output Variable has register_hook hooks
         self._freed = False
+        self.site: str | None = None  # where user code applied it (debug mode)
+
+    __init__ = _init_node
 
     # -- what the engine calls ----------------------------------------------
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
@@ -87,19 +118,25 @@ class Node:
         """Short text that names the function (its class name by default)."""
         return type(self).__name__
 
+    @property
+    def local_function_hooks(self) -> "OrderedDict[str, Any]":
+        """The hooks registered on this function with :meth:`add_hook`, by name."""
+        if self._local_hooks is None:
+            self._local_hooks = OrderedDict()
+        return self._local_hooks
+
     def add_hook(self, hook: Any, name: str | None = None) -> None:
         """Register ``hook`` on this function only (``name`` must be unique here)."""
-        if self.local_function_hooks is None:
-            self.local_function_hooks = OrderedDict()
+        hooks = self.local_function_hooks
         name = hook.name if name is None else name
-        if name in self.local_function_hooks:
+        if name in hooks:
             raise KeyError(f"polygrad: {self.label} already has a function hook named {name!r}")
-        self.local_function_hooks[name] = hook
+        hooks[name] = hook
         hook.added(self)
 
     def delete_hook(self, name: str) -> None:
         """Unregister the hook registered under ``name``."""
-        hooks = self.local_function_hooks
+        hooks = self._local_hooks
         if not hooks or name not in hooks:
             raise KeyError(f"polygrad: {self.label} has no function hook named {name!r}")
         hooks.pop(name).deleted(self)
@@ -118,19 +155,20 @@ class Node:
 
         edge = self.edges[i]
         if edge is None:
-            return Variable(data, requires_grad=False)
+            return Variable._make(data)
         node, where = edge
         if node is None:
             return where  # the leaf Variable itself
-        return Variable._from_graph(data, node, where)
+        return Variable._make(data, node, where, requires_grad=True)
 
     def _output_variable(self, i: int, data: Any) -> Any:
+        """A Variable standing for output ``i`` (for create_graph): the user's own if alive."""
         from polygrad.core.variable import Variable
 
         ref = self.outputs[i]()
         if ref is not None and ref._data is data:
             return ref
-        return Variable._from_graph(data, self, i)
+        return Variable._make(data, self, i, requires_grad=True)
 
 
 def _dead() -> None:
@@ -138,18 +176,16 @@ def _dead() -> None:
     return None
 
 
-def version_error(node: Node, what: str, shape: Any, saved: int, current: int, box: Any = None) -> RuntimeError:
-    from polygrad.core import config
-
+def version_error(node: Node, what: str, shape: Any, saved: int, box: Version) -> RuntimeError:
+    """The error for an array changed in place after ``node`` saved it for backward."""
     where = ""
     if config.debug.get():
-        made = node.__dict__.get("created_at", "<unknown>")
-        site, op = config.inplace_sites.get(id(box), ("<unknown>", "in-place"))
-        where = f" (debug: {node.label} was called at {made}; the in-place {op} at {site})"
+        site, op = box.site or ("<unknown>", "in-place")
+        where = f" (debug: {node.label} was called at {node.site or '<unknown>'}; the in-place {op} at {site})"
     return RuntimeError(
         f"polygrad: one of the arrays needed for backward was modified by an in-place operation: "
         f"{node.label} saved its {what} (shape {tuple(shape)}) at version {saved}, "
-        f"but it is now at version {current}. Compute on a copy, or do the in-place "
+        f"but it is now at version {box.n}. Compute on a copy, or do the in-place "
         f"operation after backward.{where}"
     )
 

@@ -1,9 +1,16 @@
-"""The per-op engine: apply a row of the op table, and the graph node it records.
+"""The per-op engine: :func:`apply`, the one path every function application takes.
 
-:func:`apply` runs an :class:`~polygrad.core.op.Op` on Variables, raw arrays
-and scalars and records a :class:`Primitive` node when backprop needs one;
-``Primitive._backward`` runs the row's vjp rules. Broadcasting is undone here,
-once, for ops declared ``broadcasts=True``, not in each rule.
+``apply(op, args, params)`` runs a row of the op table (:class:`~polygrad.core.op.Op`)
+on Variables, raw arrays and scalars: it resolves the inputs' backend, decides
+whether to record, runs the forward hooks around the kernel, wraps the outputs
+in Variables and links them to a graph node. The node is a :class:`Primitive`
+(or the row's ``node_class``, e.g. a stochastic draw); a user
+:class:`~polygrad.core.function.Function` passes itself as ``node`` and takes
+the same path, so every kind of node resolves backends, records, links and
+runs hooks alike.
+
+``Primitive._backward`` runs the row's vjp rules; broadcasting and type
+promotion are undone here, once, for rows declared ``broadcasts=True``.
 """
 
 from __future__ import annotations
@@ -13,16 +20,19 @@ from weakref import ref as _weakref
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
-from polygrad.core.dispatch import _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
-from polygrad.core.node import Node, freed_error, next_seq, version_error
+from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
+from polygrad.core.node import Node, Version, freed_error, next_seq, version_error
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
 from polygrad.core.variable import Variable
 
-_SCALARS = (bool, int, float, complex)
-
 
 class Primitive(Node):
-    """A node for one application of an :class:`Op`."""
+    """A node for one application of an :class:`Op`.
+
+    ``saved`` holds, per input, the array the row's rules read (None for the
+    others) and then the output (or None); ``checks`` the version counters of
+    the saved Variables at forward time.
+    """
 
     __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend")
 
@@ -54,42 +64,67 @@ class Primitive(Node):
                 if self.checks:
                     self.checks = tuple(c for c in self.checks if c[0] != i)
 
+    def _check_versions(self) -> None:
+        n_in = len(self.edges)
+        for i, box, version in self.checks:
+            if box.n != version:
+                what = "output" if i == n_in else f"input {i}"
+                raise version_error(self, what, self.saved[i].shape, version, box)
+
+    def _graph_operands(self, g: Any, ans: Any, args: Any) -> tuple:
+        """Rule operands as Variables at their graph positions (``create_graph``)."""
+        op = self.op
+        args = tuple(self._input_variable(i, a) if i in op.keep and type(a) not in SCALARS else a
+                     for i, a in enumerate(args))
+        if op.multi:
+            if op.keep_output:
+                ans = tuple(self._output_variable(k, a) for k, a in enumerate(ans))
+            g = tuple(x if x is None or isinstance(x, Variable) else Variable._make(x) for x in g)
+        else:
+            if op.keep_output:
+                ans = self._output_variable(0, ans)
+            if not isinstance(g, Variable):
+                g = Variable._make(g)
+        return g, ans, args
+
+    def _fit(self, o: Any, gx: Any, i: int) -> Any:
+        """Undo broadcasting and type promotion: input ``i``'s gradient gets its shape and dtype."""
+        shape = self.in_shapes[i]
+        if gx.shape != shape:
+            gx = o.sum_to(gx, shape)
+        dtype = self.in_dtypes[i]
+        if dtype is not None and gx.dtype != dtype:
+            xp = self.backend.xp
+            if xp.isdtype(gx.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating"):
+                gx = o.real(gx)  # a real input's gradient is the real part
+            if gx.dtype != dtype:
+                gx = o.astype(gx, dtype)
+        return gx
+
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         op = self.op
-        n_in = len(self.edges)
+        edges = self.edges
         if op.multi:
             g = tuple(grad_outputs)
             if all(x is None for x in g):
-                return (None,) * n_in
+                return (None,) * len(edges)
         else:
             g = grad_outputs[0]
             if g is None:
-                return (None,) * n_in
+                return (None,) * len(edges)
         saved = self.saved
         if saved is None:
             raise freed_error(self)
         if self.checks:
-            for i, vbox, version in self.checks:
-                if vbox[0] != version:
-                    what = "output" if i == n_in else f"input {i}"
-                    shape = saved[i].shape
-                    raise version_error(self, what, shape, version, vbox[0], vbox)
+            self._check_versions()
+        n_in = len(edges)
         args = saved[:n_in]
         ans = saved[n_in]
         if op.metas:
             args = [_Meta(s, t) if a is None else a for a, s, t in zip(args, self.in_shapes, self.in_dtypes)]
         if create_graph:
             o = GRAPH_OPS
-            args = tuple(self._input_variable(i, a) if i in op.keep and type(a) not in _SCALARS else a for i, a in enumerate(args))
-            if op.multi:
-                if op.keep_output:
-                    ans = tuple(self._output_variable(k, a) for k, a in enumerate(ans))
-                g = tuple(x if x is None or isinstance(x, Variable) else Variable(x, requires_grad=False) for x in g)
-            else:
-                if op.keep_output:
-                    ans = self._output_variable(0, ans)
-                if not isinstance(g, Variable):
-                    g = Variable(g, requires_grad=False)
+            g, ans, args = self._graph_operands(g, ans, args)
         else:
             o = self.backend.raw_ops or raw_ops(self.backend)
             if op.multi:
@@ -97,39 +132,44 @@ class Primitive(Node):
             elif isinstance(g, Variable):
                 g = g._data
         params = self.params
-        out = []
+        fit = op.broadcasts and self.in_shapes is not None
         vjps = op.vjps
-        for i, edge in enumerate(self.edges):
+        out = []
+        for i, edge in enumerate(edges):
             rule = vjps[i] if edge is not None and i < len(vjps) else None
             if rule is None:
                 out.append(None)
                 continue
             try:
                 gx = rule(o, g, ans, *args, **params) if params else rule(o, g, ans, *args)
-                if op.broadcasts and self.in_shapes is not None:
-                    # Undo broadcasting and type promotion: the gradient matches its input.
-                    shape = self.in_shapes[i]
-                    if gx.shape != shape:
-                        gx = o.sum_to(gx, shape)
-                    dtype = self.in_dtypes[i]
-                    if dtype is not None and gx.dtype != dtype:
-                        xp = self.backend.xp
-                        if xp.isdtype(gx.dtype, "complex floating") and not xp.isdtype(dtype, "complex floating"):
-                            gx = o.real(gx)  # a real input's gradient is the real part
-                        if gx.dtype != dtype:
-                            gx = o.astype(gx, dtype)
+                out.append(self._fit(o, gx, i) if fit else gx)
             except Exception as exc:
-                raise _op_error(op, args, params, self.backend, exc, f"backward (input {i})") from exc
-            out.append(gx)
+                raise _op_error(op.name, args, params, self.backend, exc, f"backward (input {i})") from exc
         return out
 
+    def _save(self, saved: list, checks: Any, datas: list, outs: Any) -> None:
+        """Keep what backward needs, for a row of several outputs (see :func:`_finish`)."""
+        saved.append(tuple(outs) if self.op.keep_output else None)
+        self.saved = saved
+        self.checks = checks
+        _record_inputs(self, datas)
 
-def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
-    """Run ``op`` on Variables, raw arrays and scalars; record a node if needed.
 
-    One pass over the inputs collects their arrays, their backend, and (in case
-    a node is recorded) their edges and what backward will need.
+def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = None) -> Any:
+    """Run ``op`` on Variables, raw arrays and scalars; record a node if backprop needs one.
+
+    ``node`` is the node of this application when the caller made it (a user
+    :class:`~polygrad.core.function.Function` passes itself); otherwise a node
+    of the row's ``node_class`` (default :class:`Primitive`) is made when
+    something needs one (a gradient, or a hook to show it to).
+
+    This is the per-op hot path, the one long function of the engine kept
+    inlined on purpose: one pass over the inputs collects their arrays, their
+    backend, their edges and what backward will need, and the single-output
+    case builds its Variable and node without calls. Everything else (several
+    outputs, user Functions) goes through the node's ``_link_outputs``/``_save``.
     """
+    own = node is not None
     backend = None
     record = False
     volatile = False
@@ -146,10 +186,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
             if a._requires_grad:
                 record = True
                 n = a._node
-                if n is None:
-                    edges.append((None, a))
-                else:
-                    edges.append((n, a._index))
+                edges.append((None, a) if n is None else (n, a._index))
             else:
                 if a._volatile:
                     volatile = True
@@ -158,35 +195,28 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
                 saved.append(d)
                 box = a._vb
                 if box is None:
-                    box = a._vb = [0]
-                checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
+                    box = a._vb = Version()
+                checks = ((i, box, box.n),) if checks is None else checks + ((i, box, box.n),)
             else:
                 saved.append(None)
-            t = type(d)
-            b = _type_cache.get(t) or backend_of_type(t)
-            if backend is None:
-                backend = b
-                d0 = d
-            elif b is not backend:
-                raise mixed_backends_error(op.name, args, backend, b)
-            elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
-                mixed = True
         else:
             d = a
             edges.append(None)
-            t = type(d)
-            if t in _SCALARS:
+            if type(d) in SCALARS:
                 saved.append(d)
-            else:
-                saved.append(d if i in keep else None)
-                b = _type_cache.get(t) or backend_of_type(t)
-                if backend is None:
-                    backend = b
-                    d0 = d
-                elif b is not backend:
-                    raise mixed_backends_error(op.name, args, backend, b)
-                elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
-                    mixed = True
+                datas.append(d)
+                i += 1
+                continue
+            saved.append(d if i in keep else None)
+        t = type(d)
+        b = _type_cache.get(t) or backend_of_type(t)
+        if backend is None:
+            backend = b
+            d0 = d
+        elif b is not backend:
+            raise mixed_backends_error(op.name if node is None else node.label, args, backend, b)
+        elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
+            mixed = True
         datas.append(d)
         i += 1
     if backend is None:
@@ -195,18 +225,24 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     hooks = _hooks._active.get()
     if record and (volatile or not op.differentiable or not config.enable_backprop.get()):
         record = False
-    node = None
-    if record or hooks:
-        node = Primitive.__new__(Primitive)
-        node.op = op
-        node.params = params
-        node.backend = backend
-        node.local_function_hooks = None
-        node._var_hooks = False
-        node._freed = False
-        node.edges = ()
-        node.seq = next_seq()
-    impl = op._impl.get(backend) or op.kernel(backend)
+    if own:  # the caller's node (a user Function): it runs its own forward
+        impl = node._start(backend, record, edges)
+        if node._local_hooks:
+            hooks = hooks + tuple(node._local_hooks.values())
+    else:
+        if record or hooks:
+            cls = op.node_class or Primitive
+            node = cls.__new__(cls)
+            node.op = op
+            node.params = params
+            node.backend = backend
+            node._local_hooks = None
+            node._var_hooks = False
+            node._freed = False
+            node.site = None
+            node.edges = ()
+            node.seq = next_seq()
+        impl = op._impl.get(backend) or op.kernel(backend)
     if hooks:
         in_data = tuple(datas)
         for h in hooks:
@@ -214,19 +250,20 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     try:
         out = impl(*datas, **params) if params else impl(*datas)
     except Exception as exc:
-        raise _op_error(op, args, params, backend, exc) from exc
+        if own:
+            raise  # a user Function's own error, as it raised it
+        raise _op_error(op.name, args, params, backend, exc) from exc
     if op.multi:
-        return _finish_multi(op, node, out, record, volatile, hooks, in_data if hooks else None, edges, saved, checks, datas, args)
+        vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile)
+        return _finish(node, out, vs, datas, record, edges, saved, checks, hooks)
     v = Variable.__new__(Variable)
     v._data = out
     v._grad = None
     v._index = 0
     v._volatile = volatile
     v.name = None
-    v._vb = None
+    v._vb = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # a view shares the counter
     v._hooks = None
-    if op.view and isinstance(args[0], Variable):
-        v._vb = args[0]._vbox  # an in-place change through either is seen by both
     if not record:
         v._node = None
         v._requires_grad = False
@@ -240,7 +277,7 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     if op.keep_output:
         saved.append(out)
         box = v._vbox
-        checks = ((i, box, box[0]),) if checks is None else checks + ((i, box, box[0]),)
+        checks = ((i, box, box.n),) if checks is None else checks + ((i, box, box.n),)
     else:
         saved.append(None)
     node.edges = edges
@@ -259,32 +296,41 @@ def apply(op: Op, args: tuple, params: dict | None = None) -> Variable:
     return v
 
 
-def _record_inputs(node: Primitive, datas: list) -> None:
-    node.in_shapes = [() if type(d) in _SCALARS else tuple(d.shape) for d in datas]
-    node.in_dtypes = [None if type(d) in _SCALARS else d.dtype for d in datas]
-
-
-def _finish_multi(op: Op, node: Any, out: Any, record: bool, volatile: bool, hooks: tuple, in_data: Any,
-                  edges: list, saved: list, checks: Any, datas: list, args: tuple) -> Any:
-    """The output side of ``apply`` for ops with several outputs."""
-    outs = tuple(out)
+def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: bool) -> tuple:
+    """Variables for the outputs of a row of several outputs: only floating ones carry a gradient."""
     box = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # views share input 0's counter
     vs = []
     for k, o in enumerate(outs):
         diff = record and is_floating(o)
         vs.append(Variable._make(o, node if diff else None, k, diff, volatile, box))
+    return tuple(vs)
+
+
+def _finish(node: Any, out: Any, vs: tuple, datas: list, record: bool, edges: list, saved: list, checks: Any,
+            hooks: tuple) -> Any:
+    """The output side of :func:`apply` for several outputs: link the node, keep what backward needs."""
     if node is not None:
         node.outputs = tuple(_weakref(v) for v in vs)
-    if record:
-        saved.append(outs if op.keep_output else None)
-        node.edges = edges
-        node.saved = saved
-        node.checks = checks
-        _record_inputs(node, datas)
-    if hooks:
-        for h in hooks:
-            h.forward_postprocess(node, in_data)
-    return type(out)(*vs) if hasattr(out, "_fields") else tuple(vs)
+        if record:
+            node.edges = edges
+            node._save(saved, checks, datas, out)
+        if hooks:
+            in_data = tuple(datas)
+            for h in hooks:
+                h.forward_postprocess(node, in_data)
+    return _package(out, vs)
+
+
+def _package(out: Any, vs: tuple) -> Any:
+    """Outputs as the kernel gave them: a named tuple stays one, a tuple is a tuple."""
+    if hasattr(out, "_fields"):
+        return type(out)(*vs)
+    return vs
+
+
+def _record_inputs(node: Any, datas: list) -> None:
+    node.in_shapes = [() if type(d) in SCALARS else tuple(d.shape) for d in datas]
+    node.in_dtypes = [None if type(d) in SCALARS else d.dtype for d in datas]
 
 
 def is_floating(a: Any) -> bool:
@@ -296,14 +342,12 @@ def is_floating(a: Any) -> bool:
         return False
 
 
-def _op_error(op: Op, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
+def _op_error(label: str, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
     desc = "; ".join(describe(a) for a in args if a is not None)
     extra = f" with {params}" if params else ""
     where = f" in {phase}" if phase else ""
-    msg = f"polygrad: {op.name}{where} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
+    msg = f"polygrad: {label}{where} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
     try:
         return type(exc)(msg)
     except Exception:
         return RuntimeError(msg)
-
-

@@ -16,6 +16,17 @@ from typing import Any, Callable
 
 from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.node import Version
+
+
+def _size(shape: tuple) -> int | None:
+    """The number of elements of ``shape``; None when a dimension is unknown (the standard allows None)."""
+    n = 1
+    for d in shape:
+        if d is None:
+            return None
+        n *= d
+    return n
 
 
 class _HookHandle:
@@ -56,9 +67,16 @@ class Variable:
     __array_priority__ = 200
 
     def __init__(self, data: Any = None, *, requires_grad: bool = True, name: str | None = None, volatile: bool = False) -> None:
-        if data is not None:
-            if isinstance(data, Variable):
-                raise TypeError("polygrad.Variable: data is already a Variable; use x.detach() or x.data")
+        box = None
+        if isinstance(data, Variable):
+            if data._node is not None:
+                raise TypeError(
+                    f"polygrad.Variable: {data._describe()} was created by {data._node.label}; a new leaf of its "
+                    f"data is x.detach() (sharing the data) or pg.Variable(x.data)"
+                )
+            box = data._vbox  # a new leaf over the same data: in-place changes are seen by both
+            data = data._data
+        elif data is not None:
             try:
                 backend_of_type(type(data))
             except TypeError as exc:
@@ -73,12 +91,12 @@ class Variable:
         self._requires_grad = bool(requires_grad) and not volatile
         self._volatile = bool(volatile)
         self.name = name
-        self._vb = None
+        self._vb = box
         self._hooks: list | None = None
 
     @classmethod
     def _make(cls, data: Any, node: Any = None, index: int = 0, requires_grad: bool = False,
-              volatile: bool = False, vbox: list | None = None, name: str | None = None) -> "Variable":
+              volatile: bool = False, vbox: Version | None = None, name: str | None = None) -> "Variable":
         """A Variable made by the engine, without __init__'s checks. (``apply`` inlines
         these assignments: it is the per-op hot path.)"""
         v = cls.__new__(cls)
@@ -93,11 +111,6 @@ class Variable:
         v._hooks = None
         return v
 
-    @classmethod
-    def _from_graph(cls, data: Any, node: Any, index: int) -> "Variable":
-        """A Variable for ``data`` at output ``index`` of ``node`` (for create_graph)."""
-        return cls._make(data, node, index, requires_grad=True)
-
     def _edge(self) -> Any:
         """Where backward sends this variable's gradient: ``(creator, output index)``,
         ``(None, self)`` for a leaf, None when it needs none."""
@@ -106,16 +119,16 @@ class Variable:
         return (self._node, self._index) if self._node is not None else (None, self)
 
     @property
-    def _vbox(self) -> list:
-        """The in-place version counter, a one-element list shared with detached
-        views; created on first use (most Variables never need one)."""
+    def _vbox(self) -> Version:
+        """The in-place version counter, shared with views and detached copies;
+        created on first use (most Variables never need one)."""
         box = self._vb
         if box is None:
-            box = self._vb = [0]
+            box = self._vb = Version()
         return box
 
     @_vbox.setter
-    def _vbox(self, box: list) -> None:
+    def _vbox(self, box: Version) -> None:
         self._vb = box
 
     # -- data and metadata -----------------------------------------------------
@@ -212,12 +225,13 @@ class Variable:
 
     @property
     def size(self) -> int | None:
-        return self._data.size
+        """The number of elements (None when a dimension is unknown)."""
+        return _size(self._data.shape)
 
     @property
     def version(self) -> int:
         """How many in-place operations changed this variable's data."""
-        return self._vbox[0]
+        return self._vbox.n
 
     @property
     def backend(self) -> Any:
@@ -231,7 +245,10 @@ class Variable:
 
     def __len__(self) -> int:
         """The number of elements of the data array (as the Chainer seed specifies)."""
-        return int(self._data.size)
+        n = _size(self._data.shape)
+        if n is None:
+            raise TypeError(f"polygrad: len() of {self._describe()}: a dimension is unknown")
+        return n
 
     __hash__ = object.__hash__
 
@@ -257,13 +274,12 @@ class Variable:
             return f"variable({self.name or ''} None)"
         head = "variable" if self.name is None else f"variable {self.name}"
         backend = backend_of_type(type(self._data))
-        if getattr(backend, "lazy", False):
+        if backend.lazy:
             return f"{head}(<lazy {backend.name} array shape={tuple(self._data.shape)} dtype={self._data.dtype}>)"
         text = repr(self._data)
-        # "array([1., 2.])" -> "variable([1., 2.])"
-        call = text.split("(", 1)[0]  # "array", "np.float64", ...: the array type's constructor
-        if getattr(backend, "name", "") != "symbolic" and call and call.replace(".", "").replace("_", "").isalnum() \
-                and text.endswith(")"):
+        # "array([1., 2.])" -> "variable([1., 2.])": strip the array type's own constructor call
+        call = text.split("(", 1)[0]  # "array", "np.float64", "Array", ...
+        if call.rsplit(".", 1)[-1] in ("array", type(self._data).__name__) and text.endswith(")"):
             text = text[len(call) + 1 : -1]
         return f"{head}({text})"
 
@@ -382,7 +398,7 @@ class Variable:
         :param create_graph: build a graph of the backward computation, for
             higher-order derivatives.
         """
-        from polygrad.core.engine import backward_all
+        from polygrad.core.engine import backward_all  # the engine imports this module
 
         if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
             gradient, retain_grad = None, gradient
@@ -415,7 +431,7 @@ class Variable:
             )
         node = result._node
         backend = backend_of_type(type(old))
-        writable = getattr(backend, "inplace", False)
+        writable = backend.inplace
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
             node._protect_saved(old, copy=writable)
@@ -425,11 +441,7 @@ class Variable:
             old[...] = new
         except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind
             self._data = new
-        self._vbox[0] += 1
-        if config.debug.get():
-            from polygrad.core.debug import user_site
-
-            config.inplace_sites[id(self._vbox)] = (user_site(), opname)
+        self._vbox.bump(opname)
         if node is not None:
             outs = list(node.outputs)
             outs[result._index] = weakref.ref(self)

@@ -17,53 +17,44 @@ it. The same estimator written by hand, with ``log_prob``::
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from polygrad import distributions as D
 from polygrad.core import config
+from polygrad.core.dispatch import SCALARS, backend_of_type
 from polygrad.core.engine import grad as _grad
-from polygrad.core.dispatch import backend_of_type
-from polygrad.core.node import Node, freed_error
+from polygrad.core.node import freed_error
+from polygrad.core.op import Op, defvjp
+from polygrad.core.primitive import Primitive, apply
 from polygrad.core.variable import Variable
 from polygrad.ops import sum
 
 __all__ = ["bernoulli", "categorical", "multinomial", "normal", "StochasticFunction"]
 
 
-class StochasticFunction(Node):
-    """Graph node of one draw: keeps the parameters and the sample; backward
-    turns the reward into gradients of the parameters."""
+class StochasticFunction(Primitive):
+    """Graph node of one draw: the row keeps the parameters and the sample; backward
+    turns the reward into gradients of the parameters (REINFORCE)."""
 
     accepts_no_grad = True  # backward may start at a sample without an output gradient
-
-    def __init__(self, dist_class: type, label: str, params: tuple, sample: Any) -> None:
-        super().__init__()
-        self.dist_class = dist_class
-        self._label = label
-        self.params = tuple(p._data if isinstance(p, Variable) else p for p in params)
-        self.edges = tuple(p._edge() if isinstance(p, Variable) else None for p in params)
-        self.sample = sample
-        self.reward: Any = None
-
-    @property
-    def label(self) -> str:
-        return self._label
+    dist_class: type = D.Distribution  # the distribution drawn from (set by each row's node class)
+    reward: Any = None
 
     def reinforce(self, index: int, reward: Any) -> None:
+        """Take the reward of output ``index`` (checked against the sample's shape and backend)."""
         if self.reward is not None:
             raise RuntimeError(f"polygrad: {self.label} was already given a reward; reinforce() takes one reward per sample")
         r = reward._data if isinstance(reward, Variable) else reward
         if type(r) not in (int, float):
-            b_sample = backend_of_type(type(self.sample))
+            sample = self._sample()
             b_reward = backend_of_type(type(r))
-            if b_reward is not b_sample:
+            if b_reward is not self.backend:
                 raise TypeError(
                     f"polygrad: the reward for {self.label} is a {b_reward.name!r} array but the sample is on "
-                    f"{b_sample.name!r}; move it with pg.to_backend(reward, {b_sample.name!r})"
+                    f"{self.backend.name!r}; move it with pg.to_backend(reward, {self.backend.name!r})"
                 )
             out = self.outputs[index]() if self.outputs else None
-            shape = tuple(out.shape) if out is not None else tuple(self.sample.shape)
+            shape = tuple(out.shape) if out is not None else tuple(sample.shape)
             rs = tuple(r.shape)
             if len(rs) > len(shape) or any(a != b and a != 1 for a, b in zip(rs[::-1], shape[::-1])):
                 raise ValueError(
@@ -71,75 +62,83 @@ class StochasticFunction(Node):
                 )
         self.reward = r
 
+    def _sample(self) -> Any:
+        if self.saved is None:
+            raise freed_error(self)
+        return self.saved[len(self.edges)]
+
+    def _value(self, sample: Any) -> Any:
+        """The sample as the distribution's ``log_prob`` takes it."""
+        return sample
+
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         if self.reward is None:
             raise RuntimeError(
                 f"polygrad: backward reached the stochastic function {self.label} whose sample has no reward; "
                 f"call sample.reinforce(reward) before backward"
             )
-        if self.params is None:
-            raise freed_error(self)
+        sample = self._value(self._sample())
+        n_in = len(self.edges)
         with config.force_backprop_mode():
-            if create_graph:
-                params = [self._input_variable(i, p) if e is not None else p for i, (p, e) in enumerate(zip(self.params, self.edges))]
-            else:
-                params = [Variable(p, requires_grad=True) if e is not None else p for p, e in zip(self.params, self.edges)]
+            params = [p if e is None or type(p) in SCALARS else
+                      self._input_variable(i, p) if create_graph else Variable(p, requires_grad=True)
+                      for i, (p, e) in enumerate(zip(self.saved[:n_in], self.edges))]
             reward = self.reward
-            if type(reward) not in (int, float) and reward.ndim > self.sample.ndim:
-                reward = backend_of_type(type(reward)).xp.reshape(reward, tuple(self.sample.shape))
             if type(reward) not in (int, float):
-                reward = Variable(reward, requires_grad=False)
-            surrogate = -sum(reward * self.dist_class(*params).log_prob(self.sample))
+                if reward.ndim > sample.ndim:
+                    reward = backend_of_type(type(reward)).xp.reshape(reward, tuple(sample.shape))
+                reward = Variable._make(reward)
+            surrogate = -sum(reward * self.dist_class(*params).log_prob(sample))
             wrt = [p for p, e in zip(params, self.edges) if e is not None]
             gs = iter(_grad(surrogate, wrt, create_graph=create_graph))
-        out = []
-        for e in self.edges:
-            if e is None:
-                out.append(None)
-                continue
-            g = next(gs)
-            out.append(g if create_graph or g is None else g._data)
-        return out
-
-    def _release(self) -> None:
-        self._freed = True
-        self.params = None
-
-    def _hook_in_data(self) -> tuple:
-        return tuple(self.params or ())
+        return [None if e is None else (lambda g: g if create_graph or g is None else g._data)(next(gs))
+                for e in self.edges]
 
 
-def _draw(dist: D.Distribution, label: str, params: tuple, out_shape: Any = None) -> Variable:
-    """Sample ``dist``; the result's creator is a StochasticFunction when a parameter requires grad."""
-    sample = dist.sample()
-    v = Variable(sample, requires_grad=False)
-    if config.enable_backprop.get() and any(isinstance(p, Variable) and p._requires_grad for p in params):
-        node = StochasticFunction(type(dist), label, params, sample)
-        v._node = node
-        v._requires_grad = True
-        node.outputs = (weakref.ref(v),)
-    if out_shape is not None:
-        v._data = backend_of_type(type(sample)).xp.reshape(sample, out_shape(sample))
-    return v
+class _Trailing(StochasticFunction):
+    """A categorical draw with a trailing axis of 1 (PyTorch 0.x ``multinomial``)."""
+
+    dist_class = D.Categorical
+
+    def _value(self, sample: Any) -> Any:
+        return backend_of_type(type(sample)).xp.reshape(sample, tuple(sample.shape[:-1]))
+
+
+def _draw_row(name: str, node: type, n_params: int, kernel: Any = None) -> Op:
+    """The row of a draw from ``node.dist_class``: its kernel samples with the backend's
+    random numbers (a new draw at every call: not deterministic); its node takes a reward."""
+    sample = kernel or (lambda xp, *params: node.dist_class(*params).sample())
+    return defvjp(Op(name, sample, node_class=node, deterministic=False), saves="xyzw"[:n_params] + " ans")
+
+
+def _node(dist: type) -> type:
+    return type(f"{dist.__name__}Draw", (StochasticFunction,), {"dist_class": dist, "__module__": __name__})
+
+
+BERNOULLI = _draw_row("bernoulli", _node(D.Bernoulli), 1)
+CATEGORICAL = _draw_row("categorical", _node(D.Categorical), 1)
+MULTINOMIAL = _draw_row("multinomial", _Trailing, 1,
+                        lambda xp, probs: (lambda k: xp.reshape(k, tuple(k.shape) + (1,)))(D.Categorical(probs).sample()))
+NORMAL = _draw_row("normal", _node(D.Normal), 2)
 
 
 def bernoulli(p: Any) -> Variable:
     """A 0/1 sample, 1 with probability ``p``; ``sample.reinforce(reward)`` gives ``p`` a REINFORCE gradient."""
-    return _draw(D.Bernoulli(p), "bernoulli", (p,))
+    return apply(BERNOULLI, (p,))
 
 
 def categorical(probs: Any) -> Variable:
     """An index drawn from each row of ``probs`` (shape (..., K)); result shape (...)."""
-    return _draw(D.Categorical(probs), "categorical", (probs,))
+    return apply(CATEGORICAL, (probs,))
 
 
 def multinomial(probs: Any, num_samples: int = 1) -> Variable:
     """PyTorch 0.x ``probs.multinomial()``: one draw per row, with a trailing axis of 1."""
     if num_samples != 1:
         raise NotImplementedError("polygrad.functions.multinomial draws one sample per row (num_samples=1)")
-    return _draw(D.Categorical(probs), "multinomial", (probs,), out_shape=lambda s: tuple(s.shape) + (1,))
+    return apply(MULTINOMIAL, (probs,))
 
 
 def normal(mean: Any, std: Any) -> Variable:
     """A Gaussian sample; ``reinforce`` gives ``mean`` and ``std`` REINFORCE gradients."""
-    return _draw(D.Normal(mean, std), "normal", (mean, std))
+    return apply(NORMAL, (mean, std))

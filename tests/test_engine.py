@@ -1,0 +1,249 @@
+"""The engine's one apply path and its backward pass: every node kind (op rows,
+stochastic draws, user Functions) resolves backends, records, links outputs and
+runs hooks the same way."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad.core import config, engine, primitive
+
+
+class Phases(pg.FunctionHook):
+    name = "phases"
+
+    def __init__(self):
+        self.seen = []
+
+    def forward_preprocess(self, function, in_data):
+        self.seen.append(("forward_preprocess", function.label))
+
+    def forward_postprocess(self, function, in_data):
+        self.seen.append(("forward_postprocess", function.label))
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.seen.append(("backward_preprocess", function.label))
+
+    def backward_postprocess(self, function, in_data, out_grad):
+        self.seen.append(("backward_postprocess", function.label))
+
+
+ALL_PHASES = ["forward_preprocess", "forward_postprocess", "backward_preprocess", "backward_postprocess"]
+
+
+def _phases(hook, label):
+    return [phase for phase, seen in hook.seen if seen == label]
+
+
+@pytest.mark.parametrize("draw, label", [
+    (lambda p: F.bernoulli(p), "bernoulli"),
+    (lambda p: F.categorical(pg.reshape(p, (1, 3))), "categorical"),
+    (lambda p: F.multinomial(pg.reshape(p, (1, 3))), "multinomial"),
+    (lambda p: F.normal(p, 1.0), "normal"),
+])
+def test_with_hook_sees_every_phase_of_a_stochastic_function(draw, label):
+    """A `with hook:` block sees the forward and the backward of each stochastic draw."""
+    pg.seed(0)
+    p = pg.Variable(np.array([0.2, 0.5, 0.3]))
+    with Phases() as hook:
+        s = draw(p)
+        s.reinforce(1.0)
+        pg.backward([s])
+    assert _phases(hook, label) == ALL_PHASES
+    assert p.grad is not None
+
+
+def test_with_hook_sees_every_phase_of_a_user_function():
+    """A user Function goes through the same path: all four phases, in order."""
+
+    class Double(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * 2,
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    with Phases() as hook:
+        pg.sum(Double()(x)).backward()
+    assert _phases(hook, "Double") == ALL_PHASES
+
+
+def test_forward_hooks_see_the_node_with_its_outputs_linked():
+    """forward_postprocess sees the node with its outputs already linked, for every node kind."""
+    outputs = {}
+
+    class Look(pg.FunctionHook):
+        name = "look"
+
+        def forward_postprocess(self, function, in_data):
+            outputs[function.label] = [r() is not None for r in function.outputs]
+
+    class Same(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] + 0,
+
+    pg.seed(0)
+    x = pg.Variable(np.array([0.5, 0.5]))
+    with Look():
+        pg.sin(x), Same()(x), F.bernoulli(x)
+    assert outputs == {"sin": [True], "Same": [True], "bernoulli": [True]}
+
+
+def test_mixed_backends_error_is_the_same_for_ops_and_functions():
+    """An op and a user Function name the same backends in the same words."""
+    pytest.importorskip("array_api_strict")
+    import array_api_strict as xs
+
+    class Add(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] + inputs[1],
+
+    a, b = np.array([1.0]), xs.asarray([1.0])
+    with pytest.raises(TypeError) as op_error:
+        pg.add(pg.Variable(a), pg.Variable(b))
+    with pytest.raises(TypeError) as fn_error:
+        Add()(a, b)
+    for err, label in ((op_error, "add"), (fn_error, "Add")):
+        text = str(err.value)
+        assert f"polygrad: {label} got arrays of two backends, 'numpy' and " in text
+        assert "move one with pg.to_backend(x, 'numpy')" in text
+
+
+def test_function_whose_forward_raised_can_be_applied_again():
+    """A Function instance is 'used' only once its forward succeeded: a retry works."""
+
+    class Flaky(pg.Function):
+        calls = 0
+
+        def forward(self, inputs):
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise ValueError("transient")
+            return inputs[0] * 2,
+
+    f = Flaky()
+    x = pg.Variable(np.array([1.0]))
+    with pytest.raises(ValueError, match="transient"):
+        f(x)
+    np.testing.assert_allclose(f(x).data, [2.0])
+    with pytest.raises(RuntimeError, match="already been applied"):
+        f(x)
+
+
+def test_dirty_input_not_returned_still_counts_as_changed():
+    """mark_dirty on an input that forward changed but did not return still bumps its version."""
+
+    class Touch(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            x += 1
+            self.mark_dirty(x)
+            return x * 2,
+
+    with pg.no_backprop_mode():
+        h = pg.Variable(np.array([1.0, 2.0]), requires_grad=False) * 1
+    Touch()(h)
+    assert h.version == 1
+
+
+def test_local_function_hooks_is_an_ordered_dict_before_any_add_hook():
+    """A fresh node's local_function_hooks is an empty OrderedDict (Chainer), for every kind."""
+    x = pg.Variable(np.array([1.0]))
+    assert pg.exp(x).creator.local_function_hooks == OrderedDict()
+
+    class Id(pg.Function):
+        def forward(self, inputs):
+            return inputs[0],
+
+    assert Id().local_function_hooks == OrderedDict()
+
+
+def test_function_subclass_need_not_call_init():
+    """A Function subclass whose __init__ skips Function.__init__ has every field of a node."""
+
+    class Scale(pg.Function):
+        def __init__(self, k):
+            self.k = k
+
+        def forward(self, inputs):
+            return inputs[0] * self.k,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * self.k,
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    f = Scale(3.0)
+    assert f.inputs == () and f.outputs == () and not f.requires_grad
+    pg.sum(f(x)).backward()
+    np.testing.assert_allclose(x.grad, [3.0, 3.0])
+
+
+def test_variable_of_a_variable_without_graph_is_a_leaf_sharing_its_data():
+    """pg.Variable(v) for a Variable v made by no function: a new leaf over the same data and counter."""
+    a = pg.Variable(np.array([1.0, 2.0]), requires_grad=False)
+    v = pg.Variable(a)
+    assert v.requires_grad and v.creator is None and v.data is a.data
+    with pg.no_backprop_mode():
+        a += 1
+    assert v.version == 1
+
+
+def test_debug_inplace_site_lives_on_the_version_counter():
+    """Debug mode remembers where each in-place change happened on the variable's own
+    counter (no process-wide table keyed by id() that could name another variable)."""
+    assert not hasattr(config, "inplace_sites")
+    with pg.debug_mode():
+        for _ in range(50):  # discarded variables changed in place: nothing accumulates anywhere
+            with pg.no_backprop_mode():
+                d = pg.Variable(np.zeros(2), requires_grad=False) * 1
+                d += 1
+        x = pg.Variable(np.array([1.0, 2.0]))
+        h = x * 2
+        y = pg.sum(h * h)
+        with pg.no_backprop_mode():
+            h += 1  # the line the error must name
+        with pytest.raises(RuntimeError) as err:
+            y.backward()
+    text = str(err.value)
+    assert "the in-place += at" in text and "test_engine.py" in text and "in test_debug_inplace_site" in text
+    assert h._vbox.site[1] == "+="
+
+
+def test_backward_pass_is_three_named_steps():
+    """The backward loop reads as route / visit / deliver (engine._Pass)."""
+    for step in ("route", "visit", "deliver"):
+        assert callable(getattr(engine._Pass, step))
+
+
+def test_one_apply_path_for_every_node_kind():
+    """Ops, stochastic draws and user Functions all enter the engine through primitive.apply."""
+    calls = []
+    real = primitive.apply
+
+    def counting(op, args, params=None, node=None):
+        calls.append(getattr(node, "label", getattr(op, "name", None)))
+        return real(op, args, params, node)
+
+    class Id(pg.Function):
+        def forward(self, inputs):
+            return inputs[0],
+
+    import polygrad.core.function as function_module
+    import polygrad.functions.stochastic as stochastic_module
+    import polygrad.ops.elementwise as elementwise_module
+
+    mp = pytest.MonkeyPatch()
+    for module in (function_module, stochastic_module, elementwise_module):
+        mp.setattr(module, "apply", counting)
+    try:
+        x = pg.Variable(np.array([0.5]))
+        pg.sin(x), F.bernoulli(x), Id()(x)
+    finally:
+        mp.undo()
+    assert calls == ["sin", "bernoulli", "Id"]
