@@ -1,7 +1,7 @@
 """Which backend owns an array: a ``type -> backend`` cache with a pluggable resolver.
 
 The core never imports an array library and never searches per op: the first
-array of a type asks the resolver installed by ``polygrad.backends``; every
+array of a type asks the resolver installed by ``polygrad._registry``; every
 later one is a dict lookup. A backend object only has to offer ``name`` and
 ``xp`` (its Array API namespace) to the core; see ``polygrad.backends.Backend``.
 """
@@ -21,13 +21,19 @@ _current: Callable[[], Any] | None = None
 
 
 def set_resolver(resolver: Callable[[type], Any], current: Callable[[], Any] | None = None) -> None:
-    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it) and
-    ``current() -> backend``, the backend that creates arrays from Python data."""
-    global _resolver, _current
+    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it), and
+    ``current`` if given (see :func:`set_current`)."""
+    global _resolver
     _resolver = resolver
     if current is not None:
-        _current = current
+        set_current(current)
     clear_cache()
+
+
+def set_current(current: Callable[[], Any]) -> None:
+    """Install ``current() -> backend``, the backend that creates arrays from Python data."""
+    global _current
+    _current = current
 
 
 def current_backend() -> Any:
