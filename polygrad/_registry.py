@@ -38,9 +38,13 @@ __all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup
 class Backend:
     """A loaded backend: its name, Array API namespace ``xp`` and the services of its hooks.
 
+    It offers what :class:`polygrad.core.dispatch.ArrayBackendLike` lists.
     Every hook answer is asked once and cached here, so nothing on the per-op
     path calls pluggy.
     """
+
+    #: pg.grad differentiates arrays of this backend with the engine (no override).
+    grad: Callable[..., list] | None = None
 
     def __init__(self, info: BackendInfo, hook: Any, plugin: Any = None):
         self.info = info

@@ -1,10 +1,14 @@
 """The plugin contract: where its names live, which plugin each hook is asked of,
-and polygrad's default answers."""
+polygrad's default answers, and the protocol of backend objects."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import sys
 import types
+import typing
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +16,8 @@ import pytest
 import polygrad as pg
 import polygrad._defaults as D
 from polygrad import hookspecs
+from polygrad.compile.symbolic import SYMBOLIC
+from polygrad.core import dispatch
 from polygrad.hookspecs import BackendInfo, hookimpl
 from registry_state import registry_state  # noqa: F401 (a fixture)
 
@@ -101,6 +107,16 @@ class NumpyLike:
     @hookimpl
     def polygrad_owns_memory(self):
         return self.owns
+
+
+def _members(protocol):
+    """The attribute and method names a Protocol class (and its protocol bases) lists."""
+    names = set()
+    for cls in protocol.__mro__:
+        if cls not in (object, typing.Protocol, typing.Generic):
+            names |= {n for n in vars(cls).get("__annotations__", {}) if not n.startswith("_")}
+            names |= {n for n in vars(cls) if not n.startswith("_")}
+    return names
 
 
 # ---------------------------------------------------------------------------
@@ -239,3 +255,36 @@ def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_sta
     assert pg.get_backend().name == "chosen"
     pg.unregister_plugin(plugin)
     assert pg.get_backend().name == "numpy"
+
+
+# ---------------------------------------------------------------------------
+# The backend protocol
+# ---------------------------------------------------------------------------
+def test_backend_facade_has_every_protocol_member():
+    """A plugin Backend offers every attribute and method of ArrayBackendLike (and so BackendLike)."""
+    b = pg.get_backend("numpy")
+    missing = [n for n in sorted(_members(dispatch.ArrayBackendLike)) if not hasattr(type(b), n) and n not in vars(b)]
+    assert not missing
+
+
+def test_symbolic_pseudo_backend_has_every_backendlike_member():
+    """The symbolic pseudo-backend offers every attribute and method of BackendLike."""
+    missing = [n for n in sorted(_members(dispatch.BackendLike)) if not hasattr(type(SYMBOLIC), n)]
+    assert not missing
+
+
+def test_protocol_lists_what_core_reads():
+    """BackendLike names the attributes core and the op table read; ArrayBackendLike adds the services."""
+    assert {"name", "xp", "device", "lazy", "inplace", "kernels", "raw_ops", "grad"} <= _members(dispatch.BackendLike)
+    assert {"info", "scatter_add", "owns_memory", "materialize", "persist", "rng", "random_generator", "synchronize",
+            "memory_stats", "forbid_compute", "check_usable", "can_do_npz", "save_npz", "load_npz"} <= _members(
+        dispatch.ArrayBackendLike)
+
+
+def test_dispatch_imports_only_the_standard_library_and_core():
+    """core/dispatch.py, where the protocol lives, imports nothing outside polygrad.core and the standard library."""
+    tree = ast.parse(Path(dispatch.__file__).read_text(encoding="utf-8"))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    outside = [m for m in names if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("polygrad.core")]
+    assert not outside
