@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
+import inspect
 import sys
 import types
 import typing
@@ -255,6 +257,16 @@ def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_sta
     assert pg.get_backend().name == "chosen"
     pg.unregister_plugin(plugin)
     assert pg.get_backend().name == "numpy"
+
+
+# ---------------------------------------------------------------------------
+# The shipped plugins
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("module", ["polygrad_numpy", "polygrad_dask", "polygrad_cupy", "polygrad_strict"])
+def test_shipped_plugins_check_no_backend_name(module):
+    """No hook of a shipped plugin (or the example) compares `backend` with its name."""
+    source = inspect.getsource(importlib.import_module(module))
+    assert "backend != NAME" not in source and "backend == NAME" not in source
 
 
 # ---------------------------------------------------------------------------
