@@ -269,6 +269,16 @@ def test_shipped_plugins_check_no_backend_name(module):
     assert "backend != NAME" not in source and "backend == NAME" not in source
 
 
+def test_numpy_plugin_kernels_are_only_those_that_differ():
+    """The numpy plugin's kernels are not the very functions of array_api_compat.numpy (only matmul is left)."""
+    import array_api_compat.numpy as xp
+    import polygrad_numpy
+
+    kernels = polygrad_numpy.polygrad_kernels()
+    assert set(kernels) == {"matmul"}
+    assert all(k is not getattr(xp, name) for name, k in kernels.items())
+
+
 # ---------------------------------------------------------------------------
 # The backend protocol
 # ---------------------------------------------------------------------------
