@@ -1,5 +1,6 @@
 """The plugin contract: where its names live, which plugin each hook is asked of,
-polygrad's default answers, and the protocol of backend objects."""
+polygrad's default answers, compatibility with plugins written for 0.1, and the
+protocol of backend objects."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from polygrad.compile.symbolic import SYMBOLIC
 from polygrad.core import dispatch
 from polygrad.hookspecs import BackendInfo, hookimpl
 from registry_state import registry_state  # noqa: F401 (a fixture)
+
+LEGACY_DIR = Path(__file__).parent / "legacy_plugins"
 
 
 class Declaring:
@@ -109,6 +112,15 @@ class NumpyLike:
     @hookimpl
     def polygrad_owns_memory(self):
         return self.owns
+
+
+def _legacy_strict():
+    """tests/legacy_plugins/polygrad_strict_v0_1.py, the strict example as 0.1 shipped it."""
+    sys.path.insert(0, str(LEGACY_DIR))
+    try:
+        return importlib.import_module("polygrad_strict_v0_1")
+    finally:
+        sys.path.remove(str(LEGACY_DIR))
 
 
 def _members(protocol):
@@ -257,6 +269,23 @@ def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_sta
     assert pg.get_backend().name == "chosen"
     pg.unregister_plugin(plugin)
     assert pg.get_backend().name == "numpy"
+
+
+# ---------------------------------------------------------------------------
+# A plugin written for 0.1 (the strict example as it shipped)
+# ---------------------------------------------------------------------------
+def test_plugin_written_for_0_1_computes_gradients(registry_state):
+    """The frozen 0.1 strict example, registered by hand, runs ops and indexing backward through its hooks."""
+    legacy = _legacy_strict()
+    pg.register_plugin(legacy, name="strict-v0.1")
+    b = pg.get_backend(legacy.NAME)
+    assert b.plugin is legacy and b.check_usable() == (True, "")
+    x = pg.Variable(pg.asarray([1.0, 2.0, 3.0], backend=legacy.NAME))
+    idx = b.xp.asarray([0, 0, 2])
+    pg.sum(x[idx] * 2.0).backward()
+    assert np.asarray(x.grad).tolist() == [4.0, 0.0, 2.0]
+    assert b._scatter_add is legacy.scatter_add  # its own hook answered, not the default
+    assert type(b.rng().normal((2,), dtype=b.xp.float64)) is type(x.data)
 
 
 # ---------------------------------------------------------------------------
