@@ -289,8 +289,19 @@ def test_plugin_written_for_0_1_computes_gradients(registry_state):
 
 
 # ---------------------------------------------------------------------------
-# The shipped plugins
+# The shipped plugins and the documented example
 # ---------------------------------------------------------------------------
+def test_readme_plugin_example_is_a_working_backend(registry_state):
+    """The guard-free plugin of the README's "Writing a backend plugin", registered by hand, computes gradients."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    module = types.ModuleType("polygrad_strict_readme")
+    exec(readme.split("# polygrad_strict.py\n", 1)[1].split("```", 1)[0], module.__dict__)
+    pg.register_plugin(module, name="readme-example")
+    x = pg.Variable(pg.asarray([1.0, 2.0], backend="mystrict"))
+    pg.sum(x * x).backward()
+    assert x.backend.name == "mystrict" and np.asarray(x.grad).tolist() == [2.0, 4.0]
+
+
 @pytest.mark.parametrize("module", ["polygrad_numpy", "polygrad_dask", "polygrad_cupy", "polygrad_strict"])
 def test_shipped_plugins_check_no_backend_name(module):
     """No hook of a shipped plugin (or the example) compares `backend` with its name."""
