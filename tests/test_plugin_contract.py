@@ -255,6 +255,14 @@ def test_default_scatter_add_sums_repeated_indices():
     np.testing.assert_array_equal(got, [3.0, 0.0, 3.0])
 
 
+def test_default_scatter_add_adds_at_a_basic_key():
+    """The standard-only scatter-add adds at a basic key (a slice) on a copy, leaving x as it was."""
+    x = np.zeros(3)
+    got = D.scatter_add(x, slice(0, 2), 1.0)
+    np.testing.assert_array_equal(got, [1.0, 1.0, 0.0])
+    assert not x.any()
+
+
 def test_default_scatter_add_names_the_backend_for_a_key_it_cannot_take():
     """The standard-only scatter-add refuses a slice beside an integer array, naming the backend."""
     with pytest.raises(NotImplementedError, match="backend 'numpy' has no polygrad_scatter_add"):
@@ -269,6 +277,20 @@ def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_sta
     assert pg.get_backend().name == "chosen"
     pg.unregister_plugin(plugin)
     assert pg.get_backend().name == "numpy"
+
+
+@pytest.mark.parametrize("plugin, call, error, message", [
+    (Declaring("refused"), lambda b: b.xp, RuntimeError, "backend 'refused' is not usable here: refused is not usable"),
+    (Guarded("nonamespace"), lambda b: b.xp, RuntimeError, "backend 'nonamespace' returned no array namespace"),
+    (NumpyLike("norandom"), lambda b: b.rng(), NotImplementedError, "backend 'norandom' provides no random numbers"),
+    (NumpyLike("nofiles"), lambda b: b.load_npz("f.npz"), RuntimeError, "backend 'nofiles' cannot read .npz files"),
+    (NumpyLike("nofiles"), lambda b: b.save_npz("f.npz", {}, False), RuntimeError, "backend 'nofiles' cannot write"),
+], ids=["unusable", "no_namespace", "no_random", "no_load_npz", "no_save_npz"])
+def test_a_missing_hook_is_an_error_naming_the_backend(registry_state, plugin, call, error, message):
+    """Where no plugin answers and there is no default, the error names the backend and what it lacks."""
+    pg.register_plugin(plugin, name="erring-plugin")
+    with pytest.raises(error, match=message):
+        call(pg.get_backend(plugin.name))
 
 
 # ---------------------------------------------------------------------------

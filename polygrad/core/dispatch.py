@@ -119,13 +119,10 @@ _resolver: Callable[[type], BackendLike] | None = None
 _current: Callable[[], ArrayBackendLike] | None = None
 
 
-def set_resolver(resolver: Callable[[type], BackendLike], current: Callable[[], ArrayBackendLike] | None = None) -> None:
-    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it), and
-    ``current`` if given (see :func:`set_current`)."""
+def set_resolver(resolver: Callable[[type], BackendLike]) -> None:
+    """Install ``resolver(type) -> backend``, raising TypeError if no backend owns the type."""
     global _resolver
     _resolver = resolver
-    if current is not None:
-        set_current(current)
     clear_cache()
 
 
