@@ -9,8 +9,8 @@ Importing polygrad imports no array library; backends are pluggy plugins
 found through the ``polygrad`` entry-point group and loaded on first use.
 """
 
-from polygrad.backends import (
-    Backend, BackendInfo, asarray, backends, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
+from polygrad.backends import (  # the module itself is pg.backends: calling it lists the backends
+    Backend, BackendInfo, asarray, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
     set_backend, to_backend, unregister_plugin, using_backend,
 )
 from polygrad.core import (

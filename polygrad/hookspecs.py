@@ -1,4 +1,6 @@
-"""The backend contract: every hook a polygrad backend plugin may implement.
+"""The backend contract: every hook a polygrad backend plugin may implement,
+and the value types the hooks exchange (:class:`BackendInfo`,
+:class:`RandomGenerator`).
 
 A backend plugin is a module (or any object) with functions marked by
 ``polygrad.hookimpl``, named by an entry point in the group ``polygrad``::
@@ -6,24 +8,30 @@ A backend plugin is a module (or any object) with functions marked by
     [project.entry-points.polygrad]
     numpy = "polygrad_numpy"
 
-One plugin may provide several backends. Every hook except
-``polygrad_backend_info`` takes the backend's name and is ``firstresult``: a
-plugin answers ``None`` for backends it does not own, and the first non-None
-answer wins. polygrad calls each hook once per backend and caches the answer, so
+``polygrad_backend_info`` declares the plugin's backend(s). Every other hook
+is ``firstresult`` and is asked only of the plugin(s) that declared the
+backend, then of polygrad's own defaults (``polygrad._defaults``, registered
+like any plugin with ``trylast``): a plugin overrides a default by answering,
+and answers only for its own backends without checking any name. A hookimpl
+takes only the arguments it needs (``def polygrad_array_namespace():``). The
+``backend`` argument, the backend's name, is there for a plugin that provides
+several backends and must tell them apart; hooks that take it and answer
+``None`` for names that are not theirs (the form of earlier versions) keep
+working. polygrad calls each hook once per backend and caches the answer, so
 no hook sits on the per-op path.
 
 Rules a plugin keeps:
 
 * Importing the plugin module must not import its array library; import it
   inside the hooks (``import polygrad`` must stay free of numpy, cupy, dask).
-* Answer only for your own backend names.
 * Never change polygrad's semantics: faster kernels must compute what the
   generic kernel computes (the conformance suite checks both).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import dataclasses
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import pluggy
 
@@ -31,10 +39,50 @@ if TYPE_CHECKING:  # pragma: no cover
     from types import ModuleType
     from typing import ContextManager
 
-    from polygrad.backends import BackendInfo, RandomGenerator
-
 hookspec = pluggy.HookspecMarker("polygrad")
+#: The marker of a polygrad hook implementation (also ``pg.hookimpl``).
 hookimpl = pluggy.HookimplMarker("polygrad")
+
+
+# ---------------------------------------------------------------------------
+# Values the hooks exchange
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendInfo:
+    """Static description of a backend, given by its plugin without importing anything.
+
+    :param name: the name users pass to ``pg.set_backend``.
+    :param module: the top-level module of the array library (``"numpy"``); its
+        presence in ``sys.modules`` tells polygrad whether arrays of this
+        backend can exist yet.
+    :param device: ``"cpu"`` or ``"gpu"``; user Functions' ``forward_cpu`` /
+        ``forward_gpu`` are chosen by it.
+    :param lazy: arrays are computed only on request (dask).
+    :param inplace: arrays support ``x[key] = v`` writes.
+    :param float64, complex: the dtypes exist.
+    :param data_dependent_shapes: boolean masks and ``nonzero`` give known shapes.
+    :param priority: the usable backend with the highest priority is the default.
+    """
+
+    name: str
+    module: str
+    device: str = "cpu"
+    lazy: bool = False
+    inplace: bool = True
+    float64: bool = True
+    complex: bool = True
+    data_dependent_shapes: bool = True
+    priority: int = 0
+
+
+class RandomGenerator(Protocol):
+    """What ``polygrad_random_generator`` returns: seeded random arrays of one backend."""
+
+    def normal(self, shape: tuple[int, ...], *, dtype: Any, mean: float = 0.0, std: float = 1.0) -> Any: ...
+
+    def uniform(self, shape: tuple[int, ...], *, dtype: Any, low: float = 0.0, high: float = 1.0) -> Any: ...
 
 
 # ---------------------------------------------------------------------------
@@ -50,9 +98,9 @@ def polygrad_backend_info() -> "BackendInfo | list[BackendInfo]":
     import the array library: the answer is what ``pg.backends()`` lists before
     anything is loaded.
 
-    :return: a :class:`polygrad.backends.BackendInfo` (name, library module
-        name, device kind, laziness, capabilities, default priority), or a list
-        of them.
+    :return: a :class:`BackendInfo` (name, library module name, device
+        kind, laziness, capabilities, default priority), or a list of them.
+        The plugin's other hooks are asked about these backends only.
     """
 
 
@@ -70,7 +118,8 @@ def polygrad_check_usable(backend: str) -> "tuple[bool, str] | None":
     :param backend: the backend's name.
     :return: ``(True, "")`` when usable, ``(False, reason)`` otherwise, for
         example ``(False, "cupy is installed but no CUDA driver was found")``.
-        A plugin without this hook is taken as usable if its namespace loads.
+        Without this hook, polygrad's default says usable, and the backend
+        is usable if its namespace loads.
     """
 
 
@@ -109,7 +158,7 @@ def polygrad_random_generator(backend: str, seed: "int | None") -> "RandomGenera
 
     Stops at the first non-None result. The standard has no random numbers;
     initializers and dropout use this. The object implements
-    :class:`polygrad.backends.RandomGenerator`: ``normal(shape, *, dtype,
+    :class:`RandomGenerator`: ``normal(shape, *, dtype,
     mean, std)`` and ``uniform(shape, *, dtype, low, high)``, returning arrays
     of this backend. The same seed gives the same numbers.
 
@@ -124,7 +173,8 @@ def polygrad_scatter_add(backend: str) -> "Callable[[Any, Any, Any], Any] | None
     added at ``x[key]``, repeated indices summed.
 
     Stops at the first non-None result. Indexing backward needs it. Without
-    it, polygrad uses a slower fallback written with the standard only.
+    it, polygrad's default answers: a slower scatter-add written with the
+    standard only.
 
     :param backend: the backend's name.
     """
@@ -167,8 +217,9 @@ def polygrad_owns_memory(backend: str) -> "Callable[[Any], bool] | None":
     """Return a predicate: does an array own writable memory (it is no view)?
 
     Stops at the first non-None result. Backward uses it to hand gradients to
-    the user without a defensive copy; without it, leaf gradients the backward
-    pass did not allocate itself are copied.
+    the user without a defensive copy; without it (polygrad's default says
+    False for every array), leaf gradients the backward pass did not allocate
+    itself are copied.
 
     :param backend: the backend's name.
     """
@@ -196,7 +247,7 @@ def polygrad_materialize(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any,
     """Compute several lazy arrays in one pass and return concrete arrays.
 
     Stops at the first non-None result. Eager backends need not implement it
-    (polygrad returns the arrays unchanged).
+    (polygrad's default returns the arrays unchanged).
 
     :param backend: the backend's name.
     :param arrays: arrays of this backend.
@@ -208,7 +259,8 @@ def polygrad_persist(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any, ...
     """Compute several lazy arrays in one pass and keep the results in (distributed)
     memory as lazy arrays of this backend (``dask.persist``).
 
-    Stops at the first non-None result. Eager backends need not implement it.
+    Stops at the first non-None result. Eager backends need not implement it
+    (polygrad's default returns the arrays unchanged).
 
     :param backend: the backend's name.
     :param arrays: arrays of this backend.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import array
-import importlib
 import importlib.metadata
 import threading
 
@@ -11,25 +10,11 @@ import numpy as np
 import pytest
 
 import polygrad as pg
+import polygrad._registry as R
 from polygrad.backends import BackendInfo, BackendStatus
 from polygrad.core import dispatch
 from polygrad.hookspecs import hookimpl
-
-# `polygrad.backends` the attribute is the function pg.backends(); take the module itself.
-B = importlib.import_module("polygrad.backends")
-
-
-@pytest.fixture
-def registry_state(monkeypatch):
-    """Run on a fresh plugin manager and registry; restore the real ones (and the default) afterwards."""
-    monkeypatch.setattr(B, "_pm", None)
-    monkeypatch.setattr(B, "_registry", None)
-    monkeypatch.setattr(B, "_default_name", B._default_name)
-    monkeypatch.setattr(B, "_extra_plugins", list(B._extra_plugins))
-    dispatch.clear_cache()
-    yield
-    monkeypatch.undo()
-    dispatch.clear_cache()
+from registry_state import registry_state  # noqa: F401 (a fixture)
 
 
 # ---------------------------------------------------------------------------
@@ -401,7 +386,7 @@ def test_entry_point_failing_to_load_is_a_runtime_warning(registry_state, monkey
             eps.insert(0, importlib.metadata.EntryPoint(name="ghost", value="no_such_module_pg:plugin", group="polygrad"))
         return eps
 
-    monkeypatch.setattr(B.importlib.metadata, "entry_points", fake_entry_points)
+    monkeypatch.setattr(R.importlib.metadata, "entry_points", fake_entry_points)
     with pytest.warns(RuntimeWarning) as rec:
         rows = pg.backends()
     msgs = " ".join(str(w.message) for w in rec)

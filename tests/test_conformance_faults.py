@@ -20,8 +20,7 @@ FAULTY = textwrap.dedent('''
     import numpy as np
 
     import polygrad_numpy as base
-    from polygrad.backends import BackendInfo
-    from polygrad.hookspecs import hookimpl
+    from polygrad.hookspecs import BackendInfo, hookimpl
 
 
     def _last_write_wins(x, key, values):
@@ -40,6 +39,8 @@ FAULTY = textwrap.dedent('''
 
 
     class NumpyCopy:
+        """One backend, numpy_<fault>: its hooks are asked about that backend only."""
+
         def __init__(self, fault):
             self.name, self.fault = "numpy_" + fault, FAULTS[fault]
 
@@ -48,29 +49,28 @@ FAULTY = textwrap.dedent('''
             return BackendInfo(name=self.name, module="numpy", device="cpu", priority=-100)
 
         @hookimpl
-        def polygrad_check_usable(self, backend):
-            return (True, "") if backend == self.name else None
+        def polygrad_check_usable(self):
+            return (True, "")
 
         @hookimpl
-        def polygrad_array_namespace(self, backend):
-            return base.polygrad_array_namespace(backend="numpy") if backend == self.name else None
+        def polygrad_array_namespace(self):
+            return base.polygrad_array_namespace()
 
         @hookimpl
-        def polygrad_array_types(self, backend):
-            return base.polygrad_array_types(backend="numpy") if backend == self.name else None
+        def polygrad_array_types(self):
+            return base.polygrad_array_types()
 
         @hookimpl
-        def polygrad_random_generator(self, backend, seed):
-            return base.polygrad_random_generator(backend="numpy", seed=seed) if backend == self.name else None
+        def polygrad_random_generator(self, seed):
+            return base.polygrad_random_generator(seed=seed)
 
         @hookimpl
-        def polygrad_scatter_add(self, backend):
-            return self.fault.get("scatter_add", base._scatter_add) if backend == self.name else None
+        def polygrad_scatter_add(self):
+            return self.fault.get("scatter_add", base._scatter_add)
 
         @hookimpl
-        def polygrad_kernels(self, backend):
-            if backend == self.name:
-                return {**base.polygrad_kernels(backend="numpy"), **self.fault.get("kernels", {})}
+        def polygrad_kernels(self):
+            return {**base.polygrad_kernels(), **self.fault.get("kernels", {})}
 
 
     COPY = NumpyCopy("copy")

@@ -1,36 +1,138 @@
-"""Which backend owns an array: a ``type -> backend`` cache with a pluggable resolver.
+"""Which backend owns an array: a ``type -> backend`` cache with a pluggable resolver,
+and the protocol of the backend objects the rest of polygrad reads.
 
 The core never imports an array library and never searches per op: the first
-array of a type asks the resolver installed by ``polygrad.backends``; every
-later one is a dict lookup. A backend object only has to offer ``name`` and
-``xp`` (its Array API namespace) to the core; see ``polygrad.backends.Backend``.
+array of a type asks the resolver installed by ``polygrad._registry``; every
+later one is a dict lookup. What a backend object must offer is written down
+here: :class:`BackendLike` for every owner of an array type (the plugin
+backends and pseudo-backends such as the symbolic one), and
+:class:`ArrayBackendLike` for the backends of real arrays, which the plugin
+facade ``polygrad.backends.Backend`` implements over the hooks.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Protocol
+
+
+class KernelTable(Protocol):
+    """``backend.kernels``: a faster kernel by op name, or None (a dict will do)."""
+
+    def get(self, name: str, /) -> Callable[..., Any] | None: ...
+
+
+class BackendLike(Protocol):
+    """What polygrad's core, ops and compile read from any owner of an array type.
+
+    Read directly, with no default: every backend object has all of them.
+    """
+
+    #: The name users pass to ``pg.set_backend``; error messages name it.
+    name: str
+    #: ``"cpu"`` or ``"gpu"``: picks a user Function's ``forward_cpu`` / ``forward_gpu``;
+    #: TimerHook synchronizes a device that is not the CPU.
+    device: str
+    #: Arrays are computed only on request: their repr shows no values, compiled
+    #: functions materialize their results.
+    lazy: bool
+    #: Arrays take ``x[key] = v``: in-place ops write into them, getitem backward
+    #: and batch normalization's running statistics rely on it.
+    inplace: bool
+    #: A slot the op table fills with its ops over this backend's raw arrays.
+    raw_ops: Any
+    #: None, or an override of ``pg.grad`` for this backend's arrays (the
+    #: symbolic pseudo-backend builds gradient expressions):
+    #: ``grad(outputs, inputs, grad_outputs) -> list``.
+    grad: Callable[[tuple, tuple, tuple], list] | None
+
+    @property
+    def xp(self) -> Any:
+        """The Array API namespace of the backend's arrays."""
+
+    @property
+    def kernels(self) -> KernelTable:
+        """Faster forward kernels by op name; an op without one runs its row's kernel on ``xp``."""
+
+
+class ArrayBackendLike(BackendLike, Protocol):
+    """What polygrad reads beyond :class:`BackendLike` from a backend of real arrays
+    (``polygrad.backends.Backend``, one per plugin-declared name)."""
+
+    #: The plugin's ``BackendInfo``: capabilities (``float64``, ``complex``,
+    #: ``data_dependent_shapes``, ...) that ops and the conformance suite check.
+    info: Any
+    #: The plugin object that declared the backend (the conformance suite finds
+    #: the known-failures file beside it).
+    plugin: Any
+
+    @property
+    def array_types(self) -> tuple[type, ...]:
+        """The array types the backend owns."""
+
+    def check_usable(self) -> tuple[bool, str]:
+        """``(usable, reason)``: ``pg.backends()``, the serializers' choice of backend."""
+
+    def scatter_add(self, x: Any, key: Any, values: Any) -> Any:
+        """A copy of ``x`` with ``values`` added at ``x[key]``, repeated indices summed (indexing backward)."""
+
+    def owns_memory(self, array: Any) -> bool:
+        """Whether ``array`` owns writable memory: backward hands it to the user without a copy."""
+
+    def materialize(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The arrays computed (``pg.compute``, compiled functions on lazy backends)."""
+
+    def persist(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The arrays computed and kept lazy (``pg.persist``, optimizers on lazy backends)."""
+
+    def rng(self) -> Any:
+        """The shared random generator seeded by ``pg.seed`` (initializers, dropout, stochastic functions)."""
+
+    def random_generator(self, seed: int | None) -> Any:
+        """A new random generator (``polygrad.testing``'s random directions)."""
+
+    def synchronize(self) -> None:
+        """Block until queued work is done (TimerHook)."""
+
+    def memory_stats(self) -> dict[str, int] | None:
+        """Memory use in bytes, or None (MemoryHook)."""
+
+    def forbid_compute(self) -> ContextManager[Any] | None:
+        """A context in which computing an array raises, or None (the conformance suite's laziness check)."""
+
+    def can_do_npz(self) -> bool:
+        """Whether ``save_npz`` / ``load_npz`` work (the serializers' choice of backend)."""
+
+    def save_npz(self, file: Any, arrays: dict[str, Any], compressed: bool) -> None:
+        """Write ``arrays`` in NumPy's ``.npz`` format (``serializers.save_npz``)."""
+
+    def load_npz(self, file: Any) -> Any:
+        """Open an ``.npz`` file: a context manager giving a mapping of arrays (``serializers.load_npz``)."""
+
 
 #: Python scalar types: operands of ops, never arrays of a backend.
 SCALARS = (bool, int, float, complex)
 _SCALARS = SCALARS
 
-_type_cache: dict[type, Any] = {}
-_pinned: dict[type, Any] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
-_resolver: Callable[[type], Any] | None = None
-_current: Callable[[], Any] | None = None
+_type_cache: dict[type, BackendLike] = {}
+_pinned: dict[type, BackendLike] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
+_resolver: Callable[[type], BackendLike] | None = None
+_current: Callable[[], ArrayBackendLike] | None = None
 
 
-def set_resolver(resolver: Callable[[type], Any], current: Callable[[], Any] | None = None) -> None:
-    """Install ``resolver(type) -> backend`` (raising TypeError if none owns it) and
-    ``current() -> backend``, the backend that creates arrays from Python data."""
-    global _resolver, _current
+def set_resolver(resolver: Callable[[type], BackendLike]) -> None:
+    """Install ``resolver(type) -> backend``, raising TypeError if no backend owns the type."""
+    global _resolver
     _resolver = resolver
-    if current is not None:
-        _current = current
     clear_cache()
 
 
-def current_backend() -> Any:
+def set_current(current: Callable[[], ArrayBackendLike]) -> None:
+    """Install ``current() -> backend``, the backend that creates arrays from Python data."""
+    global _current
+    _current = current
+
+
+def current_backend() -> ArrayBackendLike:
     """The backend new arrays are created on (``pg.get_backend()``)."""
     if _current is None:
         raise RuntimeError("polygrad: no backend registry is installed")
@@ -43,13 +145,13 @@ def clear_cache() -> None:
     _type_cache.update(_pinned)
 
 
-def pin(t: type, backend: Any) -> None:
+def pin(t: type, backend: BackendLike) -> None:
     """Claim type ``t`` for ``backend`` permanently (not through the plugin resolver)."""
     _pinned[t] = backend
     _type_cache[t] = backend
 
 
-def backend_of_type(t: type) -> Any:
+def backend_of_type(t: type) -> BackendLike:
     """The backend owning arrays of type ``t``."""
     try:
         return _type_cache[t]
@@ -98,7 +200,7 @@ def mixed_backends_error(label: str, args: Any, b1: Any, b2: Any) -> TypeError:
     )
 
 
-def backend_of_args(args: Any, label: str) -> Any:
+def backend_of_args(args: Any, label: str) -> BackendLike:
     """The one backend owning the arrays among ``args`` (Variables are read through their
     data; scalars and None are skipped); the current backend when there is none."""
     found = None

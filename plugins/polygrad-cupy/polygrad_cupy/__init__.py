@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from polygrad.backends import BackendInfo
-from polygrad.hookspecs import hookimpl
+from polygrad.hookspecs import BackendInfo, hookimpl
 
 NAME = "cupy"
 INSTALL_HINT = "pip install 'polygrad-cupy[cuda12]', or [cuda11] for CUDA 11"
@@ -47,25 +46,21 @@ def usable() -> tuple[bool, str]:
 
 
 @hookimpl
-def polygrad_check_usable(backend):
-    if backend != NAME:
-        return None
+def polygrad_check_usable(backend=NAME):
+    # `backend` is unused: it stays for callers of the 0.1 signature
+    # (tests/test_cupy_backend.py calls polygrad_check_usable(backend="cupy")).
     return usable()
 
 
 @hookimpl
-def polygrad_array_namespace(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_namespace():
     import array_api_compat.cupy as xp
 
     return xp
 
 
 @hookimpl
-def polygrad_array_types(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_types():
     import cupy
 
     return (cupy.ndarray,)
@@ -87,9 +82,7 @@ class _Generator:
 
 
 @hookimpl
-def polygrad_random_generator(backend, seed):
-    if backend != NAME:
-        return None
+def polygrad_random_generator(seed):
     return _Generator(seed)
 
 
@@ -104,16 +97,12 @@ def scatter_add(x, key, values):
 
 
 @hookimpl
-def polygrad_scatter_add(backend):
-    if backend != NAME:
-        return None
+def polygrad_scatter_add():
     return scatter_add
 
 
 @hookimpl
-def polygrad_synchronize(backend):
-    if backend != NAME:
-        return None
+def polygrad_synchronize():
     import cupy
 
     cupy.cuda.Stream.null.synchronize()
@@ -122,9 +111,7 @@ def polygrad_synchronize(backend):
 
 
 @hookimpl
-def polygrad_memory_stats(backend):
-    if backend != NAME:
-        return None
+def polygrad_memory_stats():
     import cupy
 
     pool = cupy.get_default_memory_pool()

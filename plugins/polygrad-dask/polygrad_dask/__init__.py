@@ -29,8 +29,7 @@ import math
 import string
 import threading
 
-from polygrad.backends import BackendInfo
-from polygrad.hookspecs import hookimpl
+from polygrad.hookspecs import BackendInfo, hookimpl
 
 NAME = "dask"
 
@@ -54,9 +53,7 @@ def polygrad_backend_info():
 
 
 @hookimpl
-def polygrad_check_usable(backend):
-    if backend != NAME:
-        return None
+def polygrad_check_usable():
     # Cheap: look the libraries up without importing them.
     for mod, hint in (("dask", "pip install 'dask[array]'"), ("numpy", "pip install numpy"),
                       ("array_api_compat", "pip install array-api-compat")):
@@ -66,18 +63,14 @@ def polygrad_check_usable(backend):
 
 
 @hookimpl
-def polygrad_array_namespace(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_namespace():
     from polygrad_dask import namespace
 
     return namespace
 
 
 @hookimpl
-def polygrad_array_types(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_types():
     import dask.array as da
 
     return (da.Array,)
@@ -106,9 +99,7 @@ class _Generator:
 
 
 @hookimpl
-def polygrad_random_generator(backend, seed):
-    if backend != NAME:
-        return None
+def polygrad_random_generator(seed):
     return _Generator(seed)
 
 
@@ -320,9 +311,7 @@ def _getitem_grad(g, key, shape):
 
 
 @hookimpl
-def polygrad_scatter_add(backend):
-    if backend != NAME:
-        return None
+def polygrad_scatter_add():
     return scatter_add
 
 
@@ -354,9 +343,7 @@ def _kernels():
 
 
 @hookimpl
-def polygrad_kernels(backend):
-    if backend != NAME:
-        return None
+def polygrad_kernels():
     return _kernels()
 
 
@@ -366,27 +353,21 @@ def polygrad_kernels(backend):
 
 
 @hookimpl
-def polygrad_materialize(backend, arrays):
-    if backend != NAME:
-        return None
+def polygrad_materialize(arrays):
     import dask
 
     return dask.compute(*arrays)
 
 
 @hookimpl
-def polygrad_persist(backend, arrays):
-    if backend != NAME:
-        return None
+def polygrad_persist(arrays):
     import dask
 
     return dask.persist(*arrays)
 
 
 @hookimpl
-def polygrad_synchronize(backend):
-    if backend != NAME:
-        return None
+def polygrad_synchronize():
     return True  # nothing runs in the background: work happens inside compute/persist
 
 
@@ -408,7 +389,5 @@ class _NoCompute:
 
 
 @hookimpl
-def polygrad_forbid_compute(backend):
-    if backend != NAME:
-        return None
+def polygrad_forbid_compute():
     return _NoCompute()

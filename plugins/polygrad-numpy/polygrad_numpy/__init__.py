@@ -6,8 +6,7 @@ inside the hooks only, so registering this plugin imports nothing heavy.
 
 from __future__ import annotations
 
-from polygrad.backends import BackendInfo
-from polygrad.hookspecs import hookimpl
+from polygrad.hookspecs import BackendInfo, hookimpl
 
 NAME = "numpy"
 
@@ -18,9 +17,7 @@ def polygrad_backend_info():
 
 
 @hookimpl
-def polygrad_check_usable(backend):
-    if backend != NAME:
-        return None
+def polygrad_check_usable():
     import importlib.util
 
     if importlib.util.find_spec("numpy") is None:  # cheap: does not import numpy
@@ -29,18 +26,14 @@ def polygrad_check_usable(backend):
 
 
 @hookimpl
-def polygrad_array_namespace(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_namespace():
     import array_api_compat.numpy as xp
 
     return xp
 
 
 @hookimpl
-def polygrad_array_types(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_types():
     import numpy as np
 
     # numpy scalars (np.float64(1.0)) come out of reductions; they are arrays to us.
@@ -62,9 +55,7 @@ class _Generator:
 
 
 @hookimpl
-def polygrad_random_generator(backend, seed):
-    if backend != NAME:
-        return None
+def polygrad_random_generator(seed):
     return _Generator(seed)
 
 
@@ -77,16 +68,12 @@ def _scatter_add(x, key, values):
 
 
 @hookimpl
-def polygrad_scatter_add(backend):
-    if backend != NAME:
-        return None
+def polygrad_scatter_add():
     return _scatter_add
 
 
 @hookimpl
-def polygrad_save_npz(backend, file, arrays, compressed):
-    if backend != NAME:
-        return None
+def polygrad_save_npz(file, arrays, compressed):
     import numpy as np
 
     (np.savez_compressed if compressed else np.savez)(file, **{k: np.asarray(v) for k, v in arrays.items()})
@@ -104,9 +91,7 @@ class _NoFile:
 
 
 @hookimpl
-def polygrad_load_npz(backend, file):
-    if backend != NAME:
-        return None
+def polygrad_load_npz(file):
     if file is None:
         return _NoFile()
     import numpy as np
@@ -115,10 +100,8 @@ def polygrad_load_npz(backend, file):
 
 
 @hookimpl
-def polygrad_memory_stats(backend):
+def polygrad_memory_stats():
     """Bytes traced by tracemalloc (numpy reports its buffers to it), while it traces."""
-    if backend != NAME:
-        return None
     import tracemalloc
 
     if not tracemalloc.is_tracing():
@@ -132,25 +115,14 @@ def _owns_memory(a):
 
 
 @hookimpl
-def polygrad_owns_memory(backend):
-    if backend != NAME:
-        return None
+def polygrad_owns_memory():
     return _owns_memory
 
 
 @hookimpl
-def polygrad_kernels(backend):
-    if backend != NAME:
-        return None
+def polygrad_kernels():
     import numpy as np
 
-    # Same results as the generic kernels, without array_api_compat's wrapper layer.
-    return {
-        "exp": np.exp,
-        "log": np.log,
-        "sin": np.sin,
-        "cos": np.cos,
-        "tanh": np.tanh,
-        "sqrt": np.sqrt,
-        "matmul": np.matmul,
-    }
+    # array_api_compat.numpy hands out numpy's own ufuncs (exp, log, sin, ...), so
+    # those need no entry; its matmul is a Python wrapper that calls np.matmul.
+    return {"matmul": np.matmul}

@@ -5,17 +5,18 @@ which makes it the smallest honest backend: everything polygrad needs beyond
 the standard (random numbers, scatter-add) is provided here. Copy this file
 and rename it to wrap your own array library (see conformance/README.md).
 
-Rules kept (polygrad/hookspecs.py): nothing heavy is imported at module level;
-every hook answers only for this plugin's backend name and returns None
-otherwise.
+Rules kept (polygrad/hookspecs.py): nothing heavy is imported at module level.
+polygrad asks these hooks only about the backend this plugin declares in
+``polygrad_backend_info``, so they check no name, and each takes only the
+arguments it needs. (A plugin providing several backends takes the
+``backend`` argument to tell them apart.)
 """
 
 from __future__ import annotations
 
 import importlib.util
 
-from polygrad.backends import BackendInfo
-from polygrad.hookspecs import hookimpl
+from polygrad.hookspecs import BackendInfo, hookimpl
 
 NAME = "strict"
 
@@ -28,27 +29,21 @@ def polygrad_backend_info():
 
 
 @hookimpl
-def polygrad_check_usable(backend):
-    if backend != NAME:
-        return None
+def polygrad_check_usable():
     if importlib.util.find_spec("array_api_strict") is None:  # cheap: no import
         return (False, "array_api_strict is not installed (pip install array-api-strict)")
     return (True, "")
 
 
 @hookimpl
-def polygrad_array_namespace(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_namespace():
     import array_api_strict
 
     return array_api_strict
 
 
 @hookimpl
-def polygrad_array_types(backend):
-    if backend != NAME:
-        return None
+def polygrad_array_types():
     import array_api_strict
 
     return (type(array_api_strict.asarray(0.0)),)
@@ -81,9 +76,7 @@ class _Generator:
 
 
 @hookimpl
-def polygrad_random_generator(backend, seed):
-    if backend != NAME:
-        return None
+def polygrad_random_generator(seed):
     return _Generator(seed)
 
 
@@ -110,7 +103,5 @@ def scatter_add(x, key, values):
 
 
 @hookimpl
-def polygrad_scatter_add(backend):
-    if backend != NAME:
-        return None
+def polygrad_scatter_add():
     return scatter_add
