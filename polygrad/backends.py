@@ -65,8 +65,6 @@ class BackendStatus:
 _default_name: str | None = None  # set_backend's choice, process-wide
 _current: contextvars.ContextVar[Backend | None] = contextvars.ContextVar("polygrad_backend", default=None)
 # The registry's state, under the names it had here (tests/test_docs.py snapshots them).
-_seed_state = _registry._seed_state
-_extra_plugins = _registry._extra_plugins
 
 
 def backends() -> dict[str, BackendStatus]:

@@ -55,7 +55,7 @@ def test_reason_when_cupy_is_not_installed(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(polygrad_cupy.importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real(name, *a))
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
-    ok, reason = polygrad_cupy.polygrad_check_usable(backend="cupy")
+    ok, reason = polygrad_cupy.polygrad_check_usable()
     assert not ok
     assert "no usable GPU" in reason and "cupy is not installed" in reason and "pip install" in reason
     assert "cupy" not in sys.modules
@@ -68,7 +68,7 @@ def test_reason_when_cupy_has_no_device(monkeypatch, cupy_found):
         raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
 
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(no_device))
-    ok, reason = polygrad_cupy.polygrad_check_usable(backend="cupy")
+    ok, reason = polygrad_cupy.polygrad_check_usable()
     assert not ok
     assert "no usable GPU" in reason and "CUDARuntimeError" in reason and "cudaErrorNoDevice" in reason
 

@@ -117,15 +117,14 @@ def _unmet(block: Block) -> list[str]:
 
 def _restore_polygrad_state():
     """Snapshot what a docs file may change process-wide; returns a function that restores it."""
-    import sys
-
     import polygrad as pg
+    import polygrad.backends as B
+    from polygrad import _registry as R
 
-    B = sys.modules["polygrad.backends"]  # `polygrad.backends` the attribute is pg.backends(), the function
-    default, seed, extra = B._default_name, dict(B._seed_state), list(B._extra_plugins)
+    default, seed, extra = B._default_name, dict(R._seed_state), list(R._extra_plugins)
 
     def restore() -> None:
-        for plugin, _ in list(B._extra_plugins):
+        for plugin, _ in list(R._extra_plugins):
             if not any(plugin is p for p, _ in extra):
                 pg.unregister_plugin(plugin)
         B._default_name = default

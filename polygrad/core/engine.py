@@ -242,7 +242,7 @@ def grad(
         if not isinstance(v, Variable):
             raise TypeError(f"polygrad.grad: inputs must be Variables, got {type(v).__name__}")
     # A backend may differentiate its own way (symbolic graphs build gradient expressions).
-    override = getattr(backend_of_type(type(outputs[0]._data)), "grad", None)
+    override = backend_of_type(type(outputs[0]._data)).grad
     if override is not None:
         return override(outputs, inputs_t, tuple(grad_outputs))
     if retain_graph is None:

@@ -27,7 +27,7 @@ class TimerHook(StepHook):
 
     def _sync(self, function: Any) -> None:
         backend = getattr(function, "backend", None)
-        if backend is not None and getattr(backend, "device", "cpu") != "cpu":
+        if backend is not None and backend.device != "cpu":
             backend.synchronize()
 
     def begin(self, function: Any) -> None:

@@ -46,9 +46,7 @@ def usable() -> tuple[bool, str]:
 
 
 @hookimpl
-def polygrad_check_usable(backend=NAME):
-    # `backend` is unused: it stays for callers of the 0.1 signature
-    # (tests/test_cupy_backend.py calls polygrad_check_usable(backend="cupy")).
+def polygrad_check_usable():
     return usable()
 
 
