@@ -25,8 +25,6 @@ __all__ = ['arange', 'asarray', 'empty', 'empty_like', 'eye', 'from_dlpack', 'fu
 
 def _dlpack_kernel(xp: Any, x: Any, device: Any = None, copy: Any = None) -> Any:
     kwargs = {k: v for k, v in (("device", device), ("copy", copy)) if v is not None}
-    if not hasattr(xp, "from_dlpack"):  # a namespace without it (dask's): the buffer / __array__ protocols
-        return xp.asarray(x, **kwargs)
     return xp.from_dlpack(x, **kwargs)
 
 
@@ -39,11 +37,10 @@ def _asarray_vjp(o: Any, g: Any, ans: Any, obj: Any, dtype: Any = None, device: 
 # ---------------------------------------------------------------------------
 ARANGE = def_nograd(Op("arange", lambda xp, start, stop=None, step=1, dtype=None, device=None:
                        xp.arange(start, stop, step, dtype=dtype, device=device)))
-EMPTY = def_nograd(Op("empty", lambda xp, shape, dtype=None, device=None: xp.empty(shape, dtype=dtype, device=device)))
-ZEROS = def_nograd(Op("zeros", lambda xp, shape, dtype=None, device=None: xp.zeros(shape, dtype=dtype, device=device)))
-ONES = def_nograd(Op("ones", lambda xp, shape, dtype=None, device=None: xp.ones(shape, dtype=dtype, device=device)))
-FULL = def_nograd(Op("full", lambda xp, shape, fill_value, dtype=None, device=None:
-                     xp.full(shape, fill_value, dtype=dtype, device=device)))
+EMPTY = def_nograd(Op("empty"))
+ZEROS = def_nograd(Op("zeros"))
+ONES = def_nograd(Op("ones"))
+FULL = def_nograd(Op("full"))
 EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, device=None:
                     xp.eye(n_rows, n_cols, k=k, dtype=dtype, device=device)))
 LINSPACE = def_nograd(Op("linspace", lambda xp, start, stop, num, dtype=None, device=None, endpoint=True:
@@ -56,11 +53,10 @@ FROM_DLPACK = def_nograd(Op("from_dlpack", _dlpack_kernel))
 ASARRAY = defvjp(Op("asarray", lambda xp, obj, dtype=None, device=None, copy=None:
                     xp.asarray(obj, dtype=dtype, device=device, copy=copy), shapes=True),
                  _asarray_vjp)
-EMPTY_LIKE = def_nograd(Op("empty_like", lambda xp, x, dtype=None, device=None: xp.empty_like(x, dtype=dtype, device=device)))
-FULL_LIKE = def_nograd(Op("full_like", lambda xp, x, fill_value, dtype=None, device=None:
-                          xp.full_like(x, fill_value, dtype=dtype, device=device)))
-TRIL = def_linear(Op("tril", lambda xp, x, k=0: xp.tril(x, k=k)))
-TRIU = def_linear(Op("triu", lambda xp, x, k=0: xp.triu(x, k=k)))
+EMPTY_LIKE = def_nograd(Op("empty_like"))
+FULL_LIKE = def_nograd(Op("full_like"))
+TRIL = def_linear(Op("tril"))
+TRIU = def_linear(Op("triu"))
 
 
 # ---------------------------------------------------------------------------

@@ -122,8 +122,8 @@ MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
 DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / _conj(o, y),
                 lambda o, g, ans, x, y: -g * _conj(o, x) / _conj(o, y * y), saves="xy")
-FLOOR_DIVIDE = def_nograd(Op("floor_divide", lambda xp, x, y: xp.floor_divide(x, y)))  # piecewise constant
-REMAINDER = defvjp(Op("remainder", lambda xp, x, y: xp.remainder(x, y), broadcasts=True),  # x - floor(x / y) * y
+FLOOR_DIVIDE = def_nograd(Op("floor_divide"))  # piecewise constant
+REMAINDER = defvjp(Op("remainder", broadcasts=True),  # x - floor(x / y) * y
                    lambda o, g, ans, x, y: g,
                    lambda o, g, ans, x, y: -g * o.floor_divide(x, y), saves="xy")
 
@@ -151,58 +151,58 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
 POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent, saves="xy ans")
 NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
 POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False), lambda o, g, ans, x: g)
-SQUARE = defvjp(Op("square", lambda xp, x: xp.square(x)), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
-RECIPROCAL = defvjp(Op("reciprocal", lambda xp, x: xp.reciprocal(x)),
+SQUARE = defvjp(Op("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
+RECIPROCAL = defvjp(Op("reciprocal"),
                     lambda o, g, ans, x: -g * _conj(o, ans * ans), saves="ans")
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))
 # ---------------------------------------------------------------------------
-EXP = defvjp(Op("exp", lambda xp, x: xp.exp(x)), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
-EXPM1 = defvjp(Op("expm1", lambda xp, x: xp.expm1(x)), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
-LOG = defvjp(Op("log", lambda xp, x: xp.log(x)), lambda o, g, ans, x: g / _conj(o, x), saves="x")
-LOG1P = defvjp(Op("log1p", lambda xp, x: xp.log1p(x)), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
-LOG2 = defvjp(Op("log2", lambda xp, x: xp.log2(x)), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
-LOG10 = defvjp(Op("log10", lambda xp, x: xp.log10(x)), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
-LOGADDEXP = defvjp(Op("logaddexp", lambda xp, x, y: xp.logaddexp(x, y), broadcasts=True),
+EXP = defvjp(Op("exp"), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
+EXPM1 = defvjp(Op("expm1"), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
+LOG = defvjp(Op("log"), lambda o, g, ans, x: g / _conj(o, x), saves="x")
+LOG1P = defvjp(Op("log1p"), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
+LOG2 = defvjp(Op("log2"), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
+LOG10 = defvjp(Op("log10"), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
+LOGADDEXP = defvjp(Op("logaddexp", broadcasts=True),
                    lambda o, g, ans, x, y: g * o.exp(x - ans),
                    lambda o, g, ans, x, y: g * o.exp(y - ans), saves="xy ans")
-SQRT = defvjp(Op("sqrt", lambda xp, x: xp.sqrt(x)), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
+SQRT = defvjp(Op("sqrt"), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
 
 # ---------------------------------------------------------------------------
 # Trigonometric and hyperbolic
 # ---------------------------------------------------------------------------
-SIN = defvjp(Op("sin", lambda xp, x: xp.sin(x)), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
-COS = defvjp(Op("cos", lambda xp, x: xp.cos(x)), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
-TAN = defvjp(Op("tan", lambda xp, x: xp.tan(x)), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
-ASIN = defvjp(Op("asin", lambda xp, x: xp.asin(x)),
+SIN = defvjp(Op("sin"), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
+COS = defvjp(Op("cos"), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
+TAN = defvjp(Op("tan"), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
+ASIN = defvjp(Op("asin"),
               lambda o, g, ans, x: g / _conj(o, o.sqrt(1 - x * x)), saves="x")
-ACOS = defvjp(Op("acos", lambda xp, x: xp.acos(x)),
+ACOS = defvjp(Op("acos"),
               lambda o, g, ans, x: -g / _conj(o, o.sqrt(1 - x * x)), saves="x")
-ATAN = defvjp(Op("atan", lambda xp, x: xp.atan(x)), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
-ATAN2 = defvjp(Op("atan2", lambda xp, x, y: xp.atan2(x, y), broadcasts=True),  # 0 at (0, 0)
+ATAN = defvjp(Op("atan"), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
+ATAN2 = defvjp(Op("atan2", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * y / _nonzero(o, x * x + y * y),
                lambda o, g, ans, x, y: -g * x / _nonzero(o, x * x + y * y), saves="xy")
-HYPOT = defvjp(Op("hypot", lambda xp, x, y: xp.hypot(x, y), broadcasts=True),  # 0 at (0, 0)
+HYPOT = defvjp(Op("hypot", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * x / _nonzero(o, ans),
                lambda o, g, ans, x, y: g * y / _nonzero(o, ans), saves="xy ans")
-SINH = defvjp(Op("sinh", lambda xp, x: xp.sinh(x)), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
-COSH = defvjp(Op("cosh", lambda xp, x: xp.cosh(x)), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
-TANH = defvjp(Op("tanh", lambda xp, x: xp.tanh(x)), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
-ASINH = defvjp(Op("asinh", lambda xp, x: xp.asinh(x)),
+SINH = defvjp(Op("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
+COSH = defvjp(Op("cosh"), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
+TANH = defvjp(Op("tanh"), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
+ASINH = defvjp(Op("asinh"),
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x * x + 1)), saves="x")
-ACOSH = defvjp(Op("acosh", lambda xp, x: xp.acosh(x)),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
+ACOSH = defvjp(Op("acosh"),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x - 1) * o.sqrt(x + 1)), saves="x")
-ATANH = defvjp(Op("atanh", lambda xp, x: xp.atanh(x)), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
+ATANH = defvjp(Op("atanh"), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
 
 # ---------------------------------------------------------------------------
 # Complex parts (a real array's real part is itself; imag takes complex arrays only)
 # ---------------------------------------------------------------------------
-REAL = defvjp(Op("real", lambda xp, x: xp.real(x), shapes=True),
+REAL = defvjp(Op("real", shapes=True),
               lambda o, g, ans, x: g if g.dtype == x.dtype else o.astype(g, x.dtype))
-IMAG = defvjp(Op("imag", lambda xp, x: xp.imag(x), shapes=True),  # (numpy also takes real arrays: imag is 0 then)
+IMAG = defvjp(Op("imag", shapes=True),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
-CONJ = def_linear(Op("conj", lambda xp, x: xp.conj(x)))
+CONJ = def_linear(Op("conj"))
 
 # ---------------------------------------------------------------------------
 # Sign, magnitude and selection
@@ -215,22 +215,22 @@ def _abs_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     return g * o.sign(x)  # abs'(0) = 0
 
 
-ABS = defvjp(Op("abs", lambda xp, x: xp.abs(x)), _abs_vjp, saves="x ans")
-SIGN = def_nograd(Op("sign", lambda xp, x: xp.sign(x)))
-COPYSIGN = defvjp(Op("copysign", lambda xp, x, y: xp.copysign(x, y), broadcasts=True),  # none w.r.t. the sign source
+ABS = defvjp(Op("abs"), _abs_vjp, saves="x ans")
+SIGN = def_nograd(Op("sign"))
+COPYSIGN = defvjp(Op("copysign", broadcasts=True),  # none w.r.t. the sign source
                   lambda o, g, ans, x, y: o.where(o.signbit(x) == o.signbit(ans), g, -g),
                   None, saves="x ans")
-NEXTAFTER = defvjp(Op("nextafter", lambda xp, x, y: xp.nextafter(x, y), broadcasts=True),  # x moved by one ulp
+NEXTAFTER = defvjp(Op("nextafter", broadcasts=True),  # x moved by one ulp
                    lambda o, g, ans, x, y: g,
                    None)
-WHERE = defvjp(Op("where", lambda xp, c, x, y: xp.where(c, x, y), broadcasts=True),
+WHERE = defvjp(Op("where", broadcasts=True),
                None,
                lambda o, g, ans, c, x, y: o.where(c, g, 0.0),
                lambda o, g, ans, c, x, y: o.where(c, 0.0, g), saves="x")
-MAXIMUM = defvjp(Op("maximum", lambda xp, x, y: xp.maximum(x, y), broadcasts=True),  # ties: to x
+MAXIMUM = defvjp(Op("maximum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x >= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x >= y, 0.0, g), saves="xy")
-MINIMUM = defvjp(Op("minimum", lambda xp, x, y: xp.minimum(x, y), broadcasts=True),  # ties: to x
+MINIMUM = defvjp(Op("minimum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x <= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x <= y, 0.0, g), saves="xy")
 
@@ -260,10 +260,10 @@ CLIP = defvjp(Op("clip", _clip_kernel, broadcasts=True),
 # ---------------------------------------------------------------------------
 # Rounding (zero derivative almost everywhere: no gradient)
 # ---------------------------------------------------------------------------
-FLOOR = def_nograd(Op("floor", lambda xp, x: xp.floor(x)))
-CEIL = def_nograd(Op("ceil", lambda xp, x: xp.ceil(x)))
-TRUNC = def_nograd(Op("trunc", lambda xp, x: xp.trunc(x)))
-ROUND = def_nograd(Op("round", lambda xp, x: xp.round(x)))
+FLOOR = def_nograd(Op("floor"))
+CEIL = def_nograd(Op("ceil"))
+TRUNC = def_nograd(Op("trunc"))
+ROUND = def_nograd(Op("round"))
 
 # ---------------------------------------------------------------------------
 # Comparisons and predicates (boolean results: no gradient)
@@ -274,30 +274,30 @@ LESS = def_nograd(Op("less", operator.lt, uses_xp=False))
 LESS_EQUAL = def_nograd(Op("less_equal", operator.le, uses_xp=False))
 GREATER = def_nograd(Op("greater", operator.gt, uses_xp=False))
 GREATER_EQUAL = def_nograd(Op("greater_equal", operator.ge, uses_xp=False))
-ISFINITE = def_nograd(Op("isfinite", lambda xp, x: xp.isfinite(x)))
-ISINF = def_nograd(Op("isinf", lambda xp, x: xp.isinf(x)))
-ISNAN = def_nograd(Op("isnan", lambda xp, x: xp.isnan(x)))
-SIGNBIT = def_nograd(Op("signbit", lambda xp, x: xp.signbit(x)))
+ISFINITE = def_nograd(Op("isfinite"))
+ISINF = def_nograd(Op("isinf"))
+ISNAN = def_nograd(Op("isnan"))
+SIGNBIT = def_nograd(Op("signbit"))
 
 # ---------------------------------------------------------------------------
 # Logical and bitwise (boolean and integer results: no gradient)
 # ---------------------------------------------------------------------------
-LOGICAL_AND = def_nograd(Op("logical_and", lambda xp, x, y: xp.logical_and(x, y)))
-LOGICAL_OR = def_nograd(Op("logical_or", lambda xp, x, y: xp.logical_or(x, y)))
-LOGICAL_XOR = def_nograd(Op("logical_xor", lambda xp, x, y: xp.logical_xor(x, y)))
-LOGICAL_NOT = def_nograd(Op("logical_not", lambda xp, x: xp.logical_not(x)))
-BITWISE_AND = def_nograd(Op("bitwise_and", lambda xp, x, y: xp.bitwise_and(x, y)))
-BITWISE_OR = def_nograd(Op("bitwise_or", lambda xp, x, y: xp.bitwise_or(x, y)))
-BITWISE_XOR = def_nograd(Op("bitwise_xor", lambda xp, x, y: xp.bitwise_xor(x, y)))
-BITWISE_INVERT = def_nograd(Op("bitwise_invert", lambda xp, x: xp.bitwise_invert(x)))
-BITWISE_LEFT_SHIFT = def_nograd(Op("bitwise_left_shift", lambda xp, x, y: xp.bitwise_left_shift(x, y)))
-BITWISE_RIGHT_SHIFT = def_nograd(Op("bitwise_right_shift", lambda xp, x, y: xp.bitwise_right_shift(x, y)))
+LOGICAL_AND = def_nograd(Op("logical_and"))
+LOGICAL_OR = def_nograd(Op("logical_or"))
+LOGICAL_XOR = def_nograd(Op("logical_xor"))
+LOGICAL_NOT = def_nograd(Op("logical_not"))
+BITWISE_AND = def_nograd(Op("bitwise_and"))
+BITWISE_OR = def_nograd(Op("bitwise_or"))
+BITWISE_XOR = def_nograd(Op("bitwise_xor"))
+BITWISE_INVERT = def_nograd(Op("bitwise_invert"))
+BITWISE_LEFT_SHIFT = def_nograd(Op("bitwise_left_shift"))
+BITWISE_RIGHT_SHIFT = def_nograd(Op("bitwise_right_shift"))
 
 # ---------------------------------------------------------------------------
 # Dtype (no gradient, or a cast back)
 # ---------------------------------------------------------------------------
-ZEROS_LIKE = def_nograd(Op("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype)))
-ONES_LIKE = def_nograd(Op("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype)))
+ZEROS_LIKE = def_nograd(Op("zeros_like"))
+ONES_LIKE = def_nograd(Op("ones_like"))
 
 
 def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True) -> Any:

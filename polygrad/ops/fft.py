@@ -155,31 +155,19 @@ def _irfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = Non
 # ---------------------------------------------------------------------------
 # The rows
 # ---------------------------------------------------------------------------
-def _row(name: str, rule: Any, nd: bool = False) -> Op:
-    """A transform's row: ``fft_<name>`` running ``xp.fft.<name>``."""
-
-    def one(xp: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
-        return getattr(xp.fft, name)(x, n=n, axis=axis, norm=norm)
-
-    def many(xp: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-        return getattr(xp.fft, name)(x, s=s, axes=axes, norm=norm)
-
-    return defvjp(Op("fft_" + name, many if nd else one, shapes=True), rule)
-
-
-FFT = _row("fft", _c2c_vjp("fft_ifft"))
-IFFT = _row("ifft", _c2c_vjp("fft_fft"))
-FFTN = _row("fftn", _c2cn_vjp("fft_ifftn"), nd=True)
-IFFTN = _row("ifftn", _c2cn_vjp("fft_fftn"), nd=True)
-RFFT = _row("rfft", _rfft_vjp)
-IRFFT = _row("irfft", _irfft_vjp)
-RFFTN = _row("rfftn", _rfftn_vjp, nd=True)
-IRFFTN = _row("irfftn", _irfftn_vjp, nd=True)
-HFFT = _row("hfft", _hfft_vjp)
-IHFFT = _row("ihfft", _ihfft_vjp)
-FFTSHIFT = defvjp(Op("fft_fftshift", lambda xp, x, axes=None: xp.fft.fftshift(x, axes=axes)),
+FFT = defvjp(Op("fft_fft", shapes=True), _c2c_vjp("fft_ifft"))
+IFFT = defvjp(Op("fft_ifft", shapes=True), _c2c_vjp("fft_fft"))
+FFTN = defvjp(Op("fft_fftn", shapes=True), _c2cn_vjp("fft_ifftn"))
+IFFTN = defvjp(Op("fft_ifftn", shapes=True), _c2cn_vjp("fft_fftn"))
+RFFT = defvjp(Op("fft_rfft", shapes=True), _rfft_vjp)
+IRFFT = defvjp(Op("fft_irfft", shapes=True), _irfft_vjp)
+RFFTN = defvjp(Op("fft_rfftn", shapes=True), _rfftn_vjp)
+IRFFTN = defvjp(Op("fft_irfftn", shapes=True), _irfftn_vjp)
+HFFT = defvjp(Op("fft_hfft", shapes=True), _hfft_vjp)
+IHFFT = defvjp(Op("fft_ihfft", shapes=True), _ihfft_vjp)
+FFTSHIFT = defvjp(Op("fft_fftshift"),
                   lambda o, g, ans, x, axes=None: o.fft_ifftshift(g, axes=axes))
-IFFTSHIFT = defvjp(Op("fft_ifftshift", lambda xp, x, axes=None: xp.fft.ifftshift(x, axes=axes)),
+IFFTSHIFT = defvjp(Op("fft_ifftshift"),
                    lambda o, g, ans, x, axes=None: o.fft_fftshift(g, axes=axes))
 FFTFREQ = def_nograd(Op("fft_fftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
                         xp.fft.fftfreq(n, d=d, dtype=dtype, device=device)))

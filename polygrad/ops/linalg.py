@@ -186,11 +186,11 @@ def _vecdot_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axis: int = -1) -> A
     return o.expand_dims(g, axis=_neg_axis(axis, g.ndim + 1)) * x
 
 
-MATMUL = defvjp(Op("matmul", lambda xp, x, y: xp.matmul(x, y), broadcasts=True),
+MATMUL = defvjp(Op("matmul", broadcasts=True),
                 _matmul_vjp_x, _matmul_vjp_y, saves="xy")
-TENSORDOT = defvjp(Op("tensordot", lambda xp, x, y, axes=2: xp.tensordot(x, y, axes=axes)),
+TENSORDOT = defvjp(Op("tensordot"),
                    _tensordot_vjp_x, _tensordot_vjp_y, saves="xy")
-VECDOT = defvjp(Op("vecdot", lambda xp, x, y, axis=-1: xp.vecdot(x, y, axis=axis), broadcasts=True),
+VECDOT = defvjp(Op("vecdot", broadcasts=True),
                 _vecdot_vjp_x, _vecdot_vjp_y, saves="xy")
 
 
@@ -210,10 +210,9 @@ def _trace_vjp(o: Any, g: Any, ans: Any, x: Any, offset: int = 0, dtype: Any = N
     return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
-DIAGONAL = defvjp(Op("linalg_diagonal", lambda xp, x, offset=0: xp.linalg.diagonal(x, offset=offset), shapes=True),
+DIAGONAL = defvjp(Op("linalg_diagonal", shapes=True),
                   _diagonal_vjp)
-TRACE = defvjp(Op("linalg_trace", lambda xp, x, offset=0, dtype=None: xp.linalg.trace(x, offset=offset, dtype=dtype),
-                  shapes=True), _trace_vjp)
+TRACE = defvjp(Op("linalg_trace", shapes=True), _trace_vjp)
 
 
 # ---------------------------------------------------------------------------
@@ -227,9 +226,9 @@ def _cross_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axis: int = -1) -> An
     return o.linalg_cross(g, _conj(o, x), axis=_neg_axis(axis, g.ndim))  # g . (x × dy) = dy . (g × x)
 
 
-CROSS = defvjp(Op("linalg_cross", lambda xp, x, y, axis=-1: xp.linalg.cross(x, y, axis=axis), broadcasts=True),
+CROSS = defvjp(Op("linalg_cross", broadcasts=True),
                _cross_vjp_x, _cross_vjp_y, saves="xy")
-OUTER = defvjp(Op("linalg_outer", lambda xp, x, y: xp.linalg.outer(x, y)),
+OUTER = defvjp(Op("linalg_outer"),
                lambda o, g, ans, x, y: o.matmul(g, _conj(o, y)),
                lambda o, g, ans, x, y: o.matmul(_conj(o, x), g), saves="xy")
 
@@ -302,15 +301,15 @@ def _power_adjoint(o: Any, a: Any, g: Any, n: int) -> Any:
     return o.linalg_matrix_power(block, n)[..., top, bottom]
 
 
-INV = defvjp(Op("linalg_inv", lambda xp, x: xp.linalg.inv(x)), _inv_vjp, saves="ans")
-DET = defvjp(Op("linalg_det", lambda xp, x: xp.linalg.det(x)), _det_vjp, saves="x ans")
-SLOGDET = defvjp(Op("linalg_slogdet", lambda xp, x: xp.linalg.slogdet(x), multi=True), _slogdet_vjp, saves="x")
-SOLVE = defvjp(Op("linalg_solve", lambda xp, x, y: xp.linalg.solve(x, y), broadcasts=True, shapes=True),
+INV = defvjp(Op("linalg_inv"), _inv_vjp, saves="ans")
+DET = defvjp(Op("linalg_det"), _det_vjp, saves="x ans")
+SLOGDET = defvjp(Op("linalg_slogdet", multi=True), _slogdet_vjp, saves="x")
+SOLVE = defvjp(Op("linalg_solve", broadcasts=True, shapes=True),
                _solve_vjp_a, _solve_vjp_b, saves="x ans")
-PINV = defvjp(Op("linalg_pinv", lambda xp, x, rtol=None: xp.linalg.pinv(x, rtol=rtol)), _pinv_vjp, saves="x ans")
+PINV = defvjp(Op("linalg_pinv"), _pinv_vjp, saves="x ans")
 MATRIX_POWER = defvjp(Op("linalg_matrix_power", lambda xp, x, n: xp.linalg.matrix_power(x, n)),
                       _matrix_power_vjp, saves="x")
-MATRIX_RANK = def_nograd(Op("linalg_matrix_rank", lambda xp, x, rtol=None: xp.linalg.matrix_rank(x, rtol=rtol)))
+MATRIX_RANK = def_nograd(Op("linalg_matrix_rank"))
 
 
 # ---------------------------------------------------------------------------
@@ -437,14 +436,14 @@ def _qr_backward(o: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
     return _T(o, o.linalg_solve(r, _T(o, b)))
 
 
-CHOLESKY = defvjp(Op("linalg_cholesky", lambda xp, x, upper=False: xp.linalg.cholesky(x, upper=upper)),
+CHOLESKY = defvjp(Op("linalg_cholesky"),
                   _cholesky_vjp, saves="ans")
-EIGH = defvjp(Op("linalg_eigh", lambda xp, x: xp.linalg.eigh(x), multi=True), _eigh_vjp, saves="ans")
-EIGVALSH = defvjp(Op("linalg_eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x)), _eigvalsh_vjp, saves="x")
-SVD = defvjp(Op("linalg_svd", lambda xp, x, full_matrices=True: xp.linalg.svd(x, full_matrices=full_matrices),
+EIGH = defvjp(Op("linalg_eigh", multi=True), _eigh_vjp, saves="ans")
+EIGVALSH = defvjp(Op("linalg_eigvalsh"), _eigvalsh_vjp, saves="x")
+SVD = defvjp(Op("linalg_svd",
                 multi=True), _svd_vjp, saves="ans")
-SVDVALS = defvjp(Op("linalg_svdvals", lambda xp, x: xp.linalg.svdvals(x)), _svdvals_vjp, saves="x")
-QR = defvjp(Op("linalg_qr", lambda xp, x, mode="reduced": xp.linalg.qr(x, mode=mode), multi=True),
+SVDVALS = defvjp(Op("linalg_svdvals"), _svdvals_vjp, saves="x")
+QR = defvjp(Op("linalg_qr", multi=True),
             _qr_vjp, saves="x ans")
 
 
@@ -509,11 +508,9 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
     return _scale(o, g * _shared_ties(o, sums, top, across), _unit(o, x, a))
 
 
-VECTOR_NORM = defvjp(Op("linalg_vector_norm", lambda xp, x, axis=None, keepdims=False, ord=2:
-                        xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)),
+VECTOR_NORM = defvjp(Op("linalg_vector_norm"),
                      _vector_norm_vjp, saves="x ans")
-MATRIX_NORM = defvjp(Op("linalg_matrix_norm", lambda xp, x, keepdims=False, ord="fro":
-                        xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)), _matrix_norm_vjp, saves="x ans")
+MATRIX_NORM = defvjp(Op("linalg_matrix_norm"), _matrix_norm_vjp, saves="x ans")
 
 
 # ---------------------------------------------------------------------------

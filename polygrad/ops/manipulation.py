@@ -105,24 +105,24 @@ def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
 # ---------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------
-RESHAPE = defvjp(Op("reshape", lambda xp, x, shape, copy=None: xp.reshape(x, shape, copy=copy), shapes=True, view=True),
+RESHAPE = defvjp(Op("reshape", shapes=True, view=True),
                  lambda o, g, ans, x, shape, copy=None: o.reshape(g, x.shape))
-PERMUTE_DIMS = defvjp(Op("permute_dims", lambda xp, x, axes: xp.permute_dims(x, axes), view=True),
+PERMUTE_DIMS = defvjp(Op("permute_dims", view=True),
                       lambda o, g, ans, x, axes: o.permute_dims(g, _inverse_perm(axes, g.ndim)))
 REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True),
                       lambda o, g, ans, x: o.reverse_dims(g))
-MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", lambda xp, x: xp.matrix_transpose(x), view=True),
+MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", view=True),
                           lambda o, g, ans, x: o.matrix_transpose(g))
-BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), shapes=True, view=True),
+BROADCAST_TO = defvjp(Op("broadcast_to", shapes=True, view=True),
                       lambda o, g, ans, x, shape: o.sum_to(g, x.shape))
 SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
-EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), shapes=True, view=True),
+EXPAND_DIMS = defvjp(Op("expand_dims", shapes=True, view=True),
                      lambda o, g, ans, x, axis: o.reshape(g, x.shape))
-SQUEEZE = defvjp(Op("squeeze", lambda xp, x, axis: xp.squeeze(x, axis=axis), shapes=True, view=True),
+SQUEEZE = defvjp(Op("squeeze", shapes=True, view=True),
                  lambda o, g, ans, x, axis: o.reshape(g, x.shape))
-FLIP = def_linear(Op("flip", lambda xp, x, axis=None: xp.flip(x, axis=axis), view=True))  # its own adjoint
-ROLL = defvjp(Op("roll", lambda xp, x, shift, axis=None: xp.roll(x, shift, axis=axis)),
+FLIP = def_linear(Op("flip", view=True))  # its own adjoint
+ROLL = defvjp(Op("roll"),
               lambda o, g, ans, x, shift, axis=None: o.roll(g, _negate(shift), axis=axis))
 
 

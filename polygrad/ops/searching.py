@@ -22,16 +22,11 @@ def _nonzero_kernel(xp: Any, x: Any) -> tuple:
     return tuple(xp.nonzero(x))
 
 
-def _searchsorted_kernel(xp: Any, x1: Any, x2: Any, side: str = "left", sorter: Any = None) -> Any:
-    return xp.searchsorted(x1, x2, side=side, sorter=sorter)
-
-
-ARGMAX = def_nograd(Op("argmax", lambda xp, x, axis=None, keepdims=False: xp.argmax(x, axis=axis, keepdims=keepdims)))
-ARGMIN = def_nograd(Op("argmin", lambda xp, x, axis=None, keepdims=False: xp.argmin(x, axis=axis, keepdims=keepdims)))
-COUNT_NONZERO = def_nograd(Op("count_nonzero", lambda xp, x, axis=None, keepdims=False:
-                              xp.count_nonzero(x, axis=axis, keepdims=keepdims)))
+ARGMAX = def_nograd(Op("argmax"))
+ARGMIN = def_nograd(Op("argmin"))
+COUNT_NONZERO = def_nograd(Op("count_nonzero"))
 NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True))
-SEARCHSORTED = def_nograd(Op("searchsorted", _searchsorted_kernel))
+SEARCHSORTED = def_nograd(Op("searchsorted"))
 
 
 def _raw(a: Any) -> Any:

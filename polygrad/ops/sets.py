@@ -46,7 +46,7 @@ def _first_output_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
     return None if g[0] is None else _shared_values_vjp(o, g[0], x)
 
 
-ISIN = def_nograd(Op("isin", lambda xp, x1, x2, invert=False: xp.isin(x1, x2, invert=invert)))
+ISIN = def_nograd(Op("isin"))
 UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values")), _values_vjp, saves="x")
 UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True), _first_output_vjp, saves="x")
 UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True), _first_output_vjp, saves="x")

@@ -21,11 +21,9 @@ def _sort_vjp(o: Any, g: Any, ans: Any, x: Any, axis: int = -1, descending: bool
     return o.take_along_axis(g, o.argsort(order, axis=axis), axis=axis)
 
 
-SORT = defvjp(Op("sort", lambda xp, x, axis=-1, descending=False, stable=True:
-                 xp.sort(x, axis=axis, descending=descending, stable=stable)),
+SORT = defvjp(Op("sort"),
               _sort_vjp, saves="x")
-ARGSORT = def_nograd(Op("argsort", lambda xp, x, axis=-1, descending=False, stable=True:
-                        xp.argsort(x, axis=axis, descending=descending, stable=stable)))
+ARGSORT = def_nograd(Op("argsort"))
 
 
 def argsort(x, /, *, axis=-1, descending=False, stable=True):

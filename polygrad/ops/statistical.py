@@ -145,25 +145,23 @@ def _cumprod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any 
     return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
-SUM = defvjp(Op("sum", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims), shapes=True),
+SUM = defvjp(Op("sum", shapes=True),
              lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
-MEAN = defvjp(Op("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims), shapes=True),
+MEAN = defvjp(Op("mean", shapes=True),
               lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
-MAX = defvjp(Op("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)),
+MAX = defvjp(Op("max"),
              _max_vjp, saves="x ans")
-MIN = defvjp(Op("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims)),
+MIN = defvjp(Op("min"),
              _max_vjp, saves="x ans")
-PROD = defvjp(Op("prod", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)),
+PROD = defvjp(Op("prod"),
               _prod_vjp, saves="x")
-VAR = defvjp(Op("var", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.var(x, axis=axis, correction=correction, keepdims=keepdims)),
+VAR = defvjp(Op("var"),
              _var_vjp, saves="x")
-STD = defvjp(Op("std", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.std(x, axis=axis, correction=correction, keepdims=keepdims)),
+STD = defvjp(Op("std"),
              _std_vjp, saves="x ans")
-CUMULATIVE_SUM = defvjp(Op("cumulative_sum", lambda xp, x, axis=None, dtype=None, include_initial=False:
-                           xp.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial), shapes=True),
+CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True),
                         _cumsum_vjp)
-CUMULATIVE_PROD = defvjp(Op("cumulative_prod", lambda xp, x, axis=None, dtype=None, include_initial=False:
-                            xp.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)),
+CUMULATIVE_PROD = defvjp(Op("cumulative_prod"),
                          _cumprod_vjp, saves="x")
 
 

@@ -8,8 +8,8 @@ from polygrad.core.primitive import apply
 
 __all__ = ['all', 'any', 'diff']
 
-ALL = def_nograd(Op("all", lambda xp, x, axis=None, keepdims=False: xp.all(x, axis=axis, keepdims=keepdims)))
-ANY = def_nograd(Op("any", lambda xp, x, axis=None, keepdims=False: xp.any(x, axis=axis, keepdims=keepdims)))
+ALL = def_nograd(Op("all"))
+ANY = def_nograd(Op("any"))
 
 
 def _axis(axis):
