@@ -22,7 +22,7 @@ def _dropout_mask_kernel(xp: Any, x: Any, ratio: float = 0.5) -> Any:
     return xp.astype(u >= ratio, x.dtype) * (1.0 / (1.0 - ratio))
 
 
-DROPOUT_MASK = def_nograd(Op("dropout_mask", _dropout_mask_kernel))
+DROPOUT_MASK = def_nograd(Op("dropout_mask", _dropout_mask_kernel, deterministic=False))
 
 
 def dropout(x, ratio=0.5):

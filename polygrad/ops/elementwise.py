@@ -150,7 +150,7 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent, saves="xy ans")
 NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
-POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False), lambda o, g, ans, x: g)
+POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
 SQUARE = defvjp(Op("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
 RECIPROCAL = defvjp(Op("reciprocal"),
                     lambda o, g, ans, x: -g * _conj(o, ans * ans), saves="ans")
@@ -198,11 +198,11 @@ ATANH = defvjp(Op("atanh"), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves=
 # ---------------------------------------------------------------------------
 # Complex parts (a real array's real part is itself; imag takes complex arrays only)
 # ---------------------------------------------------------------------------
-REAL = defvjp(Op("real", shapes=True),
+REAL = defvjp(Op("real", shapes=True, view=True),
               lambda o, g, ans, x: g if g.dtype == x.dtype else o.astype(g, x.dtype))
-IMAG = defvjp(Op("imag", shapes=True),  # (numpy also takes real arrays: imag is 0 then)
+IMAG = defvjp(Op("imag", shapes=True, view=True),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
-CONJ = def_linear(Op("conj"))
+CONJ = def_linear(Op("conj", view=True))
 
 # ---------------------------------------------------------------------------
 # Sign, magnitude and selection
@@ -306,7 +306,8 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return o.astype(g, x.dtype, copy=copy)
 
 
-ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True), _astype_vjp)
+ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True),
+                _astype_vjp)
 
 
 # ---------------------------------------------------------------------------

@@ -210,7 +210,7 @@ def _trace_vjp(o: Any, g: Any, ans: Any, x: Any, offset: int = 0, dtype: Any = N
     return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
-DIAGONAL = defvjp(Op("linalg_diagonal", shapes=True),
+DIAGONAL = defvjp(Op("linalg_diagonal", shapes=True, view=True),
                   _diagonal_vjp)
 TRACE = defvjp(Op("linalg_trace", shapes=True), _trace_vjp)
 

@@ -115,7 +115,7 @@ MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", view=True),
                           lambda o, g, ans, x: o.matrix_transpose(g))
 BROADCAST_TO = defvjp(Op("broadcast_to", shapes=True, view=True),
                       lambda o, g, ans, x, shape: o.sum_to(g, x.shape))
-SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True),
+SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True, view=True),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
 EXPAND_DIMS = defvjp(Op("expand_dims", shapes=True, view=True),
                      lambda o, g, ans, x, axis: o.reshape(g, x.shape))
