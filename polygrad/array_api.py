@@ -20,53 +20,21 @@ from typing import Any, Callable
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
+from polygrad.ops._export import EXPORTS
 
-__all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "DTYPES", "CONSTANTS"]
+__all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "INSPECTION", "DTYPES", "CONSTANTS"]
 
-#: The standard's top-level functions (2025.12).
-FUNCTIONS = (
-    # element-wise
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "conj", "copysign",
-    "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot",
-    "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
-    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
-    # creation
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
-    "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
-    # data types
-    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-    # manipulation
-    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    # searching, sets, sorting
-    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where", "isin", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values", "argsort", "sort",
-    # statistical and utility
-    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var", "all", "any", "diff",
-    # indexing and linear algebra
-    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
-)
-LINALG = (
-    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
-    "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
-    "trace", "vecdot", "vector_norm",
-)
-FFT = (
-    "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq",
-    "fftshift", "ifftshift",
-)
+#: The standard's functions about dtypes and shapes: the backend's own, applied to unwrapped
+#: arguments (they take and return no arrays of ours, so they are not rows of the op table).
+INSPECTION = ("can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast_shapes")
+#: The standard's names the namespace offers (2025.12), derived from the op table's public functions.
+FUNCTIONS = tuple(e.name for e in EXPORTS if e.standard and e.ext is None) + INSPECTION
+LINALG = tuple(e.name for e in EXPORTS if e.standard and "linalg" in (e.ext, e.also))
+FFT = tuple(e.name for e in EXPORTS if e.standard and e.ext == "fft")
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
           "complex64", "complex128")
 CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
 
-#: Functions with no array input: they create on the namespace's backend.
-_CREATION = frozenset({"arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros",
-                       "fftfreq", "rfftfreq"})
-#: Functions about dtypes and shapes: they take and return no arrays of ours.
-_INSPECTION = frozenset({"can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast_shapes"})
 _DEFAULT_VERSION = "2024.12"
 
 
@@ -98,26 +66,11 @@ def _on_backend(fn: Callable, backend: Any) -> Callable:
     return wrapper
 
 
-def _resolve(name: str, backend: Any, xp_module: Any, ops: dict[str, Any]) -> Callable | None:
-    if name in _INSPECTION:  # about dtypes and shapes: the backend's own function on unwrapped arguments
-        fn = getattr(xp_module, name, None)
-        return None if fn is None else _inspection(fn)
-    try:
-        fn = ops[name]
-    except KeyError:
-        raise RuntimeError(f"polygrad: the Array API function {name!r} has no row in the op table") from None
-    return _on_backend(fn, backend) if name in _CREATION else fn
-
-
 class ArrayNamespace(types.ModuleType):
     """The Array API namespace of one backend, over Variables."""
 
     def __init__(self, backend: Any) -> None:
         super().__init__(f"polygrad.array_api.{backend.name}")
-        from polygrad import ops
-        from polygrad.ops import fft as fft_ops
-        from polygrad.ops import linalg as linalg_ops
-
         xp = backend.xp
         self.__doc__ = f"The Array API namespace of polygrad Variables on the {backend.name!r} backend."
         self.__array_api_version__ = getattr(xp, "__array_api_version__", _DEFAULT_VERSION)
@@ -127,28 +80,23 @@ class ArrayNamespace(types.ModuleType):
                 setattr(self, name, getattr(xp, name))
         for name, value in CONSTANTS.items():
             setattr(self, name, value)
-        available = {n: getattr(ops, n) for n in ops.__all__ if callable(getattr(ops, n))}
-        for name in FUNCTIONS:
-            fn = _resolve(name, backend, xp, available)
-            if fn is not None:
-                setattr(self, name, fn)
         if hasattr(xp, "__array_namespace_info__"):
             self.__array_namespace_info__ = xp.__array_namespace_info__
-        self.linalg = self._extension("linalg", LINALG, backend, getattr(xp, "linalg", None), linalg_ops)
-        self.fft = self._extension("fft", FFT, backend, getattr(xp, "fft", None), fft_ops)
-
-    def _extension(self, ext: str, names: tuple, backend: Any, xp_ext: Any, ops_module: Any) -> types.ModuleType | None:
-        if xp_ext is None:
-            return None
-        mod = types.ModuleType(f"{self.__name__}.{ext}")
-        own = tuple(getattr(ops_module, "__all__", ())) + tuple(getattr(ops_module, "EXTENSION", ()))
-        available = {n: getattr(ops_module, n) for n in own if callable(getattr(ops_module, n))}
-        available.update({n: getattr(self, n) for n in ("matmul", "matrix_transpose", "tensordot", "vecdot") if hasattr(self, n) and n not in available})
-        for name in names:
-            fn = _resolve(name, backend, xp_ext, available)
+        spaces = {None: self}
+        for ext in ("linalg", "fft"):
+            spaces[ext] = types.ModuleType(f"{self.__name__}.{ext}") if hasattr(xp, ext) else None
+            setattr(self, ext, spaces[ext])
+        for e in EXPORTS:
+            if not e.standard:
+                continue
+            fn = _on_backend(e.fn, backend) if e.creates else e.fn  # creation: on this namespace's backend
+            for ext in (e.ext,) if e.also is None else (e.ext, e.also):
+                if spaces[ext] is not None:
+                    setattr(spaces[ext], e.name, fn)
+        for name in INSPECTION:  # the backend's own, on unwrapped arguments
+            fn = getattr(xp, name, None)
             if fn is not None:
-                setattr(mod, name, fn)
-        return mod
+                setattr(self, name, _inspection(fn))
 
     def __repr__(self) -> str:
         return f"<polygrad Array API namespace for backend {self.backend.name!r}>"

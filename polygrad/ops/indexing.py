@@ -9,8 +9,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['take', 'take_along_axis', 'take_grad', 'take_along_axis_grad']
+from polygrad.ops._export import names, public
 
 
 def _take_grad_kernel(xp: Any, g: Any, indices: Any, axis: int, shape: tuple) -> Any:
@@ -61,29 +60,42 @@ def _take_vjp(o: Any, g: Any, ans: Any, x: Any, indices: Any, axis: Any = None) 
 
 TAKE = defvjp(Op("take", shapes=True),
               _take_vjp, None, saves="y")
-TAKE_GRAD = defvjp(Op("take_grad", _take_grad_kernel),
-                   lambda o, g, ans, gy, indices, axis, shape: o.take(g, indices, axis=axis), None, saves="y")
-TAKE_ALONG_AXIS = defvjp(Op("take_along_axis", shapes=True),
-                         lambda o, g, ans, x, indices, axis=-1: o.take_along_axis_grad(g, indices, axis, tuple(x.shape)),
-                         None, saves="y")
-TAKE_ALONG_AXIS_GRAD = defvjp(Op("take_along_axis_grad", _take_along_axis_grad_kernel),
-                              lambda o, g, ans, gy, indices, axis, shape: o.take_along_axis(g, indices, axis=axis),
-                              None, saves="y")
 
 
+@public
 def take(x, indices, /, *, axis=None):
     return apply(TAKE, (x, indices), {"axis": axis})
 
 
-def take_along_axis(x, indices, /, *, axis=-1):
-    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis})
+TAKE_GRAD = defvjp(Op("take_grad", _take_grad_kernel),
+                   lambda o, g, ans, gy, indices, axis, shape: o.take(g, indices, axis=axis), None, saves="y")
 
 
+@public(standard=False)
 def take_grad(g, indices, axis, shape):
     """Zeros of ``shape`` with ``g`` added at ``indices`` along ``axis``: the vjp of take."""
     return apply(TAKE_GRAD, (g, indices), {"axis": axis, "shape": tuple(shape)})
 
 
+TAKE_ALONG_AXIS = defvjp(Op("take_along_axis", shapes=True),
+                         lambda o, g, ans, x, indices, axis=-1: o.take_along_axis_grad(g, indices, axis, tuple(x.shape)),
+                         None, saves="y")
+
+
+@public
+def take_along_axis(x, indices, /, *, axis=-1):
+    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis})
+
+
+TAKE_ALONG_AXIS_GRAD = defvjp(Op("take_along_axis_grad", _take_along_axis_grad_kernel),
+                              lambda o, g, ans, gy, indices, axis, shape: o.take_along_axis(g, indices, axis=axis),
+                              None, saves="y")
+
+
+@public(standard=False)
 def take_along_axis_grad(g, indices, axis, shape):
     """Zeros of ``shape`` with ``g`` added where ``take_along_axis(x, indices, axis=axis)`` read: its vjp."""
     return apply(TAKE_ALONG_AXIS_GRAD, (g, indices), {"axis": axis, "shape": tuple(shape)})
+
+
+__all__ = names(__name__)  # the public functions declared above
