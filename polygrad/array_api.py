@@ -1,14 +1,22 @@
-"""The Array API namespace of Variables: ``x.__array_namespace__()``.
+"""The Array API standard over Variables: this module, which ``pg`` re-exports, and
+the namespace of each backend, ``x.__array_namespace__()``.
 
-One namespace per backend. It holds every function, constant and dtype of the
-Array API standard, plus the ``linalg`` and ``fft`` extensions, taking and
-returning Variables, with the backend's dtypes. Code written against the
-standard (``xp = x.__array_namespace__()``) therefore runs on Variables and can
-be differentiated.
+Both hold every function of the standard (and the ``linalg`` and ``fft``
+extensions), taking and returning Variables, so code written against the
+standard runs on Variables and can be differentiated. They differ in where
+arrays are created:
+
+* here (``pg.zeros``, ``pg.arange``, ``pg.asarray``, ...), on the current
+  backend at the time of the *call* (``pg.using_backend``), as every other
+  function here takes the backend of its arguments;
+* in ``x.__array_namespace__()``, always on that namespace's backend.
 
 Every function is a row of polygrad's op table (differentiable where a
-derivative exists); the functions about dtypes and shapes (``finfo``,
-``result_type``, ...) are the backend's own, applied to unwrapped arguments.
+derivative exists), registered next to its row (:mod:`polygrad.ops._export`),
+and the lists below are derived from those registrations; the functions about
+dtypes and shapes (``finfo``, ``result_type``, ...) are the backend's own,
+applied to unwrapped arguments. Dtypes (``pg.float32``) are the current
+backend's, read when the attribute is read.
 """
 
 from __future__ import annotations
@@ -18,11 +26,12 @@ import math
 import types
 from typing import Any, Callable
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.backends import get_backend, using_backend
+from polygrad.core.dispatch import backend_of_type, current_backend, is_array
 from polygrad.core.variable import Variable
+from polygrad.ops import *  # noqa: F403  (the standard's functions; __all__ below picks them)
+from polygrad.ops import asarray as _asarray
 from polygrad.ops._export import EXPORTS
-
-__all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "INSPECTION", "DTYPES", "CONSTANTS"]
 
 #: The standard's functions about dtypes and shapes: the backend's own, applied to unwrapped
 #: arguments (they take and return no arrays of ours, so they are not rows of the op table).
@@ -31,9 +40,13 @@ INSPECTION = ("can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast
 FUNCTIONS = tuple(e.name for e in EXPORTS if e.standard and e.ext is None) + INSPECTION
 LINALG = tuple(e.name for e in EXPORTS if e.standard and "linalg" in (e.ext, e.also))
 FFT = tuple(e.name for e in EXPORTS if e.standard and e.ext == "fft")
+#: What ``from polygrad.array_api import *`` (and so ``pg``) takes: the standard's functions,
+#: its extensions and constants (dtypes come from ``__getattr__``, on the current backend).
+__all__ = list(FUNCTIONS) + ["linalg", "fft", "e", "inf", "nan", "pi", "newaxis"]
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
           "complex64", "complex128")
-CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
+e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
+CONSTANTS = {"e": e, "inf": inf, "nan": nan, "pi": pi, "newaxis": newaxis}
 
 _DEFAULT_VERSION = "2024.12"
 
@@ -56,7 +69,6 @@ def _inspection(fn: Callable) -> Callable:
 
 def _on_backend(fn: Callable, backend: Any) -> Callable:
     """A creation function that creates on ``backend`` (whatever the current one is)."""
-    from polygrad.backends import using_backend
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -64,6 +76,76 @@ def _on_backend(fn: Callable, backend: Any) -> Callable:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+# ---------------------------------------------------------------------------
+# Here (and on pg): the backend is resolved when a function is called
+# ---------------------------------------------------------------------------
+def asarray(obj, /, dtype=None, *, device=None, copy=None, backend=None):
+    """A Variable (not requiring grad) of ``obj`` on the current backend, or on ``backend``.
+
+    The standard's ``asarray``, with two conveniences: ``dtype`` may be given
+    by name (``"float32"``), and ``backend`` names the backend to create on. A
+    Variable of that backend is returned as it is (a copy if ``copy=True`` or
+    another dtype is asked for); an array of another backend is moved.
+    """
+    b = current_backend() if backend is None else get_backend(backend)
+    if isinstance(dtype, str):
+        try:
+            dtype = getattr(b.xp, dtype)
+        except AttributeError:
+            raise ValueError(f"polygrad.asarray: backend {b.name!r} has no dtype {dtype!r}") from None
+    if backend is None:
+        return _asarray(obj, dtype=dtype, device=device, copy=copy)
+    with using_backend(b.name):
+        return _asarray(obj, dtype=dtype, device=device, copy=copy)
+
+
+def _backend_of_arguments(args: tuple) -> Any:
+    """The backend of the first array (or Variable) among ``args``, else the current one."""
+    for a in args:
+        data = a._data if isinstance(a, Variable) else a
+        if is_array(data):
+            return backend_of_type(type(data))
+    return current_backend()
+
+
+def _inspection_now(name: str) -> Callable:
+    """The standard's ``name`` about dtypes and shapes, on the backend of its arguments (else the current one)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        xp = _backend_of_arguments(args).xp
+        return getattr(xp, name)(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"The Array API standard's ``{name}``, of the backend of the arguments (else the current backend)."
+    return fn
+
+
+def _extension(ext: str) -> types.ModuleType:
+    """``pg.linalg`` / ``pg.fft``: the extension's functions (the backend is resolved at call time)."""
+    mod = types.ModuleType(f"polygrad.{ext}", f"The Array API standard's {ext} extension, on Variables.")
+    for e in EXPORTS:
+        if e.standard and ext in (e.ext, e.also):
+            setattr(mod, e.name, e.fn)
+    return mod
+
+
+can_cast = _inspection_now("can_cast")
+finfo = _inspection_now("finfo")
+iinfo = _inspection_now("iinfo")
+isdtype = _inspection_now("isdtype")
+result_type = _inspection_now("result_type")
+broadcast_shapes = _inspection_now("broadcast_shapes")
+linalg = _extension("linalg")
+fft = _extension("fft")
+
+
+def __getattr__(name: str) -> Any:
+    """Dtypes (``float32``, ...): the current backend's."""
+    if name in DTYPES:
+        return getattr(current_backend().xp, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ArrayNamespace(types.ModuleType):
