@@ -5,12 +5,16 @@
 >>> y = pg.sum(pg.exp(x))
 >>> y.backward()
 
-Importing polygrad imports no array library; backends are pluggy plugins
-found through the ``polygrad`` entry-point group and loaded on first use.
+``pg`` offers every function of the Array API standard over Variables
+(:mod:`polygrad.array_api`): creation functions (``pg.asarray``, ``pg.zeros``,
+...) return Variables that do not require grad, made on the current backend
+when they are called. Importing polygrad imports no array library; backends
+are pluggy plugins found through the ``polygrad`` entry-point group and loaded
+on first use.
 """
 
 from polygrad.backends import (  # the module itself is pg.backends: calling it lists the backends
-    Backend, BackendInfo, asarray, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
+    Backend, BackendInfo, compute, get_array_namespace, persist, get_backend, register_plugin, seed,
     set_backend, to_backend, unregister_plugin, using_backend,
 )
 from polygrad.core import (
@@ -19,12 +23,8 @@ from polygrad.core import (
 )
 from polygrad.core import type_check
 from polygrad.hookspecs import hookimpl
-from polygrad.ops import (
-    abs, add, astype, broadcast_to, cos, divide, equal, exp, expand_dims, greater, greater_equal, less,
-    less_equal, log, matmul, matrix_transpose, max, maximum, mean, min, multiply, negative, not_equal, ones_like,
-    permute_dims, positive, pow, reshape, sign, sin, sqrt, squeeze, subtract, sum, tanh, transpose, where,
-    zeros_like,
-)
+from polygrad.array_api import *  # noqa: F403  (the standard's functions, linalg, fft and constants)
+from polygrad.ops import transpose
 from polygrad import distributions, functions, function_hooks, links
 from polygrad.core.engine import backward_all as backward
 from polygrad.links import Chain, Link
@@ -39,17 +39,11 @@ __array_api_version__ = "2024.12"
 
 
 def __getattr__(name: str):
-    """Dtypes (``pg.float32``), constants and the standard's functions not defined
-    here resolve on the current backend's Variable namespace."""
-    from polygrad.array_api import CONSTANTS, DTYPES, namespace_for
-
-    if name in DTYPES:
+    """Dtypes (``pg.float32``): the current backend's, read when the attribute is read."""
+    if name in _array_api.DTYPES:
         return getattr(get_backend().xp, name)
-    if name in CONSTANTS:
-        return CONSTANTS[name]
-    if name in ("linalg", "fft") or name in _array_api.FUNCTIONS:
-        return getattr(namespace_for(get_backend()), name)
     raise AttributeError(f"module 'polygrad' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 
@@ -57,10 +51,7 @@ __all__ = [
     "Variable", "backward", "build_computational_graph", "computational_graph", "optimizers", "optimizer_hooks",
     "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "type_check", "functions", "function_hooks", "links",
-    "Backend", "BackendInfo", "compute", "persist", "asarray", "backends", "get_array_namespace", "get_backend", "register_plugin",
-    "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend",
-    "abs", "add", "astype", "broadcast_to", "cos", "divide", "equal", "exp", "expand_dims", "greater",
-    "greater_equal", "less", "less_equal", "log", "matmul", "matrix_transpose", "max", "maximum", "mean", "min",
-    "multiply", "negative", "not_equal", "ones_like", "permute_dims", "positive", "pow", "reshape", "sign", "sin",
-    "sqrt", "squeeze", "subtract", "sum", "tanh", "transpose", "where", "zeros_like",
+    "Backend", "BackendInfo", "compute", "persist", "backends", "get_array_namespace", "get_backend", "register_plugin",
+    "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend", "transpose",
 ]
+__all__ += _array_api.__all__

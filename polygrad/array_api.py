@@ -1,14 +1,22 @@
-"""The Array API namespace of Variables: ``x.__array_namespace__()``.
+"""The Array API standard over Variables: this module, which ``pg`` re-exports, and
+the namespace of each backend, ``x.__array_namespace__()``.
 
-One namespace per backend. It holds every function, constant and dtype of the
-Array API standard, plus the ``linalg`` and ``fft`` extensions, taking and
-returning Variables, with the backend's dtypes. Code written against the
-standard (``xp = x.__array_namespace__()``) therefore runs on Variables and can
-be differentiated.
+Both hold every function of the standard (and the ``linalg`` and ``fft``
+extensions), taking and returning Variables, so code written against the
+standard runs on Variables and can be differentiated. They differ in where
+arrays are created:
+
+* here (``pg.zeros``, ``pg.arange``, ``pg.asarray``, ...), on the current
+  backend at the time of the *call* (``pg.using_backend``), as every other
+  function here takes the backend of its arguments;
+* in ``x.__array_namespace__()``, always on that namespace's backend.
 
 Every function is a row of polygrad's op table (differentiable where a
-derivative exists); the functions about dtypes and shapes (``finfo``,
-``result_type``, ...) are the backend's own, applied to unwrapped arguments.
+derivative exists), registered next to its row (:mod:`polygrad.ops._export`),
+and the lists below are derived from those registrations; the functions about
+dtypes and shapes (``finfo``, ``result_type``, ...) are the backend's own,
+applied to unwrapped arguments. Dtypes (``pg.float32``) are the current
+backend's, read when the attribute is read.
 """
 
 from __future__ import annotations
@@ -18,55 +26,28 @@ import math
 import types
 from typing import Any, Callable
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.backends import get_backend, using_backend
+from polygrad.core.dispatch import backend_of_type, current_backend, is_array
 from polygrad.core.variable import Variable
+from polygrad.ops import *  # noqa: F403  (the standard's functions; __all__ below picks them)
+from polygrad.ops import asarray as _asarray
+from polygrad.ops._export import EXPORTS
 
-__all__ = ["namespace_for", "ArrayNamespace", "FUNCTIONS", "LINALG", "FFT", "DTYPES", "CONSTANTS"]
-
-#: The standard's top-level functions (2025.12).
-FUNCTIONS = (
-    # element-wise
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "conj", "copysign",
-    "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot",
-    "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
-    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
-    # creation
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
-    "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
-    # data types
-    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-    # manipulation
-    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    # searching, sets, sorting
-    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where", "isin", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values", "argsort", "sort",
-    # statistical and utility
-    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var", "all", "any", "diff",
-    # indexing and linear algebra
-    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
-)
-LINALG = (
-    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "matrix_power",
-    "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
-    "trace", "vecdot", "vector_norm",
-)
-FFT = (
-    "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq",
-    "fftshift", "ifftshift",
-)
+#: The standard's functions about dtypes and shapes: the backend's own, applied to unwrapped
+#: arguments (they take and return no arrays of ours, so they are not rows of the op table).
+INSPECTION = ("can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast_shapes")
+#: The standard's names the namespace offers (2025.12), derived from the op table's public functions.
+FUNCTIONS = tuple(e.name for e in EXPORTS if e.standard and e.ext is None) + INSPECTION
+LINALG = tuple(e.name for e in EXPORTS if e.standard and "linalg" in (e.ext, e.also))
+FFT = tuple(e.name for e in EXPORTS if e.standard and e.ext == "fft")
+#: What ``from polygrad.array_api import *`` (and so ``pg``) takes: the standard's functions,
+#: its extensions and constants (dtypes come from ``__getattr__``, on the current backend).
+__all__ = list(FUNCTIONS) + ["linalg", "fft", "e", "inf", "nan", "pi", "newaxis"]
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
           "complex64", "complex128")
-CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
+e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
+CONSTANTS = {"e": e, "inf": inf, "nan": nan, "pi": pi, "newaxis": newaxis}
 
-#: Functions with no array input: they create on the namespace's backend.
-_CREATION = frozenset({"arange", "asarray", "empty", "eye", "from_dlpack", "full", "linspace", "ones", "zeros",
-                       "fftfreq", "rfftfreq"})
-#: Functions about dtypes and shapes: they take and return no arrays of ours.
-_INSPECTION = frozenset({"can_cast", "finfo", "iinfo", "isdtype", "result_type", "broadcast_shapes"})
 _DEFAULT_VERSION = "2024.12"
 
 
@@ -88,7 +69,6 @@ def _inspection(fn: Callable) -> Callable:
 
 def _on_backend(fn: Callable, backend: Any) -> Callable:
     """A creation function that creates on ``backend`` (whatever the current one is)."""
-    from polygrad.backends import using_backend
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -98,15 +78,74 @@ def _on_backend(fn: Callable, backend: Any) -> Callable:
     return wrapper
 
 
-def _resolve(name: str, backend: Any, xp_module: Any, ops: dict[str, Any]) -> Callable | None:
-    if name in _INSPECTION:  # about dtypes and shapes: the backend's own function on unwrapped arguments
-        fn = getattr(xp_module, name, None)
-        return None if fn is None else _inspection(fn)
-    try:
-        fn = ops[name]
-    except KeyError:
-        raise RuntimeError(f"polygrad: the Array API function {name!r} has no row in the op table") from None
-    return _on_backend(fn, backend) if name in _CREATION else fn
+# ---------------------------------------------------------------------------
+# Here (and on pg): the backend is resolved when a function is called
+# ---------------------------------------------------------------------------
+def asarray(obj, /, dtype=None, *, device=None, copy=None, backend=None):
+    """A Variable (not requiring grad) of ``obj`` on the current backend, or on ``backend``.
+
+    The standard's ``asarray``, with two conveniences: ``dtype`` may be given
+    by name (``"float32"``), and ``backend`` names the backend to create on. A
+    Variable of that backend is returned as it is (a copy if ``copy=True`` or
+    another dtype is asked for); an array of another backend is moved.
+    """
+    b = current_backend() if backend is None else get_backend(backend)
+    if isinstance(dtype, str):
+        try:
+            dtype = getattr(b.xp, dtype)
+        except AttributeError:
+            raise ValueError(f"polygrad.asarray: backend {b.name!r} has no dtype {dtype!r}") from None
+    if backend is None:
+        return _asarray(obj, dtype=dtype, device=device, copy=copy)
+    with using_backend(b.name):
+        return _asarray(obj, dtype=dtype, device=device, copy=copy)
+
+
+def _backend_of_arguments(args: tuple) -> Any:
+    """The backend of the first array (or Variable) among ``args``, else the current one."""
+    for a in args:
+        data = a._data if isinstance(a, Variable) else a
+        if is_array(data):
+            return backend_of_type(type(data))
+    return current_backend()
+
+
+def _inspection_now(name: str) -> Callable:
+    """The standard's ``name`` about dtypes and shapes, on the backend of its arguments (else the current one)."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        xp = _backend_of_arguments(args).xp
+        return getattr(xp, name)(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"The Array API standard's ``{name}``, of the backend of the arguments (else the current backend)."
+    return fn
+
+
+def _extension(ext: str) -> types.ModuleType:
+    """``pg.linalg`` / ``pg.fft``: the extension's functions (the backend is resolved at call time)."""
+    mod = types.ModuleType(f"polygrad.{ext}", f"The Array API standard's {ext} extension, on Variables.")
+    for e in EXPORTS:
+        if e.standard and ext in (e.ext, e.also):
+            setattr(mod, e.name, e.fn)
+    return mod
+
+
+can_cast = _inspection_now("can_cast")
+finfo = _inspection_now("finfo")
+iinfo = _inspection_now("iinfo")
+isdtype = _inspection_now("isdtype")
+result_type = _inspection_now("result_type")
+broadcast_shapes = _inspection_now("broadcast_shapes")
+linalg = _extension("linalg")
+fft = _extension("fft")
+
+
+def __getattr__(name: str) -> Any:
+    """Dtypes (``float32``, ...): the current backend's."""
+    if name in DTYPES:
+        return getattr(current_backend().xp, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ArrayNamespace(types.ModuleType):
@@ -114,10 +153,6 @@ class ArrayNamespace(types.ModuleType):
 
     def __init__(self, backend: Any) -> None:
         super().__init__(f"polygrad.array_api.{backend.name}")
-        from polygrad import ops
-        from polygrad.ops import fft as fft_ops
-        from polygrad.ops import linalg as linalg_ops
-
         xp = backend.xp
         self.__doc__ = f"The Array API namespace of polygrad Variables on the {backend.name!r} backend."
         self.__array_api_version__ = getattr(xp, "__array_api_version__", _DEFAULT_VERSION)
@@ -127,28 +162,23 @@ class ArrayNamespace(types.ModuleType):
                 setattr(self, name, getattr(xp, name))
         for name, value in CONSTANTS.items():
             setattr(self, name, value)
-        available = {n: getattr(ops, n) for n in ops.__all__ if callable(getattr(ops, n))}
-        for name in FUNCTIONS:
-            fn = _resolve(name, backend, xp, available)
-            if fn is not None:
-                setattr(self, name, fn)
         if hasattr(xp, "__array_namespace_info__"):
             self.__array_namespace_info__ = xp.__array_namespace_info__
-        self.linalg = self._extension("linalg", LINALG, backend, getattr(xp, "linalg", None), linalg_ops)
-        self.fft = self._extension("fft", FFT, backend, getattr(xp, "fft", None), fft_ops)
-
-    def _extension(self, ext: str, names: tuple, backend: Any, xp_ext: Any, ops_module: Any) -> types.ModuleType | None:
-        if xp_ext is None:
-            return None
-        mod = types.ModuleType(f"{self.__name__}.{ext}")
-        own = tuple(getattr(ops_module, "__all__", ())) + tuple(getattr(ops_module, "EXTENSION", ()))
-        available = {n: getattr(ops_module, n) for n in own if callable(getattr(ops_module, n))}
-        available.update({n: getattr(self, n) for n in ("matmul", "matrix_transpose", "tensordot", "vecdot") if hasattr(self, n) and n not in available})
-        for name in names:
-            fn = _resolve(name, backend, xp_ext, available)
+        spaces = {None: self}
+        for ext in ("linalg", "fft"):
+            spaces[ext] = types.ModuleType(f"{self.__name__}.{ext}") if hasattr(xp, ext) else None
+            setattr(self, ext, spaces[ext])
+        for e in EXPORTS:
+            if not e.standard:
+                continue
+            fn = _on_backend(e.fn, backend) if e.creates else e.fn  # creation: on this namespace's backend
+            for ext in (e.ext,) if e.also is None else (e.ext, e.also):
+                if spaces[ext] is not None:
+                    setattr(spaces[ext], e.name, fn)
+        for name in INSPECTION:  # the backend's own, on unwrapped arguments
+            fn = getattr(xp, name, None)
             if fn is not None:
-                setattr(mod, name, fn)
-        return mod
+                setattr(self, name, _inspection(fn))
 
     def __repr__(self) -> str:
         return f"<polygrad Array API namespace for backend {self.backend.name!r}>"

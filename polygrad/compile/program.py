@@ -6,8 +6,9 @@ Compiling (once per input shapes and dtypes):
    eager ops (gradients through the ordinary backward engine with
    ``create_graph=True``) while a tracing hook records every kernel call:
    ``(kernel, argument slots or constants, parameters, output slot)``.
-2. *Optimize*: common-subexpression elimination, then dead-code removal from
-   the outputs and updates.
+2. *Optimize*: constant folding, common-subexpression elimination, then
+   dead-code removal from the outputs and updates. Rows declared
+   ``deterministic=False`` (random draws) are never folded or merged.
 3. *Generate*: one Python function whose body is the straight-line program,
    with each intermediate deleted after its last use.
 
@@ -27,11 +28,6 @@ from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
 
-#: ops whose output may share memory with their first input
-VIEW_OPS = frozenset({"reshape", "permute_dims", "reverse_dims", "matrix_transpose", "broadcast_to", "expand_dims",
-                      "squeeze", "getitem", "astype", "sum_to", "positive"})
-
-
 def _item(values: Any, k: int) -> Any:
     return values[k]
 
@@ -41,6 +37,8 @@ class _ItemOp:
 
     name = "item"
     multi = False
+    view = True  # an item of a view op's outputs is a view too
+    deterministic = True
 
 
 _ITEM = _ItemOp()
@@ -179,25 +177,27 @@ class Program:
     def __init__(self, tracer: _Tracer, in_slots: list[int], out_refs: list[tuple]) -> None:
         instrs = tracer.instrs
         # Constant folding: a kernel whose arguments are all constants ran at
-        # trace time; its traced value becomes a constant.
+        # trace time; its traced value becomes a constant (a random draw must run at every call).
         folded: dict[int, Any] = {}
         live = []
         for op, impl, args, params, out in instrs:
             args = tuple(("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in args)
-            if all(k == "c" for k, _ in args):
+            if op.deterministic and all(k == "c" for k, _ in args):
                 folded[out] = tracer.alive[out]
                 continue
             live.append((op, impl, args, params, out))
         instrs = live
         out_refs = [("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in out_refs]
-        # Common subexpressions: the same kernel on the same arguments and parameters.
+        # Common subexpressions: the same kernel on the same arguments and parameters
+        # (two random draws are two draws, however alike).
         alias: dict[int, int] = {}
         seen: dict[Any, int] = {}
         cse = []
         for op, impl, args, params, out in instrs:
             args = tuple(("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in args)
             try:
-                key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args), _freeze(params or {}))
+                key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args),
+                       _freeze(params or {})) if op.deterministic else None
             except TypeError:
                 key = None
             if key is not None and key in seen:
@@ -218,10 +218,11 @@ class Program:
         self.instrs = kept
         self.in_slots = in_slots
         self.out_refs = out_refs
-        # Which slots may share memory with an input (so a returned value would alias the caller's array).
+        # Which slots may share memory with an input (so a returned value would alias the caller's
+        # array): the outputs of view rows (Op.view) of such slots, transitively.
         aliasing = set(in_slots)
         for op, impl, args, params, out in kept:
-            if op.name in VIEW_OPS and args and args[0][0] == "s" and args[0][1] in aliasing:
+            if op.view and args and args[0][0] == "s" and args[0][1] in aliasing:
                 aliasing.add(out)
         self.may_alias_input = [k == "c" or v in aliasing for k, v in out_refs]
         self.n_kernels = len(kept)

@@ -15,9 +15,11 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
+from polygrad.array_api import DTYPES
+from polygrad.backends import get_backend
 from polygrad.core import dispatch as _dispatch
-from polygrad.core.variable import Variable
 from polygrad.core.op import REGISTRY, Op
+from polygrad.core.variable import Variable
 
 _ids = itertools.count()
 
@@ -73,30 +75,26 @@ def _dtype_name(dtype: Any) -> str | None:
     if dtype is None or isinstance(dtype, str):
         return dtype
     text = str(dtype)
-    for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float32", "float64", "complex64", "complex128"):
+    for name in DTYPES:
         if text.endswith(name):
             return name
     raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")
 
 
+def _stand_ins(xp: Any, datas: tuple) -> list:
+    """``datas`` with each symbolic array replaced by ones of its dtype and shape (unknown dims as 1)."""
+    return [xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype))
+            if isinstance(d, SymbolicArray) else d for d in datas]
+
+
 def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple | None]:
     """Output dtype name and shape of ``op`` by running its kernel on stand-in
     arrays (unknown dims as 1) of the default backend; (None, None) if unknown."""
-    from polygrad.backends import get_backend
-
+    if any(isinstance(d, SymbolicArray) and (d.shape is None or d.dtype is None) for d in datas):
+        return None, None
     try:
         backend = get_backend()
-        xp = backend.xp
-        dummies = []
-        for d in datas:
-            if isinstance(d, SymbolicArray):
-                if d.shape is None or d.dtype is None:
-                    return None, None
-                dummies.append(xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype)))
-            else:
-                dummies.append(d)
-        out = op.kernel(backend)(*dummies, **(params or {}))
+        out = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
         known = all(not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
         shape = tuple(out.shape) if known else tuple(None for _ in out.shape)
         return _dtype_name(out.dtype), shape
@@ -107,15 +105,10 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
 def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
     """A multi-output op on symbols: one SymbolicArray per output (the count comes
     from running the kernel on stand-ins)."""
-    from polygrad.backends import get_backend
-
     parent = SymbolicArray("op", op=op, args=datas, params=params or None)
     backend = get_backend()
-    xp = backend.xp
     try:
-        dummies = [xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype)) if isinstance(d, SymbolicArray) else d
-                   for d in datas]
-        sample = op.kernel(backend)(*dummies, **(params or {}))
+        sample = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
     except Exception as exc:
         raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
     items = [SymbolicArray("item", args=(parent,), params={"index": k}, dtype=_dtype_name(o.dtype), shape=tuple(None for _ in o.shape))

@@ -1,7 +1,10 @@
 """Rows of the op table: what polygrad knows about each op, in one place.
 
 An :class:`Op` is declared once: a forward kernel ``fwd(xp, *args, **params)``
-written against the Array API namespace, and vjp rules
+written against the Array API namespace (by default the namespace's function of
+the row's name: ``Op("exp")`` runs ``xp.exp``; a row gives its own kernel only
+where it does something else, such as passing a parameter the standard makes
+positional-only, since ``apply`` passes parameters by keyword), and vjp rules
 ``rule(o, g, ans, *args, **params) -> gradient`` written with ``o``, a
 namespace of polygrad ops. The engine (``polygrad.core.primitive``) picks ``o``:
 
@@ -22,9 +25,45 @@ from typing import Any, Callable
 
 REGISTRY: dict[str, "Op"] = {}
 
+#: The standard's extensions: a row named ``linalg_inv`` runs ``xp.linalg.inv`` by default.
+EXTENSIONS = ("linalg", "fft")
+
+
+class NamespaceKernel:
+    """The default forward kernel of a row: the backend namespace's function of
+    the row's name (``xp.exp`` for ``exp``, ``xp.linalg.inv`` for ``linalg_inv``).
+
+    ``Op.kernel`` resolves it once per backend and then calls the namespace's
+    function directly; calling the object itself, ``fwd(xp, *args, **params)``,
+    does the same as any other kernel.
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, name: str) -> None:
+        ext, _, rest = name.partition("_")
+        self.path = (ext, rest) if ext in EXTENSIONS and rest else (name,)
+
+    def resolve(self, xp: Any) -> Callable:
+        fn = xp
+        for part in self.path:
+            fn = getattr(fn, part)
+        return fn
+
+    def __call__(self, xp: Any, *args: Any, **params: Any) -> Any:
+        return self.resolve(xp)(*args, **params)
+
+    def __repr__(self) -> str:
+        return f"<xp.{'.'.join(self.path)}>"
+
 
 class Op:
-    """One row of the op table: a name, a forward kernel, and vjp rules."""
+    """One row of the op table: a name, a forward kernel, vjp rules, and the facts
+    the engine and the compiler read (``view``, ``deterministic``, ...).
+
+    ``fwd`` is the forward kernel, ``fwd(xp, *arrays, **params)``; leave it out
+    when the row is the namespace's function of the same name.
+    """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "_impl", "__weakref__")
@@ -33,14 +72,16 @@ class Op:
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None):
         self.name = name
-        # None: the kernel is the backend namespace's function of the same name, ``xp.<name>``.
-        self.fwd = fwd
+        # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
+        self.fwd = NamespaceKernel(name) if fwd is None else fwd
         # False: each call draws anew (random numbers); compiled functions never merge or fold two calls.
         self.deterministic = deterministic
         # The graph node class recorded for an application (None: polygrad.core.primitive.Primitive).
         self.node_class = node_class
         self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
-        self.view = view  # the output may share memory with input 0: it shares its version counter
+        # The output may share memory with input 0 on some backend: it shares input 0's version
+        # counter, and compiled functions copy it before handing it out.
+        self.view = view
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
@@ -63,8 +104,8 @@ class Op:
         if impl is None:
             impl = backend.kernels.get(self.name)
             if impl is None:
-                if self.fwd is None:
-                    impl = getattr(backend.xp, self.name)
+                if type(self.fwd) is NamespaceKernel:
+                    impl = self.fwd.resolve(backend.xp)
                 else:
                     impl = functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd
             self._impl[backend] = impl

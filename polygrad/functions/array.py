@@ -1,19 +1,17 @@
 """Array functions with Chainer's signatures: concat, stack, split_axis, where, clip.
 
 All are compositions of ops, so they need no rules. ``concat`` and ``stack``
-use the standard's ``concat`` / ``stack`` ops of :mod:`polygrad.ops` when
-those exist (looked up at call time), and otherwise place each piece with
-``getitem_grad`` (zeros with the piece written at its slice, whose vjp is the
-slice) and add the pieces up.
+differ from the standard's (:mod:`polygrad.ops`) only in their defaults:
+Chainer's ``concat`` joins along axis 1.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from polygrad import ops
 from polygrad.functions.nn import _data
-from polygrad.ops import expand_dims, getitem, getitem_grad, where as _where
+from polygrad.ops import getitem, where as _where
 
 __all__ = ["concat", "stack", "split_axis", "where", "clip"]
 
@@ -30,35 +28,12 @@ def _axis_key(ndim: int, axis: int, index: Any) -> tuple:
     return (slice(None),) * axis + (index,) + (slice(None),) * (ndim - axis - 1)
 
 
-def _concat_by_placement(xs: Sequence[Any], axis: int) -> Any:
-    """concat without a concat op: each piece written into zeros of the result's shape, then summed."""
-    shapes = [static_shape(x, "concat") for x in xs]
-    ndim = len(shapes[0])
-    axis = axis % ndim
-    total = 0
-    for s in shapes:
-        if len(s) != ndim or s[:axis] != shapes[0][:axis] or s[axis + 1:] != shapes[0][axis + 1:]:
-            raise ValueError(f"polygrad.functions.concat: shapes {shapes} differ off axis {axis}")
-        total += s[axis]
-    out_shape = shapes[0][:axis] + (total,) + shapes[0][axis + 1:]
-    out = None
-    start = 0
-    for x, s in zip(xs, shapes):
-        piece = getitem_grad(x, _axis_key(ndim, axis, slice(start, start + s[axis])), out_shape)
-        out = piece if out is None else out + piece
-        start += s[axis]
-    return out
-
-
 def concat(xs, axis=1):
     """Join the arrays ``xs`` along an existing ``axis`` (default 1, as in Chainer)."""
     xs = tuple(xs)
     if not xs:
         raise ValueError("polygrad.functions.concat needs at least one array")
-    fn = getattr(ops, "concat", None)
-    if fn is not None:
-        return fn(xs, axis=axis)
-    return _concat_by_placement(xs, axis)
+    return ops.concat(xs, axis=axis)
 
 
 def stack(xs, axis=0):
@@ -66,11 +41,7 @@ def stack(xs, axis=0):
     xs = tuple(xs)
     if not xs:
         raise ValueError("polygrad.functions.stack needs at least one array")
-    fn = getattr(ops, "stack", None)
-    if fn is not None:
-        return fn(xs, axis=axis)
-    axis = axis % (_data(xs[0]).ndim + 1)
-    return _concat_by_placement([expand_dims(x, axis=axis) for x in xs], axis)
+    return ops.stack(xs, axis=axis)
 
 
 def split_axis(x, indices_or_sections, axis, force_tuple=True):

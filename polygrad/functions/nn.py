@@ -1,4 +1,9 @@
-"""Neural-network functions: activations, softmax family, linear, losses."""
+"""Neural-network functions: activations, the softmax family, linear, losses.
+
+The ones with a row of their own (relu, sigmoid, softplus, erf, softmax,
+log_softmax, and linear's one-node form) come from :mod:`polygrad.ops.nn`; the
+rest are compositions of ops.
+"""
 
 from __future__ import annotations
 
@@ -9,97 +14,7 @@ from typing import Any
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.ops import exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
-from polygrad.core.op import Op, def_nograd, defvjp
-from polygrad.core.primitive import apply
-
-
-def _log_softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
-    s = x - xp.max(x, axis=axis, keepdims=True)
-    return s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
-
-
-def _softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
-    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
-
-
-def _softplus_kernel(xp: Any, x: Any, beta: float = 1.0) -> Any:
-    """log(1 + exp(beta x)) / beta, without overflow: max(bx, 0) + log1p(exp(-|bx|))."""
-    bx = x * beta if beta != 1.0 else x
-    y = xp.maximum(bx, xp.zeros_like(bx)) + xp.log1p(xp.exp(-xp.abs(bx)))
-    return y / beta if beta != 1.0 else y
-
-
-# erf is not in the standard. |x| < 0.5: its Maclaurin series (13 terms, error
-# below 1e-16); elsewhere the Chebyshev-fitted erfc of Numerical Recipes
-# (``erfcc``, relative error below 1.2e-7 in erfc, so |error| < 3e-8 in erf).
-# The vjp is the exact derivative, 2/sqrt(pi) exp(-x^2), not the approximation's.
-_ERF_SERIES = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13))
-_ERFC_FIT = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-             -1.13520398, 1.48851587, -0.82215223, 0.17087277)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _erf_kernel(xp: Any, x: Any) -> Any:
-    a = xp.abs(x)
-    small = a < 0.5
-    xs = xp.where(small, x, xp.zeros_like(x))  # keeps the series finite where it is not used
-    z = xs * xs
-    series = _ERF_SERIES[-1]
-    for c in _ERF_SERIES[-2::-1]:
-        series = series * z + c
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = _ERFC_FIT[-1]
-    for c in _ERFC_FIT[-2::-1]:
-        poly = poly * t + c
-    erfc = t * xp.exp(poly - a * a)
-    return xp.where(small, _TWO_OVER_SQRT_PI * xs * series, xp.sign(x) * (1.0 - erfc))
-
-
-# ---------------------------------------------------------------------------
-# Activations (rows of the op table)
-# ---------------------------------------------------------------------------
-RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype))),  # one pass; NaN stays NaN
-              lambda o, g, ans, x: g * o.astype(ans > 0, g.dtype), saves="ans")  # relu'(0) = 0; a multiply, not a branchy where
-SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5),
-                 lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
-LOG_SOFTMAX = defvjp(Op("log_softmax", _log_softmax_kernel),
-                     lambda o, g, ans, x, axis=-1: g - o.exp(ans) * o.sum(g, axis=axis, keepdims=True), saves="ans")
-SOFTMAX = defvjp(Op("softmax", _softmax_kernel),
-                 lambda o, g, ans, x, axis=-1: ans * (g - o.sum(g * ans, axis=axis, keepdims=True)), saves="ans")
-
-
-SOFTPLUS = defvjp(Op("softplus", _softplus_kernel),  # d/dx = sigmoid(beta x), written with tanh
-                  lambda o, g, ans, x, beta=1.0: g * (0.5 * o.tanh((0.5 * beta) * x) + 0.5), saves="x")
-ERF = defvjp(Op("erf", _erf_kernel), lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
-
-
-def relu(x):
-    """max(x, 0); the gradient at 0 is 0."""
-    return apply(RELU, (x,))
-
-
-def sigmoid(x):
-    return apply(SIGMOID, (x,))
-
-
-def log_softmax(x, axis=1):
-    """Log of the softmax along ``axis`` (default 1, the class axis, as in Chainer)."""
-    return apply(LOG_SOFTMAX, (x,), {"axis": axis})
-
-
-def softmax(x, axis=1):
-    return apply(SOFTMAX, (x,), {"axis": axis})
-
-
-def softplus(x, beta=1.0):
-    """``log(1 + exp(beta x)) / beta``, computed without overflow; its gradient is ``sigmoid(beta x)``."""
-    return apply(SOFTPLUS, (x,), {"beta": float(beta)} if beta != 1.0 else None)
-
-
-def erf(x):
-    """The error function (to about 3e-8, see ``_erf_kernel``); its gradient is the exact ``2/sqrt(pi) exp(-x^2)``."""
-    return apply(ERF, (x,))
+from polygrad.ops.nn import erf, label_mask, linear_op, log_softmax, softplus, valid_count
 
 
 # ---------------------------------------------------------------------------
@@ -175,8 +90,6 @@ def linear(x, W, b=None):
 
     ``x`` of more than two dimensions is flattened to (batch, -1).
     """
-    from polygrad.ops.nn_ops import linear_op
-
     data = x._data if isinstance(x, Variable) else x
     if data.ndim is not None and data.ndim > 2:
         x = reshape(x, (data.shape[0], -1))
@@ -193,25 +106,6 @@ def mean_squared_error(x0, x1):
     return mean(d * d)
 
 
-def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
-    """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label."""
-    if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
-        raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
-    n, c = x.shape
-    classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
-    return xp.logical_and(xp.reshape(t, (n, 1)) == classes, xp.reshape(t != ignore_label, (n, 1)))
-
-
-def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
-    """Number of labels not equal to ignore_label (at least 1), in x's dtype."""
-    count = xp.sum(xp.astype(t != ignore_label, x.dtype))
-    return xp.maximum(count, xp.ones_like(count))
-
-
-LABEL_MASK = def_nograd(Op("softmax_cross_entropy_label_mask", _label_mask_kernel))
-VALID_COUNT = def_nograd(Op("softmax_cross_entropy_valid_count", _valid_count_kernel))
-
-
 def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """Cross entropy between softmax(x) over axis 1 and integer labels ``t``.
 
@@ -220,12 +114,12 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     batch; ``reduce="no"`` returns per-example losses. Built from ops only, so it
     works on lazy and symbolic inputs too.
     """
-    mask = apply(LABEL_MASK, (x, t), {"ignore_label": ignore_label})
+    mask = label_mask(x, t, ignore_label)
     picked = where(mask, log_softmax(x, axis=1), 0.0)
     if reduce == "no":
         return -sum(picked, axis=1)
     if normalize:
-        return -sum(picked) / apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
+        return -sum(picked) / valid_count(x, t, ignore_label)
     return -mean(sum(picked, axis=1))
 
 
@@ -249,7 +143,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     if reduce == "no":
         return loss
     if normalize:
-        return sum(loss) / apply(VALID_COUNT, (x, t), {"ignore_label": -1})
+        return sum(loss) / valid_count(x, t, -1)
     return sum(loss) * (1.0 / builtins.max(1, xs[0] if xs else 1))
 
 

@@ -148,7 +148,42 @@ class Chain(Link):
             yield getattr(self, name)
 
 
-class Linear(Link):
+def _dtype(xp: Any, dtype: Any) -> Any:
+    return getattr(xp, dtype) if isinstance(dtype, str) else dtype
+
+
+def _as_shape(size: Any) -> tuple[int, ...]:
+    return (size,) if isinstance(size, int) else tuple(size)
+
+
+class _Connection(Link):
+    """A link with a weight ``W`` drawn from N(0, 1/fan_in) once the input size is
+    known (at construction, or at the first call) and a bias ``b`` starting at zero."""
+
+    def _init_params(self, n_out: int, nobias: bool, initialW: Any, initial_bias: Any, dtype: Any,
+                     backend: str | None) -> None:
+        self._dtype = dtype
+        self._backend_name = backend
+        self._initialW = initialW
+        with self.init_scope():
+            self.W = Variable(None, name="W")
+            self.b = None
+            if not nobias:
+                b = get_backend(backend)
+                dt = _dtype(b.xp, dtype)
+                bias = b.xp.zeros((n_out,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
+                self.b = Variable(bias, name="b")
+
+    def _draw_W(self, shape: tuple, fan_in: int) -> None:
+        b = get_backend(self._backend_name) if self.b is None else backend_of_type(type(self.b.data))
+        dt = _dtype(b.xp, self._dtype)
+        if self._initialW is not None:
+            self.W.data = b.xp.asarray(self._initialW, dtype=dt)
+        else:
+            self.W.data = b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / fan_in))
+
+
+class Linear(_Connection):
     """Fully connected layer: ``y = x @ W.T + b``, ``W`` of shape (out_size, in_size).
 
     ``Linear(out_size)`` or ``Linear(None, out_size)`` infers ``in_size`` at the
@@ -165,29 +200,12 @@ class Linear(Link):
         if out_size is None:
             in_size, out_size = None, in_size
         self.out_size = out_size
-        self._dtype = dtype
-        self._backend_name = backend
-        self._initialW = initialW
-        with self.init_scope():
-            self.W = Variable(None, name="W")
-            self.b = None
-            if not nobias:
-                b = get_backend(backend)
-                dt = getattr(b.xp, dtype) if isinstance(dtype, str) else dtype
-                bias = b.xp.zeros((out_size,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
-                self.b = Variable(bias, name="b")
+        self._init_params(out_size, nobias, initialW, initial_bias, dtype, backend)
         if in_size is not None:
             self._initialize_params(in_size)
 
     def _initialize_params(self, in_size: int) -> None:
-        b = get_backend(self._backend_name) if self.b is None else backend_of_type(type(self.b.data))
-        xp = b.xp
-        dt = getattr(xp, self._dtype) if isinstance(self._dtype, str) else self._dtype
-        if self._initialW is not None:
-            W = xp.asarray(self._initialW, dtype=dt)
-        else:
-            W = b.rng().normal((self.out_size, in_size), dtype=dt, mean=0.0, std=math.sqrt(1.0 / in_size))
-        self.W.data = W
+        self._draw_W((self.out_size, in_size), in_size)
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.nn import linear
@@ -198,15 +216,7 @@ class Linear(Link):
         return linear(x, self.W, self.b)
 
 
-def _dtype(xp: Any, dtype: Any) -> Any:
-    return getattr(xp, dtype) if isinstance(dtype, str) else dtype
-
-
-def _as_shape(size: Any) -> tuple[int, ...]:
-    return (size,) if isinstance(size, int) else tuple(size)
-
-
-class Convolution2D(Link):
+class Convolution2D(_Connection):
     """2-D convolution layer (:func:`polygrad.functions.convolution_2d`) of NCHW images.
 
     ``W`` has shape (out_channels, in_channels, kh, kw) and is drawn from
@@ -228,29 +238,12 @@ class Convolution2D(Link):
         self.ksize = (ksize, ksize) if isinstance(ksize, int) else tuple(ksize)
         self.stride = stride
         self.pad = pad
-        self._dtype = dtype
-        self._backend_name = backend
-        self._initialW = initialW
-        with self.init_scope():
-            self.W = Variable(None, name="W")
-            self.b = None
-            if not nobias:
-                b = get_backend(backend)
-                dt = _dtype(b.xp, dtype)
-                bias = b.xp.zeros((out_channels,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
-                self.b = Variable(bias, name="b")
+        self._init_params(out_channels, nobias, initialW, initial_bias, dtype, backend)
         if in_channels is not None:
             self._initialize_params(in_channels)
 
     def _initialize_params(self, in_channels: int) -> None:
-        b = get_backend(self._backend_name) if self.b is None else backend_of_type(type(self.b.data))
-        dt = _dtype(b.xp, self._dtype)
-        shape = (self.out_channels, in_channels) + self.ksize
-        if self._initialW is not None:
-            W = b.xp.asarray(self._initialW, dtype=dt)
-        else:
-            W = b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / (in_channels * self.ksize[0] * self.ksize[1])))
-        self.W.data = W
+        self._draw_W((self.out_channels, in_channels) + self.ksize, in_channels * self.ksize[0] * self.ksize[1])
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.connection import convolution_2d

@@ -1,31 +1,37 @@
 """The differentiable ops: the op table (one module per Array API chapter) and
 the Variable operators built on it.
 
-Each chapter module declares its rows (``Op`` + ``defvjp``) and its public
-functions, listed in its ``__all__``; everything listed is exported here and
-joins the namespace that ``create_graph`` rules run against.
+Each chapter module declares its rows (``Op`` + ``defvjp``), each followed by
+its public function (see :mod:`polygrad.ops._export`); the chapters' top-level
+functions are exported here. The extensions live in :mod:`polygrad.ops.linalg`
+(``EXTENSION``) and :mod:`polygrad.ops.fft`; neural-network rows in
+:mod:`polygrad.ops.nn` (re-exported by ``polygrad.functions``).
 """
 
 from __future__ import annotations
 
-from polygrad.core.variable import Variable
-from polygrad.ops import creation, elementwise, fft, indexing, linalg, manipulation, searching, sets, sorting, statistical, utility
 from polygrad.core.op import GRAPH_OPS, REGISTRY, Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import Primitive, apply
+from polygrad.core.variable import Variable
+from polygrad.ops import creation, elementwise, fft, indexing, linalg, manipulation, nn, searching, sets, sorting
+from polygrad.ops import statistical, utility
+from polygrad.ops.creation import *  # noqa: F403
+from polygrad.ops.elementwise import *  # noqa: F403
+from polygrad.ops.indexing import *  # noqa: F403
+from polygrad.ops.linalg import *  # noqa: F403
+from polygrad.ops.manipulation import *  # noqa: F403
+from polygrad.ops.searching import *  # noqa: F403
+from polygrad.ops.sets import *  # noqa: F403
+from polygrad.ops.sorting import *  # noqa: F403
+from polygrad.ops.statistical import *  # noqa: F403
+from polygrad.ops.utility import *  # noqa: F403
 
+#: The chapters whose functions are exported here (fft and nn keep their own namespaces).
 CHAPTERS = (elementwise, creation, manipulation, searching, sets, sorting, statistical, utility, indexing, linalg)
 
 __all__ = ["Op", "Primitive", "apply", "defvjp", "def_linear", "def_nograd", "REGISTRY", "GRAPH_OPS", "CHAPTERS"]
-for _module in CHAPTERS:
-    for _name in _module.__all__:
-        _fn = getattr(_module, _name)
-        globals()[_name] = _fn
-        setattr(GRAPH_OPS, _name, _fn)
-        __all__.append(_name)
-for _name in fft.__all__:  # the fft extension lives in its own namespace (pg.fft)
-    setattr(GRAPH_OPS, "fft_" + _name, getattr(fft, _name))
-for _name in getattr(linalg, "EXTENSION", ()):  # linalg extension functions are also reached as o.linalg_<name>
-    setattr(GRAPH_OPS, "linalg_" + _name, getattr(linalg, _name))
+for _chapter in CHAPTERS:
+    __all__ += _chapter.__all__
 
 
 # ---------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Functions without array inputs (arange, asarray of Python data, empty, eye,
 from_dlpack, full, linspace, ones, zeros) create on the current backend
-(``polygrad.backends.get_backend()``; a Variable namespace makes its own backend
-current around them) and return Variables that do not require grad.
+(``pg.get_backend()`` when they are called; a Variable namespace makes its own
+backend current around them) and return Variables that do not require grad.
 ``asarray`` of a Variable returns it (a differentiable copy if ``copy=True`` or
 a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 ``empty_like``/``full_like`` give no gradient (their values do not depend on x's).
@@ -13,65 +13,96 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, is_array
-from polygrad.core.variable import Variable
-from polygrad.ops.manipulation import broadcast_to, reshape, stack
+from polygrad.core.dispatch import backend_of_type, current_backend, is_array
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
+from polygrad.core.variable import Variable
+from polygrad.ops._export import names, public
+from polygrad.ops.manipulation import broadcast_to, reshape, stack
 
-__all__ = ['arange', 'asarray', 'empty', 'empty_like', 'eye', 'from_dlpack', 'full', 'full_like', 'linspace', 'meshgrid',
-           'ones', 'tril', 'triu', 'zeros']
+
+# ---------------------------------------------------------------------------
+# From nothing: no gradient (Python numbers and shapes in, arrays out). Kernels are
+# written out where the standard makes a parameter positional-only (apply passes
+# parameters by keyword).
+# ---------------------------------------------------------------------------
+ARANGE = def_nograd(Op("arange", lambda xp, start, stop=None, step=1, dtype=None, device=None:
+                       xp.arange(start, stop, step, dtype=dtype, device=device)))
+
+
+@public(creates=True)
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    return apply(ARANGE, (), {"start": start, "stop": stop, "step": step, "dtype": dtype, "device": device})
+
+
+EMPTY = def_nograd(Op("empty"))
+
+
+@public(creates=True)
+def empty(shape, *, dtype=None, device=None):
+    return apply(EMPTY, (), {"shape": shape, "dtype": dtype, "device": device})
+
+
+ZEROS = def_nograd(Op("zeros"))
+
+
+@public(creates=True)
+def zeros(shape, *, dtype=None, device=None):
+    return apply(ZEROS, (), {"shape": shape, "dtype": dtype, "device": device})
+
+
+ONES = def_nograd(Op("ones"))
+
+
+@public(creates=True)
+def ones(shape, *, dtype=None, device=None):
+    return apply(ONES, (), {"shape": shape, "dtype": dtype, "device": device})
+
+
+FULL = def_nograd(Op("full"))
+
+
+@public(creates=True)
+def full(shape, fill_value, *, dtype=None, device=None):
+    return apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device})
+
+
+EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, device=None:
+                    xp.eye(n_rows, n_cols, k=k, dtype=dtype, device=device)))
+
+
+@public(creates=True)
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    return apply(EYE, (), {"n_rows": n_rows, "n_cols": n_cols, "k": k, "dtype": dtype, "device": device})
+
+
+LINSPACE = def_nograd(Op("linspace", lambda xp, start, stop, num, dtype=None, device=None, endpoint=True:
+                         xp.linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint)))
+
+
+@public(creates=True)
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    return apply(LINSPACE, (), {"start": start, "stop": stop, "num": num, "dtype": dtype, "device": device, "endpoint": endpoint})
 
 
 def _dlpack_kernel(xp: Any, x: Any, device: Any = None, copy: Any = None) -> Any:
     kwargs = {k: v for k, v in (("device", device), ("copy", copy)) if v is not None}
-    if not hasattr(xp, "from_dlpack"):  # a namespace without it (dask's): the buffer / __array__ protocols
-        return xp.asarray(x, **kwargs)
     return xp.from_dlpack(x, **kwargs)
 
 
-def _asarray_vjp(o: Any, g: Any, ans: Any, obj: Any, dtype: Any = None, device: Any = None, copy: Any = None) -> Any:
-    return g if g.dtype == obj.dtype else o.astype(g, obj.dtype)
-
-
-# ---------------------------------------------------------------------------
-# From nothing: no gradient (Python numbers and shapes in, arrays out)
-# ---------------------------------------------------------------------------
-ARANGE = def_nograd(Op("arange", lambda xp, start, stop=None, step=1, dtype=None, device=None:
-                       xp.arange(start, stop, step, dtype=dtype, device=device)))
-EMPTY = def_nograd(Op("empty", lambda xp, shape, dtype=None, device=None: xp.empty(shape, dtype=dtype, device=device)))
-ZEROS = def_nograd(Op("zeros", lambda xp, shape, dtype=None, device=None: xp.zeros(shape, dtype=dtype, device=device)))
-ONES = def_nograd(Op("ones", lambda xp, shape, dtype=None, device=None: xp.ones(shape, dtype=dtype, device=device)))
-FULL = def_nograd(Op("full", lambda xp, shape, fill_value, dtype=None, device=None:
-                     xp.full(shape, fill_value, dtype=dtype, device=device)))
-EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, device=None:
-                    xp.eye(n_rows, n_cols, k=k, dtype=dtype, device=device)))
-LINSPACE = def_nograd(Op("linspace", lambda xp, start, stop, num, dtype=None, device=None, endpoint=True:
-                         xp.linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint)))
 FROM_DLPACK = def_nograd(Op("from_dlpack", _dlpack_kernel))
+
+
+@public(creates=True)
+def from_dlpack(x, /, *, device=None, copy=None):
+    if isinstance(x, Variable):
+        return asarray(x, device=device, copy=copy)
+    return apply(FROM_DLPACK, (), {"x": x, "device": device, "copy": copy})
+
 
 # ---------------------------------------------------------------------------
 # From arrays
 # ---------------------------------------------------------------------------
-ASARRAY = defvjp(Op("asarray", lambda xp, obj, dtype=None, device=None, copy=None:
-                    xp.asarray(obj, dtype=dtype, device=device, copy=copy), shapes=True),
-                 _asarray_vjp)
-EMPTY_LIKE = def_nograd(Op("empty_like", lambda xp, x, dtype=None, device=None: xp.empty_like(x, dtype=dtype, device=device)))
-FULL_LIKE = def_nograd(Op("full_like", lambda xp, x, fill_value, dtype=None, device=None:
-                          xp.full_like(x, fill_value, dtype=dtype, device=device)))
-TRIL = def_linear(Op("tril", lambda xp, x, k=0: xp.tril(x, k=k)))
-TRIU = def_linear(Op("triu", lambda xp, x, k=0: xp.triu(x, k=k)))
-
-
-# ---------------------------------------------------------------------------
-# Public functions
-# ---------------------------------------------------------------------------
-def _current_backend() -> Any:
-    from polygrad.backends import get_backend
-
-    return get_backend()
-
-
 def _find_variable(obj: Any) -> Variable | None:
     if isinstance(obj, Variable):
         return obj
@@ -84,15 +115,15 @@ def _find_variable(obj: Any) -> Variable | None:
 
 
 def _asarray_variable(x: Variable, dtype: Any, device: Any, copy: Any) -> Variable:
-    if backend_of_type(type(x._data)) is not _current_backend():
+    if backend_of_type(type(x._data)) is not current_backend():
         from polygrad.backends import to_backend
 
         if x.requires_grad:
             raise TypeError(
-                f"polygrad: asarray of a Variable of backend {x.backend.name!r} on backend {_current_backend().name!r}: "
+                f"polygrad: asarray of a Variable of backend {x.backend.name!r} on backend {current_backend().name!r}: "
                 "no gradient crosses backends; use pg.to_backend(x.detach(), name) to move the data"
             )
-        return asarray(to_backend(x._data, _current_backend().name), dtype=dtype, device=device, copy=copy)
+        return asarray(to_backend(x._data, current_backend().name), dtype=dtype, device=device, copy=copy)
     same = (dtype is None or dtype == x.dtype) and (device is None or device == x.device)
     if same and not copy:
         return x
@@ -110,53 +141,62 @@ def _asarray_nested(obj: Any, dtype: Any) -> Variable:
     return asarray(obj, dtype=dtype)
 
 
-def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
-    return apply(ARANGE, (), {"start": start, "stop": stop, "step": step, "dtype": dtype, "device": device})
+def _asarray_vjp(o: Any, g: Any, ans: Any, obj: Any, dtype: Any = None, device: Any = None, copy: Any = None) -> Any:
+    return g if g.dtype == obj.dtype else o.astype(g, obj.dtype)
 
 
+ASARRAY = defvjp(Op("asarray", lambda xp, obj, dtype=None, device=None, copy=None:
+                    xp.asarray(obj, dtype=dtype, device=device, copy=copy), shapes=True),
+                 _asarray_vjp)
+
+
+@public(creates=True)
 def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if isinstance(obj, Variable):
         return _asarray_variable(obj, dtype, device, copy)
     found = _find_variable(obj)
     if found is not None:
         return _asarray_nested(obj, dtype if dtype is not None else found.dtype)
-    if is_array(obj) and backend_of_type(type(obj)) is not _current_backend():
+    if is_array(obj) and backend_of_type(type(obj)) is not current_backend():
         from polygrad.backends import to_backend
 
-        obj = to_backend(obj, _current_backend().name)
+        obj = to_backend(obj, current_backend().name)
     return apply(ASARRAY, (), {"obj": obj, "dtype": dtype, "device": device, "copy": copy})
 
 
-def empty(shape, *, dtype=None, device=None):
-    return apply(EMPTY, (), {"shape": shape, "dtype": dtype, "device": device})
+EMPTY_LIKE = def_nograd(Op("empty_like"))
 
 
+@public
 def empty_like(x, /, *, dtype=None, device=None):
     return apply(EMPTY_LIKE, (x,), {"dtype": dtype, "device": device})
 
 
-def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
-    return apply(EYE, (), {"n_rows": n_rows, "n_cols": n_cols, "k": k, "dtype": dtype, "device": device})
+FULL_LIKE = def_nograd(Op("full_like"))
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
-    if isinstance(x, Variable):
-        return asarray(x, device=device, copy=copy)
-    return apply(FROM_DLPACK, (), {"x": x, "device": device, "copy": copy})
-
-
-def full(shape, fill_value, *, dtype=None, device=None):
-    return apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device})
-
-
+@public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
     return apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device})
 
 
-def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
-    return apply(LINSPACE, (), {"start": start, "stop": stop, "num": num, "dtype": dtype, "device": device, "endpoint": endpoint})
+TRIL = def_linear(Op("tril"))
 
 
+@public
+def tril(x, /, *, k=0):
+    return apply(TRIL, (x,), {"k": k})
+
+
+TRIU = def_linear(Op("triu"))
+
+
+@public
+def triu(x, /, *, k=0):
+    return apply(TRIU, (x,), {"k": k})
+
+
+@public
 def meshgrid(*arrays, indexing="xy"):
     """Composed: each 1-D array reshaped onto its axis and broadcast to the grid."""
     if indexing not in ("xy", "ij"):
@@ -173,17 +213,4 @@ def meshgrid(*arrays, indexing="xy"):
     return tuple(out)
 
 
-def ones(shape, *, dtype=None, device=None):
-    return apply(ONES, (), {"shape": shape, "dtype": dtype, "device": device})
-
-
-def tril(x, /, *, k=0):
-    return apply(TRIL, (x,), {"k": k})
-
-
-def triu(x, /, *, k=0):
-    return apply(TRIU, (x,), {"k": k})
-
-
-def zeros(shape, *, dtype=None, device=None):
-    return apply(ZEROS, (), {"shape": shape, "dtype": dtype, "device": device})
+__all__ = names(__name__)  # the public functions declared above

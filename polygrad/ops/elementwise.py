@@ -39,29 +39,8 @@ from typing import Any
 
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
+from polygrad.ops._export import binary, names, public, unary
 
-__all__ = [
-    # arithmetic
-    'add', 'subtract', 'multiply', 'divide', 'floor_divide', 'remainder', 'pow', 'negative', 'positive', 'square',
-    'reciprocal',
-    # exponentials and logarithms
-    'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'logaddexp', 'sqrt',
-    # trigonometric and hyperbolic
-    'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'atan2', 'hypot', 'sinh', 'cosh', 'tanh', 'asinh', 'acosh', 'atanh',
-    # complex parts
-    'real', 'imag', 'conj',
-    # sign, magnitude and selection
-    'abs', 'sign', 'copysign', 'nextafter', 'maximum', 'minimum', 'clip', 'where',
-    # rounding
-    'floor', 'ceil', 'trunc', 'round',
-    # comparisons and predicates
-    'equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal', 'isfinite', 'isinf', 'isnan', 'signbit',
-    # logical and bitwise
-    'logical_and', 'logical_or', 'logical_xor', 'logical_not', 'bitwise_and', 'bitwise_or', 'bitwise_xor',
-    'bitwise_invert', 'bitwise_left_shift', 'bitwise_right_shift',
-    # dtype
-    'zeros_like', 'ones_like', 'astype',
-]
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -113,19 +92,25 @@ def _nonzero(o: Any, a: Any) -> Any:
 ADD = defvjp(Op("add", operator.add, broadcasts=True, uses_xp=False),
              lambda o, g, ans, x, y: g,
              lambda o, g, ans, x, y: g)
+add = binary(ADD)
 SUBTRACT = defvjp(Op("subtract", operator.sub, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g,
                   lambda o, g, ans, x, y: -g)
+subtract = binary(SUBTRACT)
 MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g * _conj(o, y),
                   lambda o, g, ans, x, y: g * _conj(o, x), saves="xy")
+multiply = binary(MULTIPLY)
 DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / _conj(o, y),
                 lambda o, g, ans, x, y: -g * _conj(o, x) / _conj(o, y * y), saves="xy")
-FLOOR_DIVIDE = def_nograd(Op("floor_divide", lambda xp, x, y: xp.floor_divide(x, y)))  # piecewise constant
-REMAINDER = defvjp(Op("remainder", lambda xp, x, y: xp.remainder(x, y), broadcasts=True),  # x - floor(x / y) * y
+divide = binary(DIVIDE)
+FLOOR_DIVIDE = def_nograd(Op("floor_divide"))  # piecewise constant
+floor_divide = binary(FLOOR_DIVIDE)
+REMAINDER = defvjp(Op("remainder", broadcasts=True),  # x - floor(x / y) * y
                    lambda o, g, ans, x, y: g,
                    lambda o, g, ans, x, y: -g * o.floor_divide(x, y), saves="xy")
+remainder = binary(REMAINDER)
 
 
 def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -149,90 +134,131 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 
 POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent, saves="xy ans")
+pow = binary(POW)
 NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
-POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False), lambda o, g, ans, x: g)
-SQUARE = defvjp(Op("square", lambda xp, x: xp.square(x)), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
-RECIPROCAL = defvjp(Op("reciprocal", lambda xp, x: xp.reciprocal(x)),
+negative = unary(NEGATIVE)
+POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
+positive = unary(POSITIVE)
+SQUARE = defvjp(Op("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
+square = unary(SQUARE)
+RECIPROCAL = defvjp(Op("reciprocal"),
                     lambda o, g, ans, x: -g * _conj(o, ans * ans), saves="ans")
+reciprocal = unary(RECIPROCAL)
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))
 # ---------------------------------------------------------------------------
-EXP = defvjp(Op("exp", lambda xp, x: xp.exp(x)), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
-EXPM1 = defvjp(Op("expm1", lambda xp, x: xp.expm1(x)), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
-LOG = defvjp(Op("log", lambda xp, x: xp.log(x)), lambda o, g, ans, x: g / _conj(o, x), saves="x")
-LOG1P = defvjp(Op("log1p", lambda xp, x: xp.log1p(x)), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
-LOG2 = defvjp(Op("log2", lambda xp, x: xp.log2(x)), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
-LOG10 = defvjp(Op("log10", lambda xp, x: xp.log10(x)), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
-LOGADDEXP = defvjp(Op("logaddexp", lambda xp, x, y: xp.logaddexp(x, y), broadcasts=True),
+EXP = defvjp(Op("exp"), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
+exp = unary(EXP)
+EXPM1 = defvjp(Op("expm1"), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
+expm1 = unary(EXPM1)
+LOG = defvjp(Op("log"), lambda o, g, ans, x: g / _conj(o, x), saves="x")
+log = unary(LOG)
+LOG1P = defvjp(Op("log1p"), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
+log1p = unary(LOG1P)
+LOG2 = defvjp(Op("log2"), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
+log2 = unary(LOG2)
+LOG10 = defvjp(Op("log10"), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
+log10 = unary(LOG10)
+LOGADDEXP = defvjp(Op("logaddexp", broadcasts=True),
                    lambda o, g, ans, x, y: g * o.exp(x - ans),
                    lambda o, g, ans, x, y: g * o.exp(y - ans), saves="xy ans")
-SQRT = defvjp(Op("sqrt", lambda xp, x: xp.sqrt(x)), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
+logaddexp = binary(LOGADDEXP)
+SQRT = defvjp(Op("sqrt"), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
+sqrt = unary(SQRT)
 
 # ---------------------------------------------------------------------------
 # Trigonometric and hyperbolic
 # ---------------------------------------------------------------------------
-SIN = defvjp(Op("sin", lambda xp, x: xp.sin(x)), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
-COS = defvjp(Op("cos", lambda xp, x: xp.cos(x)), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
-TAN = defvjp(Op("tan", lambda xp, x: xp.tan(x)), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
-ASIN = defvjp(Op("asin", lambda xp, x: xp.asin(x)),
+SIN = defvjp(Op("sin"), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
+sin = unary(SIN)
+COS = defvjp(Op("cos"), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
+cos = unary(COS)
+TAN = defvjp(Op("tan"), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
+tan = unary(TAN)
+ASIN = defvjp(Op("asin"),
               lambda o, g, ans, x: g / _conj(o, o.sqrt(1 - x * x)), saves="x")
-ACOS = defvjp(Op("acos", lambda xp, x: xp.acos(x)),
+asin = unary(ASIN)
+ACOS = defvjp(Op("acos"),
               lambda o, g, ans, x: -g / _conj(o, o.sqrt(1 - x * x)), saves="x")
-ATAN = defvjp(Op("atan", lambda xp, x: xp.atan(x)), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
-ATAN2 = defvjp(Op("atan2", lambda xp, x, y: xp.atan2(x, y), broadcasts=True),  # 0 at (0, 0)
+acos = unary(ACOS)
+ATAN = defvjp(Op("atan"), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
+atan = unary(ATAN)
+ATAN2 = defvjp(Op("atan2", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * y / _nonzero(o, x * x + y * y),
                lambda o, g, ans, x, y: -g * x / _nonzero(o, x * x + y * y), saves="xy")
-HYPOT = defvjp(Op("hypot", lambda xp, x, y: xp.hypot(x, y), broadcasts=True),  # 0 at (0, 0)
+atan2 = binary(ATAN2)
+HYPOT = defvjp(Op("hypot", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * x / _nonzero(o, ans),
                lambda o, g, ans, x, y: g * y / _nonzero(o, ans), saves="xy ans")
-SINH = defvjp(Op("sinh", lambda xp, x: xp.sinh(x)), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
-COSH = defvjp(Op("cosh", lambda xp, x: xp.cosh(x)), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
-TANH = defvjp(Op("tanh", lambda xp, x: xp.tanh(x)), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
-ASINH = defvjp(Op("asinh", lambda xp, x: xp.asinh(x)),
+hypot = binary(HYPOT)
+SINH = defvjp(Op("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
+sinh = unary(SINH)
+COSH = defvjp(Op("cosh"), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
+cosh = unary(COSH)
+TANH = defvjp(Op("tanh"), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
+tanh = unary(TANH)
+ASINH = defvjp(Op("asinh"),
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x * x + 1)), saves="x")
-ACOSH = defvjp(Op("acosh", lambda xp, x: xp.acosh(x)),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
+asinh = unary(ASINH)
+ACOSH = defvjp(Op("acosh"),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x - 1) * o.sqrt(x + 1)), saves="x")
-ATANH = defvjp(Op("atanh", lambda xp, x: xp.atanh(x)), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
+acosh = unary(ACOSH)
+ATANH = defvjp(Op("atanh"), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
+atanh = unary(ATANH)
 
 # ---------------------------------------------------------------------------
 # Complex parts (a real array's real part is itself; imag takes complex arrays only)
 # ---------------------------------------------------------------------------
-REAL = defvjp(Op("real", lambda xp, x: xp.real(x), shapes=True),
+REAL = defvjp(Op("real", shapes=True, view=True),
               lambda o, g, ans, x: g if g.dtype == x.dtype else o.astype(g, x.dtype))
-IMAG = defvjp(Op("imag", lambda xp, x: xp.imag(x), shapes=True),  # (numpy also takes real arrays: imag is 0 then)
+real = unary(REAL)
+IMAG = defvjp(Op("imag", shapes=True, view=True),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
-CONJ = def_linear(Op("conj", lambda xp, x: xp.conj(x)))
+imag = unary(IMAG)
+CONJ = def_linear(Op("conj", view=True))
+conj = unary(CONJ)
 
 # ---------------------------------------------------------------------------
 # Sign, magnitude and selection
 # ---------------------------------------------------------------------------
-
-
 def _abs_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     if _is_complex(x):
         return o.astype(g / _nonzero(o, ans), x.dtype) * x  # g z / |z|, and 0 at z = 0
     return g * o.sign(x)  # abs'(0) = 0
 
 
-ABS = defvjp(Op("abs", lambda xp, x: xp.abs(x)), _abs_vjp, saves="x ans")
-SIGN = def_nograd(Op("sign", lambda xp, x: xp.sign(x)))
-COPYSIGN = defvjp(Op("copysign", lambda xp, x, y: xp.copysign(x, y), broadcasts=True),  # none w.r.t. the sign source
+ABS = defvjp(Op("abs"), _abs_vjp, saves="x ans")
+abs = unary(ABS)
+SIGN = def_nograd(Op("sign"))
+sign = unary(SIGN)
+COPYSIGN = defvjp(Op("copysign", broadcasts=True),  # none w.r.t. the sign source
                   lambda o, g, ans, x, y: o.where(o.signbit(x) == o.signbit(ans), g, -g),
                   None, saves="x ans")
-NEXTAFTER = defvjp(Op("nextafter", lambda xp, x, y: xp.nextafter(x, y), broadcasts=True),  # x moved by one ulp
+copysign = binary(COPYSIGN)
+NEXTAFTER = defvjp(Op("nextafter", broadcasts=True),  # x moved by one ulp
                    lambda o, g, ans, x, y: g,
                    None)
-WHERE = defvjp(Op("where", lambda xp, c, x, y: xp.where(c, x, y), broadcasts=True),
+nextafter = binary(NEXTAFTER)
+WHERE = defvjp(Op("where", broadcasts=True),
                None,
                lambda o, g, ans, c, x, y: o.where(c, g, 0.0),
                lambda o, g, ans, c, x, y: o.where(c, 0.0, g), saves="x")
-MAXIMUM = defvjp(Op("maximum", lambda xp, x, y: xp.maximum(x, y), broadcasts=True),  # ties: to x
+
+
+@public
+def where(condition, x1, x2, /):
+    return apply(WHERE, (condition, x1, x2))
+
+
+MAXIMUM = defvjp(Op("maximum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x >= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x >= y, 0.0, g), saves="xy")
-MINIMUM = defvjp(Op("minimum", lambda xp, x, y: xp.minimum(x, y), broadcasts=True),  # ties: to x
+maximum = binary(MAXIMUM)
+MINIMUM = defvjp(Op("minimum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x <= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x <= y, 0.0, g), saves="xy")
+minimum = binary(MINIMUM)
 
 
 def _clip_kernel(xp: Any, x: Any, min: Any = None, max: Any = None, *, upper: bool = False) -> Any:
@@ -257,47 +283,92 @@ CLIP = defvjp(Op("clip", _clip_kernel, broadcasts=True),
               lambda o, g, ans, x, b1, b2=None, *, upper=False: o.where(x > b1 if upper else x < b1, g, 0.0),
               lambda o, g, ans, x, b1, b2: o.where(x > b2, g, 0.0), saves="xyz")
 
+
+@public
+def clip(x, /, min=None, max=None):
+    # Only the bounds given are inputs (see CLIP).
+    if max is None:
+        return apply(CLIP, (x,) if min is None else (x, min))
+    return apply(CLIP, (x, max), {"upper": True}) if min is None else apply(CLIP, (x, min, max))
+
+
 # ---------------------------------------------------------------------------
 # Rounding (zero derivative almost everywhere: no gradient)
 # ---------------------------------------------------------------------------
-FLOOR = def_nograd(Op("floor", lambda xp, x: xp.floor(x)))
-CEIL = def_nograd(Op("ceil", lambda xp, x: xp.ceil(x)))
-TRUNC = def_nograd(Op("trunc", lambda xp, x: xp.trunc(x)))
-ROUND = def_nograd(Op("round", lambda xp, x: xp.round(x)))
+FLOOR = def_nograd(Op("floor"))
+floor = unary(FLOOR)
+CEIL = def_nograd(Op("ceil"))
+ceil = unary(CEIL)
+TRUNC = def_nograd(Op("trunc"))
+trunc = unary(TRUNC)
+ROUND = def_nograd(Op("round"))
+round = unary(ROUND)
 
 # ---------------------------------------------------------------------------
 # Comparisons and predicates (boolean results: no gradient)
 # ---------------------------------------------------------------------------
 EQUAL = def_nograd(Op("equal", operator.eq, uses_xp=False))
+equal = binary(EQUAL)
 NOT_EQUAL = def_nograd(Op("not_equal", operator.ne, uses_xp=False))
+not_equal = binary(NOT_EQUAL)
 LESS = def_nograd(Op("less", operator.lt, uses_xp=False))
+less = binary(LESS)
 LESS_EQUAL = def_nograd(Op("less_equal", operator.le, uses_xp=False))
+less_equal = binary(LESS_EQUAL)
 GREATER = def_nograd(Op("greater", operator.gt, uses_xp=False))
+greater = binary(GREATER)
 GREATER_EQUAL = def_nograd(Op("greater_equal", operator.ge, uses_xp=False))
-ISFINITE = def_nograd(Op("isfinite", lambda xp, x: xp.isfinite(x)))
-ISINF = def_nograd(Op("isinf", lambda xp, x: xp.isinf(x)))
-ISNAN = def_nograd(Op("isnan", lambda xp, x: xp.isnan(x)))
-SIGNBIT = def_nograd(Op("signbit", lambda xp, x: xp.signbit(x)))
+greater_equal = binary(GREATER_EQUAL)
+ISFINITE = def_nograd(Op("isfinite"))
+isfinite = unary(ISFINITE)
+ISINF = def_nograd(Op("isinf"))
+isinf = unary(ISINF)
+ISNAN = def_nograd(Op("isnan"))
+isnan = unary(ISNAN)
+SIGNBIT = def_nograd(Op("signbit"))
+signbit = unary(SIGNBIT)
 
 # ---------------------------------------------------------------------------
 # Logical and bitwise (boolean and integer results: no gradient)
 # ---------------------------------------------------------------------------
-LOGICAL_AND = def_nograd(Op("logical_and", lambda xp, x, y: xp.logical_and(x, y)))
-LOGICAL_OR = def_nograd(Op("logical_or", lambda xp, x, y: xp.logical_or(x, y)))
-LOGICAL_XOR = def_nograd(Op("logical_xor", lambda xp, x, y: xp.logical_xor(x, y)))
-LOGICAL_NOT = def_nograd(Op("logical_not", lambda xp, x: xp.logical_not(x)))
-BITWISE_AND = def_nograd(Op("bitwise_and", lambda xp, x, y: xp.bitwise_and(x, y)))
-BITWISE_OR = def_nograd(Op("bitwise_or", lambda xp, x, y: xp.bitwise_or(x, y)))
-BITWISE_XOR = def_nograd(Op("bitwise_xor", lambda xp, x, y: xp.bitwise_xor(x, y)))
-BITWISE_INVERT = def_nograd(Op("bitwise_invert", lambda xp, x: xp.bitwise_invert(x)))
-BITWISE_LEFT_SHIFT = def_nograd(Op("bitwise_left_shift", lambda xp, x, y: xp.bitwise_left_shift(x, y)))
-BITWISE_RIGHT_SHIFT = def_nograd(Op("bitwise_right_shift", lambda xp, x, y: xp.bitwise_right_shift(x, y)))
+LOGICAL_AND = def_nograd(Op("logical_and"))
+logical_and = binary(LOGICAL_AND)
+LOGICAL_OR = def_nograd(Op("logical_or"))
+logical_or = binary(LOGICAL_OR)
+LOGICAL_XOR = def_nograd(Op("logical_xor"))
+logical_xor = binary(LOGICAL_XOR)
+LOGICAL_NOT = def_nograd(Op("logical_not"))
+logical_not = unary(LOGICAL_NOT)
+BITWISE_AND = def_nograd(Op("bitwise_and"))
+bitwise_and = binary(BITWISE_AND)
+BITWISE_OR = def_nograd(Op("bitwise_or"))
+bitwise_or = binary(BITWISE_OR)
+BITWISE_XOR = def_nograd(Op("bitwise_xor"))
+bitwise_xor = binary(BITWISE_XOR)
+BITWISE_INVERT = def_nograd(Op("bitwise_invert"))
+bitwise_invert = unary(BITWISE_INVERT)
+BITWISE_LEFT_SHIFT = def_nograd(Op("bitwise_left_shift"))
+bitwise_left_shift = binary(BITWISE_LEFT_SHIFT)
+BITWISE_RIGHT_SHIFT = def_nograd(Op("bitwise_right_shift"))
+bitwise_right_shift = binary(BITWISE_RIGHT_SHIFT)
 
 # ---------------------------------------------------------------------------
 # Dtype (no gradient, or a cast back)
 # ---------------------------------------------------------------------------
-ZEROS_LIKE = def_nograd(Op("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype)))
-ONES_LIKE = def_nograd(Op("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype)))
+ZEROS_LIKE = def_nograd(Op("zeros_like"))
+
+
+@public
+def zeros_like(x, /, *, dtype=None, device=None):
+    return apply(ZEROS_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
+
+
+ONES_LIKE = def_nograd(Op("ones_like"))
+
+
+@public
+def ones_like(x, /, *, dtype=None, device=None):
+    return apply(ONES_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
 
 
 def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True) -> Any:
@@ -306,296 +377,13 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return o.astype(g, x.dtype, copy=copy)
 
 
-ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True), _astype_vjp)
+ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True),
+                _astype_vjp)
 
 
-# ---------------------------------------------------------------------------
-# Public functions (signatures as in the Array API standard)
-# ---------------------------------------------------------------------------
-
-
-def add(x1, x2, /):
-    return apply(ADD, (x1, x2))
-
-
-def subtract(x1, x2, /):
-    return apply(SUBTRACT, (x1, x2))
-
-
-def multiply(x1, x2, /):
-    return apply(MULTIPLY, (x1, x2))
-
-
-def divide(x1, x2, /):
-    return apply(DIVIDE, (x1, x2))
-
-
-def floor_divide(x1, x2, /):
-    return apply(FLOOR_DIVIDE, (x1, x2))
-
-
-def remainder(x1, x2, /):
-    return apply(REMAINDER, (x1, x2))
-
-
-def pow(x1, x2, /):
-    return apply(POW, (x1, x2))
-
-
-def negative(x, /):
-    return apply(NEGATIVE, (x,))
-
-
-def positive(x, /):
-    return apply(POSITIVE, (x,))
-
-
-def square(x, /):
-    return apply(SQUARE, (x,))
-
-
-def reciprocal(x, /):
-    return apply(RECIPROCAL, (x,))
-
-
-def exp(x, /):
-    return apply(EXP, (x,))
-
-
-def expm1(x, /):
-    return apply(EXPM1, (x,))
-
-
-def log(x, /):
-    return apply(LOG, (x,))
-
-
-def log1p(x, /):
-    return apply(LOG1P, (x,))
-
-
-def log2(x, /):
-    return apply(LOG2, (x,))
-
-
-def log10(x, /):
-    return apply(LOG10, (x,))
-
-
-def logaddexp(x1, x2, /):
-    return apply(LOGADDEXP, (x1, x2))
-
-
-def sqrt(x, /):
-    return apply(SQRT, (x,))
-
-
-def sin(x, /):
-    return apply(SIN, (x,))
-
-
-def cos(x, /):
-    return apply(COS, (x,))
-
-
-def tan(x, /):
-    return apply(TAN, (x,))
-
-
-def asin(x, /):
-    return apply(ASIN, (x,))
-
-
-def acos(x, /):
-    return apply(ACOS, (x,))
-
-
-def atan(x, /):
-    return apply(ATAN, (x,))
-
-
-def atan2(x1, x2, /):
-    return apply(ATAN2, (x1, x2))
-
-
-def hypot(x1, x2, /):
-    return apply(HYPOT, (x1, x2))
-
-
-def sinh(x, /):
-    return apply(SINH, (x,))
-
-
-def cosh(x, /):
-    return apply(COSH, (x,))
-
-
-def tanh(x, /):
-    return apply(TANH, (x,))
-
-
-def asinh(x, /):
-    return apply(ASINH, (x,))
-
-
-def acosh(x, /):
-    return apply(ACOSH, (x,))
-
-
-def atanh(x, /):
-    return apply(ATANH, (x,))
-
-
-def real(x, /):
-    return apply(REAL, (x,))
-
-
-def imag(x, /):
-    return apply(IMAG, (x,))
-
-
-def conj(x, /):
-    return apply(CONJ, (x,))
-
-
-def abs(x, /):
-    return apply(ABS, (x,))
-
-
-def sign(x, /):
-    return apply(SIGN, (x,))
-
-
-def copysign(x1, x2, /):
-    return apply(COPYSIGN, (x1, x2))
-
-
-def nextafter(x1, x2, /):
-    return apply(NEXTAFTER, (x1, x2))
-
-
-def maximum(x1, x2, /):
-    return apply(MAXIMUM, (x1, x2))
-
-
-def minimum(x1, x2, /):
-    return apply(MINIMUM, (x1, x2))
-
-
-def clip(x, /, min=None, max=None):
-    # Only the bounds given are inputs (see CLIP).
-    if max is None:
-        return apply(CLIP, (x,) if min is None else (x, min))
-    return apply(CLIP, (x, max), {"upper": True}) if min is None else apply(CLIP, (x, min, max))
-
-
-def where(condition, x1, x2, /):
-    return apply(WHERE, (condition, x1, x2))
-
-
-def floor(x, /):
-    return apply(FLOOR, (x,))
-
-
-def ceil(x, /):
-    return apply(CEIL, (x,))
-
-
-def trunc(x, /):
-    return apply(TRUNC, (x,))
-
-
-def round(x, /):
-    return apply(ROUND, (x,))
-
-
-def equal(x1, x2, /):
-    return apply(EQUAL, (x1, x2))
-
-
-def not_equal(x1, x2, /):
-    return apply(NOT_EQUAL, (x1, x2))
-
-
-def less(x1, x2, /):
-    return apply(LESS, (x1, x2))
-
-
-def less_equal(x1, x2, /):
-    return apply(LESS_EQUAL, (x1, x2))
-
-
-def greater(x1, x2, /):
-    return apply(GREATER, (x1, x2))
-
-
-def greater_equal(x1, x2, /):
-    return apply(GREATER_EQUAL, (x1, x2))
-
-
-def isfinite(x, /):
-    return apply(ISFINITE, (x,))
-
-
-def isinf(x, /):
-    return apply(ISINF, (x,))
-
-
-def isnan(x, /):
-    return apply(ISNAN, (x,))
-
-
-def signbit(x, /):
-    return apply(SIGNBIT, (x,))
-
-
-def logical_and(x1, x2, /):
-    return apply(LOGICAL_AND, (x1, x2))
-
-
-def logical_or(x1, x2, /):
-    return apply(LOGICAL_OR, (x1, x2))
-
-
-def logical_xor(x1, x2, /):
-    return apply(LOGICAL_XOR, (x1, x2))
-
-
-def logical_not(x, /):
-    return apply(LOGICAL_NOT, (x,))
-
-
-def bitwise_and(x1, x2, /):
-    return apply(BITWISE_AND, (x1, x2))
-
-
-def bitwise_or(x1, x2, /):
-    return apply(BITWISE_OR, (x1, x2))
-
-
-def bitwise_xor(x1, x2, /):
-    return apply(BITWISE_XOR, (x1, x2))
-
-
-def bitwise_invert(x, /):
-    return apply(BITWISE_INVERT, (x,))
-
-
-def bitwise_left_shift(x1, x2, /):
-    return apply(BITWISE_LEFT_SHIFT, (x1, x2))
-
-
-def bitwise_right_shift(x1, x2, /):
-    return apply(BITWISE_RIGHT_SHIFT, (x1, x2))
-
-
-def zeros_like(x, /, *, dtype=None, device=None):
-    return apply(ZEROS_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
-
-
-def ones_like(x, /, *, dtype=None, device=None):
-    return apply(ONES_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
-
-
+@public
 def astype(x, dtype, /, *, copy=True, device=None):
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
+
+
+__all__ = names(__name__)  # the public functions declared above

@@ -25,12 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
+from polygrad.core.variable import Variable
+from polygrad.ops._export import names, public, row_function
 
-__all__ = ['fft', 'ifft', 'fftn', 'ifftn', 'rfft', 'irfft', 'rfftn', 'irfftn', 'hfft', 'ihfft', 'fftfreq', 'rfftfreq',
-           'fftshift', 'ifftshift']
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -153,94 +152,81 @@ def _irfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = Non
 
 
 # ---------------------------------------------------------------------------
-# The rows
+# The rows, each with its function
 # ---------------------------------------------------------------------------
-def _row(name: str, rule: Any, nd: bool = False) -> Op:
-    """A transform's row: ``fft_<name>`` running ``xp.fft.<name>``."""
+def _along_one_axis(op: Op) -> Any:
+    """The standard's ``name(x, /, *, n=None, axis=-1, norm='backward')`` for row ``op``."""
 
-    def one(xp: Any, x: Any, n: Any = None, axis: int = -1, norm: str = "backward") -> Any:
-        return getattr(xp.fft, name)(x, n=n, axis=axis, norm=norm)
+    def fn(x, /, *, n=None, axis=-1, norm="backward"):
+        return apply(op, (x,), {"n": n, "axis": axis, "norm": norm})
 
-    def many(xp: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-        return getattr(xp.fft, name)(x, s=s, axes=axes, norm=norm)
-
-    return defvjp(Op("fft_" + name, many if nd else one, shapes=True), rule)
+    return row_function(fn, op, __name__, ext="fft")
 
 
-FFT = _row("fft", _c2c_vjp("fft_ifft"))
-IFFT = _row("ifft", _c2c_vjp("fft_fft"))
-FFTN = _row("fftn", _c2cn_vjp("fft_ifftn"), nd=True)
-IFFTN = _row("ifftn", _c2cn_vjp("fft_fftn"), nd=True)
-RFFT = _row("rfft", _rfft_vjp)
-IRFFT = _row("irfft", _irfft_vjp)
-RFFTN = _row("rfftn", _rfftn_vjp, nd=True)
-IRFFTN = _row("irfftn", _irfftn_vjp, nd=True)
-HFFT = _row("hfft", _hfft_vjp)
-IHFFT = _row("ihfft", _ihfft_vjp)
-FFTSHIFT = defvjp(Op("fft_fftshift", lambda xp, x, axes=None: xp.fft.fftshift(x, axes=axes)),
+def _along_axes(op: Op) -> Any:
+    """The standard's ``name(x, /, *, s=None, axes=None, norm='backward')`` for row ``op``."""
+
+    def fn(x, /, *, s=None, axes=None, norm="backward"):
+        return apply(op, (x,), {"s": s, "axes": axes, "norm": norm})
+
+    return row_function(fn, op, __name__, ext="fft")
+
+
+FFT = defvjp(Op("fft_fft", shapes=True), _c2c_vjp("fft_ifft"))
+fft = _along_one_axis(FFT)
+IFFT = defvjp(Op("fft_ifft", shapes=True), _c2c_vjp("fft_fft"))
+ifft = _along_one_axis(IFFT)
+FFTN = defvjp(Op("fft_fftn", shapes=True), _c2cn_vjp("fft_ifftn"))
+fftn = _along_axes(FFTN)
+IFFTN = defvjp(Op("fft_ifftn", shapes=True), _c2cn_vjp("fft_fftn"))
+ifftn = _along_axes(IFFTN)
+RFFT = defvjp(Op("fft_rfft", shapes=True), _rfft_vjp)
+rfft = _along_one_axis(RFFT)
+IRFFT = defvjp(Op("fft_irfft", shapes=True), _irfft_vjp)
+irfft = _along_one_axis(IRFFT)
+RFFTN = defvjp(Op("fft_rfftn", shapes=True), _rfftn_vjp)
+rfftn = _along_axes(RFFTN)
+IRFFTN = defvjp(Op("fft_irfftn", shapes=True), _irfftn_vjp)
+irfftn = _along_axes(IRFFTN)
+HFFT = defvjp(Op("fft_hfft", shapes=True), _hfft_vjp)
+hfft = _along_one_axis(HFFT)
+IHFFT = defvjp(Op("fft_ihfft", shapes=True), _ihfft_vjp)
+ihfft = _along_one_axis(IHFFT)
+FFTSHIFT = defvjp(Op("fft_fftshift"),
                   lambda o, g, ans, x, axes=None: o.fft_ifftshift(g, axes=axes))
-IFFTSHIFT = defvjp(Op("fft_ifftshift", lambda xp, x, axes=None: xp.fft.ifftshift(x, axes=axes)),
-                   lambda o, g, ans, x, axes=None: o.fft_fftshift(g, axes=axes))
-FFTFREQ = def_nograd(Op("fft_fftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
-                        xp.fft.fftfreq(n, d=d, dtype=dtype, device=device)))
-RFFTFREQ = def_nograd(Op("fft_rfftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
-                         xp.fft.rfftfreq(n, d=d, dtype=dtype, device=device)))
 
 
-# ---------------------------------------------------------------------------
-# Public functions (signatures as in the Array API standard)
-# ---------------------------------------------------------------------------
-def fft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(FFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def ifft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(IFFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def fftn(x, /, *, s=None, axes=None, norm='backward'):
-    return apply(FFTN, (x,), {"s": s, "axes": axes, "norm": norm})
-
-
-def ifftn(x, /, *, s=None, axes=None, norm='backward'):
-    return apply(IFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
-
-
-def rfft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(RFFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def irfft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(IRFFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def rfftn(x, /, *, s=None, axes=None, norm='backward'):
-    return apply(RFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
-
-
-def irfftn(x, /, *, s=None, axes=None, norm='backward'):
-    return apply(IRFFTN, (x,), {"s": s, "axes": axes, "norm": norm})
-
-
-def hfft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(HFFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def ihfft(x, /, *, n=None, axis=-1, norm='backward'):
-    return apply(IHFFT, (x,), {"n": n, "axis": axis, "norm": norm})
-
-
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    return apply(FFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
-
-
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
-    return apply(RFFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
-
-
+@public(ext="fft")
 def fftshift(x, /, *, axes=None):
     return apply(FFTSHIFT, (x,), {"axes": axes})
 
 
+IFFTSHIFT = defvjp(Op("fft_ifftshift"),
+                   lambda o, g, ans, x, axes=None: o.fft_fftshift(g, axes=axes))
+
+
+@public(ext="fft")
 def ifftshift(x, /, *, axes=None):
     return apply(IFFTSHIFT, (x,), {"axes": axes})
+
+
+# The sample frequencies take no array; their n is positional-only (so the kernel passes it by position).
+FFTFREQ = def_nograd(Op("fft_fftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
+                        xp.fft.fftfreq(n, d=d, dtype=dtype, device=device)))
+
+
+@public(ext="fft", creates=True)
+def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    return apply(FFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
+
+
+RFFTFREQ = def_nograd(Op("fft_rfftfreq", lambda xp, n, d=1.0, dtype=None, device=None:
+                         xp.fft.rfftfreq(n, d=d, dtype=dtype, device=device)))
+
+
+@public(ext="fft", creates=True)
+def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    return apply(RFFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
+
+
+__all__ = names(__name__, "fft")  # the extension's functions, declared above

@@ -9,8 +9,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['take', 'take_along_axis', 'take_grad', 'take_along_axis_grad']
+from polygrad.ops._export import names, public
 
 
 def _take_grad_kernel(xp: Any, g: Any, indices: Any, axis: int, shape: tuple) -> Any:
@@ -51,27 +50,6 @@ def _take_along_axis_grad_kernel(xp: Any, g: Any, indices: Any, axis: int, shape
     return backend_of_type(type(g)).scatter_add(xp.zeros(shape, dtype=g.dtype), tuple(key), g)
 
 
-def _take_along_axis_kernel(xp: Any, x: Any, indices: Any, axis: int = -1) -> Any:
-    """``xp.take_along_axis``; for a namespace older than 2024.12 (dask's), one
-    ``take`` from the flattened array at the flat positions."""
-    if hasattr(xp, "take_along_axis"):
-        return xp.take_along_axis(x, indices, axis=axis)
-    nd = x.ndim
-    axis %= nd
-    n = x.shape[axis]
-    out = tuple(i if d == axis else max(i, s) for d, (i, s) in enumerate(zip(indices.shape, x.shape)))
-    x = xp.broadcast_to(x, out[:axis] + (n,) + out[axis + 1:])
-    flat = None
-    for d in range(nd):
-        if d == axis:
-            coord = xp.where(indices < 0, indices + n, indices)
-        else:
-            coord = xp.reshape(xp.arange(out[d], dtype=indices.dtype), tuple(out[d] if i == d else 1 for i in range(nd)))
-        flat = coord if flat is None else flat * x.shape[d] + coord
-    flat = xp.broadcast_to(flat, out)
-    return xp.reshape(xp.take(xp.reshape(x, (-1,)), xp.reshape(flat, (-1,)), axis=0), out)
-
-
 def _take_vjp(o: Any, g: Any, ans: Any, x: Any, indices: Any, axis: Any = None) -> Any:
     shape = tuple(x.shape)
     if axis is None and len(shape) != 1:  # numpy's flattening take
@@ -80,31 +58,44 @@ def _take_vjp(o: Any, g: Any, ans: Any, x: Any, indices: Any, axis: Any = None) 
     return o.take_grad(g, indices, 0 if axis is None else axis, shape)
 
 
-TAKE = defvjp(Op("take", lambda xp, x, indices, axis=None: xp.take(x, indices, axis=axis), shapes=True),
+TAKE = defvjp(Op("take", shapes=True),
               _take_vjp, None, saves="y")
-TAKE_GRAD = defvjp(Op("take_grad", _take_grad_kernel),
-                   lambda o, g, ans, gy, indices, axis, shape: o.take(g, indices, axis=axis), None, saves="y")
-TAKE_ALONG_AXIS = defvjp(Op("take_along_axis", _take_along_axis_kernel, shapes=True),
-                         lambda o, g, ans, x, indices, axis=-1: o.take_along_axis_grad(g, indices, axis, tuple(x.shape)),
-                         None, saves="y")
-TAKE_ALONG_AXIS_GRAD = defvjp(Op("take_along_axis_grad", _take_along_axis_grad_kernel),
-                              lambda o, g, ans, gy, indices, axis, shape: o.take_along_axis(g, indices, axis=axis),
-                              None, saves="y")
 
 
+@public
 def take(x, indices, /, *, axis=None):
     return apply(TAKE, (x, indices), {"axis": axis})
 
 
-def take_along_axis(x, indices, /, *, axis=-1):
-    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis})
+TAKE_GRAD = defvjp(Op("take_grad", _take_grad_kernel),
+                   lambda o, g, ans, gy, indices, axis, shape: o.take(g, indices, axis=axis), None, saves="y")
 
 
+@public(standard=False)
 def take_grad(g, indices, axis, shape):
     """Zeros of ``shape`` with ``g`` added at ``indices`` along ``axis``: the vjp of take."""
     return apply(TAKE_GRAD, (g, indices), {"axis": axis, "shape": tuple(shape)})
 
 
+TAKE_ALONG_AXIS = defvjp(Op("take_along_axis", shapes=True),
+                         lambda o, g, ans, x, indices, axis=-1: o.take_along_axis_grad(g, indices, axis, tuple(x.shape)),
+                         None, saves="y")
+
+
+@public
+def take_along_axis(x, indices, /, *, axis=-1):
+    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis})
+
+
+TAKE_ALONG_AXIS_GRAD = defvjp(Op("take_along_axis_grad", _take_along_axis_grad_kernel),
+                              lambda o, g, ans, gy, indices, axis, shape: o.take_along_axis(g, indices, axis=axis),
+                              None, saves="y")
+
+
+@public(standard=False)
 def take_along_axis_grad(g, indices, axis, shape):
     """Zeros of ``shape`` with ``g`` added where ``take_along_axis(x, indices, axis=axis)`` read: its vjp."""
     return apply(TAKE_ALONG_AXIS_GRAD, (g, indices), {"axis": axis, "shape": tuple(shape)})
+
+
+__all__ = names(__name__)  # the public functions declared above

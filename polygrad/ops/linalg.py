@@ -38,15 +38,10 @@ import math
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['matmul', 'tensordot', 'vecdot']
-
-#: The linalg extension's functions beyond ``__all__`` (reached as ``xp.linalg.<name>``).
-EXTENSION = ('cholesky', 'cross', 'det', 'diagonal', 'eigh', 'eigvalsh', 'inv', 'matrix_norm', 'matrix_power',
-             'matrix_rank', 'outer', 'pinv', 'qr', 'slogdet', 'solve', 'svd', 'svdvals', 'trace', 'vector_norm')
+from polygrad.core.variable import Variable
+from polygrad.ops._export import binary, names, public, unary
 
 
 # ---------------------------------------------------------------------------
@@ -186,12 +181,31 @@ def _vecdot_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axis: int = -1) -> A
     return o.expand_dims(g, axis=_neg_axis(axis, g.ndim + 1)) * x
 
 
-MATMUL = defvjp(Op("matmul", lambda xp, x, y: xp.matmul(x, y), broadcasts=True),
+MATMUL = defvjp(Op("matmul", broadcasts=True),
                 _matmul_vjp_x, _matmul_vjp_y, saves="xy")
-TENSORDOT = defvjp(Op("tensordot", lambda xp, x, y, axes=2: xp.tensordot(x, y, axes=axes)),
+
+
+@public(also="linalg")
+def matmul(x1, x2, /):
+    return apply(MATMUL, (x1, x2))
+
+
+TENSORDOT = defvjp(Op("tensordot"),
                    _tensordot_vjp_x, _tensordot_vjp_y, saves="xy")
-VECDOT = defvjp(Op("vecdot", lambda xp, x, y, axis=-1: xp.vecdot(x, y, axis=axis), broadcasts=True),
+
+
+@public(also="linalg")
+def tensordot(x1, x2, /, *, axes=2):
+    return apply(TENSORDOT, (x1, x2), {"axes": axes})
+
+
+VECDOT = defvjp(Op("vecdot", broadcasts=True),
                 _vecdot_vjp_x, _vecdot_vjp_y, saves="xy")
+
+
+@public(also="linalg")
+def vecdot(x1, x2, /, *, axis=-1):
+    return apply(VECDOT, (x1, x2), {"axis": axis})
 
 
 # ---------------------------------------------------------------------------
@@ -210,10 +224,21 @@ def _trace_vjp(o: Any, g: Any, ans: Any, x: Any, offset: int = 0, dtype: Any = N
     return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
-DIAGONAL = defvjp(Op("linalg_diagonal", lambda xp, x, offset=0: xp.linalg.diagonal(x, offset=offset), shapes=True),
+DIAGONAL = defvjp(Op("linalg_diagonal", shapes=True, view=True),
                   _diagonal_vjp)
-TRACE = defvjp(Op("linalg_trace", lambda xp, x, offset=0, dtype=None: xp.linalg.trace(x, offset=offset, dtype=dtype),
-                  shapes=True), _trace_vjp)
+
+
+@public(ext="linalg")
+def diagonal(x, /, *, offset=0):
+    return apply(DIAGONAL, (x,), {"offset": offset})
+
+
+TRACE = defvjp(Op("linalg_trace", shapes=True), _trace_vjp)
+
+
+@public(ext="linalg")
+def trace(x, /, *, offset=0, dtype=None):
+    return apply(TRACE, (x,), {"offset": offset, "dtype": dtype})
 
 
 # ---------------------------------------------------------------------------
@@ -227,11 +252,19 @@ def _cross_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axis: int = -1) -> An
     return o.linalg_cross(g, _conj(o, x), axis=_neg_axis(axis, g.ndim))  # g . (x × dy) = dy . (g × x)
 
 
-CROSS = defvjp(Op("linalg_cross", lambda xp, x, y, axis=-1: xp.linalg.cross(x, y, axis=axis), broadcasts=True),
+CROSS = defvjp(Op("linalg_cross", broadcasts=True),
                _cross_vjp_x, _cross_vjp_y, saves="xy")
-OUTER = defvjp(Op("linalg_outer", lambda xp, x, y: xp.linalg.outer(x, y)),
+
+
+@public(ext="linalg")
+def cross(x1, x2, /, *, axis=-1):
+    return apply(CROSS, (x1, x2), {"axis": axis})
+
+
+OUTER = defvjp(Op("linalg_outer"),
                lambda o, g, ans, x, y: o.matmul(g, _conj(o, y)),
                lambda o, g, ans, x, y: o.matmul(_conj(o, x), g), saves="xy")
+outer = binary(OUTER, ext="linalg")
 
 
 # ---------------------------------------------------------------------------
@@ -302,21 +335,46 @@ def _power_adjoint(o: Any, a: Any, g: Any, n: int) -> Any:
     return o.linalg_matrix_power(block, n)[..., top, bottom]
 
 
-INV = defvjp(Op("linalg_inv", lambda xp, x: xp.linalg.inv(x)), _inv_vjp, saves="ans")
-DET = defvjp(Op("linalg_det", lambda xp, x: xp.linalg.det(x)), _det_vjp, saves="x ans")
-SLOGDET = defvjp(Op("linalg_slogdet", lambda xp, x: xp.linalg.slogdet(x), multi=True), _slogdet_vjp, saves="x")
-SOLVE = defvjp(Op("linalg_solve", lambda xp, x, y: xp.linalg.solve(x, y), broadcasts=True, shapes=True),
+INV = defvjp(Op("linalg_inv"), _inv_vjp, saves="ans")
+inv = unary(INV, ext="linalg")
+DET = defvjp(Op("linalg_det"), _det_vjp, saves="x ans")
+det = unary(DET, ext="linalg")
+SLOGDET = defvjp(Op("linalg_slogdet", multi=True), _slogdet_vjp, saves="x")
+slogdet = unary(SLOGDET, ext="linalg")
+SOLVE = defvjp(Op("linalg_solve", broadcasts=True, shapes=True),
                _solve_vjp_a, _solve_vjp_b, saves="x ans")
-PINV = defvjp(Op("linalg_pinv", lambda xp, x, rtol=None: xp.linalg.pinv(x, rtol=rtol)), _pinv_vjp, saves="x ans")
-MATRIX_POWER = defvjp(Op("linalg_matrix_power", lambda xp, x, n: xp.linalg.matrix_power(x, n)),
+solve = binary(SOLVE, ext="linalg")
+PINV = defvjp(Op("linalg_pinv"), _pinv_vjp, saves="x ans")
+
+
+@public(ext="linalg")
+def pinv(x, /, *, rtol=None):
+    return apply(PINV, (x,), {"rtol": rtol})
+
+
+MATRIX_POWER = defvjp(Op("linalg_matrix_power", lambda xp, x, n: xp.linalg.matrix_power(x, n)),  # n: positional-only
                       _matrix_power_vjp, saves="x")
-MATRIX_RANK = def_nograd(Op("linalg_matrix_rank", lambda xp, x, rtol=None: xp.linalg.matrix_rank(x, rtol=rtol)))
+
+
+@public(ext="linalg")
+def matrix_power(x, n, /):
+    return apply(MATRIX_POWER, (x,), {"n": n})
+
+
+MATRIX_RANK = def_nograd(Op("linalg_matrix_rank"))
+
+
+@public(ext="linalg")
+def matrix_rank(x, /, *, rtol=None):
+    return apply(MATRIX_RANK, (x,), {"rtol": rtol})
 
 
 # ---------------------------------------------------------------------------
 # Decompositions
 # ---------------------------------------------------------------------------
 @_real_only("linalg.cholesky")
+
+
 def _cholesky_vjp(o: Any, g: Any, ans: Any, x: Any, upper: bool = False) -> Any:
     """L^-T sym(Phi(L^T gL)) L^-1, Phi = lower triangle with the diagonal halved (Murray 2016)."""
     low, gl = (_T(o, ans), _T(o, g)) if upper else (ans, g)
@@ -330,6 +388,8 @@ def _cholesky_vjp(o: Any, g: Any, ans: Any, x: Any, upper: bool = False) -> Any:
 
 
 @_real_only("linalg.eigh")
+
+
 def _eigh_vjp(o: Any, g: tuple, ans: tuple, x: Any) -> Any:
     """V (diag(gw) + F o (V^T gV)) V^T, F_ij = 1 / (w_j - w_i) off the diagonal; symmetrised."""
     gw, gv = g
@@ -346,12 +406,16 @@ def _eigh_vjp(o: Any, g: tuple, ans: tuple, x: Any) -> Any:
 
 
 @_real_only("linalg.eigvalsh")
+
+
 def _eigvalsh_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     v = o.linalg_eigh(x)[1]
     return o.matmul(v * o.expand_dims(g, axis=-2), _T(o, v))
 
 
 @_real_only("linalg.svd")
+
+
 def _svd_vjp(o: Any, g: tuple, ans: tuple, x: Any, full_matrices: bool = True) -> Any:
     u, s, vh = ans
     gu, gs, gvh = g
@@ -392,12 +456,16 @@ def _svd_backward(o: Any, u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -
 
 
 @_real_only("linalg.svdvals")
+
+
 def _svdvals_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     u, _, vh = o.linalg_svd(x, full_matrices=False)
     return o.matmul(u * o.expand_dims(g, axis=-2), vh)
 
 
 @_real_only("linalg.qr")
+
+
 def _qr_vjp(o: Any, g: tuple, ans: tuple, x: Any, mode: str = "reduced") -> Any:
     q, r = ans
     gq, gr = g
@@ -437,15 +505,37 @@ def _qr_backward(o: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
     return _T(o, o.linalg_solve(r, _T(o, b)))
 
 
-CHOLESKY = defvjp(Op("linalg_cholesky", lambda xp, x, upper=False: xp.linalg.cholesky(x, upper=upper)),
+CHOLESKY = defvjp(Op("linalg_cholesky"),
                   _cholesky_vjp, saves="ans")
-EIGH = defvjp(Op("linalg_eigh", lambda xp, x: xp.linalg.eigh(x), multi=True), _eigh_vjp, saves="ans")
-EIGVALSH = defvjp(Op("linalg_eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x)), _eigvalsh_vjp, saves="x")
-SVD = defvjp(Op("linalg_svd", lambda xp, x, full_matrices=True: xp.linalg.svd(x, full_matrices=full_matrices),
+
+
+@public(ext="linalg")
+def cholesky(x, /, *, upper=False):
+    return apply(CHOLESKY, (x,), {"upper": upper})
+
+
+EIGH = defvjp(Op("linalg_eigh", multi=True), _eigh_vjp, saves="ans")
+eigh = unary(EIGH, ext="linalg")
+EIGVALSH = defvjp(Op("linalg_eigvalsh"), _eigvalsh_vjp, saves="x")
+eigvalsh = unary(EIGVALSH, ext="linalg")
+SVD = defvjp(Op("linalg_svd",
                 multi=True), _svd_vjp, saves="ans")
-SVDVALS = defvjp(Op("linalg_svdvals", lambda xp, x: xp.linalg.svdvals(x)), _svdvals_vjp, saves="x")
-QR = defvjp(Op("linalg_qr", lambda xp, x, mode="reduced": xp.linalg.qr(x, mode=mode), multi=True),
+
+
+@public(ext="linalg")
+def svd(x, /, *, full_matrices=True):
+    return apply(SVD, (x,), {"full_matrices": full_matrices})
+
+
+SVDVALS = defvjp(Op("linalg_svdvals"), _svdvals_vjp, saves="x")
+svdvals = unary(SVDVALS, ext="linalg")
+QR = defvjp(Op("linalg_qr", multi=True),
             _qr_vjp, saves="x ans")
+
+
+@public(ext="linalg")
+def qr(x, /, *, mode='reduced'):
+    return apply(QR, (x,), {"mode": mode})
 
 
 # ---------------------------------------------------------------------------
@@ -509,99 +599,23 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
     return _scale(o, g * _shared_ties(o, sums, top, across), _unit(o, x, a))
 
 
-VECTOR_NORM = defvjp(Op("linalg_vector_norm", lambda xp, x, axis=None, keepdims=False, ord=2:
-                        xp.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)),
+VECTOR_NORM = defvjp(Op("linalg_vector_norm"),
                      _vector_norm_vjp, saves="x ans")
-MATRIX_NORM = defvjp(Op("linalg_matrix_norm", lambda xp, x, keepdims=False, ord="fro":
-                        xp.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)), _matrix_norm_vjp, saves="x ans")
 
 
-# ---------------------------------------------------------------------------
-# Public functions (signatures as in the Array API standard)
-# ---------------------------------------------------------------------------
-def matmul(x1, x2, /):
-    return apply(MATMUL, (x1, x2))
+@public(ext="linalg")
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    return apply(VECTOR_NORM, (x,), {"axis": axis, "keepdims": keepdims, "ord": ord})
 
 
-def tensordot(x1, x2, /, *, axes=2):
-    return apply(TENSORDOT, (x1, x2), {"axes": axes})
+MATRIX_NORM = defvjp(Op("linalg_matrix_norm"), _matrix_norm_vjp, saves="x ans")
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    return apply(VECDOT, (x1, x2), {"axis": axis})
-
-
-def cholesky(x, /, *, upper=False):
-    return apply(CHOLESKY, (x,), {"upper": upper})
-
-
-def cross(x1, x2, /, *, axis=-1):
-    return apply(CROSS, (x1, x2), {"axis": axis})
-
-
-def det(x, /):
-    return apply(DET, (x,))
-
-
-def diagonal(x, /, *, offset=0):
-    return apply(DIAGONAL, (x,), {"offset": offset})
-
-
-def eigh(x, /):
-    return apply(EIGH, (x,))
-
-
-def eigvalsh(x, /):
-    return apply(EIGVALSH, (x,))
-
-
-def inv(x, /):
-    return apply(INV, (x,))
-
-
+@public(ext="linalg")
 def matrix_norm(x, /, *, keepdims=False, ord='fro'):
     return apply(MATRIX_NORM, (x,), {"keepdims": keepdims, "ord": ord})
 
 
-def matrix_power(x, n, /):
-    return apply(MATRIX_POWER, (x,), {"n": n})
-
-
-def matrix_rank(x, /, *, rtol=None):
-    return apply(MATRIX_RANK, (x,), {"rtol": rtol})
-
-
-def outer(x1, x2, /):
-    return apply(OUTER, (x1, x2))
-
-
-def pinv(x, /, *, rtol=None):
-    return apply(PINV, (x,), {"rtol": rtol})
-
-
-def qr(x, /, *, mode='reduced'):
-    return apply(QR, (x,), {"mode": mode})
-
-
-def slogdet(x, /):
-    return apply(SLOGDET, (x,))
-
-
-def solve(x1, x2, /):
-    return apply(SOLVE, (x1, x2))
-
-
-def svd(x, /, *, full_matrices=True):
-    return apply(SVD, (x,), {"full_matrices": full_matrices})
-
-
-def svdvals(x, /):
-    return apply(SVDVALS, (x,))
-
-
-def trace(x, /, *, offset=0, dtype=None):
-    return apply(TRACE, (x,), {"offset": offset, "dtype": dtype})
-
-
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    return apply(VECTOR_NORM, (x,), {"axis": axis, "keepdims": keepdims, "ord": ord})
+__all__ = names(__name__)  # the top-level functions declared above
+#: The linalg extension's own functions (reached as ``xp.linalg.<name>``).
+EXTENSION = tuple(names(__name__, "linalg"))

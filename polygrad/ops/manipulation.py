@@ -9,13 +9,10 @@ import sys
 from typing import Any, Callable
 
 from polygrad.core.dispatch import backend_of_type, is_array
-from polygrad.core.variable import Variable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['reshape', 'permute_dims', 'transpose', 'reverse_dims', 'matrix_transpose', 'broadcast_to', 'sum_to', 'expand_dims',
-           'squeeze', 'getitem', 'getitem_grad', 'setitem', 'broadcast_arrays', 'concat', 'flip', 'moveaxis', 'repeat', 'roll',
-           'stack', 'tile', 'unstack']
+from polygrad.core.variable import Variable
+from polygrad.ops._export import names, public
 
 
 # ---------------------------------------------------------------------------
@@ -105,29 +102,109 @@ def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
 # ---------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------
-RESHAPE = defvjp(Op("reshape", lambda xp, x, shape, copy=None: xp.reshape(x, shape, copy=copy), shapes=True, view=True),
+RESHAPE = defvjp(Op("reshape", shapes=True, view=True),
                  lambda o, g, ans, x, shape, copy=None: o.reshape(g, x.shape))
-PERMUTE_DIMS = defvjp(Op("permute_dims", lambda xp, x, axes: xp.permute_dims(x, axes), view=True),
+
+
+@public
+def reshape(x, /, shape, *, copy=None):
+    shape = tuple(shape)
+    return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
+
+
+PERMUTE_DIMS = defvjp(Op("permute_dims", view=True),
                       lambda o, g, ans, x, axes: o.permute_dims(g, _inverse_perm(axes, g.ndim)))
+
+
+@public
+def permute_dims(x, /, axes):
+    return apply(PERMUTE_DIMS, (x,), {"axes": tuple(axes)})
+
+
 REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True),
                       lambda o, g, ans, x: o.reverse_dims(g))
-MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", lambda xp, x: xp.matrix_transpose(x), view=True),
+
+
+@public(standard=False)
+def transpose(x, axes=None):
+    """Reverse (or permute by ``axes``) the dimensions, as Chainer's F.transpose."""
+    if axes is None:
+        return apply(REVERSE_DIMS, (x,))
+    return permute_dims(x, axes)
+
+
+@public(standard=False)
+def reverse_dims(x, /):
+    """Reverse the order of the dimensions (``x.T``)."""
+    return apply(REVERSE_DIMS, (x,))
+
+
+MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", view=True),
                           lambda o, g, ans, x: o.matrix_transpose(g))
-BROADCAST_TO = defvjp(Op("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), shapes=True, view=True),
+
+
+@public(also="linalg")
+def matrix_transpose(x, /):
+    return apply(MATRIX_TRANSPOSE, (x,))
+
+
+BROADCAST_TO = defvjp(Op("broadcast_to", shapes=True, view=True),
                       lambda o, g, ans, x, shape: o.sum_to(g, x.shape))
-SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True),
+
+
+@public
+def broadcast_to(x, /, shape):
+    return apply(BROADCAST_TO, (x,), {"shape": tuple(shape)})
+
+
+SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True, view=True),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
-EXPAND_DIMS = defvjp(Op("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), shapes=True, view=True),
+
+
+@public(standard=False)
+def sum_to(x, shape):
+    """Sum ``x`` over broadcast dimensions so that it has ``shape``."""
+    return apply(SUM_TO, (x,), {"shape": tuple(shape)})
+
+
+EXPAND_DIMS = defvjp(Op("expand_dims", shapes=True, view=True),
                      lambda o, g, ans, x, axis: o.reshape(g, x.shape))
-SQUEEZE = defvjp(Op("squeeze", lambda xp, x, axis: xp.squeeze(x, axis=axis), shapes=True, view=True),
+
+
+@public
+def expand_dims(x, /, axis):
+    return apply(EXPAND_DIMS, (x,), {"axis": axis})
+
+
+SQUEEZE = defvjp(Op("squeeze", shapes=True, view=True),
                  lambda o, g, ans, x, axis: o.reshape(g, x.shape))
-FLIP = def_linear(Op("flip", lambda xp, x, axis=None: xp.flip(x, axis=axis), view=True))  # its own adjoint
-ROLL = defvjp(Op("roll", lambda xp, x, shift, axis=None: xp.roll(x, shift, axis=axis)),
-              lambda o, g, ans, x, shift, axis=None: o.roll(g, _negate(shift), axis=axis))
+
+
+@public
+def squeeze(x, /, axis):
+    return apply(SQUEEZE, (x,), {"axis": axis})
+
+
+FLIP = def_linear(Op("flip", view=True))  # its own adjoint
+
+
+@public
+def flip(x, /, *, axis=None):
+    return apply(FLIP, (x,), {"axis": axis})
 
 
 def _negate(shift: Any) -> Any:
     return tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
+
+
+ROLL = defvjp(Op("roll"),
+              lambda o, g, ans, x, shift, axis=None: o.roll(g, _negate(shift), axis=axis))
+
+
+@public
+def roll(x, /, shift, *, axis=None):
+    return apply(ROLL, (x,), {"shift": tuple(shift) if isinstance(shift, list) else shift,
+                              "axis": tuple(axis) if isinstance(axis, list) else axis})
 
 
 def _tile_vjp(o: Any, g: Any, ans: Any, x: Any, repetitions: tuple) -> Any:
@@ -162,8 +239,21 @@ def _repeat_vjp(o: Any, g: Any, ans: Any, x: Any, repeats: Any, axis: Any = None
     return o.reshape(gx, shape) if axis is None else gx
 
 
-TILE = defvjp(Op("tile", lambda xp, x, repetitions: xp.tile(x, repetitions), shapes=True), _tile_vjp)
+TILE = defvjp(Op("tile", lambda xp, x, repetitions: xp.tile(x, repetitions), shapes=True),  # repetitions: positional-only
+              _tile_vjp)
+
+
+@public
+def tile(x, repetitions, /):
+    return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
+
+
 REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True), _repeat_vjp, None, saves="y")
+
+
+@public
+def repeat(x, repeats, /, *, axis=None):
+    return apply(REPEAT, (x, repeats), {"axis": axis})
 
 
 # ---------------------------------------------------------------------------
@@ -192,8 +282,27 @@ def _unstack_vjp(o: Any, g: tuple, ans: Any, x: Any, axis: int = 0) -> Any:
 
 
 CONCAT = defvjp_each(Op("concat", lambda xp, *arrays, axis=0: xp.concat(_as_sequence(arrays), axis=axis), shapes=True), _concat_vjp)
+
+
+@public
+def concat(arrays, /, *, axis=0):
+    return apply(CONCAT, tuple(arrays), {"axis": axis})
+
+
 STACK = defvjp_each(Op("stack", lambda xp, *arrays, axis=0: xp.stack(_as_sequence(arrays), axis=axis), shapes=True), _stack_vjp)
+
+
+@public
+def stack(arrays, /, *, axis=0):
+    return apply(STACK, tuple(arrays), {"axis": axis})
+
+
 UNSTACK = defvjp(Op("unstack", lambda xp, x, axis=0: tuple(xp.unstack(x, axis=axis)), multi=True, view=True), _unstack_vjp)
+
+
+@public
+def unstack(x, /, *, axis=0):
+    return apply(UNSTACK, (x,), {"axis": axis})
 
 
 # ---------------------------------------------------------------------------
@@ -249,10 +358,32 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
         return xp.reshape(flat, shape)
 
 
+def _unwrap_key(key: Any) -> Any:
+    if isinstance(key, Variable):
+        return key._data
+    if isinstance(key, tuple):
+        return tuple(k._data if isinstance(k, Variable) else k for k in key)
+    return key
+
+
 GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True),
                  lambda o, g, ans, x, key: o.getitem_grad(g, key, tuple(x.shape)))
+
+
+@public(standard=False)
+def getitem(x, key):
+    """``x[key]``, differentiable: integers, slices, ``...``, None, integer arrays and boolean masks."""
+    return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
+
+
 GETITEM_GRAD = defvjp(Op("getitem_grad", _getitem_grad_kernel),
                       lambda o, g, ans, gy, key, shape: o.getitem(g, key))
+
+
+@public(standard=False)
+def getitem_grad(g, key, shape):
+    """Zeros of ``shape`` with ``g`` scattered (added) at ``[key]``: the vjp of getitem."""
+    return apply(GETITEM_GRAD, (g,), {"key": _unwrap_key(key), "shape": tuple(shape)})
 
 
 def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
@@ -266,20 +397,18 @@ SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
                  lambda o, g, ans, x, v, key: o.sum_to(o.getitem(g, key), tuple(v.shape)))
 
 
+@public(standard=False)
+def setitem(x, key, value):
+    """A copy of ``x`` with ``x[key] = value``, differentiable in both."""
+    return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
+
+
 def _untouched_mask(g: Any, key: Any) -> Any:
     data = g._data if isinstance(g, Variable) else g
     backend = backend_of_type(type(data))
     xp = backend.xp
     hit = _getitem_grad_kernel(xp, xp.ones_like(data[key]), key, tuple(data.shape))
     return hit == 0
-
-
-def _unwrap_key(key: Any) -> Any:
-    if isinstance(key, Variable):
-        return key._data
-    if isinstance(key, tuple):
-        return tuple(k._data if isinstance(k, Variable) else k for k in key)
-    return key
 
 
 def _broadcast_shapes(*shapes: tuple) -> tuple:
@@ -293,80 +422,14 @@ def _broadcast_shapes(*shapes: tuple) -> tuple:
     return tuple(out)
 
 
-# ---------------------------------------------------------------------------
-# Public functions
-# ---------------------------------------------------------------------------
-def reshape(x, /, shape, *, copy=None):
-    shape = tuple(shape)
-    return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
-
-
-def permute_dims(x, /, axes):
-    return apply(PERMUTE_DIMS, (x,), {"axes": tuple(axes)})
-
-
-def transpose(x, axes=None):
-    """Reverse (or permute by ``axes``) the dimensions, as Chainer's F.transpose."""
-    if axes is None:
-        return apply(REVERSE_DIMS, (x,))
-    return permute_dims(x, axes)
-
-
-def reverse_dims(x, /):
-    """Reverse the order of the dimensions (``x.T``)."""
-    return apply(REVERSE_DIMS, (x,))
-
-
-def matrix_transpose(x, /):
-    return apply(MATRIX_TRANSPOSE, (x,))
-
-
-def broadcast_to(x, /, shape):
-    return apply(BROADCAST_TO, (x,), {"shape": tuple(shape)})
-
-
-def sum_to(x, shape):
-    """Sum ``x`` over broadcast dimensions so that it has ``shape``."""
-    return apply(SUM_TO, (x,), {"shape": tuple(shape)})
-
-
-def expand_dims(x, /, axis):
-    return apply(EXPAND_DIMS, (x,), {"axis": axis})
-
-
-def squeeze(x, /, axis):
-    return apply(SQUEEZE, (x,), {"axis": axis})
-
-
-def getitem(x, key):
-    """``x[key]``, differentiable: integers, slices, ``...``, None, integer arrays and boolean masks."""
-    return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
-
-
-def getitem_grad(g, key, shape):
-    """Zeros of ``shape`` with ``g`` scattered (added) at ``[key]``: the vjp of getitem."""
-    return apply(GETITEM_GRAD, (g,), {"key": _unwrap_key(key), "shape": tuple(shape)})
-
-
-def setitem(x, key, value):
-    """A copy of ``x`` with ``x[key] = value``, differentiable in both."""
-    return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
-
-
+@public
 def broadcast_arrays(*arrays):
     """Composed: ``broadcast_to`` each array to the common shape."""
     shape = _broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return tuple(broadcast_to(a, shape) for a in arrays)
 
 
-def concat(arrays, /, *, axis=0):
-    return apply(CONCAT, tuple(arrays), {"axis": axis})
-
-
-def flip(x, /, *, axis=None):
-    return apply(FLIP, (x,), {"axis": axis})
-
-
+@public
 def moveaxis(x, source, destination, /):
     """Composed: the permutation that moves ``source`` axes to ``destination``."""
     ndim = x.ndim
@@ -380,22 +443,4 @@ def moveaxis(x, source, destination, /):
     return permute_dims(x, tuple(order))
 
 
-def repeat(x, repeats, /, *, axis=None):
-    return apply(REPEAT, (x, repeats), {"axis": axis})
-
-
-def roll(x, /, shift, *, axis=None):
-    return apply(ROLL, (x,), {"shift": tuple(shift) if isinstance(shift, list) else shift,
-                              "axis": tuple(axis) if isinstance(axis, list) else axis})
-
-
-def stack(arrays, /, *, axis=0):
-    return apply(STACK, tuple(arrays), {"axis": axis})
-
-
-def tile(x, repetitions, /):
-    return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
-
-
-def unstack(x, /, *, axis=0):
-    return apply(UNSTACK, (x,), {"axis": axis})
+__all__ = names(__name__)  # the public functions declared above

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.variable import Variable
-from polygrad.ops.manipulation import require_data_dependent_shapes
 from polygrad.core.op import Op, def_nograd
 from polygrad.core.primitive import apply
-
-__all__ = ['argmax', 'argmin', 'count_nonzero', 'nonzero', 'searchsorted']
+from polygrad.core.variable import Variable
+from polygrad.ops._export import names, public, unary
+from polygrad.ops.manipulation import require_data_dependent_shapes
 
 
 def _nonzero_kernel(xp: Any, x: Any) -> tuple:
@@ -22,37 +21,44 @@ def _nonzero_kernel(xp: Any, x: Any) -> tuple:
     return tuple(xp.nonzero(x))
 
 
-def _searchsorted_kernel(xp: Any, x1: Any, x2: Any, side: str = "left", sorter: Any = None) -> Any:
-    return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+ARGMAX = def_nograd(Op("argmax"))
 
 
-ARGMAX = def_nograd(Op("argmax", lambda xp, x, axis=None, keepdims=False: xp.argmax(x, axis=axis, keepdims=keepdims)))
-ARGMIN = def_nograd(Op("argmin", lambda xp, x, axis=None, keepdims=False: xp.argmin(x, axis=axis, keepdims=keepdims)))
-COUNT_NONZERO = def_nograd(Op("count_nonzero", lambda xp, x, axis=None, keepdims=False:
-                              xp.count_nonzero(x, axis=axis, keepdims=keepdims)))
+@public
+def argmax(x, /, *, axis=None, keepdims=False):
+    return apply(ARGMAX, (x,), {"axis": axis, "keepdims": keepdims})
+
+
+ARGMIN = def_nograd(Op("argmin"))
+
+
+@public
+def argmin(x, /, *, axis=None, keepdims=False):
+    return apply(ARGMIN, (x,), {"axis": axis, "keepdims": keepdims})
+
+
+COUNT_NONZERO = def_nograd(Op("count_nonzero"))
+
+
+@public
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    return apply(COUNT_NONZERO, (x,), {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims})
+
+
 NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True))
-SEARCHSORTED = def_nograd(Op("searchsorted", _searchsorted_kernel))
+nonzero = unary(NONZERO)
 
 
 def _raw(a: Any) -> Any:
     return a._data if isinstance(a, Variable) else a
 
 
-def argmax(x, /, *, axis=None, keepdims=False):
-    return apply(ARGMAX, (x,), {"axis": axis, "keepdims": keepdims})
+SEARCHSORTED = def_nograd(Op("searchsorted"))
 
 
-def argmin(x, /, *, axis=None, keepdims=False):
-    return apply(ARGMIN, (x,), {"axis": axis, "keepdims": keepdims})
-
-
-def count_nonzero(x, /, *, axis=None, keepdims=False):
-    return apply(COUNT_NONZERO, (x,), {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims})
-
-
-def nonzero(x, /):
-    return apply(NONZERO, (x,))
-
-
+@public
 def searchsorted(x1, x2, /, *, side="left", sorter=None):
     return apply(SEARCHSORTED, (x1, x2), {"side": side, "sorter": _raw(sorter)})
+
+
+__all__ = names(__name__)  # the public functions declared above

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.ops.manipulation import require_data_dependent_shapes
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['isin', 'unique_all', 'unique_counts', 'unique_inverse', 'unique_values']
+from polygrad.ops._export import names, public, unary
+from polygrad.ops.manipulation import require_data_dependent_shapes
 
 
 def _unique(name: str) -> Any:
@@ -46,28 +45,22 @@ def _first_output_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
     return None if g[0] is None else _shared_values_vjp(o, g[0], x)
 
 
-ISIN = def_nograd(Op("isin", lambda xp, x1, x2, invert=False: xp.isin(x1, x2, invert=invert)))
-UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values")), _values_vjp, saves="x")
-UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True), _first_output_vjp, saves="x")
-UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True), _first_output_vjp, saves="x")
-UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True), _first_output_vjp, saves="x")
+ISIN = def_nograd(Op("isin"))
 
 
+@public
 def isin(x1, x2, /, *, invert=False):
     return apply(ISIN, (x1, x2), {"invert": invert})
 
 
-def unique_all(x, /):
-    return apply(UNIQUE_ALL, (x,))
+UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values")), _values_vjp, saves="x")
+unique_values = unary(UNIQUE_VALUES)
+UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True), _first_output_vjp, saves="x")
+unique_all = unary(UNIQUE_ALL)
+UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True), _first_output_vjp, saves="x")
+unique_counts = unary(UNIQUE_COUNTS)
+UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True), _first_output_vjp, saves="x")
+unique_inverse = unary(UNIQUE_INVERSE)
 
 
-def unique_counts(x, /):
-    return apply(UNIQUE_COUNTS, (x,))
-
-
-def unique_inverse(x, /):
-    return apply(UNIQUE_INVERSE, (x,))
-
-
-def unique_values(x, /):
-    return apply(UNIQUE_VALUES, (x,))
+__all__ = names(__name__)  # the public functions declared above

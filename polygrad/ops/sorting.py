@@ -11,8 +11,7 @@ from typing import Any
 
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['argsort', 'sort']
+from polygrad.ops._export import names, public
 
 
 def _sort_vjp(o: Any, g: Any, ans: Any, x: Any, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
@@ -21,16 +20,21 @@ def _sort_vjp(o: Any, g: Any, ans: Any, x: Any, axis: int = -1, descending: bool
     return o.take_along_axis(g, o.argsort(order, axis=axis), axis=axis)
 
 
-SORT = defvjp(Op("sort", lambda xp, x, axis=-1, descending=False, stable=True:
-                 xp.sort(x, axis=axis, descending=descending, stable=stable)),
+SORT = defvjp(Op("sort"),
               _sort_vjp, saves="x")
-ARGSORT = def_nograd(Op("argsort", lambda xp, x, axis=-1, descending=False, stable=True:
-                        xp.argsort(x, axis=axis, descending=descending, stable=stable)))
 
 
+@public
+def sort(x, /, *, axis=-1, descending=False, stable=True):
+    return apply(SORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
+
+
+ARGSORT = def_nograd(Op("argsort"))
+
+
+@public
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return apply(ARGSORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
 
 
-def sort(x, /, *, axis=-1, descending=False, stable=True):
-    return apply(SORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
+__all__ = names(__name__)  # the public functions declared above

@@ -11,12 +11,11 @@ import math
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable
-from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
 from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
-
-__all__ = ['sum', 'mean', 'max', 'min', 'prod', 'var', 'std', 'cumulative_sum', 'cumulative_prod']
+from polygrad.core.variable import Variable
+from polygrad.ops._export import names, public
+from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
 
 
 def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
@@ -145,28 +144,6 @@ def _cumprod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any 
     return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
 
 
-SUM = defvjp(Op("sum", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.sum(x, axis=axis, dtype=dtype, keepdims=keepdims), shapes=True),
-             lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
-MEAN = defvjp(Op("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims), shapes=True),
-              lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
-MAX = defvjp(Op("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims)),
-             _max_vjp, saves="x ans")
-MIN = defvjp(Op("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims)),
-             _max_vjp, saves="x ans")
-PROD = defvjp(Op("prod", lambda xp, x, axis=None, dtype=None, keepdims=False: xp.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)),
-              _prod_vjp, saves="x")
-VAR = defvjp(Op("var", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.var(x, axis=axis, correction=correction, keepdims=keepdims)),
-             _var_vjp, saves="x")
-STD = defvjp(Op("std", lambda xp, x, axis=None, correction=0.0, keepdims=False: xp.std(x, axis=axis, correction=correction, keepdims=keepdims)),
-             _std_vjp, saves="x ans")
-CUMULATIVE_SUM = defvjp(Op("cumulative_sum", lambda xp, x, axis=None, dtype=None, include_initial=False:
-                           xp.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial), shapes=True),
-                        _cumsum_vjp)
-CUMULATIVE_PROD = defvjp(Op("cumulative_prod", lambda xp, x, axis=None, dtype=None, include_initial=False:
-                            xp.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)),
-                         _cumprod_vjp, saves="x")
-
-
 def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
     params = {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims, **more}
     if dtype is not None:
@@ -174,34 +151,74 @@ def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
     return params
 
 
+SUM = defvjp(Op("sum", shapes=True),
+             lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
+
+
+@public
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(SUM, (x,), _params(axis, keepdims, dtype))
 
 
+MEAN = defvjp(Op("mean", shapes=True),
+              lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
+
+
+@public
 def mean(x, /, *, axis=None, keepdims=False):
     return apply(MEAN, (x,), _params(axis, keepdims))
 
 
+MAX = defvjp(Op("max"),
+             _max_vjp, saves="x ans")
+
+
+@public
 def max(x, /, *, axis=None, keepdims=False):
     return apply(MAX, (x,), _params(axis, keepdims))
 
 
+MIN = defvjp(Op("min"),
+             _max_vjp, saves="x ans")
+
+
+@public
 def min(x, /, *, axis=None, keepdims=False):
     return apply(MIN, (x,), _params(axis, keepdims))
 
 
+PROD = defvjp(Op("prod"),
+              _prod_vjp, saves="x")
+
+
+@public
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(PROD, (x,), _params(axis, keepdims, dtype))
 
 
+VAR = defvjp(Op("var"),
+             _var_vjp, saves="x")
+
+
+@public
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
     return apply(VAR, (x,), _params(axis, keepdims, correction=correction))
 
 
+STD = defvjp(Op("std"),
+             _std_vjp, saves="x ans")
+
+
+@public
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
     return apply(STD, (x,), _params(axis, keepdims, correction=correction))
 
 
+CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True),
+                        _cumsum_vjp)
+
+
+@public
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     params = {"axis": axis, "include_initial": include_initial}
     if dtype is not None:
@@ -209,8 +226,16 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return apply(CUMULATIVE_SUM, (x,), params)
 
 
+CUMULATIVE_PROD = defvjp(Op("cumulative_prod"),
+                         _cumprod_vjp, saves="x")
+
+
+@public
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     params = {"axis": axis, "include_initial": include_initial}
     if dtype is not None:
         params["dtype"] = dtype
     return apply(CUMULATIVE_PROD, (x,), params)
+
+
+__all__ = names(__name__)  # the public functions declared above

@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
-from polygrad.ops.manipulation import _along, concat, getitem
 from polygrad.core.op import Op, def_nograd
 from polygrad.core.primitive import apply
-
-__all__ = ['all', 'any', 'diff']
-
-ALL = def_nograd(Op("all", lambda xp, x, axis=None, keepdims=False: xp.all(x, axis=axis, keepdims=keepdims)))
-ANY = def_nograd(Op("any", lambda xp, x, axis=None, keepdims=False: xp.any(x, axis=axis, keepdims=keepdims)))
+from polygrad.ops._export import names, public
+from polygrad.ops.manipulation import _along, concat, getitem
 
 
 def _axis(axis):
     return tuple(axis) if isinstance(axis, list) else axis
 
 
+ALL = def_nograd(Op("all"))
+
+
+@public
 def all(x, /, *, axis=None, keepdims=False):
     return apply(ALL, (x,), {"axis": _axis(axis), "keepdims": keepdims})
 
 
+ANY = def_nograd(Op("any"))
+
+
+@public
 def any(x, /, *, axis=None, keepdims=False):
     return apply(ANY, (x,), {"axis": _axis(axis), "keepdims": keepdims})
 
 
+@public
 def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     """Composed: ``prepend``/``append`` joined on, then ``n`` times ``y[1:] - y[:-1]``
     along ``axis`` (differentiable in x, prepend and append)."""
@@ -35,3 +40,6 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     for _ in range(n):
         x = getitem(x, later) - getitem(x, earlier)
     return x
+
+
+__all__ = names(__name__)  # the public functions declared above

@@ -1,0 +1,204 @@
+"""Rows for neural-network functions that are worth a kernel of their own: activations,
+the softmax family, ``linear``, the labels of the losses, and dropout's mask.
+
+The functions of :mod:`polygrad.functions` (``F.relu``, ``F.linear``, ...) are these
+or compositions of ops. ``linear`` is one row rather than ``matmul(x, W.T) + b``:
+backward then makes ``W``'s gradient directly in W's own layout (``g.T @ x``), not as
+a transposed view, and the graph has one node instead of three.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from polygrad.core.dispatch import backend_of_type
+from polygrad.core.op import Op, def_nograd, defvjp
+from polygrad.core.primitive import apply
+from polygrad.ops._export import names, public
+
+
+# ---------------------------------------------------------------------------
+# Activations
+# ---------------------------------------------------------------------------
+RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype))),  # one pass; NaN stays NaN
+              lambda o, g, ans, x: g * o.astype(ans > 0, g.dtype), saves="ans")  # relu'(0) = 0; a multiply, not a branchy where
+
+
+@public(standard=False)
+def relu(x):
+    """max(x, 0); the gradient at 0 is 0."""
+    return apply(RELU, (x,))
+
+
+SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5),
+                 lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
+
+
+@public(standard=False)
+def sigmoid(x):
+    return apply(SIGMOID, (x,))
+
+
+def _softplus_kernel(xp: Any, x: Any, beta: float = 1.0) -> Any:
+    """log(1 + exp(beta x)) / beta, without overflow: max(bx, 0) + log1p(exp(-|bx|))."""
+    bx = x * beta if beta != 1.0 else x
+    y = xp.maximum(bx, xp.zeros_like(bx)) + xp.log1p(xp.exp(-xp.abs(bx)))
+    return y / beta if beta != 1.0 else y
+
+
+SOFTPLUS = defvjp(Op("softplus", _softplus_kernel),  # d/dx = sigmoid(beta x), written with tanh
+                  lambda o, g, ans, x, beta=1.0: g * (0.5 * o.tanh((0.5 * beta) * x) + 0.5), saves="x")
+
+
+@public(standard=False)
+def softplus(x, beta=1.0):
+    """``log(1 + exp(beta x)) / beta``, computed without overflow; its gradient is ``sigmoid(beta x)``."""
+    return apply(SOFTPLUS, (x,), {"beta": float(beta)} if beta != 1.0 else None)
+
+
+# erf is not in the standard. |x| < 0.5: its Maclaurin series (13 terms, error
+# below 1e-16); elsewhere the Chebyshev-fitted erfc of Numerical Recipes
+# (``erfcc``, relative error below 1.2e-7 in erfc, so |error| < 3e-8 in erf).
+# The vjp is the exact derivative, 2/sqrt(pi) exp(-x^2), not the approximation's.
+_ERF_SERIES = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13))
+_ERFC_FIT = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+             -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _erf_kernel(xp: Any, x: Any) -> Any:
+    a = xp.abs(x)
+    small = a < 0.5
+    xs = xp.where(small, x, xp.zeros_like(x))  # keeps the series finite where it is not used
+    z = xs * xs
+    series = _ERF_SERIES[-1]
+    for c in _ERF_SERIES[-2::-1]:
+        series = series * z + c
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = _ERFC_FIT[-1]
+    for c in _ERFC_FIT[-2::-1]:
+        poly = poly * t + c
+    erfc = t * xp.exp(poly - a * a)
+    return xp.where(small, _TWO_OVER_SQRT_PI * xs * series, xp.sign(x) * (1.0 - erfc))
+
+
+ERF = defvjp(Op("erf", _erf_kernel), lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
+
+
+@public(standard=False)
+def erf(x):
+    """The error function (to about 3e-8, see ``_erf_kernel``); its gradient is the exact ``2/sqrt(pi) exp(-x^2)``."""
+    return apply(ERF, (x,))
+
+
+# ---------------------------------------------------------------------------
+# The softmax family (along ``axis``, default 1, the class axis, as in Chainer)
+# ---------------------------------------------------------------------------
+def _log_softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
+    s = x - xp.max(x, axis=axis, keepdims=True)
+    return s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
+
+
+def _softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+LOG_SOFTMAX = defvjp(Op("log_softmax", _log_softmax_kernel),
+                     lambda o, g, ans, x, axis=-1: g - o.exp(ans) * o.sum(g, axis=axis, keepdims=True), saves="ans")
+
+
+@public(standard=False)
+def log_softmax(x, axis=1):
+    """Log of the softmax along ``axis`` (default 1, the class axis, as in Chainer)."""
+    return apply(LOG_SOFTMAX, (x,), {"axis": axis})
+
+
+SOFTMAX = defvjp(Op("softmax", _softmax_kernel),
+                 lambda o, g, ans, x, axis=-1: ans * (g - o.sum(g * ans, axis=axis, keepdims=True)), saves="ans")
+
+
+@public(standard=False)
+def softmax(x, axis=1):
+    return apply(SOFTMAX, (x,), {"axis": axis})
+
+
+# ---------------------------------------------------------------------------
+# linear: x @ W.T + b in one node
+# ---------------------------------------------------------------------------
+def _linear_kernel(xp: Any, x: Any, W: Any, b: Any = None) -> Any:
+    y = xp.matmul(x, xp.matrix_transpose(W))
+    return y if b is None else y + b
+
+
+LINEAR = defvjp(
+    Op("linear", _linear_kernel, shapes=True),
+    lambda o, g, ans, x, W, b=None: o.matmul(g, W),
+    lambda o, g, ans, x, W, b=None: o.matmul(o.matrix_transpose(g), x),
+    lambda o, g, ans, x, W, b=None: o.sum(g, axis=0),
+    saves="xy",
+)
+
+
+@public(standard=False)
+def linear_op(x, W, b=None):
+    """``x @ W.T + b`` for x of shape (N, in), W (out, in), b (out,)."""
+    return apply(LINEAR, (x, W) if b is None else (x, W, b))
+
+
+# ---------------------------------------------------------------------------
+# Labels of the classification losses (no gradient)
+# ---------------------------------------------------------------------------
+def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
+    """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label."""
+    if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
+        raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
+    n, c = x.shape
+    classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
+    return xp.logical_and(xp.reshape(t, (n, 1)) == classes, xp.reshape(t != ignore_label, (n, 1)))
+
+
+def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
+    """Number of labels not equal to ignore_label (at least 1), in x's dtype."""
+    count = xp.sum(xp.astype(t != ignore_label, x.dtype))
+    return xp.maximum(count, xp.ones_like(count))
+
+
+LABEL_MASK = def_nograd(Op("softmax_cross_entropy_label_mask", _label_mask_kernel))
+
+
+@public(standard=False)
+def label_mask(x, t, ignore_label=-1):
+    """For scores ``x`` (N, C) and labels ``t`` (N,): True at ``[i, t[i]]`` where ``t[i] != ignore_label``."""
+    return apply(LABEL_MASK, (x, t), {"ignore_label": ignore_label})
+
+
+VALID_COUNT = def_nograd(Op("softmax_cross_entropy_valid_count", _valid_count_kernel))
+
+
+@public(standard=False)
+def valid_count(x, t, ignore_label=-1):
+    """How many labels ``t`` are not ``ignore_label`` (at least 1), in ``x``'s dtype."""
+    return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
+
+
+# ---------------------------------------------------------------------------
+# Random draws (deterministic=False: a compiled function draws at every call)
+# ---------------------------------------------------------------------------
+def _dropout_mask_kernel(xp: Any, x: Any, ratio: float = 0.5) -> Any:
+    """``1 / (1 - ratio)`` where a uniform draw is at least ``ratio``, else 0, in x's shape and dtype."""
+    u = backend_of_type(type(x)).rng().uniform(tuple(x.shape), dtype=x.dtype, low=0.0, high=1.0)
+    return xp.astype(u >= ratio, x.dtype) * (1.0 / (1.0 - ratio))
+
+
+DROPOUT_MASK = def_nograd(Op("dropout_mask", _dropout_mask_kernel, deterministic=False))
+
+
+@public(standard=False)
+def dropout_mask(x, ratio=0.5):
+    """Dropout's mask for ``x``: ``1 / (1 - ratio)`` with probability ``1 - ratio``, else 0 (a new draw each call)."""
+    return apply(DROPOUT_MASK, (x,), {"ratio": float(ratio)})
+
+
+__all__ = names(__name__)  # the public functions declared above

@@ -1,0 +1,192 @@
+"""Facts of the op table that compiled functions and in-place checks read: ``Op.view``
+(the output may share memory with input 0) and ``Op.deterministic`` (random draws).
+
+Compiled outputs and updates never alias an argument or a shared value, through any
+view row (docs/compiled-functions.md); random draws are never merged or folded; an
+in-place write through a view is seen by the version counter of what it views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad import symbolic as T
+from polygrad.core.op import REGISTRY
+from polygrad.core.primitive import apply
+
+# One call per view row that takes one array: (row name, input shape, input dtype, params).
+VIEW_CASES = {
+    "reshape": ((2, 3), "float64", {"shape": (3, 2)}),
+    "permute_dims": ((2, 3), "float64", {"axes": (1, 0)}),
+    "reverse_dims": ((2, 3), "float64", {}),
+    "matrix_transpose": ((2, 3), "float64", {}),
+    "broadcast_to": ((2, 3), "float64", {"shape": (2, 3)}),
+    "sum_to": ((2, 3), "float64", {"shape": (2, 3)}),
+    "expand_dims": ((2, 3), "float64", {"axis": 0}),
+    "squeeze": ((1, 3), "float64", {"axis": 0}),
+    "flip": ((2, 3), "float64", {"axis": 0}),
+    "getitem": ((2, 3), "float64", {"key": (slice(None), slice(0, 2))}),
+    "unstack": ((2, 3), "float64", {"axis": 0}),
+    "positive": ((2, 3), "float64", {}),
+    "real": ((2, 3), "float64", {}),
+    "imag": ((2, 3), "complex128", {}),
+    "conj": ((2, 3), "complex128", {}),
+    "astype": ((2, 3), "float64", {"dtype": np.float64, "copy": False}),
+    "linalg_diagonal": ((3, 3), "float64", {}),
+}
+
+
+def _value(shape, dtype):
+    a = np.arange(float(np.prod(shape))).reshape(shape) + 1.0
+    return a * (1 + 1j) if dtype == "complex128" else a
+
+
+def _apply(name, x, params):
+    out = apply(REGISTRY[name], (x,), params or None)
+    return out[0] if REGISTRY[name].multi else out
+
+
+def test_every_view_row_has_a_case():
+    """A row declared view=True without a case here fails: the aliasing tests below cover every view row."""
+    assert {name for name, op in REGISTRY.items() if op.view} == set(VIEW_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_CASES))
+def test_output_never_aliases_the_argument(name):
+    """An owned output of a view row is a copy, never the caller's argument or a view of it."""
+    shape, dtype, params = VIEW_CASES[name]
+    x = T.tensor(dtype, shape, "x")
+    arg = _value(shape, dtype)
+    out = pg.function([x], _apply(name, x, params))(arg)
+    assert not np.shares_memory(out, arg)
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_CASES))
+def test_output_never_aliases_a_shared_value(name):
+    """Writing into an owned output leaves the shared value it was computed from unchanged."""
+    shape, dtype, params = VIEW_CASES[name]
+    start = _value(shape, dtype)
+    w = pg.shared(start.copy(), name="w")
+    out = pg.function([], _apply(name, w, params))()
+    out[...] = -1
+    np.testing.assert_array_equal(w.get_value(), start)
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_CASES))
+def test_update_never_aliases_the_argument(name):
+    """An update through a view row stores a copy: the caller's later edits to its argument do not reach it."""
+    shape, dtype, params = VIEW_CASES[name]
+    x = T.tensor(dtype, shape, "x")
+    arg = _value(shape, dtype)
+    expected = _apply(name, pg.Variable(arg.copy(), requires_grad=False), params).data.copy()
+    s = pg.shared(np.zeros_like(expected), name="s")
+    pg.function([x], [], updates=[(s, _apply(name, x, params))])(arg)
+    arg[...] = 99
+    np.testing.assert_array_equal(s.get_value(), expected)
+
+
+# The reproducers of finding S3, as the user writes them.
+@pytest.mark.parametrize("fn, arg", [
+    (lambda v: pg.flip(v, axis=0), np.arange(4.0)),
+    (pg.real, np.arange(4.0)),
+    (pg.linalg.diagonal, np.arange(4.0).reshape(2, 2)),
+    (lambda v: pg.unstack(v)[0], np.arange(4.0).reshape(2, 2)),
+], ids=["flip", "real", "linalg.diagonal", "unstack"])
+def test_public_view_functions_give_owned_outputs(fn, arg):
+    """flip, real, linalg.diagonal and unstack, compiled, return arrays that do not share the argument's memory."""
+    x = T.tensor("float64", arg.shape, "x")
+    out = pg.function([x], fn(x))(arg)
+    assert not np.shares_memory(out, arg)
+
+
+def test_flip_of_a_shared_value_gives_an_owned_output():
+    """The caller writing into the output of flip(w) leaves w as it was."""
+    w = pg.shared(np.arange(4.0), name="w")
+    out = pg.function([], pg.flip(w))()
+    out[:] = -1
+    np.testing.assert_array_equal(w.get_value(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_flip_update_does_not_alias_the_argument():
+    """An update to flip(x) keeps its values when the caller then edits x's array."""
+    x = T.vector("x")
+    s = pg.shared(np.zeros(4), name="s")
+    f = pg.function([x], [], updates=[(s, pg.flip(x))])
+    arg = np.arange(4.0)
+    f(arg)
+    arg[:] = 99
+    np.testing.assert_array_equal(s.get_value(), [3.0, 2.0, 1.0, 0.0])
+
+
+# ---------------------------------------------------------------------------
+# Random draws (finding S2)
+# ---------------------------------------------------------------------------
+def test_random_rows_are_marked_not_deterministic():
+    """dropout's mask is a row declared deterministic=False."""
+    assert REGISTRY["dropout_mask"].deterministic is False
+
+
+def test_compiled_difference_of_two_dropouts_is_not_zero():
+    """dropout(x) - dropout(x) compiled draws two masks: the difference is not all zeros."""
+    pg.seed(0)
+    x = T.vector("x")
+    f = pg.function([x], F.dropout(x, 0.5) - F.dropout(x, 0.5))
+    assert np.count_nonzero(f(np.ones(1000))) > 0
+
+
+def test_two_dropout_outputs_of_one_call_differ():
+    """Two dropouts of one input, both outputs of one compiled call, have different masks."""
+    pg.seed(0)
+    x = T.vector("x")
+    a, b = pg.function([x], [F.dropout(x, 0.3), F.dropout(x, 0.3)])(np.ones(1000))
+    assert not np.array_equal(a, b)
+
+
+def test_random_draw_of_constants_is_not_folded():
+    """A random row whose arguments are all constants stays in the program (folding would freeze one draw)."""
+    from polygrad.compile.program import Program, _Tracer
+
+    def program_of(name):
+        tracer = _Tracer()
+        op = REGISTRY[name]
+        x = np.ones(8)
+        params = {"ratio": 0.5} if name == "dropout_mask" else None
+        tracer.instrs.append((op, op.kernel(pg.get_backend("numpy")), (("c", x),), params, tracer.new_slot(x + 0)))
+        return Program(tracer, [], [("s", 0)])
+
+    assert program_of("dropout_mask").n_kernels == 1
+    assert program_of("sin").n_kernels == 0  # a deterministic one is folded
+
+
+def test_equal_deterministic_calls_are_still_merged():
+    """Common-subexpression elimination still merges two equal deterministic calls."""
+    x = T.vector("x")
+    f = pg.function([x], pg.sin(x) + pg.sin(x))
+    f(np.ones(3))
+    (program,) = f._programs.values()
+    assert [op.name for op, *_ in program.instrs].count("sin") == 1
+
+
+# ---------------------------------------------------------------------------
+# Eager: a write through a view is a write to what it views (finding S4)
+# ---------------------------------------------------------------------------
+def test_inplace_write_through_real_is_caught_at_backward():
+    """r = real(h); r += 100 changes h, which multiply saved: backward raises instead of a wrong gradient."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    h = x * 2
+    r = pg.real(h)
+    y = pg.sum(h * h)
+    r += 100.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in VIEW_CASES if n not in ("unstack",)))
+def test_view_rows_share_the_version_counter(name):
+    """The output of a view row shares input 0's version counter, so writes through either are seen by both."""
+    shape, dtype, params = VIEW_CASES[name]
+    x = pg.Variable(_value(shape, dtype), requires_grad=False)
+    out = _apply(name, x, params)
+    assert out._vbox is x._vbox

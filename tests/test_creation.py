@@ -1,0 +1,138 @@
+"""One meaning per standard name: the creation functions on ``pg`` (``pg.asarray``,
+``pg.zeros``, ``pg.arange``, ...) return Variables that do not require grad, made on
+the backend that is current when they are *called*; inside ``x.__array_namespace__()``
+they create on that namespace's backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad.ops._export import EXPORTS
+
+STRICT = "array_api_strict"
+
+# One call per creation function of the standard, on pg (and pg.fft).
+CALLS = {
+    "arange": lambda ns: ns.arange(3),
+    "asarray": lambda ns: ns.asarray([1.0, 2.0]),
+    "empty": lambda ns: ns.empty((2,)),
+    "eye": lambda ns: ns.eye(2),
+    "from_dlpack": lambda ns: ns.from_dlpack(pg.get_backend().xp.ones(2)),  # an array of the current backend
+    "full": lambda ns: ns.full((2,), 3.0),
+    "linspace": lambda ns: ns.linspace(0.0, 1.0, 3),
+    "ones": lambda ns: ns.ones((2,)),
+    "zeros": lambda ns: ns.zeros((2,)),
+    "fftfreq": lambda ns: ns.fft.fftfreq(4),
+    "rfftfreq": lambda ns: ns.fft.rfftfreq(4),
+}
+
+
+def _backend_name(v):
+    return v.backend.name
+
+
+def test_every_creation_function_has_a_call_here():
+    """Each function registered as creating on the current backend is exercised below."""
+    assert {e.name for e in EXPORTS if e.creates} == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_creation_functions_return_variables_not_requiring_grad(name):
+    """pg.<creation>(...) returns a Variable that does not require grad."""
+    v = CALLS[name](pg)
+    assert isinstance(v, pg.Variable)
+    assert not v.requires_grad
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_creation_functions_create_on_the_backend_current_at_call_time(name):
+    """A creation function read outside using_backend creates on the backend current inside it, and back."""
+    call = CALLS[name]
+    with pg.using_backend(STRICT):
+        assert _backend_name(call(pg)) == STRICT
+    assert _backend_name(call(pg)) == pg.get_backend().name
+
+
+def test_arange_read_under_using_backend_follows_the_current_backend_when_called():
+    """ar = pg.arange inside using_backend(...) creates on the then-current backend when called outside."""
+    with pg.using_backend(STRICT):
+        ar = pg.arange
+    assert _backend_name(ar(3)) == pg.get_backend().name != STRICT
+    with pg.using_backend(STRICT):
+        assert _backend_name(ar(3)) == STRICT
+
+
+def test_asarray_and_zeros_return_the_same_kind_of_object():
+    """pg.asarray and pg.zeros agree: both give Variables of the current backend, not requiring grad."""
+    a, z = pg.asarray([0.0, 0.0]), pg.zeros((2,))
+    assert type(a) is type(z) is pg.Variable
+    assert a.requires_grad is z.requires_grad is False
+    assert a.backend is z.backend is pg.get_backend()
+
+
+def test_asarray_takes_a_dtype_by_name():
+    """pg.asarray(obj, dtype="float32") (also positionally) gives the backend's float32."""
+    assert pg.asarray([1, 2], dtype="float32").dtype == np.float32
+    assert pg.asarray([1, 2], "float32").dtype == np.float32
+    import array_api_strict
+
+    assert pg.asarray([1, 2], "float32", backend=STRICT).dtype == array_api_strict.float32
+
+
+def test_asarray_with_an_unknown_dtype_name_raises_naming_it():
+    """A dtype name the backend lacks raises ValueError naming the name and the backend."""
+    with pytest.raises(ValueError, match="floaty"):
+        pg.asarray([1.0], "floaty")
+
+
+def test_asarray_backend_keyword_creates_there_and_moves_arrays():
+    """pg.asarray(..., backend=name) creates on that backend, moving an array of another one."""
+    v = pg.asarray(np.array([1.0, 2.0]), backend=STRICT)
+    assert _backend_name(v) == STRICT
+    assert pg.to_backend(v.data, "numpy").tolist() == [1.0, 2.0]
+
+
+def test_asarray_of_a_variable_returns_it():
+    """pg.asarray(v) of a Variable of the current backend is v itself (the namespace's asarray does the same)."""
+    v = pg.Variable(np.array([1.0, 2.0]))
+    assert pg.asarray(v) is v
+    assert v.__array_namespace__().asarray(v) is v
+
+
+def test_namespace_creation_functions_keep_their_backend():
+    """Inside x.__array_namespace__(), creation functions create on that backend whatever is current."""
+    ns = pg.Variable(np.ones(2)).__array_namespace__()
+    with pg.using_backend(STRICT):
+        assert _backend_name(ns.zeros((2,))) == "numpy"
+        assert _backend_name(ns.arange(3)) == "numpy"
+        assert _backend_name(pg.zeros((2,))) == STRICT
+
+
+def test_pg_functions_are_the_namespace_functions():
+    """Functions that take arrays are one object on pg and in the namespace: the backend comes from the arguments."""
+    ns = pg.Variable(np.ones(2)).__array_namespace__()
+    assert pg.sin is ns.sin
+    assert pg.linalg.inv is ns.linalg.inv
+    assert pg.fft.fft is ns.fft.fft
+
+
+def test_inspection_functions_resolve_at_call_time():
+    """pg.finfo read outside using_backend answers with the backend of its argument, or the current one."""
+    import array_api_strict
+
+    finfo = pg.finfo
+    assert float(finfo(np.float32).eps) == float(np.finfo(np.float32).eps)
+    with pg.using_backend(STRICT):
+        assert float(finfo(array_api_strict.float32).eps) == float(np.finfo(np.float32).eps)
+    assert pg.result_type(pg.asarray([1.0], "float32"), pg.asarray([1.0], "float32")) == np.float32
+
+
+def test_dtypes_on_pg_are_the_current_backends():
+    """pg.float32 is the current backend's float32 (read when the attribute is read)."""
+    import array_api_strict
+
+    assert pg.float32 is np.float32
+    with pg.using_backend(STRICT):
+        assert pg.float32 is array_api_strict.float32
