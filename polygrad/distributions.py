@@ -17,7 +17,8 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops import log, subtract, sum, where
+from polygrad.ops.elementwise import log, subtract, where
+from polygrad.ops.statistical import sum
 
 __all__ = ["Distribution", "Bernoulli", "Categorical", "Normal"]
 

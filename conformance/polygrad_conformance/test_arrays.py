@@ -14,10 +14,10 @@ VALUES = [[1.0, -2.0, 3.5], [0.25, 0.0, -1.0]]
 
 @pytest.mark.parametrize("dtype_name", ["float32", "float64", "int64", "bool"])
 def test_asarray_from_lists(pg_backend, xp, info, dtype_name):
-    """pg.asarray(nested lists, dtype=name) gives an array of the backend with that shape and dtype."""
+    """pg.asarray(nested lists, dtype=name) gives a Variable over an array of the backend with that shape and dtype."""
     if dtype_name == "float64" and not info.float64:
         pytest.skip(f"backend {pg_backend.name!r} declares float64=False in its BackendInfo")
-    a = pg.asarray(VALUES, dtype=dtype_name)
+    a = pg.asarray(VALUES, dtype=dtype_name).data
     assert backend_of_type(type(a)) is pg_backend
     assert tuple(a.shape) == (2, 3)
     assert a.dtype == getattr(xp, dtype_name)

@@ -85,7 +85,7 @@ def test_set_backend_and_using_backend(pg_backend, xp):
     assert pg.get_backend() is pg_backend
     with pg.using_backend(pg_backend.name) as b:
         assert b is pg_backend
-        assert backend_of_type(type(pg.asarray([1.0, 2.0]))) is pg_backend
+        assert pg.asarray([1.0, 2.0]).backend is pg_backend
 
 
 def test_synchronize_and_memory_stats(pg_backend):

@@ -256,6 +256,19 @@ class Variable:
         """Truth of a one-element variable (forces a lazy array; ambiguous for more elements)."""
         return bool(self._data)
 
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        """The data for numpy (``np.asarray(x)``), through the data's own ``__array__``;
+        a clear error on a backend whose arrays have none."""
+        to_array = getattr(self._data, "__array__", None)
+        if to_array is None:
+            raise TypeError(
+                f"polygrad: {self._describe()} lives on backend {self.backend.name!r}, whose arrays do not convert "
+                f"to numpy implicitly; move it with pg.to_backend(x, 'numpy')"
+            )
+        if copy is None:
+            return to_array() if dtype is None else to_array(dtype)
+        return to_array(dtype=dtype, copy=copy)
+
     def __float__(self) -> float:
         return float(self._data)
 

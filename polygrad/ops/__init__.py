@@ -5,7 +5,8 @@ Each chapter module declares its rows (``Op`` + ``defvjp``), each followed by
 its public function (see :mod:`polygrad.ops._export`); the chapters' top-level
 functions are exported here. The extensions live in :mod:`polygrad.ops.linalg`
 (``EXTENSION``) and :mod:`polygrad.ops.fft`; neural-network rows in
-:mod:`polygrad.ops.nn` (re-exported by ``polygrad.functions``).
+:mod:`polygrad.ops.nn` and random draws in :mod:`polygrad.ops.random` (both
+re-exported by ``polygrad.functions``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from polygrad.core.primitive import Primitive, apply
 from polygrad.core.variable import Variable
 from polygrad.ops import creation, elementwise, fft, indexing, linalg, manipulation, nn, searching, sets, sorting
 from polygrad.ops import statistical, utility
+from polygrad.ops import random  # last: the draws' distributions are written with the ops above
 from polygrad.ops.creation import *  # noqa: F403
 from polygrad.ops.elementwise import *  # noqa: F403
 from polygrad.ops.indexing import *  # noqa: F403
