@@ -400,3 +400,36 @@ def test_inplace_on_view_changes_saved_base_is_detected():
         assert "in-place" in str(exc)
         return
     np.testing.assert_allclose(w.grad, [2.0, 4.0])
+
+
+def test_product_by_a_constant_saves_only_the_constant():
+    """h * 3 keeps 3, not h (its rule for h reads only the other factor): h may change in place later."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 1.0
+    y = pg.sum(h * 3.0)
+    with pg.no_backprop_mode():
+        h += 1
+    y.backward()
+    np.testing.assert_allclose(x.grad, [3.0, 3.0])
+
+
+def test_power_by_a_constant_does_not_save_its_output():
+    """s = h**2; s *= h (scipy's skew / moment(3) idiom) differentiates: pow by a constant
+    keeps only its base, so the in-place change of its output breaks nothing (S17)."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    h = x * 1.0
+    s = h ** 2
+    s *= h
+    pg.sum(s).backward()
+    np.testing.assert_allclose(x.grad, 3 * np.array([1.0, 2.0, 3.0]) ** 2)
+
+
+def test_first_linear_layer_keeps_only_its_input():
+    """linear(x, W, b) with a constant x keeps x for W's gradient, not W (which no rule of a needed input reads)."""
+    x = pg.asarray(np.ones((2, 3)))
+    W = pg.Variable(np.ones((4, 3)))
+    y = pg.functions.linear(x, W)
+    node = y.creator
+    assert node.saved[0] is x.data and node.saved[1] is None
+    pg.sum(y).backward()
+    np.testing.assert_allclose(W.grad, np.full((4, 3), 2.0))

@@ -57,6 +57,7 @@ class _FunctionRow:
 
     name = "function"
     keep = _Everything()
+    keep_for = None
     keep_output = False
     differentiable = True
     multi = True
@@ -164,7 +165,7 @@ class Function(Node):
         self._applied = True
         return tuple(out_vars)
 
-    def _save(self, saved: list, checks: tuple, in_data: list, outputs: tuple) -> None:
+    def _save(self, saved: list, checks: tuple, in_data: list, outputs: tuple, keep_output: bool = False) -> None:
         """Keep what backward needs (called by apply when the application is recorded)."""
         keep = self._retained_inputs
         # versions as forward left them (a dirty input was bumped by _link_outputs)

@@ -66,7 +66,7 @@ class Op:
     """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "deterministic", "node_class", "_impl", "__weakref__")
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "_impl", "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
@@ -86,6 +86,9 @@ class Op:
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
         self.keep_output = False
+        # Per input: (inputs, output?) its rule reads, when the rules read different things
+        # (None: every rule reads ``keep`` and ``keep_output``).
+        self.keep_for: tuple | None = None
         self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
@@ -116,18 +119,30 @@ def _op_named(name: str) -> Op:
     return REGISTRY[name]
 
 
-def defvjp(op: Op, *rules: Callable | None, saves: str = "") -> Op:
+def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -> Op:
     """Attach vjp rules (one per input; None = no gradient) and declare what they read.
 
     ``saves`` names what backward needs: ``x``, ``y``, ``z`` for inputs 0-2 and
-    ``ans`` for the output, e.g. ``saves="x ans"``.
+    ``ans`` for the output, e.g. ``saves="x ans"``; or, one string per rule, what
+    each rule reads, e.g. ``saves=("y", "x")`` for a product: an application then
+    keeps only what the rules of the inputs that need a gradient read (``h * 3``
+    keeps the 3, not ``h``, so ``h`` may change in place afterwards).
     """
+    op.vjps = tuple(rules)
+    if isinstance(saves, str):
+        op.keep, op.keep_output = _parse_saves(saves)
+        op.keep_for = None
+    else:
+        op.keep_for = tuple(_parse_saves(s) for s in saves)
+        op.keep = frozenset().union(*(k for k, _ in op.keep_for))
+        op.keep_output = any(out for _, out in op.keep_for)
+    return op
+
+
+def _parse_saves(saves: str) -> tuple[frozenset, bool]:
     tokens = saves.replace(",", " ").split()
     letters = "".join(t for t in tokens if t != "ans")
-    op.vjps = tuple(rules)
-    op.keep = frozenset("xyzw".index(c) for c in letters)
-    op.keep_output = "ans" in tokens
-    return op
+    return frozenset("xyzw".index(c) for c in letters), "ans" in tokens
 
 
 def def_linear(op: Op) -> Op:

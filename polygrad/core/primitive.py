@@ -74,14 +74,14 @@ class Primitive(Node):
     def _graph_operands(self, g: Any, ans: Any, args: Any) -> tuple:
         """Rule operands as Variables at their graph positions (``create_graph``)."""
         op = self.op
-        args = tuple(self._input_variable(i, a) if i in op.keep and type(a) not in SCALARS else a
+        args = tuple(self._input_variable(i, a) if i in op.keep and a is not None and type(a) not in SCALARS else a
                      for i, a in enumerate(args))
         if op.multi:
-            if op.keep_output:
+            if ans is not None:
                 ans = tuple(self._output_variable(k, a) for k, a in enumerate(ans))
             g = tuple(x if x is None or isinstance(x, Variable) else Variable._make(x) for x in g)
         else:
-            if op.keep_output:
+            if ans is not None:
                 ans = self._output_variable(0, ans)
             if not isinstance(g, Variable):
                 g = Variable._make(g)
@@ -147,9 +147,9 @@ class Primitive(Node):
                 raise _op_error(op.name, args, params, self.backend, exc, f"backward (input {i})") from exc
         return out
 
-    def _save(self, saved: list, checks: Any, datas: list, outs: Any) -> None:
+    def _save(self, saved: list, checks: Any, datas: list, outs: Any, keep_output: bool) -> None:
         """Keep what backward needs, for a row of several outputs (see :func:`_finish`)."""
-        saved.append(tuple(outs) if self.op.keep_output else None)
+        saved.append(tuple(outs) if keep_output else None)
         self.saved = saved
         self.checks = checks
         _record_inputs(self, datas)
@@ -225,6 +225,9 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     hooks = _hooks._active.get()
     if record and (volatile or not op.differentiable or not config.enable_backprop.get()):
         record = False
+    keep_output = op.keep_output
+    if record and op.keep_for is not None:  # keep only what the rules of inputs needing a gradient read
+        saved, checks, keep_output = _needed(op, edges, saved, checks)
     if own:  # the caller's node (a user Function): it runs its own forward
         impl = node._start(backend, record, edges)
         if node._local_hooks:
@@ -255,7 +258,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         raise _op_error(op.name, args, params, backend, exc) from exc
     if op.multi:
         vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile)
-        return _finish(node, out, vs, datas, record, edges, saved, checks, hooks)
+        return _finish(node, out, vs, datas, record, edges, saved, checks, hooks, keep_output)
     v = Variable.__new__(Variable)
     v._data = out
     v._grad = None
@@ -274,7 +277,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         return v
     v._node = node
     v._requires_grad = True
-    if op.keep_output:
+    if keep_output:
         saved.append(out)
         box = v._vbox
         checks = ((i, box, box.n),) if checks is None else checks + ((i, box, box.n),)
@@ -306,14 +309,29 @@ def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: 
     return tuple(vs)
 
 
+def _needed(op: Op, edges: list, saved: list, checks: Any) -> tuple:
+    """What an application keeps when its row's rules read different things: the union of
+    what the rules of the inputs that need a gradient read (scalars are kept as they are)."""
+    need: set = set()
+    need_output = False
+    for i, edge in enumerate(edges):
+        if edge is not None and i < len(op.keep_for):
+            inputs, output = op.keep_for[i]
+            need |= inputs
+            need_output = need_output or output
+    saved = [d if j in need or j not in op.keep or type(d) in SCALARS else None for j, d in enumerate(saved)]
+    checks = tuple(c for c in checks if c[0] in need) or None if checks else None
+    return saved, checks, need_output
+
+
 def _finish(node: Any, out: Any, vs: tuple, datas: list, record: bool, edges: list, saved: list, checks: Any,
-            hooks: tuple) -> Any:
+            hooks: tuple, keep_output: bool = False) -> Any:
     """The output side of :func:`apply` for several outputs: link the node, keep what backward needs."""
     if node is not None:
         node.outputs = tuple(_weakref(v) for v in vs)
         if record:
             node.edges = edges
-            node._save(saved, checks, datas, out)
+            node._save(saved, checks, datas, out, keep_output)
         if hooks:
             in_data = tuple(datas)
             for h in hooks:

@@ -99,11 +99,11 @@ SUBTRACT = defvjp(Op("subtract", operator.sub, broadcasts=True, uses_xp=False),
 subtract = binary(SUBTRACT)
 MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g * _conj(o, y),
-                  lambda o, g, ans, x, y: g * _conj(o, x), saves="xy")
+                  lambda o, g, ans, x, y: g * _conj(o, x), saves=("y", "x"))
 multiply = binary(MULTIPLY)
 DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / _conj(o, y),
-                lambda o, g, ans, x, y: -g * _conj(o, x) / _conj(o, y * y), saves="xy")
+                lambda o, g, ans, x, y: -g * _conj(o, x) / _conj(o, y * y), saves=("y", "xy"))
 divide = binary(DIVIDE)
 FLOOR_DIVIDE = def_nograd(Op("floor_divide"))  # piecewise constant
 floor_divide = binary(FLOOR_DIVIDE)
@@ -133,7 +133,8 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
     return o.where(x == 0, 0.0, g * _conj(o, o.log(_nonzero(o, x)) * ans))  # 0 where the base is 0
 
 
-POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent, saves="xy ans")
+POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent,
+             saves=("xy", "x ans"))
 pow = binary(POW)
 NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
 negative = unary(NEGATIVE)

@@ -137,7 +137,7 @@ LINEAR = defvjp(
     lambda o, g, ans, x, W, b=None: o.matmul(g, W),
     lambda o, g, ans, x, W, b=None: o.matmul(o.matrix_transpose(g), x),
     lambda o, g, ans, x, W, b=None: o.sum(g, axis=0),
-    saves="xy",
+    saves=("y", "x", ""),
 )
 
 
