@@ -355,7 +355,7 @@ def test_givens_replace_a_shared_variable():
 def test_outputs_none_gives_empty_list():
     """outputs=None returns []."""
     x = T.scalar("x")
-    assert pg.function([x], None)(1.0) == []
+    assert pg.function([x], None, on_unused_input="ignore")(1.0) == []
 
 
 def test_outputs_single_gives_a_value():
@@ -580,11 +580,18 @@ def test_gradient_wrt_single_variable_is_not_a_list():
     np.testing.assert_allclose(pg.function([w], g)(V), 2 * V)
 
 
-def test_gradient_of_unused_variable_is_zero():
-    """The gradient wrt a variable the cost does not use is zeros of its shape."""
+def test_gradient_of_unused_variable_raises_by_default():
+    """T.grad wrt a variable the cost does not use raises at once, naming it (Theano's disconnected_inputs='raise')."""
     x, y = T.vectors("xy")
-    gx, gy = T.grad(pg.sum(x * 3), [x, y])
-    r = pg.function([x, y], [gx, gy])(np.ones(2), np.ones(3))
+    with pytest.raises(ValueError, match=r"T.grad: the cost does not depend on wrt\[1\] \(y\)"):
+        T.grad(pg.sum(x * 3), [x, y])
+
+
+def test_gradient_of_unused_variable_ignored_is_zero():
+    """disconnected_inputs='ignore': the gradient wrt a variable the cost does not use is zeros of its shape."""
+    x, y = T.vectors("xy")
+    gx, gy = T.grad(pg.sum(x * 3), [x, y], disconnected_inputs="ignore")
+    r = pg.function([x, y], [gx, gy], on_unused_input="ignore")(np.ones(2), np.ones(3))
     np.testing.assert_array_equal(r[0], [3.0, 3.0])
     np.testing.assert_array_equal(r[1], [0.0, 0.0, 0.0])
 
@@ -721,9 +728,9 @@ def test_dead_branch_not_in_program():
 
 
 def test_unused_input_costs_nothing():
-    """An input the outputs do not use adds no kernel."""
+    """An input the outputs do not use (allowed with on_unused_input='ignore') adds no kernel."""
     x, y = T.vectors("xy")
-    f = pg.function([x, y], x + 1)
+    f = pg.function([x, y], x + 1, on_unused_input="ignore")
     np.testing.assert_array_equal(f(np.ones(2), np.ones(5)), [2.0, 2.0])
     (p,) = programs(f)
     assert p.n_kernels == 1

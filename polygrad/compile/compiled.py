@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import warnings
 from typing import Any, Iterator, Sequence
 
 from polygrad.compile.program import MissingInputError, Program, build
@@ -10,7 +12,15 @@ from polygrad.compile.symbolic import SymbolicArray, is_symbolic
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
-__all__ = ["function", "CompiledFunction"]
+__all__ = ["function", "CompiledFunction", "ProfileStats", "UnusedInputError"]
+
+#: Theano's modes that mean something here: the optimizations of the program (None: FAST_RUN).
+MODES = (None, "FAST_RUN", "FAST_COMPILE")
+ON_UNUSED_INPUT = (None, "raise", "warn", "ignore")
+
+
+class UnusedInputError(ValueError):
+    """An input of ``pg.function`` that no output or update needs (Theano's, raised by default)."""
 
 
 def _upgrade(item: Any) -> In:
@@ -37,7 +47,10 @@ def _upgrade(item: Any) -> In:
     raise TypeError(f"polygrad.function: cannot use {item!r} as an input; give a symbolic variable, an In, or a Theano shortcut tuple")
 
 
-def _walk(roots: Sequence[SymbolicArray]) -> Iterator[SymbolicArray]:
+def _walk(roots: Sequence[SymbolicArray], stop: set, givens: dict) -> Iterator[SymbolicArray]:
+    """Every expression the roots read, as a call evaluates them: an input (an id in
+    ``stop``) is given, not computed from its owner; a replaced one (in ``givens``) reads
+    its replacement instead."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -46,7 +59,11 @@ def _walk(roots: Sequence[SymbolicArray]) -> Iterator[SymbolicArray]:
             continue
         seen.add(s.id)
         yield s
-        if s.kind in ("op", "item"):
+        if s.id in givens:
+            stack.append(givens[s.id])
+        elif s.id in stop:
+            continue
+        elif s.kind in ("op", "item"):
             stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
         elif s.kind == "grad":
             stack.append(s.grad_of[0])
@@ -76,29 +93,72 @@ class _Lookup:
         return True
 
 
+class ProfileStats:
+    """What ``pg.function(..., profile=True)`` records (Theano's ``ProfileStats``, in brief):
+    calls, compilations and the time spent in each; ``summary()`` says it in words."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self.n_calls = 0
+        self.call_time = 0.0  # seconds in calls, compilation included
+        self.n_compiles = 0
+        self.compile_time = 0.0  # seconds building programs
+
+    def summary(self) -> str:
+        per = self.call_time / self.n_calls if self.n_calls else 0.0
+        return (f"polygrad function {self.name or '<unnamed>'}: {self.n_calls} calls, {self.call_time:.6f} s "
+                f"({per * 1e6:.1f} us per call); {self.n_compiles} programs compiled in {self.compile_time:.6f} s")
+
+    def __repr__(self) -> str:
+        return f"<ProfileStats {self.summary()}>"
+
+
+def _profile(profile: Any, name: str | None) -> ProfileStats | None:
+    if profile is None or profile is False:
+        return None
+    if profile is True:
+        return ProfileStats(name)
+    if isinstance(profile, ProfileStats):
+        return profile
+    raise TypeError(f"polygrad.function: profile must be a bool or a ProfileStats, got {profile!r}")
+
+
 class CompiledFunction:
-    """A compiled symbolic graph: call it with values; state lives in containers."""
+    """A compiled symbolic graph: call it with values; state lives in containers.
+
+    Values are reached by key (``fn[key]``, ``fn.value[key]``, ``fn.container[key]``:
+    position, name or variable) and, for a name that is a valid identifier, as an
+    attribute (``fn.s``) unless the function has an attribute of that name
+    (``fn.name``, ``fn.value``...: the function's own attributes win).
+    """
 
     def __init__(self, inputs: list[In], outputs: Any, updates: list[tuple[Variable, Variable]], givens: dict,
-                 name: str | None, trust_input: bool) -> None:
+                 name: str | None, trust_input: bool, *, allow_input_downcast: bool | None = None,
+                 optimize: bool = True, profile: Any = None) -> None:
         self.name = name
         self.trust_input = trust_input
+        self.allow_input_downcast = allow_input_downcast
+        self.profile = _profile(profile, name)
         self.inputs = inputs
         self._single = not isinstance(outputs, (list, tuple)) and outputs is not None
         outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.outputs = [o if isinstance(o, Out) else Out(o) for o in outs]
         self._givens = givens
+        self._optimize = optimize
         self._containers = []
-        for inp in inputs:
+        self._owned = []  # positions of the containers this function made (copy() may copy them)
+        self._downcast = [inp.allow_downcast if inp.allow_downcast is not None else allow_input_downcast for inp in inputs]
+        for i, inp in enumerate(inputs):
             if isinstance(inp.variable, SharedVariable) and inp.value is None:
                 self._containers.append(inp.variable.container)
             elif isinstance(inp.value, Container):
                 self._containers.append(inp.value)
             else:
-                c = Container(inp.variable, None, name=inp.name)
+                c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i])
                 if inp.value is not None:
                     c.set(inp.value, borrow=inp.mutable)
                 self._containers.append(c)
+                self._owned.append(i)
         # What each update writes: container index -> expression
         self._updates: list[tuple[int, Variable]] = []
         for i, inp in enumerate(inputs):
@@ -107,23 +167,47 @@ class CompiledFunction:
         for var, expr in updates:
             idx = next(i for i, inp in enumerate(inputs) if inp.variable is var)
             self._updates.append((idx, expr))
+        targets = [idx for idx, _ in self._updates]
+        for idx in targets:
+            if targets.count(idx) > 1:
+                label = inputs[idx].name or repr(inputs[idx].variable._data)
+                raise ValueError(
+                    f"polygrad.function: the shared variable {label} is given {targets.count(idx)} updates; "
+                    f"give each variable one update (Theano raises too)"
+                )
         self._positional = [i for i, inp in enumerate(inputs) if not inp.implicit]
-        self._by_name = {inp.name: i for i, inp in enumerate(inputs) if inp.name is not None}
         self._programs: dict[tuple, Program] = {}
         self.value = _Lookup(self, True)
         self.container = _Lookup(self, False)
+        # Last: from here on, setting an attribute named after an input sets its value (fn.s = v).
+        self._by_name = {inp.name: i for i, inp in enumerate(inputs) if inp.name is not None}
 
     # -- lookups -----------------------------------------------------------------
     def _container(self, key: Any) -> Container:
+        if isinstance(key, Variable):
+            for inp, c in zip(self.inputs, self._containers):
+                if inp.variable is key:
+                    return c
+            raise KeyError(f"polygrad: {key!r} is not an input of the function")
+        try:
+            named = self._by_name.get(key)
+        except TypeError:  # an unhashable key
+            named = None
         if isinstance(key, int) and not isinstance(key, bool):
-            return self._containers[key]
+            n = len(self._containers)
+            if -n <= key < n:
+                if named is not None and named != key % n:
+                    raise KeyError(
+                        f"polygrad: the key {key} is ambiguous: it is the position of input {key % n} and the name of "
+                        f"input {named}; look one up by its variable"
+                    )
+                return self._containers[key]
+            if named is None:
+                raise KeyError(f"polygrad: the function has {n} inputs; there is no input at position {key}")
+        if named is not None:
+            return self._containers[named]
         if isinstance(key, str):
-            if key in self._by_name:
-                return self._containers[self._by_name[key]]
             raise KeyError(f"polygrad: the function has no input named {key!r}")
-        for inp, c in zip(self.inputs, self._containers):
-            if inp.variable is key:
-                return c
         raise KeyError(f"polygrad: {key!r} is not an input of the function")
 
     def __getitem__(self, key: Any) -> Any:
@@ -132,8 +216,25 @@ class CompiledFunction:
     def __setitem__(self, key: Any, value: Any) -> None:
         self._container(key).set(value)
 
+    def __getattr__(self, name: str) -> Any:
+        """``fn.s``: the value of the input named ``s`` (the function's own attributes win)."""
+        by_name = self.__dict__.get("_by_name")
+        if by_name is not None and not name.startswith("__") and name in by_name:
+            return self._containers[by_name[name]].value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """``fn.s = v`` sets the value of the input named ``s``, unless ``s`` is an attribute of the function."""
+        by_name = self.__dict__.get("_by_name")
+        if by_name is not None and name in by_name and name not in self.__dict__ and not hasattr(type(self), name):
+            self._containers[by_name[name]].set(value)
+            return
+        object.__setattr__(self, name, value)
+
     # -- calling -----------------------------------------------------------------
-    def _bind(self, args: tuple, kwargs: dict) -> list:
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[list, list]:
+        """The values of a call, and the containers a passed value overwrites (``In(value=Container,
+        implicit=False)``)."""
         n = len(self.inputs)
         given: list[Any] = [None] * n
         if len(args) > len(self._positional):
@@ -146,7 +247,7 @@ class CompiledFunction:
         for k, v in kwargs.items():
             i = self._by_name.get(k)
             if i is None or self.inputs[i].implicit:
-                named = [inp.name for inp in self.inputs if inp.name is not None and not inp.implicit]
+                named = [str(inp.name) for inp in self.inputs if inp.name is not None and not inp.implicit]
                 unnamed = sum(1 for inp in self.inputs if inp.name is None and not inp.implicit)
                 raise TypeError(
                     f"Unknown input or state: {k}. The function has {len(named)} named inputs ({', '.join(named)}), "
@@ -157,6 +258,7 @@ class CompiledFunction:
                 raise TypeError(f"polygrad: input {k} was given both by position and by keyword")
             given[i] = v
         values = []
+        writes = []
         for i, (inp, c) in enumerate(zip(self.inputs, self._containers)):
             v = given[i]
             if v is None:
@@ -164,15 +266,29 @@ class CompiledFunction:
                     label = inp.name if inp.name is not None else repr(inp.variable._data)
                     raise TypeError(f"Missing required input: {label}")
                 values.append(c.value)
-            elif self.trust_input:
+                continue
+            if self.trust_input:
                 values.append(v._data if isinstance(v, Variable) else v)
             else:
-                label = f"input {inp.name}" if inp.name else f"input {i}"
-                values.append(to_value(inp.variable, v, copy=False, strict=inp.strict, what=label))
-        return values
+                label = f"input {inp.name}" if inp.name is not None else f"input {i}"
+                values.append(to_value(inp.variable, v, copy=False, strict=inp.strict, allow_downcast=self._downcast[i],
+                                       what=label))
+            if isinstance(inp.value, Container):
+                writes.append(i)
+        return values, writes
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        values = self._bind(args, kwargs)
+        if self.profile is not None:
+            start = time.perf_counter()
+            try:
+                return self._call(args, kwargs)
+            finally:
+                self.profile.n_calls += 1
+                self.profile.call_time += time.perf_counter() - start
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        values, writes = self._bind(args, kwargs)
         program = self._program(values)
         results = program(*values)
         n_out = len(self.outputs)
@@ -190,6 +306,10 @@ class CompiledFunction:
                     f"polygrad: the update of {label} has shape {tuple(new.shape)} and dtype {new.dtype}, but {label} "
                     f"has shape {tuple(old.shape)} and dtype {old.dtype}"
                 )
+        # A value passed for an input whose value is a Container overwrites its content (Theano);
+        # an update of the same input, applied next, replaces it in turn.
+        for i in writes:
+            self._containers[i]._value = _own(values[i], not self.inputs[i].mutable)
         # Each slot is handed out once as it is; a second holder (another output,
         # an update's container) gets a copy, as does anything aliasing an input.
         handed: set[int] = set()
@@ -212,10 +332,15 @@ class CompiledFunction:
         key = tuple((type(v), tuple(v.shape), str(v.dtype)) for v in values)
         program = self._programs.get(key)
         if program is None:
+            start = time.perf_counter()
             targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
             syms = [inp.variable._data for inp in self.inputs]
-            program = build(syms, values, targets, self._givens)
+            borrowed = [i for i, inp in enumerate(self.inputs) if inp.borrow]
+            program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
             self._programs[key] = program
+            if self.profile is not None:
+                self.profile.n_compiles += 1
+                self.profile.compile_time += time.perf_counter() - start
         return program
 
     # -- other forms ---------------------------------------------------------------
@@ -234,12 +359,12 @@ class CompiledFunction:
             for i, inp in enumerate(self.inputs):
                 if i in stateful:
                     key = inp.name if inp.name in state else i
-                    values.append(to_value(inp.variable, state[key], copy=False))
+                    values.append(to_value(inp.variable, state[key], copy=False, allow_downcast=self._downcast[i]))
                 elif inp.implicit:
                     values.append(self._containers[i].value)
                 else:
                     try:
-                        values.append(to_value(inp.variable, next(it), copy=False))
+                        values.append(to_value(inp.variable, next(it), copy=False, allow_downcast=self._downcast[i]))
                     except StopIteration:
                         raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
             program = self._program(values)
@@ -251,6 +376,61 @@ class CompiledFunction:
             return (outs[0] if self._single else outs), new_state
 
         return pure
+
+    def copy(self, share_memory: bool = False, swap: dict | None = None, delete_updates: bool = False,
+             name: str | None = None, profile: Any = None) -> "CompiledFunction":
+        """A copy of this function (Theano's ``Function.copy``).
+
+        :param share_memory: True: the copy uses this function's own containers (the
+            values and state of its ``In`` inputs), so a call of either changes both;
+            False: it starts with copies of their current values. Shared variables
+            (and containers passed as ``In(value=Container)``) are always shared.
+        :param swap: ``{old_shared: new_shared}``: the copy reads and updates
+            ``new_shared`` where this function uses ``old_shared`` (same dtype and shape).
+        :param delete_updates: the copy has no updates.
+        :param name: the copy's name (default: this name + " copy").
+        :param profile: as ``pg.function``'s.
+        """
+        new = object.__new__(CompiledFunction)
+        new.__dict__.update(self.__dict__)
+        new.name = name if name is not None else (None if self.name is None else f"{self.name} copy")
+        new.profile = _profile(profile, new.name)
+        swap = dict(swap or {})
+        containers = list(self._containers)
+        for old, repl in swap.items():
+            if not isinstance(old, SharedVariable) or not isinstance(repl, SharedVariable):
+                raise TypeError(f"polygrad: copy(swap=...) maps shared variables to shared variables, got {old!r}: {repl!r}")
+            i = next((i for i, inp in enumerate(self.inputs) if inp.variable is old), None)
+            if i is None:
+                raise ValueError(f"polygrad: copy(swap=...): {old.name or old!r} is not a shared variable of this function")
+            a, b = old._data, repl._data
+            if a.dtype != b.dtype or a.shape != b.shape:
+                raise TypeError(
+                    f"polygrad: copy(swap=...): {repl.name or repl!r} (dtype {b.dtype}, shape {b.shape}) cannot replace "
+                    f"{old.name or old!r} (dtype {a.dtype}, shape {a.shape})"
+                )
+            containers[i] = repl.container
+        if not share_memory:
+            for i in self._owned:
+                c = self._containers[i]
+                fresh = Container(c.variable, None, name=c.name, allow_downcast=c.allow_downcast)
+                if c.value is not None:
+                    fresh._value = _own(c.value, True)
+                containers[i] = fresh
+        new._containers = containers
+        if delete_updates:
+            new._updates = []
+            new._programs = {}
+        else:
+            new._programs = dict(self._programs)  # programs are pure: the copy starts with this one's
+        new.value = _Lookup(new, True)
+        new.container = _Lookup(new, False)
+        return new
+
+    def free(self) -> None:
+        """Drop the compiled programs (and the constants they hold); the next call compiles
+        again. Values and state in containers are kept (Theano's ``free`` keeps inputs too)."""
+        self._programs.clear()
 
     def program_source(self) -> str:
         """The generated program(s), for inspection."""
@@ -282,20 +462,50 @@ def _own(value: Any, copy: bool) -> Any:
     return value
 
 
-def function(inputs: Sequence[Any], outputs: Any = None, updates: Any = None, givens: Any = None,
-             name: str | None = None, *, trust_input: bool = False) -> CompiledFunction:
-    """Compile a symbolic graph into a callable (Theano's ``function``).
+def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updates: Any = None, givens: Any = None,
+             no_default_updates: Any = False, accept_inplace: bool = False, name: str | None = None,
+             rebuild_strict: bool = True, allow_input_downcast: bool | None = None, profile: Any = None,
+             on_unused_input: str | None = None, *, trust_input: bool = False) -> CompiledFunction:
+    """Compile a symbolic graph into a callable (Theano's ``function``, with its keywords in its order).
 
     :param inputs: symbolic variables, :class:`In` instances or Theano's shortcut tuples.
+        An intermediate expression may be an input: its value is given, not computed.
     :param outputs: None, one variable or :class:`Out`, or a list of them.
+    :param mode: None or ``"FAST_RUN"`` (fold constants, merge common
+        subexpressions, drop dead code) or ``"FAST_COMPILE"`` (only drop dead code).
     :param updates: ``[(shared_variable, new_value_expression), ...]`` (or a
-        dict): computed from the old values, applied together after the outputs.
+        dict): computed from the old values, applied together after the outputs;
+        one update per variable.
     :param givens: ``[(variable, replacement), ...]``: substitutions in the graph.
+    :param no_default_updates: True: ignore every shared variable's
+        ``default_update``; a list: ignore those of these shared variables.
+    :param accept_inplace: accepted for Theano's sake; polygrad graphs hold no
+        in-place operations and compiled functions never write in place.
+    :param name: the function's name (in its repr and errors).
+    :param rebuild_strict: True (default): a ``givens`` replacement must have
+        the dtype and number of dimensions of what it replaces; False: anything.
+    :param allow_input_downcast: True: convert arguments to the inputs' dtypes
+        even where that loses precision; False: never; None (default): only
+        Python floats into floating inputs. ``In(..., allow_downcast=)`` wins.
+    :param profile: True (or a :class:`ProfileStats`): record calls and
+        compilations in ``fn.profile``.
+    :param on_unused_input: what an input that no output or update needs does:
+        ``"raise"`` (default, as Theano: :class:`UnusedInputError`), ``"warn"``, ``"ignore"``.
     :param trust_input: skip the checks and conversions of arguments (fast path).
     """
+    if mode not in MODES:
+        if isinstance(mode, (list, tuple, dict)):
+            raise TypeError(
+                "polygrad.function: the third argument is mode, as in Theano; pass updates by keyword (updates=...)"
+            )
+        raise ValueError(f"polygrad.function: mode must be one of {MODES[1:]} (or None), got {mode!r}")
+    if on_unused_input not in ON_UNUSED_INPUT:
+        raise ValueError(f"polygrad.function: on_unused_input must be 'raise', 'warn' or 'ignore', got {on_unused_input!r}")
+    if allow_input_downcast not in (None, True, False):
+        raise TypeError(f"polygrad.function: allow_input_downcast must be None, True or False, got {allow_input_downcast!r}")
     ins = [_upgrade(i) for i in inputs]
     seen_vars: list[Variable] = []
-    seen_names: set[str] = set()
+    seen_names: set = set()
     optional = False
     for inp in ins:
         if any(inp.variable is v for v in seen_vars):
@@ -320,23 +530,71 @@ def function(inputs: Sequence[Any], outputs: Any = None, updates: Any = None, gi
         if not is_symbolic(expr):
             raise TypeError(f"polygrad.function: the update of {var.name or var!r} must be a symbolic expression, got {expr!r}")
     giv = list(givens.items()) if isinstance(givens, dict) else list(givens or [])
+    for a, b in giv:
+        if not is_symbolic(a) or not is_symbolic(b):
+            raise TypeError(f"polygrad.function: givens pairs symbolic variables, got ({a!r}, {b!r})")
+        da, db = a._data, b._data
+        if rebuild_strict and ((da.dtype and db.dtype and da.dtype != db.dtype)
+                               or (da.ndim is not None and db.ndim is not None and da.ndim != db.ndim)):
+            raise TypeError(
+                f"polygrad.function: givens replaces {da!r} (dtype {da.dtype}, ndim {da.ndim}) by {db!r} (dtype "
+                f"{db.dtype}, ndim {db.ndim}); with rebuild_strict=True (the default) a replacement has the same dtype "
+                f"and number of dimensions; pass rebuild_strict=False to allow it"
+            )
     give_map = {a._data.id: b._data for a, b in giv}
-    # Shared variables the graph reads are implicit inputs holding their containers.
+    explicit = list(ins)
+    known = {inp.variable._data.id for inp in ins}
     outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     roots = [(o.variable if isinstance(o, Out) else o)._data for o in outs]
-    roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None] + [b for b in give_map.values()]
-    for var, _ in ups:
-        roots.append(var._data)
-    known = {inp.variable._data.id for inp in ins}
-    for s in _walk(roots):
-        if s.kind == "input" and s.id not in known and s.id not in give_map:
+    roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
+    excluded = no_default_updates if isinstance(no_default_updates, (list, tuple, set)) else None
+    updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
+    while True:  # walk the graph; a shared variable's default update adds its expression to it
+        reached = list(_walk(roots, known, give_map))
+        defaults = []
+        for s in reached:
+            var = s.container.variable if s.kind == "shared" else None
+            default = getattr(var, "default_update", None)
+            if (default is None or no_default_updates is True or any(var is u for u in updated)
+                    or (excluded is not None and any(var is e for e in excluded))):
+                continue
+            if not is_symbolic(default):
+                raise TypeError(f"polygrad.function: the default_update of {var.name or var!r} must be a symbolic expression")
+            defaults.append((var, default))
+            updated.append(var)
+        if not defaults:
+            break
+        ups += defaults
+        roots += [d._data for _, d in defaults]
+    used = {s.id for s in reached if s.id not in give_map}
+    for s in reached:
+        if s.id in give_map:
+            continue
+        if s.kind == "input" and s.id not in known:
             raise MissingInputError(
                 f"polygrad.function: the outputs depend on the symbolic input {s!r}, which is not among the inputs; "
                 f"add it to the inputs (or use pg.shared for state)"
             )
-        if s.kind == "shared" and s.id not in known:
+    # Shared variables the graph reads or updates are implicit inputs holding their containers.
+    for s in [s for s in reached if s.kind == "shared"] + [var._data for var, _ in ups]:
+        if s.id not in known and s.id not in give_map:
             var = s.container.variable
             in_name = var.name if var.name not in seen_names else None
             ins.append(In(var, name=in_name, value=s.container, implicit=True, autoname=False))
             known.add(s.id)
-    return CompiledFunction(ins, outputs, ups, give_map, name, trust_input)
+    if on_unused_input != "ignore":
+        for k, inp in enumerate(explicit):
+            if inp.variable._data.id in used:
+                continue
+            label = f"{k} ({inp.name})" if inp.name is not None else f"{k} ({inp.variable._data!r})"
+            text = (f"polygrad.function{' ' + name if name else ''}: input {label} is not part of the graph needed to "
+                    f"compute the outputs and updates")
+            if on_unused_input == "warn":
+                warnings.warn(text, stacklevel=2)
+            else:
+                raise UnusedInputError(
+                    f"{text}. To make this error a warning, pass on_unused_input='warn' to pg.function; to disable "
+                    f"it, on_unused_input='ignore'"
+                )
+    return CompiledFunction(ins, outputs, ups, give_map, name, trust_input, allow_input_downcast=allow_input_downcast,
+                            optimize=mode != "FAST_COMPILE", profile=profile)

@@ -18,12 +18,14 @@ class Container:
     of the variable's dtype (a copy, unless ``borrow``).
     """
 
-    __slots__ = ("variable", "_value", "name", "readonly")
+    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast")
 
-    def __init__(self, variable: Variable, value: Any = None, name: str | None = None) -> None:
+    def __init__(self, variable: Variable, value: Any = None, name: str | None = None, *,
+                 allow_downcast: bool | None = None) -> None:
         self.variable = variable
         self.name = name
         self.readonly = False
+        self.allow_downcast = allow_downcast
         self._value = None
         if value is not None:
             self.set(value)
@@ -37,14 +39,23 @@ class Container:
         self.set(value)
 
     def set(self, value: Any, borrow: bool = False) -> None:
-        self._value = to_value(self.variable, value, copy=not borrow, what=f"the value of {self.name or self.variable}")
+        self._value = to_value(self.variable, value, copy=not borrow, allow_downcast=self.allow_downcast,
+                               what=f"the value of {self.name or self.variable}")
 
     def __repr__(self) -> str:
         return f"<Container {self.name or ''}: {self._value!r}>"
 
 
-def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False, what: str = "input") -> Any:
-    """Convert ``value`` to an array fit for symbolic ``variable`` (dtype, declared shape)."""
+def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False, allow_downcast: bool | None = None,
+             what: str = "input") -> Any:
+    """Convert ``value`` to an array fit for symbolic ``variable`` (dtype, declared shape).
+
+    A conversion that could lose information is refused unless ``allow_downcast``
+    (Theano's rule): an array is converted only to a dtype that holds all its
+    values (:func:`safe_cast`); Python data only where the converted values
+    equal the given ones; with ``allow_downcast=None`` (the default) a Python
+    float also goes into any floating input (Theano's "Python float to floatX").
+    """
     from polygrad.backends import get_backend
     from polygrad.core.dispatch import backend_of_type, is_array
 
@@ -63,9 +74,17 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
         raise TypeError(f"polygrad: {what} is strict and needs dtype {sym.dtype}, got dtype {value.dtype}")
     try:
         if dtype is not None and is_array(value) and value.dtype != dtype:
+            if not allow_downcast and not safe_cast(xp, value.dtype, dtype):
+                raise _downcast_error(what, f"a value of dtype {value.dtype}", sym.dtype)
             value = xp.astype(value, dtype)
             copy = False
+        elif dtype is not None and not is_array(value) and not allow_downcast:
+            _check_python_value(xp, value, dtype, allow_downcast, what, sym.dtype)
         arr = xp.asarray(value, dtype=dtype, copy=True if copy else None)
+    except TypeError as exc:
+        if str(exc).startswith("polygrad"):
+            raise
+        raise TypeError(f"polygrad: cannot convert {type(value).__name__} to {what} of dtype {sym.dtype}: {exc}") from None
     except Exception as exc:
         raise TypeError(f"polygrad: cannot convert {type(value).__name__} to {what} of dtype {sym.dtype}: {exc}") from None
     shape = sym.shape
@@ -77,12 +96,60 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
     return arr
 
 
+def safe_cast(xp: Any, from_: Any, to: Any) -> bool:
+    """Whether every value of dtype ``from_`` is exactly a value of dtype ``to`` (as numpy's
+    promotion, which Theano follows, says): bool into anything; within a kind, the
+    standard's ``can_cast``; an integer into a float with room for it (up to 16 bits
+    into float32, any into float64 or wider), never a float into an integer or a complex into a real."""
+    if from_ == to:
+        return True
+    if xp.isdtype(from_, "bool"):
+        return True
+    if xp.isdtype(to, "bool"):
+        return False
+    if xp.isdtype(from_, "integral"):
+        if xp.isdtype(to, "integral"):
+            return bool(xp.can_cast(from_, to))
+        return xp.iinfo(from_).bits <= xp.finfo(to).bits // 2 or xp.finfo(to).bits >= 64
+    if xp.isdtype(to, "integral"):
+        return False
+    return bool(xp.can_cast(from_, to))
+
+
+def _check_python_value(xp: Any, value: Any, dtype: Any, allow_downcast: bool | None, what: str, name: str) -> None:
+    """Python data (numbers, lists) goes into an input when no value changes on the way."""
+    if allow_downcast is None and type(value) is float and xp.isdtype(dtype, ("real floating", "complex floating")):
+        return  # Theano's special case: a Python float literal into a floating input
+    natural = xp.asarray(value)
+    if natural.dtype == dtype or safe_cast(xp, natural.dtype, dtype):
+        return
+    try:
+        converted = xp.asarray(value, dtype=dtype)
+        same = natural.shape == converted.shape and bool(xp.all(xp.astype(converted, natural.dtype) == natural))
+    except Exception:
+        same = False
+    if not same:
+        raise _downcast_error(what, repr(value) if len(repr(value)) <= 80 else repr(value)[:75] + "(...)", name)
+
+
+def _downcast_error(what: str, value: str, dtype: Any) -> TypeError:
+    return TypeError(
+        f"polygrad: {what} of dtype {dtype} cannot store {value} without losing precision; convert it to {dtype} "
+        f"yourself, or allow it with In(..., allow_downcast=True) or pg.function(..., allow_input_downcast=True)"
+    )
+
+
 class SharedVariable(Variable):
     """A symbolic variable with a value held in a :class:`Container`, shared by
     every compiled function that uses it. Read and write it with
-    ``get_value()`` / ``set_value()`` (or ``.value``)."""
+    ``get_value()`` / ``set_value()`` (or ``.value``).
 
-    __slots__ = ("container",)
+    ``default_update`` (None, or a symbolic expression) is Theano's: a function
+    that reads the variable and gives it no update of its own updates it with
+    this expression, unless compiled with ``no_default_updates``.
+    """
+
+    __slots__ = ("container", "default_update")
 
     def get_value(self, borrow: bool = False) -> Any:
         v = self.container.value
@@ -120,6 +187,7 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
     Variable.__init__(v, sym, requires_grad=False, name=name)
     v.container = Container(v, None, name=name)
     v.container.set(arr, borrow=borrow)
+    v.default_update = None
     sym.container = v.container
     return v
 
@@ -127,26 +195,37 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
 class In:
     """An input of a compiled function, with the options Theano's ``In`` has.
 
-    :param variable: a symbolic variable; assigned a value at each call.
+    :param variable: a symbolic variable; assigned a value at each call, not
+        computed from its owner (an intermediate expression may be an input).
     :param name: the keyword to pass it by (default: the variable's name, if ``autoname``).
     :param value: a default value, or a :class:`Container`. With ``update``, the
         value persists across calls.
     :param update: a symbolic expression whose value replaces ``value`` after each call.
-    :param mutable: let the function keep (and modify) the caller's array as its value.
+    :param mutable: let the function keep the caller's array as its value (no defensive copies).
     :param strict: the value passed must already have exactly the right dtype.
     :param autoname: take ``name`` from the variable when ``name`` is None.
     :param implicit: True: the caller may not pass a value (requires ``value``);
         None: True only when ``value`` is a Container.
+    :param allow_downcast: True: a value is converted to the input's dtype even
+        where that loses precision; False: never; None: as the function's
+        ``allow_input_downcast`` says (and Python floats into floating inputs).
+    :param borrow: an output may be this input's argument itself (or a view of
+        it), not a copy (default: ``mutable``).
     """
 
     def __init__(self, variable: Variable, name: str | None = None, value: Any = None, update: Variable | None = None,
-                 mutable: bool = False, strict: bool = False, autoname: bool = True, implicit: bool | None = None) -> None:
+                 mutable: bool = False, strict: bool = False, autoname: bool = True, implicit: bool | None = None, *,
+                 allow_downcast: bool | None = None, borrow: bool | None = None) -> None:
         if not is_symbolic(variable):
             raise TypeError(f"polygrad.In: variable must be a symbolic variable, got {variable!r}")
         if update is not None and not is_symbolic(update):
             raise TypeError(f"polygrad.In: update must be a symbolic expression, got {update!r}")
         if mutable and value is None:
             raise ValueError("polygrad.In: mutable=True requires a value")
+        if borrow is None:
+            borrow = mutable
+        elif mutable and not borrow:
+            raise ValueError("polygrad.In: an input cannot be both mutable and not borrow (as in Theano)")
         self.variable = variable
         self.name = variable.name if name is None and autoname else name
         self.value = value
@@ -154,6 +233,8 @@ class In:
         self.mutable = mutable
         self.strict = strict
         self.autoname = autoname
+        self.allow_downcast = allow_downcast
+        self.borrow = borrow
         if implicit is None:
             implicit = isinstance(value, Container)
         if implicit and value is None:

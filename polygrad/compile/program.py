@@ -20,6 +20,7 @@ would slot in between steps 2 and 3.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Sequence
 
 from polygrad.compile.symbolic import SymbolicArray
@@ -27,6 +28,11 @@ from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
+
+#: Gradients of a cost that does not reach an input are zeros here (T.grad checked the
+#: connection when the gradient was asked for): ask pg.grad for None, not an error.
+_ALLOW_UNUSED = {"allow_unused": True} if "allow_unused" in inspect.signature(_grad).parameters else {}
+
 
 def _item(values: Any, k: int) -> Any:
     return values[k]
@@ -142,7 +148,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 cost, wrt, index = s.grad_of
                 key = (cost.id, tuple(w.id for w in wrt))
                 if key not in grads:
-                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True)
+                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True, **_ALLOW_UNUSED)
                     grads[key] = [
                         g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
                         for g, w in zip(gs, wrt)
@@ -172,9 +178,14 @@ def _freeze(value: Any) -> Any:
 
 
 class Program:
-    """A straight-line program over slots, compiled to one Python function."""
+    """A straight-line program over slots, compiled to one Python function.
 
-    def __init__(self, tracer: _Tracer, in_slots: list[int], out_refs: list[tuple]) -> None:
+    ``optimize=False`` (Theano's FAST_COMPILE) keeps every traced kernel but the dead
+    ones; ``borrowed`` are the positions of inputs an output may alias without a copy.
+    """
+
+    def __init__(self, tracer: _Tracer, in_slots: list[int], out_refs: list[tuple], *, optimize: bool = True,
+                 borrowed: Sequence[int] = ()) -> None:
         instrs = tracer.instrs
         # Constant folding: a kernel whose arguments are all constants ran at
         # trace time; its traced value becomes a constant (a random draw must run at every call).
@@ -182,7 +193,7 @@ class Program:
         live = []
         for op, impl, args, params, out in instrs:
             args = tuple(("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in args)
-            if op.deterministic and all(k == "c" for k, _ in args):
+            if optimize and op.deterministic and all(k == "c" for k, _ in args):
                 folded[out] = tracer.alive[out]
                 continue
             live.append((op, impl, args, params, out))
@@ -197,7 +208,7 @@ class Program:
             args = tuple(("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in args)
             try:
                 key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args),
-                       _freeze(params or {})) if op.deterministic else None
+                       _freeze(params or {})) if optimize and op.deterministic else None
             except TypeError:
                 key = None
             if key is not None and key in seen:
@@ -220,7 +231,7 @@ class Program:
         self.out_refs = out_refs
         # Which slots may share memory with an input (so a returned value would alias the caller's
         # array): the outputs of view rows (Op.view) of such slots, transitively.
-        aliasing = set(in_slots)
+        aliasing = {s for i, s in enumerate(in_slots) if i not in borrowed}
         for op, impl, args, params, out in kept:
             if op.view and args and args[0][0] == "s" and args[0][1] in aliasing:
                 aliasing.add(out)
@@ -266,6 +277,6 @@ class Program:
 
 
 def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
-          givens: dict | None = None) -> Program:
+          givens: dict | None = None, *, optimize: bool = True, borrowed: Sequence[int] = ()) -> Program:
     tracer, in_slots, refs = trace(inputs, values, targets, givens)
-    return Program(tracer, in_slots, refs)
+    return Program(tracer, in_slots, refs, optimize=optimize, borrowed=borrowed)

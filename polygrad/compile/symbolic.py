@@ -13,6 +13,7 @@ the function is compiled, they are computed by the ordinary backward engine
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any, Sequence
 
 from polygrad.array_api import DTYPES
@@ -81,9 +82,9 @@ def _dtype_name(dtype: Any) -> str | None:
     raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")
 
 
-def _stand_ins(xp: Any, datas: tuple) -> list:
-    """``datas`` with each symbolic array replaced by ones of its dtype and shape (unknown dims as 1)."""
-    return [xp.ones(tuple(1 if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype))
+def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
+    """``datas`` with each symbolic array replaced by ones of its dtype and shape (unknown dims as ``unknown``)."""
+    return [xp.ones(tuple(unknown if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype))
             if isinstance(d, SymbolicArray) else d for d in datas]
 
 
@@ -104,11 +105,29 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
 
 def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
     """A multi-output op on symbols: one SymbolicArray per output (the count comes
-    from running the kernel on stand-ins)."""
+    from running the kernel on stand-ins; it must not depend on a dimension not known yet)."""
     parent = SymbolicArray("op", op=op, args=datas, params=params or None)
     backend = get_backend()
+    syms = [d for d in datas if isinstance(d, SymbolicArray)]
+    unknown = [d for d in syms if d.shape is None or None in d.shape]
+    if any(d.shape is None or d.dtype is None for d in syms):
+        raise TypeError(
+            f"polygrad.symbolic: cannot tell how many outputs {op.name} gives: the shape of its input "
+            f"{next(d for d in syms if d.shape is None or d.dtype is None)!r} is not known; declare it with "
+            f"T.tensor(dtype, shape)"
+        )
     try:
         sample = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
+        if unknown and len(op.kernel(backend)(*_stand_ins(backend.xp, datas, 2), **(params or {}))) != len(sample):
+            raise TypeError(
+                f"polygrad.symbolic: cannot tell how many outputs {op.name} gives: it depends on a dimension of "
+                f"{unknown[0]!r} (shape {tuple('?' if n is None else n for n in unknown[0].shape)}) that is not known; "
+                f"declare it with T.tensor(dtype, shape)"
+            )
+    except TypeError as exc:
+        if str(exc).startswith("polygrad"):
+            raise
+        raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
     except Exception as exc:
         raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
     items = [SymbolicArray("item", args=(parent,), params={"index": k}, dtype=_dtype_name(o.dtype), shape=tuple(None for _ in o.shape))
@@ -145,20 +164,56 @@ class SymbolicBackend:
     def xp(self) -> Any:
         raise TypeError("polygrad: symbolic variables have no array namespace; compile with pg.function first")
 
-    def grad(self, outputs: tuple, inputs: tuple, grad_outputs: tuple) -> list:
-        """Symbolic gradients of ``outputs`` with respect to ``inputs``."""
+    #: What to do instead of moving an eager array onto this pseudo-backend (for the mixed-backends error).
+    mixing_advice = "an array in a symbolic graph is a shared variable: wrap it with pg.shared(value)"
+
+    def grad(self, outputs: tuple, inputs: tuple, grad_outputs: tuple, *, disconnected_inputs: str = "raise",
+             allow_unused: bool | None = None, label: str = "polygrad.grad") -> list:
+        """Symbolic gradients of one scalar cost (``outputs``) with respect to ``inputs``.
+
+        The cost's shape and the inputs' connection to it are checked here, when the
+        gradient is asked for, not at the first call: a non-scalar cost raises; an
+        input the cost does not depend on through differentiable operations raises
+        (``disconnected_inputs="raise"``, Theano's default), warns (``"warn"``) or
+        gets zeros (``"ignore"``); ``allow_unused=True`` (``pg.grad``'s) gives None for it.
+        """
         if len(outputs) != 1 or any(g is not None for g in grad_outputs):
-            raise NotImplementedError("polygrad: symbolic pg.grad takes one scalar cost and no grad_outputs")
+            raise NotImplementedError(f"{label}: symbolic gradients take one scalar cost and no grad_outputs")
+        if disconnected_inputs not in ("raise", "warn", "ignore"):
+            raise ValueError(f"{label}: disconnected_inputs must be 'raise', 'warn' or 'ignore', got {disconnected_inputs!r}")
         cost = outputs[0]
         wrt = tuple(inputs)
+        if not isinstance(cost._data, SymbolicArray):
+            raise TypeError(f"{label}: the cost must be a symbolic expression, got {cost!r}")
         for w in wrt:
-            if not isinstance(w._data, SymbolicArray):
-                raise TypeError(f"polygrad.grad: wrt must be symbolic variables, got {w!r}")
+            if not isinstance(w, Variable) or not isinstance(w._data, SymbolicArray):
+                raise TypeError(f"{label}: wrt must be symbolic variables, got {w!r}")
+        shape = cost._data.shape
+        if shape is not None and len(shape) != 0:
+            raise TypeError(
+                f"{label}: the cost must be a scalar, but {cost._data!r} has shape "
+                f"{tuple('?' if n is None else n for n in shape)}; reduce it first (pg.sum, pg.mean)"
+            )
+        connected = _differentiable_ancestors(cost._data)
         group = (cost._data, tuple(w._data for w in wrt))
-        return [
-            Variable(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype, shape=w._data.shape), requires_grad=False)
-            for i, w in enumerate(wrt)
-        ]
+        grads: list = []
+        for i, w in enumerate(wrt):
+            if w._data.id not in connected:
+                if allow_unused:
+                    grads.append(None)
+                    continue
+                what = (f"wrt[{i}] ({w._data!r})" if len(wrt) > 1 else repr(w._data))
+                text = (f"{label}: the cost does not depend on {what}: it is not part of the cost's graph, or is used "
+                        f"only through non-differentiable operations")
+                if disconnected_inputs == "raise" and allow_unused is None:
+                    raise DisconnectedInputError(
+                        f"{text}. Pass disconnected_inputs='ignore' for a zero gradient, or 'warn'"
+                    )
+                if disconnected_inputs == "warn":
+                    warnings.warn(f"{text}; its gradient is zero", stacklevel=3)
+            grads.append(Variable(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype, shape=w._data.shape),
+                                  requires_grad=False))
+        return grads
 
     def __repr__(self) -> str:
         return "<polygrad symbolic pseudo-backend>"
@@ -166,6 +221,33 @@ class SymbolicBackend:
 
 SYMBOLIC = SymbolicBackend()
 _dispatch.pin(SymbolicArray, SYMBOLIC)
+
+
+class DisconnectedInputError(ValueError):
+    """``T.grad`` wrt a variable the cost does not depend on (Theano's, raised by default)."""
+
+
+def _differentiable_ancestors(root: SymbolicArray) -> set[int]:
+    """The ids of the expressions ``root`` depends on through differentiable operations."""
+    ids: set[int] = set()
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        if s.id in ids:
+            continue
+        ids.add(s.id)
+        if s.kind == "op":
+            if not s.op.differentiable:
+                continue
+            rules = s.op.vjps
+            stack.extend(a for i, a in enumerate(s.args)
+                         if isinstance(a, SymbolicArray) and (i >= len(rules) or rules[i] is not None))
+        elif s.kind == "item":
+            stack.append(s.args[0])
+        elif s.kind == "grad":
+            stack.append(s.grad_of[0])
+            stack.extend(s.grad_of[1])
+    return ids
 
 
 def is_symbolic(x: Any) -> bool:
@@ -223,10 +305,18 @@ def matrices(*names: Any, dtype: Any = None) -> list[Variable]:
     return _plural(matrix, names if len(names) != 1 or not isinstance(names[0], int) else names[0], dtype)
 
 
-def grad(cost: Variable, wrt: Any) -> Any:
-    """Symbolic gradient(s) of a scalar ``cost``: one Variable, or a list for a list."""
-    from polygrad.core.engine import grad as _grad
+def grad(cost: Variable, wrt: Any, consider_constant: Any = None, disconnected_inputs: str = "raise") -> Any:
+    """Symbolic gradient(s) of a scalar ``cost`` (Theano's ``T.grad``): one Variable, or a list for a list.
 
-    if isinstance(wrt, Variable):
-        return _grad(cost, [wrt])[0]
-    return _grad(cost, list(wrt))
+    A non-scalar cost raises here. ``disconnected_inputs`` says what a ``wrt`` the
+    cost does not depend on does: ``"raise"`` (default, as Theano:
+    :class:`DisconnectedInputError`), ``"warn"`` or ``"ignore"`` (both give zeros).
+    """
+    if consider_constant is not None:
+        raise NotImplementedError("polygrad T.grad: consider_constant is not supported")
+    single = isinstance(wrt, Variable)
+    ws = [wrt] if single else list(wrt)
+    if not isinstance(cost, Variable) or not isinstance(cost._data, SymbolicArray):
+        raise TypeError(f"polygrad T.grad: the cost must be a symbolic expression, got {cost!r}")
+    gs = SYMBOLIC.grad((cost,), tuple(ws), (None,), disconnected_inputs=disconnected_inputs, label="polygrad T.grad")
+    return gs[0] if single else gs

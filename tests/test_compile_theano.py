@@ -1,0 +1,464 @@
+"""Compiled functions as Theano has them beyond the seed: input downcasting,
+unused and disconnected inputs, the ``function`` keywords, ``fn.copy`` /
+``fn.free``, ``In(borrow=, allow_downcast=)``, ``fn.<name>``, containers
+overwritten by a passed value, intermediate expressions as inputs, and clear
+errors where a symbolic graph cannot be compiled."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad import In, Out
+from polygrad import symbolic as T
+from polygrad.compile import Container
+from polygrad.compile.compiled import ProfileStats, UnusedInputError
+from polygrad.compile.symbolic import DisconnectedInputError
+
+
+# ---------------------------------------------------------------------------
+# Updates and argument conversion (S14)
+# ---------------------------------------------------------------------------
+def test_two_updates_of_one_shared_variable_raise_naming_it():
+    """updates=[(c, c + 1), (c, c + 10)] raises naming c, as Theano does."""
+    c = pg.shared(0.0, name="c")
+    with pytest.raises(ValueError, match="shared variable c is given 2 updates"):
+        pg.function([], [], updates=[(c, c + 1), (c, c + 10)])
+    assert float(c.get_value()) == 0.0
+
+
+def test_in_update_and_explicit_update_of_one_variable_raise():
+    """An In(..., update=) and an updates= entry for the same shared variable raise."""
+    c = pg.shared(0.0, name="c")
+    with pytest.raises(ValueError, match="c is given 2 updates"):
+        pg.function([In(c, update=c * 2)], [], updates=[(c, c + 1)])
+
+
+def test_float_array_for_int_input_is_refused():
+    """A float64 array for an int64 input raises TypeError naming the input: never truncated."""
+    x = T.vector("x", dtype="int64")
+    f = pg.function([x], x * 2)
+    with pytest.raises(TypeError, match="input x of dtype int64 cannot store a value of dtype float64"):
+        f(np.array([1.7, 2.2]))
+
+
+def test_python_floats_for_int_input_are_refused_unless_exact():
+    """[2.5] for an int input raises; [2.0, 3.0] converts exactly and is accepted (Theano's rule)."""
+    x = T.vector("x", dtype="int64")
+    f = pg.function([x], x * 2)
+    with pytest.raises(TypeError, match="cannot store"):
+        f([2.5, 3.0])
+    np.testing.assert_array_equal(f([2.0, 3.0]), [4, 6])
+
+
+@pytest.mark.parametrize("how", ["function", "In"])
+def test_downcast_allowed_truncates(how):
+    """allow_input_downcast=True (or In(allow_downcast=True)) converts a float array into an int input."""
+    x = T.vector("x", dtype="int64")
+    f = (pg.function([x], x * 2, allow_input_downcast=True) if how == "function"
+         else pg.function([In(x, allow_downcast=True)], x * 2))
+    r = f(np.array([1.7, 2.2]))
+    assert r.dtype == np.int64
+    np.testing.assert_array_equal(r, [2, 4])
+
+
+def test_in_allow_downcast_false_wins_over_function():
+    """In(allow_downcast=False) refuses a downcast that the function's allow_input_downcast=True allows."""
+    x = T.vector("x", dtype="int64")
+    f = pg.function([In(x, allow_downcast=False)], x * 2, allow_input_downcast=True)
+    with pytest.raises(TypeError, match="cannot store"):
+        f(np.array([1.5]))
+
+
+def test_float64_array_for_float32_input_raises():
+    """A float64 array for a float32 input raises by default (Theano), and is converted when allowed."""
+    v = T.vector("v", dtype="float32")
+    with pytest.raises(TypeError, match="input v of dtype float32 cannot store a value of dtype float64"):
+        pg.function([v], v * 2)(np.array([1.1]))
+    r = pg.function([v], v * 2, allow_input_downcast=True)(np.array([1.1]))
+    assert r.dtype == np.float32
+
+
+def test_python_float_for_float32_input_is_accepted_by_default():
+    """A Python float goes into a float32 input by default (Theano's floatX case); not with allow_input_downcast=False
+    unless it is exact."""
+    s = T.scalar("s", dtype="float32")
+    assert pg.function([s], s * 2)(0.1).dtype == np.float32
+    strict = pg.function([s], s * 2, allow_input_downcast=False)
+    with pytest.raises(TypeError, match="cannot store 0.1"):
+        strict(0.1)
+    assert float(strict(0.5)) == 1.0
+
+
+@pytest.mark.parametrize("dtype,ok", [("int16", True), ("int64", False), ("float32", True), ("bool", True)])
+def test_safe_upcasts_into_float32(dtype, ok):
+    """Into a float32 input: int16, float32 and bool arrays go; int64 does not (float32 cannot hold it)."""
+    v = T.vector("v", dtype="float32")
+    f = pg.function([v], v * 1)
+    a = np.array([1, 0], dtype=dtype)
+    if ok:
+        np.testing.assert_array_equal(f(a), [1.0, 0.0])
+    else:
+        with pytest.raises(TypeError, match="cannot store"):
+            f(a)
+
+
+def test_container_write_refuses_a_downcast():
+    """fn[key] = a float array for an int input raises; the value is unchanged."""
+    k = T.scalar("k", dtype="int64")
+    f = pg.function([(k, 3)], k + 1)
+    with pytest.raises(TypeError, match="cannot store"):
+        f["k"] = np.float64(2.5)
+    assert int(f["k"]) == 3
+
+
+# ---------------------------------------------------------------------------
+# T.grad: scalar costs and disconnected inputs (U9)
+# ---------------------------------------------------------------------------
+def test_grad_of_non_scalar_cost_raises_at_grad_time():
+    """T.grad(x * 2, x) raises at once, naming T.grad and the cost's shape."""
+    x = T.vector("x")
+    with pytest.raises(TypeError, match=r"T.grad: the cost must be a scalar, but multiply\(x, 2\) has shape \('\?',\)"):
+        T.grad(x * 2, x)
+
+
+def test_pg_grad_of_non_scalar_symbolic_cost_raises():
+    """pg.grad on a symbolic non-scalar cost raises the same way, naming pg.grad."""
+    x = T.matrix("x")
+    with pytest.raises(TypeError, match=r"polygrad.grad: the cost must be a scalar.*\('\?',\)"):
+        pg.grad(pg.sum(x, axis=0), [x])
+
+
+def test_grad_through_a_non_differentiable_op_is_disconnected():
+    """A cost that reaches x only through argmax raises DisconnectedInputError."""
+    x = T.vector("x")
+    cost = pg.astype(pg.argmax(x), pg.float64) * 1.0
+    with pytest.raises(DisconnectedInputError, match="non-differentiable"):
+        T.grad(cost, x)
+
+
+def test_disconnected_inputs_warn_gives_zeros():
+    """disconnected_inputs='warn' warns naming the input, and its gradient is zeros."""
+    x, y = T.vectors("xy")
+    with pytest.warns(UserWarning, match=r"does not depend on wrt\[1\] \(y\)"):
+        gx, gy = T.grad(pg.sum(x * 2), [x, y], disconnected_inputs="warn")
+    r = pg.function([x, y], [gx, gy], on_unused_input="ignore")(np.ones(2), np.ones(3))
+    np.testing.assert_array_equal(r[1], np.zeros(3))
+
+
+def test_disconnected_inputs_bad_value_raises():
+    """disconnected_inputs='sometimes' raises ValueError."""
+    x = T.vector("x")
+    with pytest.raises(ValueError, match="disconnected_inputs"):
+        T.grad(pg.sum(x), x, disconnected_inputs="sometimes")
+
+
+# ---------------------------------------------------------------------------
+# Symbolic graphs that cannot be compiled say why (C5)
+# ---------------------------------------------------------------------------
+def test_bernoulli_on_a_symbolic_input_compiles_and_draws_anew():
+    """F.bernoulli(F.sigmoid(v)) compiles; each call draws anew, values are 0 or 1."""
+    v = T.vector("v")
+    f = pg.function([v], F.bernoulli(F.sigmoid(v)))
+    draws = np.stack([f(np.zeros(64)) for _ in range(3)])
+    assert set(np.unique(draws)) <= {0.0, 1.0}
+    assert not (draws[0] == draws[1]).all() or not (draws[1] == draws[2]).all()
+
+
+def test_unstack_of_unknown_length_says_what_is_unknown():
+    """unstack along a dimension of unknown length raises naming the op and the unknown shape."""
+    m = T.tensor("float64", (None, 2), "m")
+    with pytest.raises(TypeError, match=r"how many outputs unstack gives.*\('\?', 2\)"):
+        pg.unstack(m)
+    assert len(pg.unstack(m, axis=1)) == 2
+
+
+def test_unstack_of_unknown_shape_does_not_mask_the_error():
+    """unstack(reshape(x, (2, 2))) of a vector of unknown length gives the real message, not a formatter crash."""
+    x = T.vector("x")
+    with pytest.raises(TypeError, match="how many outputs unstack gives"):
+        pg.unstack(pg.reshape(x, (2, 2)))
+
+
+# ---------------------------------------------------------------------------
+# on_unused_input
+# ---------------------------------------------------------------------------
+def test_unused_input_raises_naming_it():
+    """pg.function([x, y], x) raises UnusedInputError naming y (Theano's default)."""
+    x, y = T.vectors("xy")
+    with pytest.raises(UnusedInputError, match=r"input 1 \(y\) is not part of the graph"):
+        pg.function([x, y], x * 2)
+
+
+def test_unused_input_warn_and_ignore():
+    """on_unused_input='warn' warns and compiles; 'ignore' compiles silently."""
+    x, y = T.vectors("xy")
+    with pytest.warns(UserWarning, match=r"input 1 \(y\)"):
+        f = pg.function([x, y], x * 2, on_unused_input="warn")
+    np.testing.assert_array_equal(f(np.ones(2), np.ones(3)), [2.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pg.function([x, y], x * 2, on_unused_input="ignore")
+    with pytest.raises(ValueError, match="on_unused_input"):
+        pg.function([x], x, on_unused_input="never")
+
+
+def test_input_used_only_by_its_update_is_used():
+    """An input read only by its own update expression counts as used."""
+    k = T.scalar("k")
+    f = pg.function([((k, k + 1), 0.0)], [])
+    f()
+    assert float(f["k"]) == 1.0
+
+
+# ---------------------------------------------------------------------------
+# The other function keywords
+# ---------------------------------------------------------------------------
+def test_mode_fast_compile_skips_merging():
+    """mode='FAST_COMPILE' gives the same values without merging common subexpressions; FAST_RUN merges."""
+    x, y = T.vectors("xy")
+    out = (x * y) + (x * y)
+    fast_run = pg.function([x, y], out, mode="FAST_RUN")
+    fast_compile = pg.function([x, y], out, mode="FAST_COMPILE")
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    np.testing.assert_array_equal(fast_run(a, b), fast_compile(a, b))
+    assert fast_run.program_source().count("# multiply") == 1
+    assert fast_compile.program_source().count("# multiply") == 2
+
+
+def test_unknown_mode_and_positional_updates_raise_clearly():
+    """An unknown mode raises ValueError; an updates list given third (Theano's mode slot) raises TypeError saying so."""
+    x = T.scalar("x")
+    s = pg.shared(0.0, name="s")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        pg.function([x], x, "DebugMode")
+    with pytest.raises(TypeError, match="third argument is mode"):
+        pg.function([x], x, [(s, s + x)])
+
+
+def test_default_update_and_no_default_updates():
+    """A shared variable's default_update applies when it has no update, unless no_default_updates says not."""
+    s = pg.shared(0.0, name="s")
+    s.default_update = s + 1
+    f = pg.function([], s * 10)
+    assert [float(f()) for _ in range(3)] == [0.0, 10.0, 20.0]
+    frozen = pg.function([], s * 10, no_default_updates=True)
+    frozen()
+    assert float(s.get_value()) == 3.0
+    listed = pg.function([], s * 10, no_default_updates=[s])
+    listed()
+    assert float(s.get_value()) == 3.0
+    explicit = pg.function([], s * 10, updates=[(s, s * 2)])
+    explicit()
+    assert float(s.get_value()) == 6.0
+
+
+def test_profile_counts_calls_and_compilations():
+    """profile=True records calls and compilations in fn.profile."""
+    x = T.vector("x")
+    f = pg.function([x], x * 2, profile=True, name="double")
+    f(np.ones(2))
+    f(np.ones(2))
+    f(np.ones(3))
+    assert isinstance(f.profile, ProfileStats)
+    assert (f.profile.n_calls, f.profile.n_compiles) == (3, 2)
+    assert "double: 3 calls" in f.profile.summary()
+    assert pg.function([x], x * 2).profile is None
+
+
+def test_accept_inplace_is_accepted():
+    """accept_inplace=True is accepted and changes nothing."""
+    x = T.vector("x")
+    np.testing.assert_array_equal(pg.function([x], x + 1, accept_inplace=True)(np.zeros(2)), [1.0, 1.0])
+
+
+def test_rebuild_strict_checks_givens_types():
+    """givens replacing a float64 vector by a float32 one raises, unless rebuild_strict=False."""
+    x = T.vector("x")
+    y = T.vector("y", dtype="float32")
+    with pytest.raises(TypeError, match="rebuild_strict"):
+        pg.function([y], x * 2, givens=[(x, y)])
+    f = pg.function([y], x * 2, givens=[(x, y)], rebuild_strict=False)
+    np.testing.assert_array_equal(f(np.ones(2, dtype=np.float32)), [2.0, 2.0])
+    m = T.matrix("m")
+    with pytest.raises(TypeError, match="ndim"):
+        pg.function([m], x * 2, givens=[(x, m)])
+
+
+def test_name_appears_in_repr():
+    """name= is the function's name."""
+    x = T.scalar("x")
+    assert "square" in repr(pg.function([x], x * x, name="square"))
+
+
+# ---------------------------------------------------------------------------
+# fn.copy and fn.free
+# ---------------------------------------------------------------------------
+def make_counter():
+    x = T.scalar("x")
+    acc = T.scalar("acc")
+    return pg.function([x, ((acc, acc + x), 0.0)], acc * 1, name="count")
+
+
+def test_copy_has_its_own_state_by_default():
+    """fn.copy(): the copy starts with the state's current value and then evolves apart."""
+    f = make_counter()
+    f(1.0)
+    g = f.copy()
+    g(10.0)
+    assert float(f["acc"]) == 1.0 and float(g["acc"]) == 11.0
+    assert g.name == "count copy"
+
+
+def test_copy_share_memory_shares_state():
+    """fn.copy(share_memory=True): a call of either changes the state of both."""
+    f = make_counter()
+    g = f.copy(share_memory=True)
+    g(5.0)
+    f(1.0)
+    assert float(f["acc"]) == float(g["acc"]) == 6.0
+
+
+def test_copy_always_shares_shared_variables():
+    """A shared variable stays shared between a function and its copy."""
+    s = pg.shared(0.0, name="s")
+    f = pg.function([], [], updates=[(s, s + 1)])
+    g = f.copy()
+    f()
+    g()
+    assert float(s.get_value()) == 2.0
+
+
+def test_copy_swap_replaces_a_shared_variable():
+    """copy(swap={a: b}) reads and updates b; a is untouched."""
+    a = pg.shared(np.array([1.0, 2.0]), name="a")
+    b = pg.shared(np.array([10.0, 20.0]), name="b")
+    x = T.vector("x")
+    f = pg.function([x], a * x, updates=[(a, a + 1)])
+    g = f.copy(swap={a: b})
+    np.testing.assert_array_equal(g(np.ones(2)), [10.0, 20.0])
+    np.testing.assert_array_equal(b.get_value(), [11.0, 21.0])
+    np.testing.assert_array_equal(a.get_value(), [1.0, 2.0])
+    c = pg.shared(np.ones(3, dtype=np.float32), name="c")
+    with pytest.raises(TypeError, match="cannot replace"):
+        f.copy(swap={a: c})
+
+
+def test_copy_delete_updates():
+    """copy(delete_updates=True) computes the outputs and updates nothing."""
+    s = pg.shared(1.0, name="s")
+    f = pg.function([], s * 2, updates=[(s, s + 1)])
+    g = f.copy(delete_updates=True, name="peek")
+    assert float(g()) == 2.0 and float(s.get_value()) == 1.0
+    assert g.name == "peek"
+
+
+def test_free_drops_programs_and_keeps_state():
+    """fn.free() drops the compiled programs; the next call compiles again with the state kept."""
+    f = make_counter()
+    f(2.0)
+    f.free()
+    assert f.program_source() == ""
+    f(3.0)
+    assert float(f["acc"]) == 5.0
+
+
+# ---------------------------------------------------------------------------
+# In(borrow=) and In(value=Container, implicit=False)
+# ---------------------------------------------------------------------------
+def test_in_borrow_lets_an_output_be_the_argument():
+    """In(x, borrow=True): pg.function returns the argument itself; without it, a copy."""
+    x = T.vector("x")
+    a = np.array([1.0, 2.0])
+    assert pg.function([In(x, borrow=True)], x)(a) is a
+    assert pg.function([x], x)(a) is not a
+
+
+def test_in_mutable_without_borrow_raises():
+    """In(x, value=v, mutable=True, borrow=False) raises, as in Theano."""
+    with pytest.raises(ValueError, match="mutable and not borrow"):
+        In(T.vector("x"), value=np.zeros(2), mutable=True, borrow=False)
+
+
+def test_passed_value_overwrites_a_container():
+    """In(q, value=Container, implicit=False): a passed value overwrites the container (the seed's rule)."""
+    q = T.scalar("q")
+    box = Container(q, 5.0, name="q")
+    f = pg.function([In(q, value=box, implicit=False)], q * 2)
+    assert float(f()) == 10.0
+    assert float(f(3.0)) == 6.0
+    assert float(box.value) == 3.0
+    assert float(f()) == 6.0
+
+
+def test_failed_call_does_not_overwrite_a_container():
+    """A call that fails leaves the container's content as it was."""
+    q = T.vector("q")
+    box = Container(q, np.ones(2), name="q")
+    s = pg.shared(np.zeros(2), name="s")
+    f = pg.function([In(q, value=box, implicit=False)], q * 2, updates=[(s, q)])
+    with pytest.raises(ValueError):
+        f(np.ones(3))
+    np.testing.assert_array_equal(box.value, [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# fn.<name>, integer names, intermediate inputs
+# ---------------------------------------------------------------------------
+def test_attribute_access_to_named_inputs():
+    """inc.s reads the value of the input named s, and inc.s = v writes it (the seed's example)."""
+    u, x, s = T.scalars("u", "x", "s")
+    inc = pg.function([u, In(x, value=3), In(s, update=s + x * u, value=10.0)], [])
+    inc(5)
+    assert float(inc.s) == 25.0 and float(inc.x) == 3.0
+    inc.s = 1.0
+    assert float(inc["s"]) == 1.0
+    with pytest.raises(AttributeError):
+        inc.nothing
+
+
+def test_function_attributes_win_over_input_names():
+    """An input named 'name' or 'value' is reached by key; fn.name and fn.value stay the function's."""
+    a, b = T.scalar("name"), T.scalar("value")
+    f = pg.function([(a, 1.0), (b, 2.0)], a + b, name="f")
+    assert f.name == "f" and not isinstance(f.value, np.ndarray)
+    assert float(f["name"]) == 1.0 and float(f.value["value"]) == 2.0
+
+
+def test_integer_names():
+    """An int name beyond the positions is a name; one that clashes with another input's position is ambiguous."""
+    x, y = T.scalars("xy")
+    f = pg.function([In(x, name=7, value=1.0), In(y, value=2.0)], x + y)
+    assert float(f[7]) == 1.0 and float(f[1]) == 2.0
+    g = pg.function([In(x, name=1, value=1.0), In(y, value=2.0)], x + y)
+    with pytest.raises(KeyError, match="ambiguous"):
+        g[1]
+    assert float(g[y]) == 2.0 and float(g[0]) == 1.0
+
+
+def test_intermediate_expression_as_input():
+    """y = x * 2; pg.function([y], y + 1): y's value is given, not computed from x (Theano's In rule)."""
+    x = T.scalar("x")
+    y = x * 2
+    f = pg.function([y], y + 1)
+    assert float(f(5.0)) == 6.0
+
+
+def test_intermediate_input_gradient():
+    """The gradient wrt an intermediate input treats it as a leaf."""
+    x = T.vector("x")
+    h = pg.exp(x)
+    f = pg.function([h], T.grad(pg.sum(h * h), h))
+    np.testing.assert_allclose(f(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+def test_borrowed_output_and_borrow_input_keep_values():
+    """Out(borrow=True) of a borrowed input returns the right values."""
+    x = T.matrix("x")
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    r = pg.function([In(x, borrow=True)], Out(x.T, borrow=True))(a)
+    np.testing.assert_array_equal(r, a.T)
