@@ -6,7 +6,10 @@ corner, like max over ties), and its gradient is shared equally among them:
 ``gx_i = g[inverse_i] / counts[inverse_i]``, so that moving all the equal
 elements together moves the value by the same amount, and the gradients sum to
 g as for max/min. With distinct elements this is the plain gradient (a
-permutation). Indices, inverses, counts and isin give no gradient. The shapes
+permutation). Indices, inverses, counts and isin give no gradient. NaNs, each a
+value of its own for the standard, all take the gradient of the first NaN value
+in unique_values and unique_counts (their rules find each element's value by a
+sorted search). The shapes
 depend on the data: on a backend that cannot represent that
 (``BackendInfo.data_dependent_shapes`` False) they raise an error naming the op.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._export import names, public, unary
@@ -30,19 +34,43 @@ def _unique(name: str) -> Any:
     return kernel
 
 
-def _shared_values_vjp(o: Any, g: Any, x: Any) -> Any:
-    """Each element gets its value's gradient divided by how many elements share it."""
-    _, _, inverse, counts = o.unique_all(x)
-    per_element = o.take(g / o.astype(counts, g.dtype), o.reshape(inverse, (-1,)), axis=0)
-    return o.reshape(per_element, tuple(x.shape))
+def _spread(o: Any, g: Any, shape: tuple, inverse: Any, counts: Any = None) -> Any:
+    """``gx_i = g[inverse_i] / counts[inverse_i]``, shaped ``shape`` (counts found from
+    ``inverse`` by a scatter-add where the function gave none)."""
+    inverse = o.reshape(inverse, (-1,))
+    per_element = o.take(g, inverse, axis=0)
+    if counts is None:
+        counts = o.take_grad(o.ones_like(per_element), inverse, 0, tuple(g.shape))
+    else:
+        counts = o.astype(counts, g.dtype)
+    return o.reshape(per_element / o.take(counts, inverse, axis=0), tuple(shape))
+
+
+def _inverse(o: Any, x: Any, values: Any) -> Any:
+    """Where each element of ``x`` is among ``values`` (in whatever order the backend gave
+    them): ``values`` sorted, then searched. Complex values, which the standard does not
+    sort, take ``unique_inverse``'s."""
+    data = x._data if hasattr(x, "_data") else x
+    if backend_of_type(type(data)).xp.isdtype(x.dtype, "complex floating"):
+        return o.unique_inverse(x)[1]
+    order = o.argsort(values)
+    return o.take(order, o.searchsorted(o.take(values, order, axis=0), o.reshape(x, (-1,))), axis=0)
 
 
 def _values_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
-    return _shared_values_vjp(o, g, x)
+    return _spread(o, g, x.shape, _inverse(o, x, ans))
 
 
-def _first_output_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
-    return None if g[0] is None else _shared_values_vjp(o, g[0], x)
+def _counts_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
+    return None if g[0] is None else _spread(o, g[0], x.shape, _inverse(o, x, ans[0]), ans[1])
+
+
+def _inverse_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
+    return None if g[0] is None else _spread(o, g[0], x.shape, ans[1])
+
+
+def _all_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
+    return None if g[0] is None else _spread(o, g[0], x.shape, ans[2], ans[3])
 
 
 ISIN = def_nograd(Op("isin"))
@@ -53,13 +81,15 @@ def isin(x1, x2, /, *, invert=False):
     return apply(ISIN, (x1, x2), {"invert": invert})
 
 
-UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values")), _values_vjp, saves="x")
+# Each rule reads only its own function's outputs (and x): no backend needs unique_all for
+# the gradient of another (array_api_compat's torch has none).
+UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values")), _values_vjp, saves="x ans")
 unique_values = unary(UNIQUE_VALUES)
-UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True), _first_output_vjp, saves="x")
+UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True, shapes=True), _all_vjp, saves="ans")
 unique_all = unary(UNIQUE_ALL)
-UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True), _first_output_vjp, saves="x")
+UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True), _counts_vjp, saves="x ans")
 unique_counts = unary(UNIQUE_COUNTS)
-UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True), _first_output_vjp, saves="x")
+UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True, shapes=True), _inverse_vjp, saves="ans")
 unique_inverse = unary(UNIQUE_INVERSE)
 
 
