@@ -173,7 +173,8 @@ class SharedVariable(Variable):
 
 def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow: bool = False) -> SharedVariable:
     """A shared variable initialized with ``value`` (an array, or anything
-    ``pg.asarray`` takes; Python floats become float64 scalars)."""
+    ``pg.asarray`` takes; a Python float becomes a scalar of the current backend's default
+    floating dtype, float64 on numpy)."""
     from polygrad.backends import asarray
     from polygrad.core.dispatch import is_array
 

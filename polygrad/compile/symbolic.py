@@ -24,8 +24,6 @@ from polygrad.core.variable import Variable
 
 _ids = itertools.count()
 
-#: dtype names usable in symbolic constructors (resolved on the backend at call time)
-FLOAT_X = "float64"
 
 
 class SymbolicArray:
@@ -80,6 +78,14 @@ def _dtype_name(dtype: Any) -> str | None:
         if text.endswith(name):
             return name
     raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")
+
+
+def default_float() -> str:
+    """The name of the current backend's default floating dtype (Theano's ``floatX``): float64
+    on numpy, float32 on a backend whose namespace says so."""
+    from polygrad.ops._dtypes import default_dtypes
+
+    return _dtype_name(default_dtypes(get_backend().xp)["real floating"])
 
 
 def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
@@ -260,13 +266,14 @@ def is_symbolic(x: Any) -> bool:
 
 
 def tensor(dtype: Any = None, shape: Sequence[int | None] | None = None, name: str | None = None, *, ndim: int | None = None) -> Variable:
-    """A symbolic input of ``dtype`` (default float64) and ``shape`` (None for
-    an unknown dimension); ``ndim`` alone gives all dimensions unknown."""
+    """A symbolic input of ``dtype`` (default: the current backend's default floating dtype,
+    float64 on numpy) and ``shape`` (None for an unknown dimension); ``ndim`` alone gives
+    all dimensions unknown."""
     if shape is None:
         if ndim is None:
             raise TypeError("polygrad.symbolic.tensor needs shape or ndim")
         shape = (None,) * ndim
-    data = SymbolicArray("input", name=name, dtype=_dtype_name(dtype) or FLOAT_X, shape=tuple(shape))
+    data = SymbolicArray("input", name=name, dtype=_dtype_name(dtype) or default_float(), shape=tuple(shape))
     return Variable(data, requires_grad=False, name=name)
 
 

@@ -59,7 +59,7 @@ def _weights(g: Any, n: int, axis: int, value: float, complex_g: bool) -> Any:
     w = [1.0] + [value] * (n // 2) if n % 2 else [1.0] + [value] * (n // 2 - 1) + [1.0]
     dtype = g.dtype
     if complex_g:
-        dtype = xp.float32 if dtype == xp.complex64 else xp.float64
+        dtype = xp.finfo(dtype).dtype  # the real dtype of g's precision
     shape = [1] * g.ndim
     shape[axis] = len(w)
     return xp.reshape(xp.asarray(w, dtype=dtype), tuple(shape))

@@ -9,6 +9,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
+from polygrad.ops._dtypes import index_dtype
 from polygrad.ops._export import names, public
 
 
@@ -45,7 +46,7 @@ def _take_along_axis_grad_kernel(xp: Any, g: Any, indices: Any, axis: int, shape
             key.append(indices)
             continue
         n = g.shape[d]
-        line = xp.arange(n, dtype=xp.int64) if shape[d] == n else xp.zeros((n,), dtype=xp.int64)
+        line = xp.arange(n, dtype=index_dtype(xp)) if shape[d] == n else xp.zeros((n,), dtype=index_dtype(xp))
         key.append(xp.reshape(line, tuple(n if i == d else 1 for i in range(nd))))
     return backend_of_type(type(g)).scatter_add(xp.zeros(shape, dtype=g.dtype), tuple(key), g)
 
@@ -58,7 +59,15 @@ def _take_vjp(o: Any, g: Any, ans: Any, x: Any, indices: Any, axis: Any = None) 
     return o.take_grad(g, indices, 0 if axis is None else axis, shape)
 
 
-TAKE = defvjp(Op("take", shapes=True),
+def _take_kernel(xp: Any, x: Any, indices: Any, axis: Any = None) -> Any:
+    """``xp.take``; ``axis=None`` on a 1-D array is axis 0 (the standard's meaning, which
+    libraries that require an axis, such as dask, are given)."""
+    if axis is None and x.ndim == 1:
+        axis = 0
+    return xp.take(x, indices, axis=axis)
+
+
+TAKE = defvjp(Op("take", _take_kernel, shapes=True),
               _take_vjp, None, saves="y")
 
 

@@ -12,6 +12,7 @@ from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import index_dtype
 from polygrad.ops._export import names, public
 
 
@@ -348,12 +349,12 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
                 expanded.append(k)
         keys = tuple(expanded)
     if builtins.all(isinstance(k, int) or (is_array(k) and not _is_bool_array(xp, k)) for k in keys):
-        keys = tuple(xp.asarray(k, dtype=xp.int64) if isinstance(k, int) else k for k in keys)
+        keys = tuple(xp.asarray(k, dtype=index_dtype(xp)) if isinstance(k, int) else k for k in keys)
     try:
         return backend.scatter_add(z, keys, g)
     except NotImplementedError:
         size = math.prod(shape)
-        where = xp.reshape(xp.reshape(xp.arange(size, dtype=xp.int64), shape)[key], (-1,))
+        where = xp.reshape(xp.reshape(xp.arange(size, dtype=index_dtype(xp)), shape)[key], (-1,))
         flat = backend.scatter_add(xp.zeros((size,), dtype=g.dtype), (where,), xp.reshape(g, (-1,)))
         return xp.reshape(flat, shape)
 

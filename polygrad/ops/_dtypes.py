@@ -1,0 +1,37 @@
+"""The dtypes a backend's namespace declares, read once per namespace.
+
+Rules and kernels never name ``xp.int64`` or ``xp.float64``: a backend may have
+32-bit default integers (jax) or no float64 at all. They ask the namespace,
+through the standard's ``__array_namespace_info__().default_dtypes()``; a
+namespace of a version before 2023.12, which has no inspection API, is asked
+what ``asarray`` of a Python number gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["default_dtypes", "index_dtype"]
+
+_cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
+
+
+def default_dtypes(xp: Any) -> dict:
+    """The namespace's default dtypes: ``{"real floating", "complex floating", "integral", "indexing"}``."""
+    hit = _cache.get(id(xp))
+    if hit is not None and hit[0] is xp:
+        return hit[1]
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        found = dict(info().default_dtypes())
+    else:
+        integral = xp.asarray(0).dtype
+        found = {"real floating": xp.asarray(0.0).dtype, "complex floating": xp.asarray(0j).dtype,
+                 "integral": integral, "indexing": integral}
+    _cache[id(xp)] = (xp, found)
+    return found
+
+
+def index_dtype(xp: Any) -> Any:
+    """The dtype of the namespace's indices (``argmax``, ``nonzero``...): what positions are written in."""
+    return default_dtypes(xp)["indexing"]
