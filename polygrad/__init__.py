@@ -8,7 +8,9 @@
 ``pg`` offers every function of the Array API standard over Variables
 (:mod:`polygrad.array_api`): creation functions (``pg.asarray``, ``pg.zeros``,
 ...) return Variables that do not require grad, made on the current backend
-when they are called. Importing polygrad imports no array library; backends
+when they are called. ``pg`` is itself an Array API namespace
+(``pg.__array_api_version__``, ``pg.__array_namespace_info__()`` of the current
+backend, dtypes, constants). Importing polygrad imports no array library; backends
 are pluggy plugins found through the ``polygrad`` entry-point group and loaded
 on first use.
 """
@@ -35,13 +37,12 @@ from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
 from polygrad import array_api as _array_api
 
-__array_api_version__ = "2024.12"
-
 
 def __getattr__(name: str):
-    """Dtypes (``pg.float32``): the current backend's, read when the attribute is read."""
-    if name in _array_api.DTYPES:
-        return getattr(get_backend().xp, name)
+    """Dtypes (``pg.float32``) and ``pg.__array_api_version__``: the current backend's, read when
+    the attribute is read."""
+    if name in _array_api.DTYPES or name == "__array_api_version__":
+        return getattr(_array_api, name)
     raise AttributeError(f"module 'polygrad' has no attribute {name!r}")
 
 

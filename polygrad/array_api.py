@@ -21,6 +21,7 @@ backend's, read when the attribute is read.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import types
@@ -41,20 +42,28 @@ FUNCTIONS = tuple(e.name for e in EXPORTS if e.standard and e.ext is None) + INS
 LINALG = tuple(e.name for e in EXPORTS if e.standard and "linalg" in (e.ext, e.also))
 FFT = tuple(e.name for e in EXPORTS if e.standard and e.ext == "fft")
 #: What ``from polygrad.array_api import *`` (and so ``pg``) takes: the standard's functions,
-#: its extensions and constants (dtypes come from ``__getattr__``, on the current backend).
-__all__ = list(FUNCTIONS) + ["linalg", "fft", "e", "inf", "nan", "pi", "newaxis"]
+#: its extensions and constants, its version and inspection API (dtypes come from
+#: ``__getattr__``, on the current backend).
+__all__ = list(FUNCTIONS) + ["linalg", "fft", "e", "inf", "nan", "pi", "newaxis", "__array_namespace_info__"]
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
           "complex64", "complex128")
 e, inf, nan, pi, newaxis = math.e, math.inf, math.nan, math.pi, None
 CONSTANTS = {"e": e, "inf": inf, "nan": nan, "pi": pi, "newaxis": newaxis}
 
-_DEFAULT_VERSION = "2024.12"
+#: The version of the standard polygrad implements in full, and claims: a namespace over a
+#: library claims the older of this and the library's own version, and so does this module
+#: (and ``pg``) for the current backend. (2025.12 adds linalg.eig and linalg.eigvals, which
+#: polygrad has no rows for yet; its isin and broadcast_shapes are offered all the same.)
+API_VERSION = "2024.12"
+VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
+#: The keys of ``capabilities()`` in the claimed version.
+CAPABILITIES = ("boolean indexing", "data-dependent shapes", "max dimensions")
 
 
 def _unwrap(x: Any) -> Any:
     if isinstance(x, Variable):
         return x._data
-    if isinstance(x, (list, tuple)) and any(isinstance(v, Variable) for v in x):
+    if isinstance(x, (list, tuple)) and builtins.any(isinstance(v, Variable) for v in x):
         return type(x)(_unwrap(v) for v in x)
     return x
 
@@ -131,20 +140,111 @@ def _extension(ext: str) -> types.ModuleType:
     return mod
 
 
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    """The standard's ``broadcast_shapes``: the shape the arrays of ``shapes`` broadcast to
+    (a dimension may be None, unknown, where the other is 1 or None). Plain Python, so
+    every backend has it."""
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out: list = []
+    for k in range(-ndim, 0):
+        dim: Any = 1
+        for shape in shapes:
+            n = shape[k] if len(shape) >= -k else 1
+            if n == 1 or n == dim:
+                continue
+            if dim == 1:
+                dim = n
+            elif n is None or dim is None:
+                dim = None
+            else:
+                raise ValueError(f"polygrad.broadcast_shapes: shapes {', '.join(str(tuple(s)) for s in shapes)} "
+                                 f"do not broadcast (dimension {k}: {dim} and {n})")
+        out.append(dim)
+    return tuple(out)
+
+
+class NamespaceInfo:
+    """The standard's inspection API (``__array_namespace_info__()``) of polygrad's namespace
+    over one backend: the library's devices and dtypes, and the capabilities of the claimed
+    version, as polygrad has them on that backend (data-dependent shapes only where the
+    backend declares them)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        xp = backend.xp
+        self._info = xp.__array_namespace_info__() if hasattr(xp, "__array_namespace_info__") else None
+
+    def capabilities(self) -> dict:
+        have = dict(self._info.capabilities()) if self._info is not None else {}
+        info = getattr(self.backend, "info", None)
+        dynamic = getattr(info, "data_dependent_shapes", True)
+        return {
+            "boolean indexing": bool(have.get("boolean indexing", True)) and dynamic,
+            "data-dependent shapes": bool(have.get("data-dependent shapes", True)) and dynamic,
+            "max dimensions": have.get("max dimensions"),
+        }
+
+    def default_device(self) -> Any:
+        if self._info is not None:
+            return self._info.default_device()
+        return _device_of(self.backend.xp.asarray(0))
+
+    def devices(self) -> list:
+        return list(self._info.devices()) if self._info is not None else [self.default_device()]
+
+    def default_dtypes(self, *, device: Any = None) -> dict:
+        if self._info is not None:
+            return dict(self._info.default_dtypes(device=device))
+        from polygrad.ops._dtypes import default_dtypes
+
+        return dict(default_dtypes(self.backend.xp))
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict:
+        if self._info is not None:
+            return dict(self._info.dtypes(device=device, kind=kind))
+        xp = self.backend.xp
+        found = {n: getattr(xp, n) for n in DTYPES if hasattr(xp, n)}
+        return found if kind is None else {n: d for n, d in found.items() if xp.isdtype(d, kind)}
+
+    def __repr__(self) -> str:
+        return f"<polygrad namespace info for backend {self.backend.name!r}>"
+
+
+def _info_for(backend: Any) -> NamespaceInfo:
+    info = _infos.get(backend)
+    if info is None:
+        info = _infos[backend] = NamespaceInfo(backend)
+    return info
+
+
+_infos: dict[Any, NamespaceInfo] = {}
+
+
+def __array_namespace_info__() -> NamespaceInfo:
+    """The standard's inspection API, of the current backend (resolved when called)."""
+    return _info_for(current_backend())
+
+
+def _version_for(xp: Any) -> str:
+    """The version a namespace over ``xp`` claims: the older of polygrad's and the library's."""
+    return builtins.min(getattr(xp, "__array_api_version__", API_VERSION), API_VERSION)
+
+
 can_cast = _inspection_now("can_cast")
 finfo = _inspection_now("finfo")
 iinfo = _inspection_now("iinfo")
 isdtype = _inspection_now("isdtype")
 result_type = _inspection_now("result_type")
-broadcast_shapes = _inspection_now("broadcast_shapes")
 linalg = _extension("linalg")
 fft = _extension("fft")
 
 
 def __getattr__(name: str) -> Any:
-    """Dtypes (``float32``, ...): the current backend's."""
+    """Dtypes (``float32``, ...) and ``__array_api_version__``: the current backend's."""
     if name in DTYPES:
         return getattr(current_backend().xp, name)
+    if name == "__array_api_version__":
+        return _version_for(current_backend().xp)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -155,15 +255,14 @@ class ArrayNamespace(types.ModuleType):
         super().__init__(f"polygrad.array_api.{backend.name}")
         xp = backend.xp
         self.__doc__ = f"The Array API namespace of polygrad Variables on the {backend.name!r} backend."
-        self.__array_api_version__ = getattr(xp, "__array_api_version__", _DEFAULT_VERSION)
+        self.__array_api_version__ = _version_for(xp)
         self.backend = backend
         for name in DTYPES:
             if hasattr(xp, name):
                 setattr(self, name, getattr(xp, name))
         for name, value in CONSTANTS.items():
             setattr(self, name, value)
-        if hasattr(xp, "__array_namespace_info__"):
-            self.__array_namespace_info__ = xp.__array_namespace_info__
+        self.__array_namespace_info__ = functools.partial(_info_for, backend)
         spaces = {None: self}
         for ext in ("linalg", "fft"):
             spaces[ext] = types.ModuleType(f"{self.__name__}.{ext}") if hasattr(xp, ext) else None
@@ -179,6 +278,7 @@ class ArrayNamespace(types.ModuleType):
             fn = getattr(xp, name, None)
             if fn is not None:
                 setattr(self, name, _inspection(fn))
+        self.broadcast_shapes = broadcast_shapes  # plain Python: the same on every backend
 
     def __repr__(self) -> str:
         return f"<polygrad Array API namespace for backend {self.backend.name!r}>"
@@ -200,9 +300,13 @@ def namespace_for(backend: Any) -> ArrayNamespace:
 # ---------------------------------------------------------------------------
 def _array_namespace(self: Variable, /, *, api_version: str | None = None) -> ArrayNamespace:
     """The Array API namespace of this variable's backend, over Variables."""
-    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
-        raise ValueError(f"polygrad: unsupported Array API version {api_version!r}")
-    return namespace_for(backend_of_type(type(self._data)))
+    ns = namespace_for(backend_of_type(type(self._data)))
+    if api_version is not None and (api_version not in VERSIONS or api_version > ns.__array_api_version__):
+        raise ValueError(
+            f"polygrad: unsupported Array API version {api_version!r}; this namespace implements "
+            f"{ns.__array_api_version__} (and the versions before it)"
+        )
+    return ns
 
 
 def _to_device(self: Variable, device: Any, /, *, stream: Any = None) -> Variable:
@@ -217,11 +321,32 @@ def _to_device(self: Variable, device: Any, /, *, stream: Any = None) -> Variabl
     return Variable(moved, requires_grad=False)
 
 
+def _device_of(data: Any) -> Any:
+    """``data.device``; for a library whose arrays lack the attribute (dask), its namespace's default device."""
+    try:
+        return data.device
+    except AttributeError:
+        pass
+    xp = backend_of_type(type(data)).xp
+    if hasattr(xp, "__array_namespace_info__"):
+        return xp.__array_namespace_info__().default_device()
+    return backend_of_type(type(data)).device
+
+
+def _dlpack(self: Variable, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+            copy: Any = None) -> Any:
+    """The standard's ``__dlpack__`` of the data; keywords left as None are not passed on (older
+    libraries take only ``stream``)."""
+    kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                                ("copy", copy)) if v is not None}
+    return self._data.__dlpack__(**kwargs)
+
+
 def _install() -> None:
     Variable.__array_namespace__ = _array_namespace
-    Variable.device = property(lambda self: self._data.device, doc="The device of the data (the standard's x.device).")
+    Variable.device = property(lambda self: _device_of(self._data), doc="The device of the data (the standard's x.device).")
     Variable.to_device = _to_device
-    Variable.__dlpack__ = lambda self, /, **kwargs: self._data.__dlpack__(**kwargs)
+    Variable.__dlpack__ = _dlpack
     Variable.__dlpack_device__ = lambda self, /: self._data.__dlpack_device__()
     Variable.__complex__ = lambda self, /: complex(self._data)
 

@@ -18,8 +18,9 @@ from polygrad import ops
 from polygrad.core.op import GRAPH_OPS, REGISTRY, NamespaceKernel, Op
 from polygrad.ops._export import EXPORTS
 
-# The Array API standard's names (2025.12), written out once, for testing only: the library
-# derives its own lists from the op table, and these tests compare the two.
+# The Array API standard's names, written out once, for testing only: the library derives its
+# own lists from the op table, and these tests compare the two. Those of 2024.12, the version
+# polygrad claims, and isin and broadcast_shapes of 2025.12 (not its linalg.eig / eigvals).
 STANDARD_FUNCTIONS = (
     # element-wise
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
@@ -79,6 +80,25 @@ def test_every_standard_function_is_in_the_namespace_and_pg(xp, name):
     ns = pg.Variable(xp.ones(2, dtype=xp.float64)).__array_namespace__()
     assert callable(getattr(ns, name))
     assert callable(getattr(pg, name))
+
+
+STANDARD_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+                   "float64", "complex64", "complex128")
+STANDARD_CONSTANTS = ("e", "inf", "nan", "newaxis", "pi")
+
+
+def test_top_level_polygrad_is_a_namespace():
+    """pg itself is an Array API namespace: version, inspection API, dtypes, constants, every function."""
+    assert pg.__array_api_version__ == "2024.12"
+    info = pg.__array_namespace_info__()
+    assert {"capabilities", "default_device", "default_dtypes", "devices", "dtypes"} <= set(dir(info))
+    assert set(info.dtypes()) == set(STANDARD_DTYPES)
+    for name in STANDARD_DTYPES + STANDARD_CONSTANTS:
+        getattr(pg, name)
+    missing = [n for n in STANDARD_FUNCTIONS if not callable(getattr(pg, n, None))]
+    missing += [f"linalg.{n}" for n in STANDARD_LINALG if not callable(getattr(pg.linalg, n, None))]
+    missing += [f"fft.{n}" for n in STANDARD_FFT if not callable(getattr(pg.fft, n, None))]
+    assert missing == []
 
 
 @pytest.mark.parametrize("ext, names", [("linalg", STANDARD_LINALG), ("fft", STANDARD_FFT)])

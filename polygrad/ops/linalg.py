@@ -349,7 +349,8 @@ PINV = defvjp(Op("linalg_pinv"), _pinv_vjp, saves="x ans")
 
 @public(ext="linalg")
 def pinv(x, /, *, rtol=None):
-    return apply(PINV, (x,), {"rtol": rtol})
+    # An array rtol is a threshold, not an input: its data goes to the kernel (no gradient flows to it).
+    return apply(PINV, (x,), {"rtol": rtol._data if isinstance(rtol, Variable) else rtol})
 
 
 MATRIX_POWER = defvjp(Op("linalg_matrix_power", lambda xp, x, n: xp.linalg.matrix_power(x, n)),  # n: positional-only
@@ -366,7 +367,7 @@ MATRIX_RANK = def_nograd(Op("linalg_matrix_rank"))
 
 @public(ext="linalg")
 def matrix_rank(x, /, *, rtol=None):
-    return apply(MATRIX_RANK, (x,), {"rtol": rtol})
+    return apply(MATRIX_RANK, (x,), {"rtol": rtol._data if isinstance(rtol, Variable) else rtol})
 
 
 # ---------------------------------------------------------------------------
