@@ -93,6 +93,48 @@ class _Lookup:
         return True
 
 
+def _reach(roots: list, known: set, givens: dict, updated: list, no_default_updates: Any) -> tuple[list, list]:
+    """The expressions the roots read (see :func:`_walk`), and the default updates
+    ``(shared, expression)`` of the shared variables among them that have one, no update in
+    ``updated`` and are not excluded by ``no_default_updates`` (their expressions are read too)."""
+    excluded = no_default_updates if isinstance(no_default_updates, (list, tuple, set)) else ()
+    roots, updated, found = list(roots), list(updated), []
+    while True:
+        reached = list(_walk(roots, known, givens))
+        defaults = []
+        for s in reached:
+            var = s.container.variable if s.kind == "shared" else None
+            default = getattr(var, "default_update", None)
+            if (default is None or no_default_updates is True or any(var is u for u in updated)
+                    or any(var is e for e in excluded)):
+                continue
+            if not is_symbolic(default):
+                raise TypeError(f"polygrad.function: the default_update of {var.name or var!r} must be a symbolic expression")
+            defaults.append((var, default))
+            updated.append(var)
+        if not defaults:
+            return reached, found
+        found += defaults
+        roots += [d._data for _, d in defaults]
+
+
+def _check_used(inputs: list[In], used: set, warn: bool, name: str | None) -> None:
+    """Raise :class:`UnusedInputError` (or warn) for an input no output or update reads."""
+    for k, inp in enumerate(inputs):
+        if inp.variable._data.id in used:
+            continue
+        label = f"{k} ({inp.name})" if inp.name is not None else f"{k} ({inp.variable._data!r})"
+        text = (f"polygrad.function{' ' + name if name else ''}: input {label} is not part of the graph needed to "
+                f"compute the outputs and updates")
+        if warn:
+            warnings.warn(text, stacklevel=3)
+        else:
+            raise UnusedInputError(
+                f"{text}. To make this error a warning, pass on_unused_input='warn' to pg.function; to disable "
+                f"it, on_unused_input='ignore'"
+            )
+
+
 class ProfileStats:
     """What ``pg.function(..., profile=True)`` records (Theano's ``ProfileStats``, in brief):
     calls, compilations and the time spent in each; ``summary()`` says it in words."""
@@ -547,25 +589,9 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
     outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     roots = [(o.variable if isinstance(o, Out) else o)._data for o in outs]
     roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
-    excluded = no_default_updates if isinstance(no_default_updates, (list, tuple, set)) else None
     updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
-    while True:  # walk the graph; a shared variable's default update adds its expression to it
-        reached = list(_walk(roots, known, give_map))
-        defaults = []
-        for s in reached:
-            var = s.container.variable if s.kind == "shared" else None
-            default = getattr(var, "default_update", None)
-            if (default is None or no_default_updates is True or any(var is u for u in updated)
-                    or (excluded is not None and any(var is e for e in excluded))):
-                continue
-            if not is_symbolic(default):
-                raise TypeError(f"polygrad.function: the default_update of {var.name or var!r} must be a symbolic expression")
-            defaults.append((var, default))
-            updated.append(var)
-        if not defaults:
-            break
-        ups += defaults
-        roots += [d._data for _, d in defaults]
+    reached, defaults = _reach(roots, known, give_map, updated, no_default_updates)
+    ups += defaults
     used = {s.id for s in reached if s.id not in give_map}
     for s in reached:
         if s.id in give_map:
@@ -583,18 +609,6 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
             ins.append(In(var, name=in_name, value=s.container, implicit=True, autoname=False))
             known.add(s.id)
     if on_unused_input != "ignore":
-        for k, inp in enumerate(explicit):
-            if inp.variable._data.id in used:
-                continue
-            label = f"{k} ({inp.name})" if inp.name is not None else f"{k} ({inp.variable._data!r})"
-            text = (f"polygrad.function{' ' + name if name else ''}: input {label} is not part of the graph needed to "
-                    f"compute the outputs and updates")
-            if on_unused_input == "warn":
-                warnings.warn(text, stacklevel=2)
-            else:
-                raise UnusedInputError(
-                    f"{text}. To make this error a warning, pass on_unused_input='warn' to pg.function; to disable "
-                    f"it, on_unused_input='ignore'"
-                )
+        _check_used(explicit, used, on_unused_input == "warn", name)
     return CompiledFunction(ins, outputs, ups, give_map, name, trust_input, allow_input_downcast=allow_input_downcast,
                             optimize=mode != "FAST_COMPILE", profile=profile)
