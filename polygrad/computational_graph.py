@@ -149,7 +149,7 @@ class _Builder:
                 return v
             shape, dtype = _output_meta(node, k)
             if consumer is not None and (shape is None or dtype is None):
-                s2, d2 = _input_meta(consumer, i)
+                s2, d2 = consumer._input_meta(i)
                 shape, dtype = shape if shape is not None else s2, dtype if dtype is not None else d2
             return VariablePlaceholder(shape, dtype, _backend_of(node))
 
@@ -183,7 +183,7 @@ class _Builder:
         a = saved[i] if saved is not None and i < len(saved) else None
         if a is not None and not _is_array(a):
             return None  # a Python scalar operand
-        shape, dtype = _input_meta(f, i)
+        shape, dtype = f._input_meta(i)
         if shape == () and dtype is None and a is None:
             return None  # recorded as a scalar
         key = ("const", id(a)) if a is not None else ("const", id(f), i)
@@ -198,27 +198,6 @@ class _Builder:
 def _backend_of(node: Any) -> Any:
     b = getattr(node, "backend", None)
     return b if b is not None and hasattr(b, "xp") else None
-
-
-def _input_meta(f: Any, i: int) -> tuple:
-    """Shape and dtype of input ``i`` of ``f`` as far as the node remembers them."""
-    shape = dtype = None
-    saved = getattr(f, "saved", None)  # a Primitive's saved inputs
-    if saved is not None and i < len(saved) and _is_array(saved[i]):
-        return tuple(saved[i].shape), saved[i].dtype
-    in_shapes = getattr(f, "in_shapes", None)
-    if in_shapes is not None and i < len(in_shapes):
-        shape = tuple(in_shapes[i])
-        in_dtypes = getattr(f, "in_dtypes", None)
-        if in_dtypes is not None and i < len(in_dtypes):
-            dtype = in_dtypes[i]
-    d = getattr(f, "__dict__", {})
-    if "_in_shapes" in d and i < len(d["_in_shapes"]):  # a user Function
-        shape = tuple(d["_in_shapes"][i])
-        kept = d.get("_in_saved", ())
-        if i < len(kept) and kept[i] is not None and _is_array(kept[i][0]):
-            dtype = kept[i][0].dtype
-    return shape, dtype
 
 
 def _output_meta(node: Any, k: int) -> tuple:

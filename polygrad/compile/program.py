@@ -20,7 +20,6 @@ would slot in between steps 2 and 3.
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, Sequence
 
 from polygrad.compile.symbolic import SymbolicArray
@@ -28,11 +27,6 @@ from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
-
-#: Gradients of a cost that does not reach an input are zeros here (T.grad checked the
-#: connection when the gradient was asked for): ask pg.grad for None, not an error.
-_ALLOW_UNUSED = {"allow_unused": True} if "allow_unused" in inspect.signature(_grad).parameters else {}
-
 
 def _item(values: Any, k: int) -> Any:
     return values[k]
@@ -107,7 +101,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     givens = givens or {}
     for sym, value in zip(inputs, values):
         if sym.id not in givens:  # a replaced input is never read
-            env[sym.id] = Variable(value, requires_grad=True)
+            env[sym.id] = Variable(value)  # requires grad where the dtype allows
         in_slots.append(tracer.new_slot(value))
     grads: dict[tuple, list] = {}
 
@@ -148,7 +142,8 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 cost, wrt, index = s.grad_of
                 key = (cost.id, tuple(w.id for w in wrt))
                 if key not in grads:
-                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True, **_ALLOW_UNUSED)
+                    # T.grad checked the connection when the gradient was asked for: None means zeros here
+                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True, allow_unused=True)
                     grads[key] = [
                         g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
                         for g, w in zip(gs, wrt)

@@ -17,12 +17,17 @@ result). Gradients of intermediate outputs live only until their node has run.
 from __future__ import annotations
 
 import heapq
+import threading
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, admit_grad
+
+#: Serializes accumulation into ``.grad``: backward passes running in several threads
+#: into one leaf all land (numpy releases the GIL inside ``+``).
+_ACCUMULATE = threading.Lock()
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
@@ -37,18 +42,18 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
                 f"is created implicitly only for outputs of one element (a scalar loss)"
             )
         g = backend_of_type(type(y._data)).xp.ones_like(y._data)
+    g = admit_grad(g, y._data, f"the gradient given to backward for {y._describe()}")
     if create_graph:
         return g if isinstance(g, Variable) else Variable._make(g)
-    g = g._data if isinstance(g, Variable) else g
-    if tuple(g.shape) != tuple(y._data.shape):
-        raise ValueError(f"polygrad: backward got a gradient of shape {tuple(g.shape)} for {y._describe()}")
-    return g
+    return g._data if isinstance(g, Variable) else g
 
 
 def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
     for hook in tuple(v._hooks):
         new = hook(g)
         if new is not None:
+            name = getattr(hook, "__qualname__", None) or repr(hook)
+            new = admit_grad(new, v._data, f"the value the hook {name} registered on {v._describe()} returned")
             g = new if create_graph or not isinstance(new, Variable) else new._data
     return g
 
@@ -71,6 +76,10 @@ class _Pass:
         self.targets = None if inputs is None else {
             (v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
         self.captured: list = [None] * (0 if inputs is None else len(inputs))
+        # ids of gradient arrays the user holds too (seeds, retained grads, what hooks saw):
+        # a leaf never gets one of them as its .grad, but a copy
+        self.exposed: set[int] = set()
+        self.failure: str | None = None  # set when the pass raised: what freed nodes then say
 
     def _sum(self, a: Any, b: Any) -> Any:
         """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
@@ -130,6 +139,7 @@ class _Pass:
             check_finite(gxs, "backward result for input", node)
         if not self.retain_graph:
             node._release()
+            node._freed = self  # if this pass fails, the node can say so (see freed_error)
         return zip(node.edges, gxs)
 
     def _outputs_seen(self, node: Any, gys: list) -> None:
@@ -142,9 +152,15 @@ class _Pass:
             if y is None or gys[i] is None:
                 continue
             if y._hooks:
+                self.exposed.add(id(gys[i]))
                 gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
+                self.exposed.add(id(gys[i]))
             if self.retain_grad:
-                y._grad = gys[i]
+                g = gys[i]
+                if id(g) in self.exposed and not self.create_graph:
+                    g = _copy(g)  # two retained gradients never share an array
+                y._grad = g
+                self.exposed.add(id(g))
 
     def deliver(self) -> list | None:
         """Leaves' sums into ``.grad`` (accumulated), or into ``pg.grad``'s result."""
@@ -152,20 +168,22 @@ class _Pass:
         for v, g in self.leaves.values():
             firsts[id(g)] = firsts.get(id(g), 0) + 1
         for v, g in self.leaves.values():
+            if v._hooks:
+                self.exposed.add(id(g))
+                g = _apply_var_hooks(v, g, self.create_graph)
+                self.exposed.add(id(g))
             if self.targets is not None:
                 i = self.targets.get((None, id(v)))
                 if i is not None:
-                    self.captured[i] = _apply_var_hooks(v, g, self.create_graph) if v._hooks else g
+                    self.captured[i] = g
                 continue
-            if v._hooks:
-                g = _apply_var_hooks(v, g, self.create_graph)
-            if v._grad is not None:
-                v._grad = v._grad + g
-                continue
-            if not self.create_graph and self.owned.get(id(g)) is not g and (firsts.get(id(g), 0) > 1 or not _owns_memory(g)):
-                # The user gets an array of their own: not shared with another leaf, not a view.
-                g = backend_of_type(type(g)).xp.asarray(g, copy=True)
-            v._grad = g
+            if not self.create_graph and self.owned.get(id(g)) is not g and (
+                    firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
+                # The user gets an array of their own: not shared with another leaf or with
+                # an array the caller holds, not a view.
+                g = _copy(g)
+            with _ACCUMULATE:
+                v._grad = g if v._grad is None else v._grad + g
         return self.captured if self.targets is not None else None
 
 
@@ -181,20 +199,42 @@ def backward(
     """Backprop from ``outputs``. Accumulates into leaves' ``.grad``; or, with
     ``inputs``, returns their gradients and touches no ``.grad`` (``pg.grad``)."""
     run = _Pass(create_graph, retain_grad, retain_graph, inputs)
-    # (an output need not require grad: a stochastic sample)
-    pending = [((y._node, y._index) if y._node is not None else (None, y), _seed(y, g, create_graph))
-               for y, g in zip(outputs, grad_outputs)]
+    pending = []
+    for y, g in zip(outputs, grad_outputs):
+        if not y._requires_grad and y._node is None:
+            if inputs is not None:  # pg.grad: a constant output contributes nothing to any input
+                continue
+            raise RuntimeError(
+                f"polygrad: backward from {y._describe()}, which does not require grad and was made by no "
+                f"function (a constant, or made in no_backprop_mode or from volatile inputs): there is "
+                f"nothing to differentiate"
+            )
+        seed = _seed(y, g, create_graph)
+        if g is not None:
+            run.exposed.add(id(seed))
+        # (an output need not require grad: a stochastic sample)
+        pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
     token = config.enable_backprop.set(create_graph)
+    node = None
     try:
         while True:
             run.route(pending)
             pending = None  # let gradients already routed go
             if not run.heap:
                 break
-            pending = run.visit(heapq.heappop(run.heap)[1])
+            node = heapq.heappop(run.heap)[1]
+            pending = run.visit(node)
+    except BaseException as exc:
+        where = f" at {node.label}" if node is not None else ""
+        run.failure = f"{where}: {type(exc).__name__}: {exc}"
+        raise
     finally:
         config.enable_backprop.reset(token)
     return run.deliver()
+
+
+def _copy(g: Any) -> Any:
+    return backend_of_type(type(g)).xp.asarray(g, copy=True)
 
 
 def _owns_memory(g: Any) -> bool:
@@ -223,12 +263,14 @@ def grad(
     grad_outputs: Any = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
+    allow_unused: bool = False,
 ) -> list:
     """Gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
-    Returns a list aligned with ``inputs``; None for an input the outputs do
-    not depend on. With ``create_graph=True`` the gradients are Variables with a
-    graph of their own (for higher-order derivatives); otherwise they are
+    Returns a list aligned with ``inputs``. An input the outputs do not depend
+    on is an error (as in PyTorch and Theano), unless ``allow_unused=True``: then
+    its gradient is None. With ``create_graph=True`` the gradients are Variables
+    with a graph of their own (for higher-order derivatives); otherwise they are
     Variables without one.
     """
     single_out = isinstance(outputs, Variable)
@@ -248,4 +290,11 @@ def grad(
     if retain_graph is None:
         retain_graph = create_graph
     gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)
+    if not allow_unused:
+        for i, (v, g) in enumerate(zip(inputs_t, gs)):
+            if g is None:
+                raise RuntimeError(
+                    f"polygrad.grad: input {i} ({v._describe()}) is not used to compute the outputs, so it has no "
+                    f"gradient; pass allow_unused=True to get None for it"
+                )
     return [g if g is None or isinstance(g, Variable) else Variable._make(g) for g in gs]

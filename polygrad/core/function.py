@@ -37,7 +37,7 @@ from typing import Any
 
 from polygrad.core.node import Node, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, admit
 
 
 class _Everything:
@@ -90,7 +90,7 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
-        d["_in_shapes"] = ()
+        d["_in_meta"] = ()
         return self
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
@@ -174,7 +174,7 @@ class Function(Node):
         out_vars = [r() for r in self.outputs]
         self._out_saved = tuple((v._data, v._vbox, v._vbox.n) if i in self._retained_outputs else None
                                 for i, v in enumerate(out_vars))
-        self._in_shapes = tuple(tuple(d.shape) for d in in_data)
+        self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -317,12 +317,8 @@ class Function(Node):
             raise ValueError(
                 f"polygrad: {self.label}.backward returned {len(gxs)} gradients for {len(self.edges)} inputs"
             )
-        for i, (g, shape) in enumerate(zip(gxs, self._in_shapes)):
-            if g is not None and tuple(g.shape) != shape:
-                raise ValueError(
-                    f"polygrad: {self.label}.backward returned a gradient of shape {tuple(g.shape)} for "
-                    f"input {i} of shape {shape}"
-                )
+        gxs = tuple(None if g is None else admit(g, shape, dtype, self._backend, f"{self.label}.backward's gradient for input {i}")
+                    for i, (g, (shape, dtype)) in enumerate(zip(gxs, self._in_meta)))
         if create_graph:  # user backward works on arrays: differentiable once
             return tuple(None if g is None else Variable._make(g) for g in gxs)
         return gxs
@@ -340,6 +336,9 @@ class Function(Node):
             if s is not None and s[0] is array:
                 saved[i] = (self.xp.asarray(array, copy=True) if copy else array, None, 0)
         self._in_saved = tuple(saved)
+
+    def _input_meta(self, i: int) -> tuple:
+        return self._in_meta[i] if i < len(self._in_meta) else (None, None)
 
     def _hook_in_data(self) -> tuple:
         return tuple(None if s is None else s[0] for s in self._in_saved)

@@ -91,6 +91,10 @@ class Node:
         """Input arrays shown to function hooks in backward (None where released)."""
         return ()
 
+    def _input_meta(self, i: int) -> tuple:
+        """``(shape, dtype)`` of input ``i`` where this node still knows them, else ``(None, None)``."""
+        return None, None
+
     # -- pickling (graphs travel to dask workers) -------------------------------------
     def __getstate__(self) -> dict:
         state = dict(getattr(self, "__dict__", {}))
@@ -191,6 +195,14 @@ def version_error(node: Node, what: str, shape: Any, saved: int, box: Version) -
 
 
 def freed_error(node: Node) -> RuntimeError:
+    """The error for a second backward through ``node``, whose saved arrays are gone."""
+    failure = getattr(node._freed, "failure", None)  # the backward pass that freed it, if it failed
+    if failure is not None:
+        return RuntimeError(
+            f"polygrad: cannot backward through {node.label}: an earlier backward pass freed the arrays it "
+            f"saved and then failed{failure}. Compute the outputs again (or pass retain_graph=True to "
+            f"backward, so that a failed pass can be repeated)."
+        )
     return RuntimeError(
         f"polygrad: trying to backward through {node.label} a second time, but the arrays it saved "
         f"were freed after the first backward. Pass retain_graph=True to the first backward "

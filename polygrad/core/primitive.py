@@ -23,7 +23,7 @@ from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, is_floating
 
 
 class Primitive(Node):
@@ -53,6 +53,15 @@ class Primitive(Node):
         self._freed = True
         if self.saved is not None and (self.op.keep or self.op.keep_output):
             self.saved = None
+
+    def _input_meta(self, i: int) -> tuple:
+        saved = self.saved
+        if saved is not None and i < len(self.edges) and saved[i] is not None and type(saved[i]) not in SCALARS:
+            return tuple(saved[i].shape), saved[i].dtype
+        shapes = getattr(self, "in_shapes", None)  # recorded only for some rows and calls
+        if shapes is not None and i < len(shapes):
+            return tuple(shapes[i]), self.in_dtypes[i]
+        return None, None
 
     def _protect_saved(self, array: Any, copy: bool) -> None:
         saved = self.saved
@@ -304,7 +313,7 @@ def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: 
     box = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # views share input 0's counter
     vs = []
     for k, o in enumerate(outs):
-        diff = record and is_floating(o)
+        diff = record and _floating(o)
         vs.append(Variable._make(o, node if diff else None, k, diff, volatile, box))
     return tuple(vs)
 
@@ -351,11 +360,10 @@ def _record_inputs(node: Any, datas: list) -> None:
     node.in_dtypes = [None if type(d) in SCALARS else d.dtype for d in datas]
 
 
-def is_floating(a: Any) -> bool:
+def _floating(a: Any) -> bool:
     """Whether ``a`` is an array of a real or complex floating dtype (False for anything else)."""
     try:
-        xp = backend_of_type(type(a)).xp
-        return bool(xp.isdtype(a.dtype, ("real floating", "complex floating")))
+        return is_floating(a)
     except Exception:
         return False
 

@@ -19,6 +19,12 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Version
 
 
+def is_floating(data: Any) -> bool:
+    """Whether ``data`` is an array of a real or complex floating dtype: what a gradient can flow through."""
+    xp = backend_of_type(type(data)).xp
+    return bool(xp.isdtype(data.dtype, ("real floating", "complex floating")))
+
+
 def _size(shape: tuple) -> int | None:
     """The number of elements of ``shape``; None when a dimension is unknown (the standard allows None)."""
     n = 1
@@ -27,6 +33,53 @@ def _size(shape: tuple) -> int | None:
             return None
         n *= d
     return n
+
+
+def _kind(xp: Any, dtype: Any) -> str:
+    for kind in ("complex floating", "real floating", "bool", "integral"):
+        if xp.isdtype(dtype, kind):
+            return kind
+    return str(dtype)
+
+
+def admit_grad(g: Any, data: Any, source: str) -> Any:
+    """The one gate for gradients entering the graph or ``.grad`` (see :func:`admit`),
+    for the gradient of the array ``data``."""
+    if g is None or data is None:
+        return g
+    return admit(g, tuple(data.shape), data.dtype, backend_of_type(type(data)), source)
+
+
+def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
+    """``g`` as a gradient of ``backend``, ``shape`` and ``dtype``, or a clear error naming ``source``.
+
+    Python numbers and lists are converted; an array of another precision of the
+    same kind is cast to ``dtype``, as PyTorch does (a Variable without a graph
+    becomes that array); another backend, another shape or another kind of dtype
+    (integer, bool, complex for a real array) is refused. A Variable of the right
+    dtype is returned as it is.
+    """
+    raw = g._data if isinstance(g, Variable) else g
+    xp = backend.xp
+    if isinstance(raw, (bool, int, float, complex, list, tuple)):
+        try:
+            raw = g = xp.asarray(raw, dtype=dtype)
+        except Exception as exc:
+            raise TypeError(f"polygrad: {source} is {raw!r}, which is no {dtype} array: {exc}") from None
+    try:
+        b = backend_of_type(type(raw))
+    except TypeError:
+        b = None
+    if b is not backend or tuple(raw.shape) != tuple(shape) or _kind(xp, raw.dtype) != _kind(xp, dtype):
+        got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
+        raise (TypeError if b is not backend else ValueError)(
+            f"polygrad: {source} is {got}, expected {dtype} {tuple(shape)} on {backend.name!r}"
+        )
+    if raw.dtype != dtype:
+        if isinstance(g, Variable) and g._node is not None:  # a gradient with a graph keeps its own dtype
+            raise TypeError(f"polygrad: {source} is {raw.dtype}, expected {dtype}")
+        return xp.astype(raw, dtype)
+    return g
 
 
 class _HookHandle:
@@ -49,7 +102,9 @@ class Variable:
 
     :param data: an array of a registered backend (or None for a parameter not
         yet initialized).
-    :param requires_grad: whether backward should compute a gradient for it.
+    :param requires_grad: whether backward should compute a gradient for it;
+        by default True for floating (real or complex) data, False for integer
+        and boolean data, which cannot require grad (as in PyTorch).
     :param name: a name shown in reprs, graphs and compiled functions.
     :param volatile: if True, functions applied to it build no graph (the
         PyTorch 0.x / Chainer v1 inference flag).
@@ -66,7 +121,8 @@ class Variable:
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
     __array_priority__ = 200
 
-    def __init__(self, data: Any = None, *, requires_grad: bool = True, name: str | None = None, volatile: bool = False) -> None:
+    def __init__(self, data: Any = None, *, requires_grad: bool | None = None, name: str | None = None,
+                 volatile: bool = False) -> None:
         box = None
         if isinstance(data, Variable):
             if data._node is not None:
@@ -88,11 +144,15 @@ class Variable:
         self._grad = None
         self._node = None
         self._index = 0
-        self._requires_grad = bool(requires_grad) and not volatile
         self._volatile = bool(volatile)
         self.name = name
         self._vb = box
         self._hooks: list | None = None
+        if requires_grad is None:  # the default follows the dtype: floating data requires grad
+            requires_grad = data is None or is_floating(data)
+        elif requires_grad and not volatile:
+            self._requireis_floating()
+        self._requires_grad = bool(requires_grad) and not volatile
 
     @classmethod
     def _make(cls, data: Any, node: Any = None, index: int = 0, requires_grad: bool = False,
@@ -155,7 +215,7 @@ class Variable:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        self._grad = value
+        self._grad = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
 
     @property
     def grad_var(self) -> "Variable | None":
@@ -167,7 +227,7 @@ class Variable:
 
     @grad_var.setter
     def grad_var(self, value: "Variable | None") -> None:
-        self._grad = value
+        self._grad = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
 
     @property
     def creator(self) -> Any:
@@ -195,7 +255,16 @@ class Variable:
             )
         if value and self._volatile:
             raise RuntimeError("polygrad: a volatile variable cannot require grad; set volatile=False first")
+        if value:
+            self._requireis_floating()
         self._requires_grad = bool(value)
+
+    def _requireis_floating(self) -> None:
+        if self._data is not None and not is_floating(self._data):
+            raise TypeError(
+                f"polygrad: {self._describe()} has dtype {self._data.dtype}; only floating (real or complex) "
+                f"variables can require grad. Cast it first (pg.astype(x, pg.float64)), or pass requires_grad=False."
+            )
 
     @property
     def volatile(self) -> bool:
