@@ -160,10 +160,11 @@ class GradientMethod(Optimizer):
                 param.grad = param.xp.zeros_like(param.data)
 
     def _params(self) -> Iterator[tuple[str, Variable]]:
-        """``(path, param)`` of the initialized parameters, each once."""
+        """``(path, param)`` of the initialized parameters that require grad, each once
+        (integer and boolean parameters, which cannot, are left alone)."""
         seen = set()
         for name, param in self.target.namedparams(include_uninit=False):
-            if id(param) not in seen:
+            if param.requires_grad and id(param) not in seen:
                 seen.add(id(param))
                 yield name, param
 

@@ -1,0 +1,225 @@
+"""Adversarial: bad input at every door of the engine. Each case gives the right
+result or a clear error naming the source, the shapes, dtypes and backends; never
+a silent wrong value (findings S1, S6, S9, S10, S18, U2, U6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+
+
+# ---------------------------------------------------------------------------
+# S1: integer and bool data never require grad
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("values", [[1, 2, 3], [True, False]])
+def test_integer_and_bool_variables_do_not_require_grad_by_default(values):
+    """The default of requires_grad follows the dtype: False for integer and bool data."""
+    assert not pg.Variable(np.array(values)).requires_grad
+
+
+def test_floating_variables_require_grad_by_default():
+    """Real and complex floating data require grad by default."""
+    assert pg.Variable(np.array([1.0])).requires_grad
+    assert pg.Variable(np.array([1.0 + 1j])).requires_grad
+
+
+def test_requires_grad_true_on_integer_data_is_a_clear_error():
+    """requires_grad=True on int64 data raises, naming the dtype and the fix (as PyTorch)."""
+    with pytest.raises(TypeError, match="dtype int64; only floating"):
+        pg.Variable(np.array([1, 2]), requires_grad=True)
+    x = pg.Variable(np.array([1, 2]))
+    with pytest.raises(TypeError, match="only floating"):
+        x.requires_grad = True
+
+
+def test_integer_variable_in_a_float_computation_gets_no_truncated_gradient():
+    """d/dx sum(0.5 x) for an int x: x gets no gradient at all, never [0 0 0]."""
+    x = pg.Variable(np.array([1, 2, 3]))
+    w = pg.Variable(np.array([0.5, 0.5, 0.5]))
+    pg.sum(x * w).backward()
+    assert x.grad is None
+    np.testing.assert_allclose(w.grad, [1.0, 2.0, 3.0])
+
+
+def test_sgd_leaves_an_integer_parameter_alone():
+    """An optimizer never turns an int parameter into float64: it has no gradient."""
+    w = pg.Variable(np.array([1, 2]))
+    v = pg.Variable(np.array([1.0, 1.0]))
+    opt = pg.optimizers.SGD(lr=0.1).setup(pg.Link(w=w, v=v))
+    opt.update(lambda: pg.sum(w * v))
+    assert w.data.dtype == np.int64 and list(w.data) == [1, 2]
+
+
+# ---------------------------------------------------------------------------
+# S10 / U2 / U8: one gate for every gradient entering the graph or .grad
+# ---------------------------------------------------------------------------
+def test_seed_of_another_kind_of_dtype_is_refused():
+    """A complex seed for a real output is an error naming the seed, not a complex parameter."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"the gradient given to backward for .* is complex128 \(2,\) on 'numpy', "
+                                         r"expected float64 \(2,\) on 'numpy'"):
+        (w * 2).backward(np.array([1 + 1j, 1.0]))
+
+
+def test_seed_of_another_precision_is_cast():
+    """A float64 seed for a float32 output is cast to float32 (as PyTorch): x.grad stays float32."""
+    x = pg.Variable(np.ones(2, dtype=np.float32))
+    (x * 2).backward(np.ones(2))
+    assert x.grad.dtype == np.float32
+
+
+def test_seed_of_another_backend_is_refused():
+    """A dask seed for a numpy graph is an error naming both backends."""
+    da = pytest.importorskip("dask.array")
+    q = pg.Variable(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"on 'dask', expected float64 \(2,\) on 'numpy'"):
+        (q * 2).backward(da.ones(2))
+
+
+@pytest.mark.parametrize("seed, expected", [(3.0, 3.0), ([1.0, 1.0], None)])
+def test_python_number_and_list_seeds_are_converted(seed, expected):
+    """backward(3.0) on a scalar and backward([1.0, 1.0]) on a vector work (U2)."""
+    a = pg.Variable(np.ones(2))
+    if expected is None:
+        (a * 2).backward(seed)
+        np.testing.assert_allclose(a.grad, [2.0, 2.0])
+    else:
+        pg.sum(a).backward(seed)
+        np.testing.assert_allclose(a.grad, [3.0, 3.0])
+
+
+def test_seed_of_the_wrong_shape_is_refused():
+    """A seed that would broadcast is refused, naming both shapes."""
+    a = pg.Variable(np.ones(3))
+    with pytest.raises(ValueError, match=r"\(1,\) on 'numpy', expected float64 \(3,\)"):
+        (a * 2).backward(np.ones(1))
+
+
+def test_hook_returning_another_shape_is_refused_naming_the_hook():
+    """A variable hook returning a broadcastable wrong shape: an error naming the hook and the
+    variable, not a parameter silently reshaped by the optimizer."""
+    p = pg.Variable(np.array([1.0, 2.0]))
+    h = p * 2
+
+    def widen(g):
+        return np.ones((3, 2))
+
+    h.register_hook(widen)
+    with pytest.raises(ValueError, match=r"the hook .*widen registered on variable \(shape \(2,\)\) returned is "
+                                         r"float64 \(3, 2\) on 'numpy', expected float64 \(2,\)"):
+        pg.sum(h * 3).backward()
+
+
+def test_user_function_returning_an_integer_gradient_is_refused():
+    """A user Function's backward returning int64 for a float input is an error naming the Function."""
+
+    class Double(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return (grad_outputs[0] * 2).astype(np.int64),
+
+    x = pg.Variable(np.array([0.3, 0.6]))
+    with pytest.raises(ValueError, match=r"Double.backward's gradient for input 0 is int64 \(2,\)"):
+        pg.sum(Double()(x) * 0.7).backward()
+
+
+def test_grad_assignment_is_checked():
+    """x.grad = array of another shape or kind is refused; of another precision, cast."""
+    x = pg.Variable(np.zeros(3))
+    with pytest.raises(ValueError, match=r"the gradient assigned to variable \(shape \(3,\)\) is float64 \(5,\)"):
+        x.grad = np.ones(5)
+    with pytest.raises(ValueError, match="complex128"):
+        x.grad = np.ones(3, dtype=complex)
+    x.grad = np.ones(3, dtype=np.float32)
+    assert x.grad.dtype == np.float64
+    x.grad = None
+    assert x.grad is None
+
+
+# ---------------------------------------------------------------------------
+# S9: x.grad is never an array the caller still holds
+# ---------------------------------------------------------------------------
+def test_leaf_grad_is_not_the_callers_seed_array():
+    """Zeroing the seed buffer after backward leaves x.grad as it was."""
+    x = pg.Variable(np.zeros(3))
+    g = np.ones(3)
+    (x + 0.0).backward(g)
+    assert x.grad is not g
+    g *= 0.0
+    np.testing.assert_allclose(x.grad, [1.0, 1.0, 1.0])
+
+
+def test_leaf_grad_is_not_a_retained_intermediate_grad():
+    """Editing h.grad in place (say, clipping it) does not change x.grad."""
+    x = pg.Variable(np.zeros(3))
+    h = x + 0.0
+    (h + 0.0).backward(np.ones(3), retain_grad=True)
+    h.grad[:] = 42.0
+    np.testing.assert_allclose(x.grad, [1.0, 1.0, 1.0])
+
+
+def test_leaf_grad_is_not_the_array_a_hook_saw():
+    """A hook that keeps the gradient it was shown cannot change the leaf's .grad through it."""
+    seen = []
+    x = pg.Variable(np.zeros(2))
+    h = x + 0.0
+    h.register_hook(seen.append)
+    (h * 2).backward(np.ones(2))
+    seen[0][:] = 7.0
+    np.testing.assert_allclose(x.grad, [2.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# S18: disconnected inputs and constants
+# ---------------------------------------------------------------------------
+def test_grad_of_an_unused_input_is_an_error():
+    """pg.grad raises for an input the outputs do not depend on (as PyTorch and Theano)."""
+    x, w = pg.Variable(np.ones(2)), pg.Variable(np.ones(3))
+    with pytest.raises(RuntimeError, match=r"input 1 \(variable \(shape \(3,\)\)\) is not used .* allow_unused=True"):
+        pg.grad(pg.sum(x * 2), [x, w])
+
+
+def test_grad_of_an_unused_input_with_allow_unused_is_none():
+    """allow_unused=True gives None for the unused input."""
+    x, w = pg.Variable(np.ones(2)), pg.Variable(np.ones(3))
+    gx, gw = pg.grad(pg.sum(x * 2), [x, w], allow_unused=True)
+    np.testing.assert_allclose(gx.data, [2.0, 2.0])
+    assert gw is None
+
+
+def test_backward_of_a_constant_is_an_error():
+    """backward() from a variable that requires no grad and has no creator says there is nothing to do."""
+    x = pg.Variable(np.array([1.0]))
+    with pg.no_backprop_mode():
+        y = x + 1
+    with pytest.raises(RuntimeError, match="does not require grad and was made by no function"):
+        y.backward()
+
+
+# ---------------------------------------------------------------------------
+# S6: numpy interop
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("values", [[1.0, 2.0], [[1.0, 2.0], [3.0, 4.0]], 5.0])
+def test_np_asarray_of_a_variable_is_its_data(values):
+    """np.asarray(variable) gives the data, of the right shape (never an empty array)."""
+    v = pg.Variable(np.array(values))
+    np.testing.assert_array_equal(np.asarray(v), np.array(values))
+    assert len(pg.Variable(np.zeros((2, 3)))) == 6  # len() stays the element count (Chainer)
+
+
+def test_np_array_of_a_list_of_scalar_variables():
+    """np.array([loss, loss]) of two scalar Variables is their values."""
+    loss = pg.sum(pg.Variable(np.array([1.0, 2.0])) ** 2)
+    np.testing.assert_array_equal(np.array([loss, loss]), [5.0, 5.0])
+
+
+def test_np_asarray_refuses_clearly_where_arrays_do_not_convert():
+    """A Variable whose data has no __array__ (a symbolic one) names its backend and the fix."""
+    from polygrad import symbolic as T
+
+    with pytest.raises(TypeError, match="backend 'symbolic', whose arrays do not convert to numpy"):
+        np.asarray(T.vector("x"))

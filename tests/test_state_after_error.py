@@ -1,0 +1,62 @@
+"""Adversarial: the state a failure leaves behind. After an error, what the user
+sees next is the right result or an error that names the first failure; nothing is
+half-applied (findings U4, U5, S11)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+
+
+class _FailAt(pg.FunctionHook):
+    name = "fail-at"
+
+    def __init__(self, label):
+        self.label = label
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        if function.label == self.label:
+            raise RuntimeError(f"hook failed at {self.label}")
+
+
+def test_retry_after_a_failed_backward_names_the_failed_pass():
+    """A backward that failed half-way: the retry says an earlier pass failed (and where),
+    not that backward ran a second time."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(pg.exp(pg.sin(x)) * 3)
+    with _FailAt("exp"), pytest.raises(RuntimeError, match="hook failed at exp"):
+        y.backward()
+    with pytest.raises(RuntimeError, match=r"an earlier backward pass freed .* failed at exp: RuntimeError: hook failed"):
+        y.backward()
+    assert x.grad is None
+
+
+def test_failed_backward_with_retain_graph_can_be_repeated():
+    """With retain_graph=True a failed pass frees nothing: the same backward works once the cause is gone."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(pg.exp(pg.sin(x)) * 3)
+    with _FailAt("exp"), pytest.raises(RuntimeError):
+        y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad, 3 * np.exp(np.sin([1.0, 2.0])) * np.cos([1.0, 2.0]))
+
+
+def test_failed_user_function_forward_leaves_the_instance_usable():
+    """A Function whose forward raised can be applied again (U5)."""
+
+    class Once(pg.Function):
+        n = 0
+
+        def forward(self, inputs):
+            Once.n += 1
+            if Once.n == 1:
+                raise ValueError("transient")
+            return inputs[0] * 2,
+
+    f = Once()
+    x = pg.Variable(np.array([1.0]))
+    with pytest.raises(ValueError):
+        f(x)
+    np.testing.assert_allclose(f(x).data, [2.0])
