@@ -22,8 +22,12 @@ moments) lives in arrays of that backend and follows the parameter if it moves
 to another backend. Parameters are updated in place where the backend allows
 it (their version counter is bumped, so a retained graph that saved them
 refuses to backward with stale values); otherwise ``param.data`` is rebound.
-On lazy backends the new parameters and state are persisted once per update,
-so the lazy graph does not grow from step to step.
+
+An update is all or nothing: every parameter's step is computed first (on a
+lazy backend, computed for real and persisted, once per update, so the lazy
+graph does not grow from step to step), and only then are parameters, states
+and counts replaced. A failure (a bad gradient, a failing chunk) raises naming
+the parameter and leaves everything as it was, gradients included.
 """
 
 from __future__ import annotations
@@ -118,7 +122,7 @@ class Optimizer:
 class GradientMethod(Optimizer):
     """An optimizer that updates each parameter from its gradient by a rule.
 
-    Subclasses set ``state_names`` and implement :meth:`update_one`.
+    Subclasses set ``state_names`` and implement :meth:`step`, the rule without side effects.
     State is per parameter, keyed by its path in the link (``"/l1/W"``): a
     dict with the rule's count ``"t"`` and one array per name in
     ``state_names``, each ``zeros_like(param.data)`` on the parameter's backend.
@@ -132,26 +136,87 @@ class GradientMethod(Optimizer):
         return self
 
     def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
+        """Update every parameter, all or nothing: each parameter's step is computed
+        (and, on a lazy backend, computed for real) before any parameter, state or
+        count changes; a failure raises naming the parameter and changes nothing."""
         self._check_setup("update")
         loss = None
         if lossfun is not None:
             self.target.cleargrads()
             loss = lossfun(*args, **kwds)
             loss.backward()
-        self.reallocate_cleared_grads()
-        self.call_hooks("pre")
+        params = list(self._params())
+        grads = [p._grad for _, p in params]  # the pre hooks rebind .grad: put them back on failure
+        try:
+            self.reallocate_cleared_grads()
+            self.call_hooks("pre")
+            plan = [self._plan(name, param) for name, param in params]
+            self._materialize(plan)
+        except BaseException:
+            for (_, p), g in zip(params, grads):
+                p._grad = g
+            raise
         self.t += 1
-        lazy: dict[Any, list] = {}
-        for name, param in self._params():
-            state = self._state(name, param)
-            state["t"] += 1
-            self.update_one(param, state)
-            if state["backend"].lazy:
-                lazy.setdefault(state["backend"], []).append((param, state))
-        if lazy:
-            self._persist(lazy)
+        for name, param, state, delta, new_state in plan:
+            self._commit(param, state, delta, new_state)
         self.call_hooks("post")
         return loss
+
+    def _plan(self, name: str, param: Variable) -> tuple:
+        """``(name, param, state, delta, new state arrays)`` for one parameter, changing nothing."""
+        grad = param.grad
+        data = param.data
+        if grad is None:
+            raise RuntimeError(f"polygrad: {type(self).__name__}: parameter {name!r} has no gradient")
+        gb, pb = backend_of_type(type(grad)), backend_of_type(type(data))
+        if gb is not pb or tuple(grad.shape) != tuple(data.shape) or grad.dtype != data.dtype:
+            raise ValueError(
+                f"polygrad: {type(self).__name__} cannot update parameter {name!r} ({data.dtype} "
+                f"{tuple(data.shape)} on {pb.name!r}) with a gradient of {grad.dtype} {tuple(grad.shape)} on {gb.name!r}"
+            )
+        state = self._state(name, param)
+        try:
+            delta, new_state = self.step(data, grad, state, state["t"] + 1)
+        except Exception as exc:
+            raise type(exc)(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: {exc}") from exc
+        return name, param, state, delta, new_state
+
+    @staticmethod
+    def _materialize(plan: list) -> None:
+        """On lazy backends, compute every new parameter and state now (one pass per backend),
+        so that a failure raises here, before anything is replaced."""
+        lazy: dict[Any, list] = {}
+        for entry in plan:
+            backend = entry[2]["backend"]
+            if backend.lazy:
+                lazy.setdefault(backend, []).append(entry)
+        for backend, entries in lazy.items():
+            arrays = []
+            for _, param, _, delta, new_state in entries:
+                arrays.append(param.data - delta)
+                arrays.extend(new_state.values())
+            done = iter(backend.persist(tuple(arrays)))
+            for k, (name, param, state, delta, new_state) in enumerate(entries):
+                new_data = next(done)
+                for key in new_state:
+                    new_state[key] = next(done)
+                entries[k][4]["__data__"] = new_data
+
+    @staticmethod
+    def _commit(param: Variable, state: dict, delta: Any, new_state: dict) -> None:
+        new_data = new_state.pop("__data__", None)
+        if new_data is not None:  # lazy: computed and persisted already
+            param._data = new_data
+        else:
+            _sub_from(param, delta)
+        state.update(new_state)
+        state["t"] += 1
+
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        """The rule, without side effects: ``(delta, new state arrays)`` for one parameter,
+        where the new parameter is ``data - delta`` and ``t`` is the rule's count after
+        this update."""
+        raise NotImplementedError
 
     def reallocate_cleared_grads(self) -> None:
         """Give a zero gradient to each initialized parameter whose gradient is None."""
@@ -188,24 +253,6 @@ class GradientMethod(Optimizer):
         for k in self.state_names:
             state[k] = xp.zeros_like(param.data)
         return state
-
-    def update_one(self, param: Variable, state: dict) -> None:
-        """Update ``param.data`` from ``param.grad`` (and ``state``)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def _persist(lazy: dict) -> None:
-        for backend, items in lazy.items():
-            arrays = []
-            for param, state in items:
-                arrays.append(param.data)
-                arrays.extend(state[k] for k in state if k not in ("t", "backend"))
-            done = iter(backend.persist(tuple(arrays)))
-            for param, state in items:
-                param.data = next(done)
-                for k in state:
-                    if k not in ("t", "backend"):
-                        state[k] = next(done)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load ``t``, ``epoch`` and each parameter's state under its path
@@ -284,8 +331,8 @@ class SGD(GradientMethod):
     def __init__(self, lr: float = 0.01) -> None:
         self.lr = lr
 
-    def update_one(self, param: Variable, state: dict) -> None:
-        _sub_from(param, self.lr * param.grad)
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        return self.lr * grad, {}
 
 
 class MomentumSGD(GradientMethod):
@@ -297,10 +344,9 @@ class MomentumSGD(GradientMethod):
         self.lr = lr
         self.momentum = momentum
 
-    def update_one(self, param: Variable, state: dict) -> None:
-        v = self.momentum * state["v"] - self.lr * param.grad
-        state["v"] = v
-        _sub_from(param, -v)
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        v = self.momentum * state["v"] - self.lr * grad
+        return -v, {"v": v}
 
 
 class Adam(GradientMethod):
@@ -332,10 +378,8 @@ class Adam(GradientMethod):
             raise ValueError("polygrad: Adam's learning rate is defined once updates have started (t >= 1)")
         return self.lr_at(self.t)
 
-    def update_one(self, param: Variable, state: dict) -> None:
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp
-        g = param.grad
-        m = state["m"] + (1.0 - self.beta1) * (g - state["m"])
-        v = state["v"] + (1.0 - self.beta2) * (g * g - state["v"])
-        state["m"], state["v"] = m, v
-        _sub_from(param, self.lr_at(state["t"]) * m / (xp.sqrt(v) + self.eps))
+        m = state["m"] + (1.0 - self.beta1) * (grad - state["m"])
+        v = state["v"] + (1.0 - self.beta2) * (grad * grad - state["v"])
+        return self.lr_at(t) * m / (xp.sqrt(v) + self.eps), {"m": m, "v": v}

@@ -60,3 +60,39 @@ def test_failed_user_function_forward_leaves_the_instance_usable():
     with pytest.raises(ValueError):
         f(x)
     np.testing.assert_allclose(f(x).data, [2.0])
+
+
+def test_optimizer_update_with_one_bad_gradient_changes_nothing():
+    """Adam with a bad gradient on /b: an error naming /b; a, b, c, t, every state as before;
+    after the fix a retry steps each parameter once, with the right bias correction (S11, U1)."""
+    a, b, c = (pg.Variable(np.array([1.0, 1.0])) for _ in range(3))
+    opt = pg.optimizers.Adam().setup(pg.Link(a=a, b=b, c=c))
+    a.grad, c.grad = np.ones(2), np.ones(2)
+    b._grad = np.ones(5)  # wrong shape, past the .grad gate (as a buggy hook could leave it)
+    with pytest.raises(ValueError, match=r"parameter '/b'"):
+        opt.update()
+    assert opt.t == 0 and not opt._states.get("/a", {"t": 0})["t"]
+    for p in (a, b, c):
+        np.testing.assert_array_equal(p.data, [1.0, 1.0])
+    b.grad = np.ones(2)
+    opt.update()
+    for p in (a, b, c):
+        np.testing.assert_allclose(p.data, [0.999, 0.999])
+    assert opt.t == 1 and {k: s["t"] for k, s in opt._states.items()} == {"/a": 1, "/b": 1, "/c": 1}
+
+
+def test_failing_pre_hook_leaves_gradients_as_they_were():
+    """A pre hook that raises after rescaling some gradients: every gradient is put back."""
+    a, b = pg.Variable(np.array([1.0])), pg.Variable(np.array([2.0]))
+    opt = pg.optimizers.SGD(lr=0.1).setup(pg.Link(a=a, b=b))
+    a.grad, b.grad = np.array([1.0]), np.array([1.0])
+    ga, gb = a.grad, b.grad
+
+    def rescale_then_fail(optimizer):
+        a.grad = a.grad * 10
+        raise RuntimeError("hook failed")
+
+    opt.add_hook(rescale_then_fail)
+    with pytest.raises(RuntimeError, match="hook failed"):
+        opt.update()
+    assert a.grad is ga and b.grad is gb and float(a.data[0]) == 1.0

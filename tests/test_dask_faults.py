@@ -1,0 +1,45 @@
+"""Adversarial: lazy-backend faults. A failing chunk surfaces at the step that
+computes it, and leaves the model as it was (finding C1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+import polygrad.links as L
+
+da = pytest.importorskip("dask.array")
+
+
+def _flaky(block, block_info=None):
+    if block_info[0]["chunk-location"][0] == 3:
+        raise ValueError("chunk 3 is corrupt")
+    return block
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(400, 5)), chunks=(50, 5))
+    t = da.from_array(rng.integers(0, 2, 400), chunks=50)
+    return X, t
+
+
+def test_failing_chunk_during_update_raises_and_leaves_parameters_usable():
+    """An update whose loss reads a failing chunk raises at update time; the weights keep
+    their values, t does not advance, and the next good update works."""
+    X, t = _data()
+    with pg.using_backend("dask"):
+        pg.seed(0)
+        model = L.Linear(5, 2, dtype="float64")
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+    opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+    before = pg.compute(model.W)[0].copy()
+    with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+        opt.update(lambda: F.softmax_cross_entropy(model(X.map_blocks(_flaky, dtype=float)), t))
+    assert opt.t == 1
+    np.testing.assert_array_equal(pg.compute(model.W)[0], before)
+    opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+    assert opt.t == 2
+    assert np.all(np.isfinite(pg.compute(model.W)[0]))
