@@ -122,7 +122,8 @@ class Optimizer:
 class GradientMethod(Optimizer):
     """An optimizer that updates each parameter from its gradient by a rule.
 
-    Subclasses set ``state_names`` and implement :meth:`step`, the rule without side effects.
+    Subclasses set ``state_names`` and implement :meth:`step`, the rule without side
+    effects (updates are then all or nothing), or Chainer's in-place ``update_one``.
     State is per parameter, keyed by its path in the link (``"/l1/W"``): a
     dict with the rule's count ``"t"`` and one array per name in
     ``state_names``, each ``zeros_like(param.data)`` on the parameter's backend.
@@ -146,6 +147,8 @@ class GradientMethod(Optimizer):
             loss = lossfun(*args, **kwds)
             loss.backward()
         params = list(self._params())
+        if type(self).step is GradientMethod.step:  # a rule written as update_one: in place, one by one
+            return self._update_in_place(params, loss)
         grads = [p._grad for _, p in params]  # the pre hooks rebind .grad: put them back on failure
         try:
             self.reallocate_cleared_grads()
@@ -161,6 +164,34 @@ class GradientMethod(Optimizer):
             self._commit(param, state, delta, new_state)
         self.call_hooks("post")
         return loss
+
+    def _update_in_place(self, params: list, loss: Any) -> Any:
+        """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
+        the other (a failure half-way leaves the earlier ones updated: write ``step`` instead)."""
+        self.reallocate_cleared_grads()
+        self.call_hooks("pre")
+        self.t += 1
+        lazy: dict[Any, list] = {}
+        for name, param in params:
+            state = self._state(name, param)
+            state["t"] += 1
+            self.update_one(param, state)
+            if state["backend"].lazy:
+                lazy.setdefault(state["backend"], []).append((param, state))
+        for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
+            arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
+            done = iter(backend.persist(tuple(arrays)))
+            for param, state in items:
+                param.data = next(done)
+                for k in self.state_names:
+                    state[k] = next(done)
+        self.call_hooks("post")
+        return loss
+
+    def update_one(self, param: Variable, state: dict) -> None:
+        """Chainer's in-place form of a rule: change ``param.data`` (and ``state``) from
+        ``param.grad``. Prefer :meth:`step`, which makes updates all or nothing."""
+        raise NotImplementedError(f"polygrad: {type(self).__name__} implements neither step nor update_one")
 
     def _plan(self, name: str, param: Variable) -> tuple:
         """``(name, param, state, delta, new state arrays)`` for one parameter, changing nothing."""

@@ -168,6 +168,9 @@ class _Pass:
         for v, g in self.leaves.values():
             firsts[id(g)] = firsts.get(id(g), 0) + 1
         for v, g in self.leaves.values():
+            d = v._data
+            if g.dtype != d.dtype or g.shape != d.shape:  # a rule's gradient of another precision: cast it
+                g = admit_grad(g, d, f"the gradient backward computed for {v._describe()}")
             if v._hooks:
                 self.exposed.add(id(g))
                 g = _apply_var_hooks(v, g, self.create_graph)
