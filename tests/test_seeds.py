@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 
 import polygrad as pg
 import polygrad.functions as F
