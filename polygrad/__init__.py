@@ -20,8 +20,8 @@ from polygrad.backends import (  # the module itself is pg.backends: calling it 
     set_backend, to_backend, unregister_plugin, using_backend,
 )
 from polygrad.core import (
-    Function, FunctionHook, Variable, force_backprop_mode, grad, is_backprop_enabled, no_backprop_mode, test_mode,
-    using_config,
+    Function, FunctionHook, Variable, force_backprop_mode, grad, inplace_policy, is_backprop_enabled, no_backprop_mode,
+    test_mode, using_config,
 )
 from polygrad.core import type_check
 from polygrad.hookspecs import hookimpl
@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Variable", "backward", "build_computational_graph", "computational_graph", "optimizers", "optimizer_hooks",
-    "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "no_backprop_mode", "force_backprop_mode",
+    "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "inplace_policy", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend", "transpose",

@@ -47,14 +47,29 @@ def test_inplace_on_intermediate_keeps_gradient_right(xp, float_dtype):
     assert tolist(x.grad) == [3.0, 3.0, 3.0]
 
 
+@pytest.mark.requires("inplace")
 def test_modifying_a_saved_array_is_an_error(xp, float_dtype):
-    """y = exp(x) saves y for backward; y *= 2 then backward raises naming the in-place change."""
+    """y = exp(x) saves y for backward; y *= 2 writes into it, so backward raises naming the in-place change."""
     x = _x(xp, float_dtype)
     y = pg.exp(x)
     z = pg.sum(y)
     y *= 2.0
     with pytest.raises(RuntimeError, match="in-place"):
         (pg.sum(y) + z).backward()
+
+
+def test_changing_a_saved_array_without_writes_keeps_gradients_right(info, xp, float_dtype):
+    """Where arrays cannot be written (inplace=False), y *= 2 rebinds y: exp's saved output is intact, so
+    backward is right (no error): d/dx (sum(2 exp x) + sum(exp x)) = 3 exp x."""
+    if info.inplace:
+        pytest.skip("backend writes in place (covered by test_modifying_a_saved_array_is_an_error)")
+    x = _x(xp, float_dtype)
+    y = pg.exp(x)
+    z = pg.sum(y)
+    y *= 2.0
+    (pg.sum(y) + z).backward()
+    expected = [3 * v for v in tolist(pg.exp(x))]
+    assert all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(tolist(x.grad), expected))
 
 
 def test_inplace_on_leaf_requiring_grad_is_an_error(xp, float_dtype):

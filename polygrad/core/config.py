@@ -43,6 +43,42 @@ def is_backprop_enabled() -> bool:
 
 train: contextvars.ContextVar[bool] = contextvars.ContextVar("polygrad_train", default=True)
 
+#: What an in-place operation does to an array that a node saved for backward:
+#: "check" writes it (backward then refuses, as PyTorch), "copy" leaves it to the node.
+inplace_policy: contextvars.ContextVar[str] = contextvars.ContextVar("polygrad_inplace_policy", default="check")
+_POLICIES = ("check", "copy")
+
+
+class _Setting:
+    """Returned by a setter that acts at once and, used in a ``with`` block, undoes itself at its end."""
+
+    def __init__(self, var: contextvars.ContextVar, token: contextvars.Token) -> None:
+        self._var, self._token = var, token
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        self._var.reset(self._token)
+
+
+def set_inplace_policy(policy: str) -> _Setting:
+    """How in-place operations treat arrays that backward needs, in this thread or task:
+
+    * ``"check"`` (the default): the write goes into the array, so everything holding
+      it sees the change, and a backward that needs the old values raises (PyTorch's
+      check, the seeds' documented error);
+    * ``"copy"``: the variable gets the new values as a new array; the old one stays
+      as it was for the nodes that saved it, so backward is right without a copy.
+      Arrays reached around polygrad (``x.data`` taken before the write, a raw array
+      passed to ``Variable``) then keep the old values.
+
+    Takes effect at once; as ``with pg.inplace_policy("copy"):`` only inside the block.
+    """
+    if policy not in _POLICIES:
+        raise ValueError(f"polygrad: the in-place policy is one of {_POLICIES}, not {policy!r}")
+    return _Setting(inplace_policy, inplace_policy.set(policy))
+
 _FLAGS = {"enable_backprop": enable_backprop, "train": train, "debug": debug}
 
 

@@ -38,13 +38,24 @@ next_seq = itertools.count(1).__next__
 class Version:
     """The in-place version counter of a Variable's data, shared with its views and
     detached copies: ``n`` counts the in-place changes; ``site`` is where the last
-    one happened (recorded in debug mode only, for the error message)."""
+    one happened (recorded in debug mode only, for the error message); ``views``
+    the live Variables recorded as views over this data (by id), which follow
+    their base when it is written in place."""
 
-    __slots__ = ("n", "site")
+    __slots__ = ("n", "site", "views")
 
-    def __init__(self) -> None:
-        self.n = 0
+    def __init__(self, n: int = 0) -> None:
+        self.n = n
         self.site: tuple[str, str] | None = None
+        self.views: dict[int, Any] | None = None
+
+    def add_view(self, v: Any) -> None:
+        """Remember ``v``, a view over this data with a graph, while it lives."""
+        views = self.views
+        if views is None:
+            views = self.views = {}
+        key = id(v)
+        views[key] = weakref.ref(v, lambda _, views=views, key=key: views.pop(key, None))
 
     def bump(self, opname: str) -> None:
         """Count one in-place change (and, in debug mode, remember where it happened)."""

@@ -66,11 +66,11 @@ class Op:
     """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "_impl", "__weakref__")
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "unview", "_impl", "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
-                 deterministic: bool = True, node_class: Any = None):
+                 deterministic: bool = True, node_class: Any = None, unview: Callable | None = None):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -82,6 +82,12 @@ class Op:
         # The output may share memory with input 0 on some backend: it shares input 0's version
         # counter, and compiled functions copy it before handing it out.
         self.view = view
+        # For a view: ``unview(o, base, value, index, **params) -> new base``, the base with this
+        # view's part replaced by ``value`` (written with ``o``, differentiable), or None where
+        # the output is no view of the base for these parameters. A write through a view of a
+        # Variable goes to its base through it, so the base's graph sees the write (PyTorch's
+        # CopySlices). Rows without it are never written through.
+        self.unview = unview
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()

@@ -274,7 +274,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     v._index = 0
     v._volatile = volatile
     v.name = None
-    v._vb = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # a view shares the counter
+    v._vb = _view_counter(args[0], v, record) if op.view else None
     v._hooks = None
     if not record:
         v._node = None
@@ -310,12 +310,26 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
 
 def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: bool) -> tuple:
     """Variables for the outputs of a row of several outputs: only floating ones carry a gradient."""
-    box = args[0]._vbox if op.view and isinstance(args[0], Variable) else None  # views share input 0's counter
     vs = []
     for k, o in enumerate(outs):
         diff = record and _floating(o)
-        vs.append(Variable._make(o, node if diff else None, k, diff, volatile, box))
+        v = Variable._make(o, node if diff else None, k, diff, volatile)
+        if op.view:
+            v._vb = _view_counter(args[0], v, diff)
+        vs.append(v)
     return tuple(vs)
+
+
+def _view_counter(base: Any, v: Variable, record: bool) -> Any:
+    """The version counter of ``v``, the output of a view row: its base's, shared (an in-place
+    change through either is seen by both); a recorded view is also remembered, so that it
+    follows its base's graph when the base is written in place."""
+    if not isinstance(base, Variable):
+        return None
+    box = base._vbox
+    if record:
+        box.add_view(v)
+    return box
 
 
 def _needed(op: Op, edges: list, saved: list, checks: Any) -> tuple:

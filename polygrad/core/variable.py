@@ -17,6 +17,17 @@ from typing import Any, Callable
 from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Version
+from polygrad.core.op import GRAPH_OPS
+
+
+def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
+    """The unview of a row that returned its input itself: the base becomes the value."""
+    return value
+
+
+def _gone() -> None:
+    """What a node's output slot calls for a Variable that is no longer that output."""
+    return None
 
 
 def is_floating(data: Any) -> bool:
@@ -500,30 +511,57 @@ class Variable:
     def _assign_inplace(self, result: "Variable", opname: str) -> "Variable":
         """Make this variable hold ``result`` (computed out of place), in place.
 
-        Writes into the existing array when the backend allows it (so other
-        holders of the array see the change), else rebinds; bumps the version;
-        rebases this variable's history onto ``result``'s creator.
+        A view of a Variable with a graph writes through to its base: the base
+        becomes its row's ``unview`` of the new value (differentiable, so the
+        base's graph sees the write, as PyTorch's CopySlices), and the view is
+        taken again from the new base. Any other variable writes into its array
+        where the backend allows it (so other holders of the array see the
+        change) or rebinds its data; it bumps the version, rebases its history
+        onto ``result``'s creator, and its recorded views follow it.
         """
-        new = result._data
-        old = self._data
+        new, old = result._data, self._data
         if tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
             raise ValueError(
                 f"polygrad: in-place {opname} would change {self._describe()} from dtype {old.dtype} to "
                 f"shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
+        base = self._view_base()
+        if base is not None:
+            new_base = base[1](GRAPH_OPS, base[0], result, self._index, **base[2])
+            if new_base is not None:
+                if result._node is not None:  # result's node saved this view's array: keep its values
+                    result._node._protect_saved(old, copy=backend_of_type(type(old)).inplace)
+                if base[0]._node is None:
+                    base[0]._check_inplace(opname)
+                base[0]._assign_inplace(new_base, opname)  # ... and this view follows its base
+                return self
+            self._vb = Version(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
+        return self._write(result, opname)
+
+    def _write(self, result: "Variable", opname: str) -> "Variable":
+        """The in-place write itself (see :meth:`_assign_inplace`), for a variable that is no view."""
+        new, old = result._data, self._data
         node = result._node
-        backend = backend_of_type(type(old))
-        writable = backend.inplace
+        writable = backend_of_type(type(old)).inplace
+        copy_on_write = config.inplace_policy.get() == "copy"
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
-            node._protect_saved(old, copy=writable)
-        try:
-            if not writable:
-                raise TypeError
-            old[...] = new
-        except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind
+            node._protect_saved(old, copy=writable and not copy_on_write)
+        views = self._direct_views()
+        box = self._vbox
+        if writable and not copy_on_write:
+            try:
+                old[...] = new
+            except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind
+                self._data = new
+            box.bump(opname)
+        else:
+            # Rebind: the old array stays as it was for whatever saved it; this variable (and the
+            # views that follow it) count the change on a counter of their own.
             self._data = new
-        self._vbox.bump(opname)
+            self._vb = Version(box.n)
+            self._vb.bump(opname)
+        self._leave_node()
         if node is not None:
             outs = list(node.outputs)
             outs[result._index] = weakref.ref(self)
@@ -531,6 +569,77 @@ class Variable:
             self._node = node
             self._index = result._index
             self._requires_grad = True
-            if self._hooks:
-                node._var_hooks = True
+        for w in views:
+            w._follow(self)
         return self
+
+    def _view_base(self) -> tuple | None:
+        """``(base, unview, params)`` when this variable is a recorded view of a live base."""
+        node = self._node
+        op = getattr(node, "op", None)
+        if op is None or not op.view or not node.edges or node.edges[0] is None:
+            return None
+        base_node, where = node.edges[0]
+        base = where if base_node is None else base_node.outputs[where]()
+        if base is None:
+            return None
+        if op.unview is not None:
+            return base, op.unview, node.params or {}
+        if base._data is self._data:  # a row that returned its input itself: the identity view
+            return base, _same_array, {}
+        return None
+
+    def _direct_views(self) -> list:
+        """The live recorded views taken of this variable as it is now (before a write)."""
+        box = self._vb
+        if box is None or not box.views:
+            return []
+        node, index = self._node, self._index
+        out = []
+        for ref in list(box.views.values()):
+            w = ref()
+            if w is None or w is self or w._node is None or not w._node.edges or w._node.edges[0] is None:
+                continue
+            base_node, where = w._node.edges[0]
+            if base_node is node and (where is self if node is None else where == index):
+                out.append(w)
+        return out
+
+    def _follow(self, base: "Variable") -> None:
+        """Take this view again from ``base``, just written in place: new data (where the
+        backend rebinds), a new graph position, the base's counter; views of it follow too."""
+        node = self._node
+        views = self._direct_views()
+        with config.force_backprop_mode():
+            from polygrad.core.primitive import apply  # the engine's apply imports this module
+
+            fresh = apply(node.op, (base,), node.params)
+        if node.op.multi:
+            fresh = fresh[self._index]
+        self._leave_node()
+        self._data = fresh._data
+        self._vb = fresh._vb
+        self._node, self._index, self._requires_grad = fresh._node, fresh._index, fresh._requires_grad
+        if fresh._node is not None:
+            outs = list(fresh._node.outputs)
+            outs[fresh._index] = weakref.ref(self)
+            fresh._node.outputs = tuple(outs)
+            fresh._vb.add_view(self)
+        for w in views:
+            w._follow(self)
+
+    def _leave_node(self) -> None:
+        """This variable stops being the output of its creator (it is about to change in place):
+        the hooks registered so far stay with the old value, as in PyTorch; the creator's
+        slot no longer names this variable (so retain_grad fills in the new value's gradient)."""
+        node = self._node
+        if node is None:
+            return
+        outs = list(node.outputs)
+        if self._hooks:
+            old = Variable._make(self._data, node, self._index, True)
+            old._hooks, self._hooks = self._hooks, None
+            outs[self._index] = lambda old=old: old  # held by the node, as long as the node lives
+        else:
+            outs[self._index] = _gone
+        node.outputs = tuple(outs)

@@ -211,10 +211,22 @@ atanh = unary(ATANH)
 # ---------------------------------------------------------------------------
 # Complex parts (a real array's real part is itself; imag takes complex arrays only)
 # ---------------------------------------------------------------------------
-REAL = defvjp(Op("real", shapes=True, view=True),
+def _unview_real(o: Any, base: Any, value: Any, index: int) -> Any:
+    """The base with its real part replaced: ``value + i imag(base)`` (the base itself when real)."""
+    if not _is_complex(base):
+        return value
+    return o.astype(value, base.dtype) + 1j * o.imag(base)
+
+
+def _unview_imag(o: Any, base: Any, value: Any, index: int) -> Any:
+    """The base with its imaginary part replaced: ``real(base) + i value``."""
+    return o.real(base) + 1j * o.astype(value, base.dtype) if _is_complex(base) else None
+
+
+REAL = defvjp(Op("real", shapes=True, view=True, unview=_unview_real),
               lambda o, g, ans, x: g if g.dtype == x.dtype else o.astype(g, x.dtype))
 real = unary(REAL)
-IMAG = defvjp(Op("imag", shapes=True, view=True),  # (numpy also takes real arrays: imag is 0 then)
+IMAG = defvjp(Op("imag", shapes=True, view=True, unview=_unview_imag),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
 imag = unary(IMAG)
 CONJ = def_linear(Op("conj", view=True))

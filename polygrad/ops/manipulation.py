@@ -103,7 +103,12 @@ def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
 # ---------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------
-RESHAPE = defvjp(Op("reshape", shapes=True, view=True),
+def _same_shape_as_base(o: Any, base: Any, value: Any, index: int, **params: Any) -> Any:
+    """The unview of views that only reshape: the value put back in the base's shape."""
+    return o.reshape(value, tuple(base.shape))
+
+
+RESHAPE = defvjp(Op("reshape", shapes=True, view=True, unview=_same_shape_as_base),
                  lambda o, g, ans, x, shape, copy=None: o.reshape(g, x.shape))
 
 
@@ -113,7 +118,8 @@ def reshape(x, /, shape, *, copy=None):
     return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
 
 
-PERMUTE_DIMS = defvjp(Op("permute_dims", view=True),
+PERMUTE_DIMS = defvjp(Op("permute_dims", view=True,
+                         unview=lambda o, base, value, index, axes: o.permute_dims(value, _inverse_perm(axes, value.ndim))),
                       lambda o, g, ans, x, axes: o.permute_dims(g, _inverse_perm(axes, g.ndim)))
 
 
@@ -122,7 +128,8 @@ def permute_dims(x, /, axes):
     return apply(PERMUTE_DIMS, (x,), {"axes": tuple(axes)})
 
 
-REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True),
+REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True,
+                         unview=lambda o, base, value, index: o.reverse_dims(value)),
                       lambda o, g, ans, x: o.reverse_dims(g))
 
 
@@ -140,7 +147,8 @@ def reverse_dims(x, /):
     return apply(REVERSE_DIMS, (x,))
 
 
-MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", view=True),
+MATRIX_TRANSPOSE = defvjp(Op("matrix_transpose", view=True,
+                             unview=lambda o, base, value, index: o.matrix_transpose(value)),
                           lambda o, g, ans, x: o.matrix_transpose(g))
 
 
@@ -168,7 +176,7 @@ def sum_to(x, shape):
     return apply(SUM_TO, (x,), {"shape": tuple(shape)})
 
 
-EXPAND_DIMS = defvjp(Op("expand_dims", shapes=True, view=True),
+EXPAND_DIMS = defvjp(Op("expand_dims", shapes=True, view=True, unview=_same_shape_as_base),
                      lambda o, g, ans, x, axis: o.reshape(g, x.shape))
 
 
@@ -177,7 +185,7 @@ def expand_dims(x, /, axis):
     return apply(EXPAND_DIMS, (x,), {"axis": axis})
 
 
-SQUEEZE = defvjp(Op("squeeze", shapes=True, view=True),
+SQUEEZE = defvjp(Op("squeeze", shapes=True, view=True, unview=_same_shape_as_base),
                  lambda o, g, ans, x, axis: o.reshape(g, x.shape))
 
 
@@ -186,7 +194,7 @@ def squeeze(x, /, axis):
     return apply(SQUEEZE, (x,), {"axis": axis})
 
 
-FLIP = def_linear(Op("flip", view=True))  # its own adjoint
+FLIP = def_linear(Op("flip", view=True, unview=lambda o, base, value, index, axis=None: o.flip(value, axis=axis)))  # its own adjoint
 
 
 @public
@@ -298,7 +306,9 @@ def stack(arrays, /, *, axis=0):
     return apply(STACK, tuple(arrays), {"axis": axis})
 
 
-UNSTACK = defvjp(Op("unstack", lambda xp, x, axis=0: tuple(xp.unstack(x, axis=axis)), multi=True, view=True), _unstack_vjp)
+UNSTACK = defvjp(Op("unstack", lambda xp, x, axis=0: tuple(xp.unstack(x, axis=axis)), multi=True, view=True,
+                    unview=lambda o, base, value, index, axis=0:
+                    o.setitem(base, _along(axis % base.ndim, index, base.ndim), value)), _unstack_vjp)
 
 
 @public
@@ -367,7 +377,15 @@ def _unwrap_key(key: Any) -> Any:
     return key
 
 
-GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True),
+def _is_basic(key: Any) -> bool:
+    """Whether ``key`` takes a view (integers, slices, ``...``, None) rather than a copy (index arrays, masks)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, slice) or (isinstance(k, int) and not isinstance(k, bool))
+               for k in keys)
+
+
+GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True,
+                    unview=lambda o, base, value, index, key: o.setitem(base, key, value) if _is_basic(key) else None),
                  lambda o, g, ans, x, key: o.getitem_grad(g, key, tuple(x.shape)))
 
 
