@@ -25,6 +25,38 @@ def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
     return value
 
 
+def _view_base(node: Any) -> tuple | None:
+    """``(base, unview, params)`` when ``node`` is a recorded view of a base (kept alive, or
+    taken again when the Variable that held it is gone: a view of a view of ``h``)."""
+    op = getattr(node, "op", None)
+    if op is None or not op.view or not node.edges or node.edges[0] is None:
+        return None
+    base_node, where = node.edges[0]
+    base = where if base_node is None else base_node.outputs[where]()
+    if base is None:
+        base = _revive(base_node, where)
+        if base is None:
+            return None
+    if op.unview is not None:
+        return base, op.unview, node.params or {}
+    if node.outputs and node.outputs[0]() is not None and base._data is node.outputs[0]()._data:
+        return base, _same_array, {}  # a row that returned its input itself: the identity view
+    return None
+
+
+def _revive(node: Any, index: int) -> "Variable | None":
+    """A stand-in for output ``index`` of the view ``node`` whose Variable is gone: the same
+    graph position, its data taken again from its own base (None if ``node`` is no view)."""
+    view = _view_base(node)
+    if view is None:
+        return None
+    base = view[0]
+    data = node.op.kernel(node.backend)(base._data, **(node.params or {}))
+    if node.op.multi:
+        data = data[index]
+    return Variable._make(data, node, index, True, vbox=base._vbox)
+
+
 def _gone() -> None:
     """What a node's output slot calls for a Variable that is no longer that output."""
     return None
@@ -525,15 +557,19 @@ class Variable:
                 f"polygrad: in-place {opname} would change {self._describe()} from dtype {old.dtype} to "
                 f"shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
-        base = self._view_base()
-        if base is not None:
-            new_base = base[1](GRAPH_OPS, base[0], result, self._index, **base[2])
+        view = _view_base(self._node)
+        if view is not None:
+            base, unview, params = view
+            new_base = unview(GRAPH_OPS, base, result, self._index, **params)
             if new_base is not None:
                 if result._node is not None:  # result's node saved this view's array: keep its values
                     result._node._protect_saved(old, copy=backend_of_type(type(old)).inplace)
-                if base[0]._node is None:
-                    base[0]._check_inplace(opname)
-                base[0]._assign_inplace(new_base, opname)  # ... and this view follows its base
+                if base._node is None:
+                    base._check_inplace(opname)
+                node = self._node
+                base._assign_inplace(new_base, opname)  # its recorded views follow it, this one too ...
+                if self._node is node:  # ... unless it was not remembered (a base taken again)
+                    self._follow(base)
                 return self
             self._vb = Version(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
         return self._write(result, opname)
@@ -572,22 +608,6 @@ class Variable:
         for w in views:
             w._follow(self)
         return self
-
-    def _view_base(self) -> tuple | None:
-        """``(base, unview, params)`` when this variable is a recorded view of a live base."""
-        node = self._node
-        op = getattr(node, "op", None)
-        if op is None or not op.view or not node.edges or node.edges[0] is None:
-            return None
-        base_node, where = node.edges[0]
-        base = where if base_node is None else base_node.outputs[where]()
-        if base is None:
-            return None
-        if op.unview is not None:
-            return base, op.unview, node.params or {}
-        if base._data is self._data:  # a row that returned its input itself: the identity view
-            return base, _same_array, {}
-        return None
 
     def _direct_views(self) -> list:
         """The live recorded views taken of this variable as it is now (before a write)."""

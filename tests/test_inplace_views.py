@@ -1,0 +1,192 @@
+"""In-place writes through views keep gradients right: the base's graph sees the
+write (PyTorch's CopySlices), views follow their base, hooks stay with the value
+they were registered on, and pg.inplace_policy("copy") keeps saved arrays
+(findings S4, S16, P38, V19; issue 12's copy-on-write)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from conftest import arr
+
+
+def _grad(x):
+    return np.asarray([float(v) for v in pg.reshape(pg.asarray(x.grad), (-1,)).data])
+
+
+def test_write_through_a_slice_reaches_the_base_graph(xp):
+    """h = x * 1; v = h[0:2]; v *= 3: x.grad is [3, 3, 1, 1], not [1, 1, 1, 1] (S16)."""
+    x = pg.Variable(arr(xp, [1.0, 1.0, 1.0, 1.0]))
+    h = x * 1.0
+    v = h[0:2]
+    v *= 3
+    pg.sum(h).backward()
+    np.testing.assert_allclose(_grad(x), [3.0, 3.0, 1.0, 1.0])
+
+
+def test_add_through_a_slice_gives_the_added_variable_its_gradient(xp):
+    """v += y through a slice of h: y gets d/dy of the loss through h (was None)."""
+    x = pg.Variable(arr(xp, [1.0, 1.0, 1.0, 1.0]))
+    y = pg.Variable(arr(xp, [1.0, 1.0]))
+    h = x * 1.0
+    v = h[0:2]
+    v += y
+    pg.sum(h * h).backward()
+    np.testing.assert_allclose(_grad(x), [4.0, 4.0, 2.0, 2.0])
+    np.testing.assert_allclose(_grad(y), [4.0, 4.0])
+
+
+@pytest.mark.parametrize("make_view, expected", [
+    (lambda h: pg.reshape(h, (2, 2)), [3.0, 3.0, 3.0, 3.0]),
+    (lambda h: pg.flip(h, axis=0), [3.0, 3.0, 3.0, 3.0]),
+    (lambda h: pg.expand_dims(h, axis=0), [3.0, 3.0, 3.0, 3.0]),
+    (lambda h: pg.unstack(pg.reshape(h, (2, 2)))[1], [1.0, 1.0, 3.0, 3.0]),
+    (lambda h: pg.reshape(h, (2, 2)).T[0, :], [3.0, 1.0, 3.0, 1.0]),
+])
+def test_write_through_any_view_reaches_the_base_graph(xp, make_view, expected):
+    """Reshape, flip, expand_dims, unstack and a view of a view: each write reaches the base."""
+    x = pg.Variable(arr(xp, [1.0, 1.0, 1.0, 1.0]))
+    h = x * 1.0
+    v = make_view(h)
+    v *= 3
+    pg.sum(h).backward()
+    np.testing.assert_allclose(_grad(x), expected)
+
+
+def test_write_through_real_of_a_complex_base():
+    """real(z) += w: z's real part changes, its imaginary part stays; w gets its gradient through z."""
+    z0 = pg.Variable(np.array([1.0 + 2.0j, 3.0 - 1.0j]))
+    w = pg.Variable(np.array([10.0, 20.0]))
+    z = z0 * 1.0
+    r = pg.real(z)
+    r += w
+    np.testing.assert_allclose(z.data, [11.0 + 2.0j, 23.0 - 1.0j])
+    pg.sum(pg.imag(z) + pg.real(z) * 2).backward()
+    np.testing.assert_allclose(w.grad, [2.0, 2.0])
+
+
+def test_write_through_real_of_a_real_array_is_seen_by_the_check():
+    """r = real(h); r += 100 changes h: backward of a graph that saved h refuses (S4), never a wrong gradient."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    h = x * 2
+    r = pg.real(h)
+    y = pg.sum(h * h)
+    r += 100.0
+    np.testing.assert_allclose(h.data, [102.0, 104.0, 106.0])
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+def test_indexing_with_an_array_is_a_copy():
+    """v = h[idx]; v *= 3 leaves h (as numpy and PyTorch): h's gradient is unchanged, h's savers still work."""
+    x = pg.Variable(np.array([1.0, 1.0, 1.0]))
+    h = x * 2
+    y = pg.sum(h * h)
+    v = h[np.array([0, 1])]
+    v *= 3
+    np.testing.assert_allclose(h.data, [2.0, 2.0, 2.0])
+    y.backward()
+    np.testing.assert_allclose(x.grad, [8.0, 8.0, 8.0])
+
+
+def test_a_view_follows_its_base_written_in_place(xp):
+    """v = h[0:2]; h *= 3; then sum(v): v's values and gradient come from the new h."""
+    x = pg.Variable(arr(xp, [1.0, 1.0, 1.0, 1.0]))
+    h = x * 1.0
+    v = h[0:2]
+    h *= 3
+    np.testing.assert_allclose(np.asarray([float(e) for e in v.data]), [3.0, 3.0])
+    pg.sum(v).backward()
+    np.testing.assert_allclose(_grad(x), [3.0, 3.0, 0.0, 0.0])
+
+
+def test_write_through_a_view_of_a_leaf_requiring_grad_is_refused():
+    """A view of a parameter written in place: the leaf's in-place error, as PyTorch."""
+    w = pg.Variable(np.ones(3))
+    v = w[0:2]
+    with pytest.raises(RuntimeError, match="leaf that requires grad"):
+        v *= 2
+
+
+def test_write_through_a_view_on_a_backend_without_writes():
+    """On dask (arrays are never written) the base is rebuilt functionally: same values, same gradient."""
+    da = pytest.importorskip("dask.array")
+    x = pg.Variable(da.from_array(np.ones(4), chunks=2))
+    h = x * 1.0
+    v = h[0:2]
+    v *= 3
+    (values,) = pg.compute(h)
+    np.testing.assert_allclose(values, [3.0, 3.0, 1.0, 1.0])
+    pg.sum(h).backward()
+    np.testing.assert_allclose(pg.compute(x.grad)[0], [3.0, 3.0, 1.0, 1.0])
+
+
+def test_hook_registered_before_an_inplace_change_fires_once():
+    """h.register_hook(x100); h += 1: the hook fires once, on the old value (P38: was x10000)."""
+    x = pg.Variable(np.ones(2))
+    h = x * 2
+    h.register_hook(lambda g: g * 100)
+    h += 1
+    pg.sum(h).backward()
+    np.testing.assert_allclose(x.grad, [200.0, 200.0])
+
+
+def test_hook_registered_after_an_inplace_change_sees_the_new_value():
+    """A hook registered after h *= 3 sees d loss / d (new h)."""
+    seen = []
+    x = pg.Variable(np.ones(2))
+    h = x * 2
+    h *= 3
+    h.register_hook(seen.append)
+    pg.sum(h * 5).backward()
+    np.testing.assert_allclose(seen[0], [5.0, 5.0])
+
+
+def test_retain_grad_reports_the_gradient_of_the_value_after_the_change():
+    """h = x * 2; h *= 3; retain_grad: h.grad is d sum(h) / d h = 1, not 3 (V19)."""
+    x = pg.Variable(np.ones(2))
+    h = x * 2
+    h *= 3
+    pg.sum(h).backward(retain_grad=True)
+    np.testing.assert_allclose(h.grad, [1.0, 1.0])
+
+
+def test_copy_policy_keeps_saved_arrays():
+    """Under inplace_policy('copy') a write into an array multiply saved is right, not refused."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 2
+    y = pg.sum(h * h)
+    with pg.inplace_policy("copy"):
+        h += 1
+    y.backward()
+    np.testing.assert_allclose(x.grad, [8.0, 16.0])
+    np.testing.assert_allclose(h.data, [3.0, 5.0])
+
+
+def test_copy_policy_with_item_assignment_of_a_saved_array():
+    """scale[mask] = 1 on an array a division saved (sklearn's normalize idiom) under 'copy'."""
+    x = pg.Variable(np.array([3.0, 0.0, 4.0]))
+    scale = x * 1.0
+    y = pg.sum(x / (scale + 1.0))
+    with pg.inplace_policy("copy"):
+        scale[scale == 0] = 1.0
+        z = pg.sum(x / scale)
+    (y + z).backward()
+    # d/dx [x/(x+1) + x/scale'] with scale' = x where x != 0 (ratio 1: gradient 0), 1 at x == 0
+    np.testing.assert_allclose(x.grad, [1 / 16, 1.0 + 1.0, 1 / 25])
+
+
+def test_copy_policy_is_scoped_and_checked():
+    """The policy ends with its block; an unknown policy is refused."""
+    with pg.inplace_policy("copy"):
+        pass
+    x = pg.Variable(np.array([1.0]))
+    h = x * 2
+    y = pg.sum(h * h)
+    h += 1
+    with pytest.raises(RuntimeError, match="in-place"):
+        y.backward()
+    with pytest.raises(ValueError, match="one of"):
+        pg.inplace_policy("always")
