@@ -223,3 +223,38 @@ def test_np_asarray_refuses_clearly_where_arrays_do_not_convert():
 
     with pytest.raises(TypeError, match="backend 'symbolic', whose arrays do not convert to numpy"):
         np.asarray(T.vector("x"))
+
+
+# ---------------------------------------------------------------------------
+# S7: results of integer or boolean dtype carry no gradient
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [
+    lambda x: pg.astype(x, pg.int64),
+    lambda x: pg.astype(x, pg.bool),
+    lambda x: pg.sum(x, dtype=pg.int64),
+    lambda x: pg.cumulative_sum(x, dtype=pg.int64),
+    lambda x: pg.asarray(x, dtype="int64"),
+])
+def test_a_cast_to_an_integer_or_bool_dtype_carries_no_gradient(make):
+    """astype / sum / cumulative_sum / asarray to int64 or bool: no requires_grad, no creator (as trunc)."""
+    x = pg.Variable(np.array([1.7, 2.2]))
+    q = make(x)
+    assert not q.requires_grad and q.creator is None
+
+
+def test_float_of_int_of_x_has_no_gradient_path():
+    """d/dx 3 * float(int(x)) is 0 almost everywhere: x is not reached (was 3)."""
+    x = pg.Variable(np.array([1.7, 2.2]))
+    y = pg.sum(pg.astype(pg.astype(x, pg.int64), pg.float64) * 3)
+    assert not y.requires_grad
+    with pytest.raises(RuntimeError, match="nothing to differentiate"):
+        y.backward()
+    assert x.grad is None
+
+
+def test_a_cast_between_floating_dtypes_keeps_its_gradient():
+    """astype(x, float32) stays differentiable: x.grad is float64."""
+    x = pg.Variable(np.array([1.5, 2.5]))
+    pg.sum(pg.astype(x, pg.float32) * 2).backward()
+    assert x.grad.dtype == np.float64
+    np.testing.assert_allclose(x.grad, [2.0, 2.0])

@@ -59,6 +59,7 @@ class _FunctionRow:
     keep = _Everything()
     keep_for = None
     keep_output = False
+    casts = False
     differentiable = True
     multi = True
     view = False

@@ -265,6 +265,8 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         if own:
             raise  # a user Function's own error, as it raised it
         raise _op_error(op.name, args, params, backend, exc) from exc
+    if record and op.casts and not _floating(out):  # cast to an integer or boolean dtype: no gradient
+        record = False
     if op.multi:
         vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile)
         return _finish(node, out, vs, datas, record, edges, saved, checks, hooks, keep_output)

@@ -146,7 +146,7 @@ def _asarray_vjp(o: Any, g: Any, ans: Any, obj: Any, dtype: Any = None, device: 
 
 
 ASARRAY = defvjp(Op("asarray", lambda xp, obj, dtype=None, device=None, copy=None:
-                    xp.asarray(obj, dtype=dtype, device=device, copy=copy), shapes=True),
+                    xp.asarray(obj, dtype=dtype, device=device, copy=copy), shapes=True, casts=True),
                  _asarray_vjp)
 
 

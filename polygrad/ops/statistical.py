@@ -151,7 +151,7 @@ def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
     return params
 
 
-SUM = defvjp(Op("sum", shapes=True),
+SUM = defvjp(Op("sum", shapes=True, casts=True),
              lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
 
 
@@ -187,7 +187,7 @@ def min(x, /, *, axis=None, keepdims=False):
     return apply(MIN, (x,), _params(axis, keepdims))
 
 
-PROD = defvjp(Op("prod"),
+PROD = defvjp(Op("prod", casts=True),
               _prod_vjp, saves="x")
 
 
@@ -214,7 +214,7 @@ def std(x, /, *, axis=None, correction=0.0, keepdims=False):
     return apply(STD, (x,), _params(axis, keepdims, correction=correction))
 
 
-CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True),
+CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True, casts=True),
                         _cumsum_vjp)
 
 
@@ -226,7 +226,7 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     return apply(CUMULATIVE_SUM, (x,), params)
 
 
-CUMULATIVE_PROD = defvjp(Op("cumulative_prod"),
+CUMULATIVE_PROD = defvjp(Op("cumulative_prod", casts=True),
                          _cumprod_vjp, saves="x")
 
 
