@@ -258,3 +258,19 @@ def test_a_cast_between_floating_dtypes_keeps_its_gradient():
     pg.sum(pg.astype(x, pg.float32) * 2).backward()
     assert x.grad.dtype == np.float64
     np.testing.assert_allclose(x.grad, [2.0, 2.0])
+
+
+# ---------------------------------------------------------------------------
+# U6: data that is no array of the standard
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("data", [np.str_("abc"), np.array(["a", "b"]), np.array([1.0, 2.0], dtype=object)])
+def test_variable_of_strings_or_objects_is_refused_at_once(data):
+    """Strings and object arrays are refused when the Variable is made, naming the dtype."""
+    with pytest.raises(TypeError, match="no dtype of the Array API standard"):
+        pg.Variable(data)
+
+
+def test_variable_of_a_python_number_is_refused_with_the_fix():
+    """pg.Variable(3.0) says to make an array with pg.asarray."""
+    with pytest.raises(TypeError, match=r"pg.asarray"):
+        pg.Variable(3.0)

@@ -64,8 +64,30 @@ def _gone() -> None:
 
 def is_floating(data: Any) -> bool:
     """Whether ``data`` is an array of a real or complex floating dtype: what a gradient can flow through."""
-    xp = backend_of_type(type(data)).xp
-    return bool(xp.isdtype(data.dtype, ("real floating", "complex floating")))
+    return dtype_kind(data.dtype, backend_of_type(type(data))) in _FLOATING
+
+
+_FLOATING = ("real floating", "complex floating")
+
+
+def dtype_kind(dtype: Any, backend: Any) -> str:
+    """The standard's kind of ``dtype`` (``"bool"``, ``"integral"``, ``"real floating"``,
+    ``"complex floating"``), ``"other"`` for a dtype of none (strings, objects), or
+    ``"unknown"`` on a backend with no namespace to ask (the symbolic one). Cached per dtype."""
+    key = (type(dtype), dtype)  # the type first: dtypes of two libraries are never compared
+    kind = _KINDS.get(key)
+    if kind is None:
+        try:
+            xp = backend.xp
+        except TypeError:
+            return "unknown"
+        kind = next((k for k in ("bool", "integral", "real floating", "complex floating") if xp.isdtype(dtype, k)),
+                    "other")
+        _KINDS[key] = kind
+    return kind
+
+
+_KINDS: dict = {}
 
 
 def _size(shape: tuple) -> int | None:
@@ -76,13 +98,6 @@ def _size(shape: tuple) -> int | None:
             return None
         n *= d
     return n
-
-
-def _kind(xp: Any, dtype: Any) -> str:
-    for kind in ("complex floating", "real floating", "bool", "integral"):
-        if xp.isdtype(dtype, kind):
-            return kind
-    return str(dtype)
 
 
 def admit_grad(g: Any, data: Any, source: str) -> Any:
@@ -113,7 +128,7 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
         b = backend_of_type(type(raw))
     except TypeError:
         b = None
-    if b is not backend or tuple(raw.shape) != tuple(shape) or _kind(xp, raw.dtype) != _kind(xp, dtype):
+    if b is not backend or tuple(raw.shape) != tuple(shape) or dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend):
         got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
         raise (TypeError if b is not backend else ValueError)(
             f"polygrad: {source} is {got}, expected {dtype} {tuple(shape)} on {backend.name!r}"
@@ -183,6 +198,11 @@ class Variable:
                     f"polygrad.Variable: data must be an array of a registered backend, got {type(data).__name__}; "
                     f"create one with pg.asarray(...). ({exc})"
                 ) from None
+            if dtype_kind(data.dtype, backend_of_type(type(data))) == "other":
+                raise TypeError(
+                    f"polygrad.Variable: data has dtype {data.dtype}, which is no dtype of the Array API standard; "
+                    f"polygrad computes on bool, integer, real and complex floating arrays"
+                )
         self._data = data
         self._grad = None
         self._node = None
@@ -192,7 +212,7 @@ class Variable:
         self._vb = box
         self._hooks: list | None = None
         if requires_grad is None:  # the default follows the dtype: floating data requires grad
-            requires_grad = data is None or is_floating(data)
+            requires_grad = data is None or dtype_kind(data.dtype, backend_of_type(type(data))) in _FLOATING + ("unknown",)
         elif requires_grad and not volatile:
             self._requireis_floating()
         self._requires_grad = bool(requires_grad) and not volatile
