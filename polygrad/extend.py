@@ -1,0 +1,48 @@
+"""What authors of ops, functions, hooks and backends build on: the one module they
+import from, so they never import a private one (as HIPS autograd's ``extend``).
+
+**An op** is a row of the op table, a forward kernel and vjp rules written with
+polygrad's own ops (``o``), applied by :func:`apply`::
+
+    from polygrad.extend import Op, apply, defvjp
+
+    CUBE = defvjp(Op("cube", lambda xp, x: x * x * x), lambda o, g, ans, x: g * 3 * x * x, saves="x")
+
+    def cube(x):
+        return apply(CUBE, (x,))
+
+A row without a kernel runs the backend namespace's function of its name
+(``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
+common shapes of rules. :func:`public` (and ``unary``/``binary``) register a
+public function next to its row, so that the lists derived from the table (the
+Variable namespace, the differentiable namespace ``o``) include it.
+
+**A function with arrays in and out** subclasses :class:`Function` (Chainer's
+``forward(inputs)`` / ``backward(inputs, grad_outputs)``); **a hook** subclasses
+:class:`FunctionHook`.
+
+**A backend** is a plugin: functions marked with :data:`hookimpl` answering the
+hooks of :mod:`polygrad.hookspecs`, which also holds the value types
+(:class:`BackendInfo`, :class:`RandomGenerator`); :class:`BackendLike` lists what
+polygrad reads from a backend object.
+"""
+
+from polygrad.core.dispatch import ArrayBackendLike, BackendLike, backend_of_type
+from polygrad.core.function import Function
+from polygrad.core.hooks import FunctionHook
+from polygrad.core.op import Op, def_linear, def_nograd, defvjp
+from polygrad.core.primitive import Primitive, apply
+from polygrad.core.variable import admit_grad, is_floating
+from polygrad.hookspecs import BackendInfo, RandomGenerator, hookimpl, hookspec
+from polygrad.ops._export import binary, public, unary
+
+__all__ = [
+    # ops
+    "Op", "defvjp", "def_linear", "def_nograd", "apply", "Primitive", "public", "unary", "binary",
+    # functions and hooks on arrays
+    "Function", "FunctionHook",
+    # backends
+    "hookimpl", "hookspec", "BackendInfo", "RandomGenerator", "BackendLike", "ArrayBackendLike",
+    # helpers
+    "backend_of_type", "is_floating", "admit_grad",
+]

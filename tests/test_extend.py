@@ -1,0 +1,34 @@
+"""polygrad.extend: the one module op, hook and backend authors import from."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import polygrad as pg
+import polygrad.extend as E
+from polygrad.core.op import REGISTRY
+from polygrad.testing import check_grads
+
+
+def test_every_name_of_extend_is_importable_and_public():
+    """Each name in extend.__all__ exists, and none is a private module's private name."""
+    for name in E.__all__:
+        assert hasattr(E, name), name
+        assert not name.startswith("_")
+
+
+def test_an_op_written_with_extend_alone_is_differentiable():
+    """A row declared with extend's Op, defvjp and apply passes the gradient check."""
+    cube = E.defvjp(E.Op("extend_test_cube", lambda xp, x: x * x * x), lambda o, g, ans, x: g * 3 * x * x, saves="x")
+    try:
+        check_grads(lambda x: E.apply(cube, (x,)), [np.array([0.5, -1.0, 2.0])], order=2)
+    finally:
+        REGISTRY.pop("extend_test_cube")
+
+
+def test_a_plugin_needs_only_extend():
+    """hookimpl and BackendInfo come from extend, the same objects as the contract's."""
+    import polygrad.hookspecs as H
+
+    assert E.hookimpl is H.hookimpl is pg.hookimpl
+    assert E.BackendInfo is H.BackendInfo
