@@ -289,7 +289,7 @@ def grad(
     # A backend may differentiate its own way (symbolic graphs build gradient expressions).
     override = backend_of_type(type(outputs[0]._data)).grad
     if override is not None:
-        return override(outputs, inputs_t, tuple(grad_outputs))
+        return override(outputs, inputs_t, tuple(grad_outputs), allow_unused=allow_unused)
     if retain_graph is None:
         retain_graph = create_graph
     gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)
