@@ -1,12 +1,14 @@
 """polygrad's own answers to the backend hooks, registered like any plugin's.
 
-Each backend's hooks are asked of the plugin(s) that declared it and then of
-this module, whose hookimpls are all ``trylast`` (as pluggy's eggsample
-registers its ``lib.py``): a plugin overrides a default simply by answering.
-What a backend gets without the hook:
+Each backend's hooks are asked of the plugin that provides it and then of this
+module, whose hookimpls are all ``trylast`` (as pluggy's eggsample registers
+its ``lib.py``): a plugin overrides a default simply by answering. What a
+backend gets without the hook:
 
-* ``polygrad_check_usable``: usable (it still fails on first use if its
-  namespace does not load);
+* ``polygrad_check_usable``: usable where its library (``BackendInfo.module``)
+  is installed, found with ``importlib.util.find_spec`` without importing it
+  (:class:`LibraryCheck`, one per backend); the backend still becomes unusable
+  if its namespace then fails to load;
 * ``polygrad_array_types``: no types;
 * ``polygrad_kernels``: no faster kernels (every op runs its row's kernel);
 * ``polygrad_scatter_add``: :func:`scatter_add`, written with the standard only;
@@ -18,16 +20,36 @@ What a backend gets without the hook:
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 from typing import Any, Callable
 
 from polygrad.core import dispatch as _dispatch
 from polygrad.hookspecs import hookimpl
 
 
-@hookimpl(trylast=True)
-def polygrad_check_usable() -> tuple[bool, str]:
-    return (True, "")
+class LibraryCheck:
+    """The default usability check of one backend: its library can be found.
+
+    An object per backend, because the hook is asked only the backend's name and
+    the check needs its ``BackendInfo.module``.
+    """
+
+    def __init__(self, module: str):
+        self.module = module
+
+    @hookimpl(trylast=True)
+    def polygrad_check_usable(self) -> tuple[bool, str]:
+        top = self.module.partition(".")[0]
+        try:
+            found = top in sys.modules or importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if found:
+            return (True, "")
+        return (False, f"its library {top!r} (BackendInfo.module) is not installed, and its plugin has no "
+                       "polygrad_check_usable hook to say more")
 
 
 @hookimpl(trylast=True)
