@@ -100,8 +100,9 @@ def scatter_add(x: Any, key: Any, values: Any) -> Any:
     Basic keys (ints, slices, ``...``, None) have no repeats: on a backend whose
     arrays take writes, the sum is written into a copy; on an immutable one
     (``BackendInfo.inplace`` False) the values are placed by ``take`` along each
-    axis. Keys of integer arrays (one per leading axis, as the standard allows)
-    become one flat index, and repeated indices are summed by a one-hot matmul.
+    axis. Keys of integer arrays and ints (one per leading axis, as the standard
+    allows) become one flat index, and repeated indices are summed by a one-hot
+    matmul.
     Neither writes into an array of an immutable backend.
     """
     backend = _dispatch.backend_of_type(type(x))
@@ -114,12 +115,17 @@ def scatter_add(x: Any, key: Any, values: Any) -> Any:
             out[key] = out[key] + values
             return out
         return x + _placed_at_basic_key(backend, xp, x, key, values)
-    if not all(_dispatch.is_array(k) for k in key) or len(key) > x.ndim:
+    if not all(_dispatch.is_array(k) or _is_int(k) for k in key) or len(key) > x.ndim:
         raise NotImplementedError(
             f"polygrad: backend {backend.name!r} has no polygrad_scatter_add hook, and the standard-only "
-            f"fallback handles basic keys or integer arrays on the leading axes only (got {key!r})"
+            f"fallback handles basic keys, or integer arrays and ints on the leading axes, only (got {key!r})"
         )
+    key = tuple(xp.asarray(k, dtype=_index_dtype(xp)) if _is_int(k) else k for k in key)
     return x + _summed_at_integer_arrays(xp, x, key, values)
+
+
+def _is_int(k: Any) -> bool:
+    return isinstance(k, int) and not isinstance(k, bool)
 
 
 def _index_dtype(xp: Any) -> Any:

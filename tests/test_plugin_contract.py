@@ -271,6 +271,12 @@ def test_default_scatter_add_adds_at_a_basic_key():
     assert not x.any()
 
 
+def test_default_scatter_add_takes_an_int_beside_an_integer_array():
+    """The standard-only scatter-add takes (integer array, int), as the conformance suite's scatter-add test does."""
+    got = D.scatter_add(np.zeros((3, 2)), (np.array([0, 2, 0]), 1), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(got, [[0.0, 4.0], [0.0, 0.0], [0.0, 2.0]])
+
+
 def test_default_scatter_add_names_the_backend_for_a_key_it_cannot_take():
     """The standard-only scatter-add refuses a slice beside an integer array, naming the backend."""
     with pytest.raises(NotImplementedError, match="backend 'numpy' has no polygrad_scatter_add"):
