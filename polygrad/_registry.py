@@ -14,6 +14,13 @@ hookimpl gets only the arguments it names. A relay of its own, rather than
 ``PluginManager.subset_hook_caller``, because that one keeps the other plugins
 in a set, and a plugin object need not be hashable (a ``@dataclass`` is not).
 
+A misbehaving plugin is reported with a :class:`~polygrad.hookspecs.PluginWarning`
+naming it, and never changes another backend or the default (the rules are
+written down in :mod:`polygrad.hookspecs`): a backend name declared twice goes
+to one plugin (:func:`_provider`), an array type claimed twice to one backend
+(:func:`resolve_type`), and a hook that raises or answers garbage makes only its
+own backend unusable (:meth:`Backend.check_usable`).
+
 This module installs :func:`resolve_type` into :mod:`polygrad.core.dispatch`.
 The user API over it is :mod:`polygrad.backends`.
 """
@@ -24,13 +31,14 @@ import importlib.metadata
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any, Callable
 
 import pluggy
 
 from polygrad import _defaults, hookspecs
 from polygrad.core import dispatch as _dispatch
-from polygrad.hookspecs import BackendInfo
+from polygrad.hookspecs import BackendInfo, PluginWarning
 
 __all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed"]
 
@@ -46,9 +54,11 @@ class Backend:
     #: pg.grad differentiates arrays of this backend with the engine (no override).
     grad: Callable[..., list] | None = None
 
-    def __init__(self, info: BackendInfo, hook: Any, plugin: Any = None):
+    def __init__(self, info: BackendInfo, hook: Any, plugin: Any = None, origin: str = ""):
         self.info = info
         self.plugin = plugin  # the plugin object that declared this backend
+        #: how messages name the plugin: "plugin 'numpy' of polygrad-numpy"
+        self.origin = origin or f"plugin {plugin!r}"
         self.name = info.name
         self.device = info.device
         self.lazy = info.lazy
@@ -76,36 +86,88 @@ class Backend:
     # -- loading -----------------------------------------------------------
     @property
     def xp(self) -> Any:
-        """The backend's Array API namespace (imports the library on first use)."""
+        """The backend's Array API namespace (imports the library on first use).
+
+        A namespace that fails to load makes the backend unusable, with the
+        error as the reason; the RuntimeError names the backend and its plugin."""
         if self._xp is None:
             self.require_usable()
-            xp = self._hook.polygrad_array_namespace(backend=self.name)
+            try:
+                xp = self._hook.polygrad_array_namespace(backend=self.name)
+            except Exception as exc:
+                self._usable = (False, f"its array namespace failed to load: {type(exc).__name__}: {exc}")
+                raise RuntimeError(
+                    f"polygrad: backend {self.name!r} ({self.origin}) failed to load its array namespace: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
             if xp is None:
-                raise RuntimeError(f"polygrad: plugin for backend {self.name!r} returned no array namespace")
+                self._usable = (False, "its plugin returned no array namespace")
+                raise RuntimeError(f"polygrad: {self.origin} of backend {self.name!r} returned no array namespace")
             self._xp = xp
         return self._xp
 
+    def loads(self) -> bool:
+        """Whether the backend is usable and its namespace loads; a failure to load
+        is a PluginWarning naming the plugin (the default backend is chosen with it)."""
+        if not self.check_usable()[0]:
+            return False
+        try:
+            self.xp
+        except RuntimeError as exc:
+            warnings.warn(f"{exc}; it is skipped", PluginWarning, stacklevel=3)
+            return False
+        return True
+
     @property
     def array_types(self) -> tuple[type, ...]:
+        """The array types the plugin claims; none (and the backend unusable) when
+        its answer is not a tuple of classes."""
         if self._types is None:
-            self._types = tuple(self._hook.polygrad_array_types(backend=self.name))
+            try:
+                types = self._hook.polygrad_array_types(backend=self.name)
+            except Exception as exc:
+                types = self._broken("polygrad_array_types", f"raised {type(exc).__name__}: {exc}", ())
+            else:
+                if isinstance(types, list):
+                    types = tuple(types)
+                if not (isinstance(types, tuple) and all(isinstance(t, type) for t in types)):
+                    types = self._broken("polygrad_array_types", f"answered {types!r}, not a tuple of classes", ())
+            self._types = types
         return self._types
 
     def check_usable(self) -> tuple[bool, str]:
-        """``(usable, reason)``, asked once."""
+        """``(usable, reason)``, asked once; a check that raises or answers
+        something else than a ``(bool, str)`` pair makes the backend unusable."""
         if self._usable is None:
             try:
-                self._usable = tuple(self._hook.polygrad_check_usable(backend=self.name))  # type: ignore[assignment]
+                answer = self._hook.polygrad_check_usable(backend=self.name)
             except Exception as exc:  # a broken check is a reason, not a crash
-                self._usable = (False, f"{type(exc).__name__}: {exc}")
-        return self._usable  # type: ignore[return-value]
+                answer = self._broken("polygrad_check_usable", f"raised {type(exc).__name__}: {exc}")
+            else:
+                if isinstance(answer, list):
+                    answer = tuple(answer)
+                if not (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], bool)
+                        and isinstance(answer[1], (str, type(None)))):
+                    answer = self._broken("polygrad_check_usable", f"answered {answer!r}, not (usable: bool, reason: str)")
+            if self._usable is None:  # _broken may have set it
+                self._usable = (answer[0], answer[1] or "")
+        return self._usable
 
     def require_usable(self) -> Backend:
         """This backend, or a RuntimeError giving the reason it cannot run here."""
         ok, reason = self.check_usable()
         if not ok:
-            raise RuntimeError(f"polygrad: backend {self.name!r} is not usable here: {reason}")
+            whose = "" if self.origin in reason else f" ({self.origin})"
+            raise RuntimeError(f"polygrad: backend {self.name!r} is not usable here: {reason}{whose}")
         return self
+
+    def _broken(self, hook: str, what: str, fallback: Any = None) -> Any:
+        """Report a hook that broke the contract: the backend becomes unusable with
+        the reason, a PluginWarning names the plugin; returns ``fallback``."""
+        reason = f"{self.origin}: {hook} {what}"
+        self._usable = (False, reason)
+        warnings.warn(f"polygrad: {reason}; backend {self.name!r} is unusable", PluginWarning, stacklevel=4)
+        return fallback
 
     # -- services beyond the standard --------------------------------------
     def rng(self) -> Any:
@@ -130,8 +192,20 @@ class Backend:
 
     @property
     def kernels(self) -> dict[str, Callable]:
+        """Faster kernels by op name; none (with a PluginWarning) when the plugin's
+        answer is not a dict of callables: every op then runs its generic kernel."""
         if self._kernels is None:
-            self._kernels = dict(self._hook.polygrad_kernels(backend=self.name))
+            try:
+                kernels = self._hook.polygrad_kernels(backend=self.name)
+            except Exception as exc:
+                kernels, what = None, f"raised {type(exc).__name__}: {exc}"
+            else:
+                what = f"answered {kernels!r}, not a dict of callables"
+            if not (isinstance(kernels, dict) and all(isinstance(k, str) and callable(f) for k, f in kernels.items())):
+                warnings.warn(f"polygrad: {self.origin}: polygrad_kernels {what}; backend {self.name!r} "
+                              "runs the generic kernels", PluginWarning, stacklevel=3)
+                kernels = {}
+            self._kernels = dict(kernels)
         return self._kernels
 
     def can_do_npz(self) -> bool:
@@ -182,17 +256,40 @@ _lock = threading.RLock()
 _pm: pluggy.PluginManager | None = None
 _registry: dict[str, Backend] | None = None
 _extra_plugins: list[tuple[Any, str | None]] = []  # registered by hand; mutated in place, never rebound
+# Per plugin manager: plugin name -> the distribution that installed it.
+_distributions: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = weakref.WeakKeyDictionary()
 _seed_state: dict[str, int | None] = {"seed": None}
 
 
+def _warn(message: str) -> None:
+    warnings.warn(message, PluginWarning, stacklevel=5)
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "an unknown distribution"
+
+
 def _plugin_manager() -> pluggy.PluginManager:
+    """The manager of every plugin: the installed ones, in order of entry-point name
+    (then distribution name, so the order does not depend on where they are
+    installed), then the ones registered by hand, in order of registration."""
     global _pm
     with _lock:
         if _pm is None:
             pm = pluggy.PluginManager("polygrad")
             pm.add_hookspecs(hookspecs)
-            for ep in importlib.metadata.entry_points(group="polygrad"):
-                if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            installed: dict[str, str] = {}
+            eps = sorted(importlib.metadata.entry_points(group="polygrad"), key=lambda ep: (ep.name, _distribution(ep)))
+            for ep in eps:
+                if pm.is_blocked(ep.name):
+                    continue
+                if ep.name in installed:
+                    _warn(
+                        f"polygrad: two installed distributions publish the backend plugin {ep.name!r}: "
+                        f"{installed[ep.name]} and {_distribution(ep)} ({ep.value}); the one of "
+                        f"{installed[ep.name]} is used (the first by distribution name), the other is skipped"
+                    )
                     continue
                 try:
                     plugin = ep.load()
@@ -201,54 +298,107 @@ def _plugin_manager() -> pluggy.PluginManager:
                     warnings.warn(
                         f"polygrad: backend plugin {ep.name!r} ({ep.value}) failed to load and is skipped: "
                         f"{type(exc).__name__}: {exc}",
-                        RuntimeWarning,
+                        PluginWarning,
                         stacklevel=4,
                     )
+                    continue
+                installed[ep.name] = _distribution(ep)
             for plugin, name in _extra_plugins:
                 if not pm.is_registered(plugin):
-                    pm.register(plugin, name=name)
+                    try:
+                        pm.register(plugin, name=name)
+                    except ValueError as exc:  # a name or object registered already
+                        _warn(f"polygrad: plugin {name!r} registered by hand is skipped: {exc}")
+            _distributions[pm] = installed
             _pm = pm
         return _pm
 
 
-def _hook_relay(pm: pluggy.PluginManager, declarers: list[Any]) -> Any:
-    """The hooks of one backend: ``declarers`` (in registration order) over polygrad's defaults."""
+def _origin(pm: pluggy.PluginManager, plugin: Any) -> str:
+    """How messages name a plugin: ``plugin 'numpy' of polygrad-numpy`` (its distribution)
+    or ``plugin 'mine', registered by hand``."""
+    name = pm.get_name(plugin)
+    installed = _distributions.get(pm, {})
+    if name in installed:
+        return f"plugin {name!r} of {installed[name]}"
+    for p, given in _extra_plugins:
+        if p is plugin:
+            label = given or getattr(plugin, "__name__", None) or type(plugin).__qualname__
+            return f"plugin {label!r}, registered by hand"
+    return f"plugin {name!r}"
+
+
+def _by_hand_rank(plugin: Any) -> int:
+    """The position of ``plugin`` among those registered by hand, -1 for an installed one."""
+    for i, (p, _) in enumerate(_extra_plugins):
+        if p is plugin:
+            return i
+    return -1
+
+
+def _hook_relay(plugin: Any, name: str, info: BackendInfo) -> Any:
+    """The hooks of one backend: its plugin over polygrad's defaults."""
     relay = pluggy.PluginManager("polygrad")
     relay.add_hookspecs(hookspecs)
     relay.register(_defaults, name="polygrad-defaults")
-    for plugin in declarers:
-        relay.register(plugin, name=pm.get_name(plugin))
+    relay.register(_defaults.LibraryCheck(info.module), name="polygrad-defaults-check")
+    relay.register(plugin, name=name)
     return relay.hook
 
 
-def _declarations(pm: pluggy.PluginManager) -> dict[str, tuple[BackendInfo, list[Any]]]:
-    """Every backend name: its info (the last plugin to declare it wins) and its declaring plugins."""
-    found: dict[str, tuple[BackendInfo, list[Any]]] = {}
+def _declarations(pm: pluggy.PluginManager) -> dict[str, list[tuple[Any, BackendInfo]]]:
+    """Every backend name: the plugins declaring it, each with its BackendInfo, in registration order."""
+    found: dict[str, list[tuple[Any, BackendInfo]]] = {}
     for impl in pm.hook.polygrad_backend_info.get_hookimpls():
         try:
             answer = impl.function()
         except Exception as exc:
-            warnings.warn(
+            _warn(
                 f"polygrad: backend plugin {impl.plugin_name!r} failed in polygrad_backend_info and is skipped: "
-                f"{type(exc).__name__}: {exc}",
-                RuntimeWarning,
-                stacklevel=4,
+                f"{type(exc).__name__}: {exc}"
             )
             continue
         for info in answer if isinstance(answer, (list, tuple)) else [answer]:
             if not isinstance(info, BackendInfo):
-                warnings.warn(
+                _warn(
                     f"polygrad: plugin {impl.plugin_name!r} answered polygrad_backend_info with {info!r}, "
-                    "not a polygrad.hookspecs.BackendInfo; skipped",
-                    RuntimeWarning,
-                    stacklevel=4,
+                    "not a polygrad.hookspecs.BackendInfo; skipped"
                 )
                 continue
-            plugins = found[info.name][1] if info.name in found else []
-            if not any(p is impl.plugin for p in plugins):
-                plugins.append(impl.plugin)
-            found[info.name] = (info, plugins)
+            claims = found.setdefault(info.name, [])
+            if any(p is impl.plugin for p, _ in claims):
+                _warn(f"polygrad: {_origin(pm, impl.plugin)} declares backend {info.name!r} twice; the first is used")
+                continue
+            claims.append((impl.plugin, info))
     return found
+
+
+def _provider(pm: pluggy.PluginManager, name: str, claims: list[tuple[Any, BackendInfo]]) -> tuple[Any, BackendInfo]:
+    """The one plugin that provides backend ``name`` among those declaring it.
+
+    A plugin registered by hand wins (the latest registered): it is what this
+    process asked for. Among installed plugins, the one whose entry point is
+    named like the backend wins (an entry-point name is unique in an
+    environment), else the first by entry-point name; so a third party
+    declaring ``numpy`` never replaces the numpy plugin. Not silent: a
+    PluginWarning names every declaring plugin and the one chosen.
+    """
+    if len(claims) == 1:
+        return claims[0]
+    by_hand = [c for c in claims if _by_hand_rank(c[0]) >= 0]
+    named = [c for c in claims if pm.get_name(c[0]) == name]
+    if by_hand:
+        chosen, why = max(by_hand, key=lambda c: _by_hand_rank(c[0])), "the latest registered by hand"
+    elif named:
+        chosen, why = named[0], f"its entry point is named {name!r}"
+    else:
+        chosen, why = min(claims, key=lambda c: pm.get_name(c[0])), "the first by entry-point name"
+    others = " and ".join(_origin(pm, p) for p, _ in claims if p is not chosen[0])
+    _warn(
+        f"polygrad: backend {name!r} is declared by {_origin(pm, chosen[0])} and by {others}; "
+        f"{_origin(pm, chosen[0])} provides it ({why}); the other declarations are ignored"
+    )
+    return chosen
 
 
 def by_name() -> dict[str, Backend]:
@@ -260,10 +410,11 @@ def by_name() -> dict[str, Backend]:
     with _lock:
         if _registry is None:
             pm = _plugin_manager()
-            _registry = {
-                name: Backend(info, _hook_relay(pm, plugins), plugins[-1])
-                for name, (info, plugins) in _declarations(pm).items()
-            }
+            built = {}
+            for name, claims in _declarations(pm).items():
+                plugin, info = _provider(pm, name, claims)
+                built[name] = Backend(info, _hook_relay(plugin, pm.get_name(plugin), info), plugin, _origin(pm, plugin))
+            _registry = built
         return _registry
 
 
@@ -308,24 +459,47 @@ def lookup(name: str | Backend) -> Backend:
 def resolve_type(t: type) -> Backend:
     """The resolver installed into the core: which loaded backend owns type ``t``.
 
-    When several backends claim ``t``, the most recently registered plugin wins
-    (as pluggy calls later plugins first), so a plugin registered by hand
-    overrides an installed one.
+    A backend claims the types its plugin lists and their subclasses. The most
+    specific claim wins (``t`` itself before its base classes). Equal claims
+    are a conflict, reported with a PluginWarning naming the backends and
+    their plugins, and resolved in the order of :func:`_type_precedence`.
     """
     reg = by_name()
-    for backend in reversed(list(reg.values())):
-        if backend.info.module in sys.modules:
-            try:
-                types = backend.array_types
-            except Exception:
-                continue
-            if types and issubclass(t, types):
-                return backend
-    names = ", ".join(sorted(reg)) or "none"
-    raise TypeError(
-        f"polygrad: no backend claims arrays of type {t.__module__}.{t.__qualname__}; "
-        f"installed backends: {names}. Install a plugin for that library or convert the data with pg.asarray."
-    )
+    mro = t.__mro__
+    claims: list[tuple[int, Backend]] = []  # (distance of the claimed class from t, backend)
+    for backend in reg.values():
+        if backend.info.module not in sys.modules:
+            continue
+        hits = [mro.index(c) if c in mro else len(mro) for c in backend.array_types if issubclass(t, c)]
+        if hits:
+            claims.append((min(hits), backend))
+    if not claims:
+        names = ", ".join(sorted(reg)) or "none"
+        raise TypeError(
+            f"polygrad: no backend claims arrays of type {t.__module__}.{t.__qualname__}; "
+            f"installed backends: {names}. Install a plugin for that library or convert the data with pg.asarray."
+        )
+    best = min(d for d, _ in claims)
+    order = list(reg.values())
+    tied = sorted((b for d, b in claims if d == best), key=lambda b: _type_precedence(b, order), reverse=True)
+    if len(tied) > 1:
+        chosen, runner_up = tied[0], tied[1]
+        why = ["its plugin was registered by hand, the latest", "its priority is higher", "it comes first by entry-point name"][
+            next(i for i, (a, b) in enumerate(zip(_type_precedence(chosen, order), _type_precedence(runner_up, order)))
+                 if a != b)]
+        _warn(
+            f"polygrad: arrays of type {t.__module__}.{t.__qualname__} are claimed by "
+            + " and by ".join(f"backend {b.name!r} ({b.origin})" for b in tied)
+            + f"; they belong to {chosen.name!r} ({why})"
+        )
+    return tied[0]
+
+
+def _type_precedence(b: Backend, order: list[Backend]) -> tuple[int, int, int]:
+    """Who owns a type claimed equally by several backends, highest first: a plugin
+    registered by hand (the latest first), then the higher ``BackendInfo.priority``,
+    then the earlier registered (installed plugins register in order of entry-point name)."""
+    return (_by_hand_rank(b.plugin), b.info.priority, -order.index(b))
 
 
 def reseed(value: int | None) -> None:

@@ -29,10 +29,11 @@ from polygrad import _defaults, _registry
 from polygrad._registry import Backend, register_plugin, unregister_plugin
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.variable import Variable
-from polygrad.hookspecs import BackendInfo, RandomGenerator
+from polygrad.hookspecs import BackendInfo, PluginWarning, RandomGenerator
 
 __all__ = [
     "BackendInfo",
+    "PluginWarning",
     "Backend",
     "BackendStatus",
     "RandomGenerator",
@@ -107,7 +108,8 @@ def get_backend(name: str | None = None) -> Backend:
 
     The current one is the innermost ``using_backend``, else the one given to
     ``set_backend`` (while its plugin is registered), else the usable backend
-    of highest priority.
+    of highest priority whose namespace loads (one that fails to load is
+    skipped with a PluginWarning naming its plugin).
     """
     if name is not None:
         return _registry.lookup(name)
@@ -118,7 +120,7 @@ def get_backend(name: str | None = None) -> Backend:
     if _default_name in reg:
         return reg[_default_name]
     for b in sorted(reg.values(), key=lambda b: -b.info.priority):
-        if b.check_usable()[0]:
+        if b.loads():
             return b
     raise RuntimeError(
         "polygrad: no usable backend is installed; install one, e.g. `pip install -e plugins/polygrad-numpy`. "

@@ -26,6 +26,21 @@ Rules a plugin keeps:
   inside the hooks (``import polygrad`` must stay free of numpy, cupy, dask).
 * Never change polygrad's semantics: faster kernels must compute what the
   generic kernel computes (the conformance suite checks both).
+
+What polygrad does with a plugin that breaks them (each is a
+:class:`PluginWarning` naming the plugin, and never changes another backend):
+
+* Two plugins declaring one backend name: one of them provides it, the others'
+  declarations are ignored. A plugin registered by hand (``pg.register_plugin``)
+  wins over installed ones (the latest registered first); among installed ones,
+  the plugin whose entry point has the backend's name wins, else the first by
+  entry-point name. Two installed distributions with one entry-point name: the
+  first by distribution name is loaded, the other skipped.
+* A hook that raises or answers something of the wrong type: for
+  ``polygrad_check_usable`` and ``polygrad_array_types`` the backend is
+  reported unusable, with the reason; for ``polygrad_kernels`` the backend runs
+  without faster kernels.
+* Two backends claiming one array type: see :func:`polygrad_array_types`.
 """
 
 from __future__ import annotations
@@ -49,21 +64,47 @@ hookimpl = pluggy.HookimplMarker("polygrad")
 # ---------------------------------------------------------------------------
 
 
+class PluginWarning(RuntimeWarning):
+    """A plugin broke the contract (a name or array type claimed twice, a hook that
+    raised or answered garbage); the message names the plugin and what polygrad did.
+
+    Filter it like any warning:
+    ``warnings.filterwarnings("ignore", category=PluginWarning)``.
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class BackendInfo:
     """Static description of a backend, given by its plugin without importing anything.
 
-    :param name: the name users pass to ``pg.set_backend``.
-    :param module: the top-level module of the array library (``"numpy"``); its
-        presence in ``sys.modules`` tells polygrad whether arrays of this
-        backend can exist yet.
+    :param name: the name users pass to ``pg.set_backend``; one backend per
+        name (see "Two plugins declaring one backend name" above).
+    :param module: the top-level module of the array library (``"numpy"``,
+        ``"jax"``); its presence in ``sys.modules`` tells polygrad whether arrays
+        of this backend can exist yet, and without a ``polygrad_check_usable``
+        hook the backend is usable only where ``importlib.util.find_spec``
+        finds it.
     :param device: ``"cpu"`` or ``"gpu"``; user Functions' ``forward_cpu`` /
-        ``forward_gpu`` are chosen by it.
-    :param lazy: arrays are computed only on request (dask).
-    :param inplace: arrays support ``x[key] = v`` writes.
-    :param float64, complex: the dtypes exist.
-    :param data_dependent_shapes: boolean masks and ``nonzero`` give known shapes.
-    :param priority: the usable backend with the highest priority is the default.
+        ``forward_gpu`` are chosen by it, and TimerHook synchronizes a device
+        that is not the CPU.
+    :param lazy: arrays are computed only on request (dask): ``pg.compute``
+        goes through ``polygrad_materialize``, compiled functions and
+        optimizers materialize their results.
+    :param inplace: arrays support ``x[key] = v`` writes. With False (jax),
+        polygrad never writes into an array of the backend: in-place ops
+        rebind the Variable to a new array, and the default scatter-add builds
+        its result functionally.
+    :param float64, complex: the dtypes exist (``float64`` and ``complex128``);
+        the conformance suite skips what needs one the backend lacks.
+    :param data_dependent_shapes: boolean masks and ``nonzero`` give known
+        shapes (False for dask, whose shapes are then unknown).
+    :param priority: the usable backend with the highest priority is the
+        default (numpy 100, cupy 50, dask 10); give a negative one to be used
+        only when asked for by name.
+
+    No field declares the default floating dtype: it is the namespace's, as
+    the standard says (``xp.__array_namespace_info__().default_dtypes()``);
+    ``pg.asarray([1.0])`` calls the namespace's ``asarray``, which uses it.
     """
 
     name: str
@@ -78,7 +119,13 @@ class BackendInfo:
 
 
 class RandomGenerator(Protocol):
-    """What ``polygrad_random_generator`` returns: seeded random arrays of one backend."""
+    """What ``polygrad_random_generator`` returns: seeded random arrays of one backend.
+
+    ``shape`` is a tuple of ints; ``dtype`` is a floating dtype object of the
+    backend's namespace (``xp.float32``, never a string); the result is an array
+    of this backend with exactly that shape and dtype. Successive calls give new
+    numbers; a generator made with the same seed gives the same ones.
+    """
 
     def normal(self, shape: tuple[int, ...], *, dtype: Any, mean: float = 0.0, std: float = 1.0) -> Any: ...
 
@@ -118,8 +165,13 @@ def polygrad_check_usable(backend: str) -> "tuple[bool, str] | None":
     :param backend: the backend's name.
     :return: ``(True, "")`` when usable, ``(False, reason)`` otherwise, for
         example ``(False, "cupy is installed but no CUDA driver was found")``.
-        Without this hook, polygrad's default says usable, and the backend
-        is usable if its namespace loads.
+        Without this hook, polygrad's default says usable where
+        ``importlib.util.find_spec`` finds ``BackendInfo.module`` (nothing is
+        imported). Either way the backend also needs its namespace to load: a
+        namespace hook that raises makes it unusable, with that error as the
+        reason, and it is never chosen as the default. An answer that is not
+        a ``(bool, str)`` pair, or an exception, makes the backend unusable,
+        with a :class:`PluginWarning` naming the plugin.
     """
 
 
@@ -137,11 +189,21 @@ def polygrad_array_namespace(backend: str) -> "ModuleType | None":
 
 @hookspec(firstresult=True)
 def polygrad_array_types(backend: str) -> "tuple[type, ...] | None":
-    """Return the array types this backend owns.
+    """Return the array types this backend owns, as a tuple of classes.
 
     Stops at the first non-None result. polygrad caches ``type(array) ->
     backend``, so an op never searches. Only asked once the library named by
     ``BackendInfo.module`` has been imported by someone.
+
+    A type claims its subclasses too (``issubclass``). When several backends
+    claim an array's type, the most specific claim wins (the type itself
+    before its base classes), so a backend may claim a subclass of another
+    backend's array type. Equal claims are a conflict, reported once the type
+    is first met with a :class:`PluginWarning` naming both backends and
+    plugins, and resolved in this order: a plugin registered by hand (the
+    latest first), then the backend of higher ``priority``, then the first
+    by entry-point name. Anything but a tuple (or list) of classes, or an
+    exception, makes the backend unusable, with a :class:`PluginWarning`.
 
     :param backend: the backend's name.
     """
@@ -159,8 +221,9 @@ def polygrad_random_generator(backend: str, seed: "int | None") -> "RandomGenera
     Stops at the first non-None result. The standard has no random numbers;
     initializers and dropout use this. The object implements
     :class:`RandomGenerator`: ``normal(shape, *, dtype,
-    mean, std)`` and ``uniform(shape, *, dtype, low, high)``, returning arrays
-    of this backend. The same seed gives the same numbers.
+    mean, std)`` and ``uniform(shape, *, dtype, low, high)``, where ``dtype``
+    is a dtype object of the backend's namespace, returning arrays of this
+    backend. The same seed gives the same numbers; successive draws differ.
 
     :param backend: the backend's name.
     :param seed: an integer seed, or None for fresh entropy.
@@ -170,11 +233,14 @@ def polygrad_random_generator(backend: str, seed: "int | None") -> "RandomGenera
 @hookspec(firstresult=True)
 def polygrad_scatter_add(backend: str) -> "Callable[[Any, Any, Any], Any] | None":
     """Return ``scatter_add(x, key, values)``: a copy of ``x`` with ``values``
-    added at ``x[key]``, repeated indices summed.
+    added at ``x[key]``, repeated indices summed; ``x`` itself is left as it is.
 
-    Stops at the first non-None result. Indexing backward needs it. Without
-    it, polygrad's default answers: a slower scatter-add written with the
-    standard only.
+    Stops at the first non-None result. Indexing backward needs it; ``key`` is
+    a basic key (ints, slices, ``...``) or a tuple of integer arrays on the
+    leading axes, and ``values`` broadcasts to ``x[key]``'s shape. Optional:
+    without it, polygrad's default answers with a slower scatter-add written
+    with the standard only, which never writes into an array of a backend
+    whose ``BackendInfo.inplace`` is False.
 
     :param backend: the backend's name.
     """
@@ -229,9 +295,13 @@ def polygrad_owns_memory(backend: str) -> "Callable[[Any], bool] | None":
 def polygrad_kernels(backend: str) -> "dict[str, Callable[..., Any]] | None":
     """Return faster forward kernels for named ops: ``{op_name: kernel}``.
 
-    Stops at the first non-None result. A kernel takes the op's arguments
-    (arrays and parameters) without ``xp`` and must compute exactly what the
-    generic kernel computes.
+    Stops at the first non-None result. Optional, for speed only: every op
+    has a generic kernel written with the standard. A kernel takes the op's
+    arguments (arrays and parameters, as the op row's kernel does) without
+    ``xp``, and must compute exactly what the generic kernel computes (the
+    conformance suite compares both). An answer that is not a dict of
+    callables, or an exception, is a :class:`PluginWarning`; the backend then
+    runs the generic kernels.
 
     :param backend: the backend's name.
     """

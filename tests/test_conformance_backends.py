@@ -1,7 +1,9 @@
 """The conformance suite passes on every installed CPU backend: numpy, dask and
 the out-of-tree strict example (known failures allowed, with their reasons),
-and on the strict example as polygrad 0.1 shipped it. Each run is a
-subprocess, exactly as `polygrad-conformance BACKEND`."""
+on the strict example as polygrad 0.1 shipped it, and on the stand-in
+immutable backend (tests/plugins/immutable_backend.py: no scatter-add hook, no
+kernels, arrays that refuse writes). Each run is a subprocess, exactly as
+`polygrad-conformance BACKEND`."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ pytest.importorskip("polygrad_conformance")
 BACKENDS = ["numpy", "dask", "strict"]
 # The strict example as polygrad 0.1 shipped it, registered by hand (tests/legacy_plugins/README.md).
 LEGACY = ("strict_v0_1", "polygrad_strict_v0_1", Path(__file__).parent / "legacy_plugins")
+# Test plugins registered by hand: (backend, plugin module, directory to put on sys.path).
+BY_HAND = [LEGACY, ("immutable", "plugins.immutable_backend", Path(__file__).parent)]
 
 
 def _start(name, *args, env=None):
@@ -32,9 +36,9 @@ def runs():
     """The runs, started together (they are independent processes)."""
     rows = pg.backends()
     procs = {name: _start(name) for name in BACKENDS if name in rows and rows[name].usable}
-    name, module, folder = LEGACY
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder)] + [p for p in sys.path if p]))
-    procs[name] = _start(name, "--polygrad-plugin", module, env=env)
+    for name, module, folder in BY_HAND:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder)] + [p for p in sys.path if p]))
+        procs[name] = _start(name, "--polygrad-plugin", module, env=env)
     return {name: (p.communicate(timeout=600)[0], p.returncode) for name, p in procs.items()}
 
 
@@ -59,3 +63,11 @@ def test_plugin_written_for_0_1_passes_the_suite(runs):
     out, code = runs[LEGACY[0]]
     _assert_conforms(out, code)
     assert "[conformance-xfails.txt:" in out  # its known failures (the file beside it) were applied
+
+
+def test_immutable_backend_passes_the_suite_without_scatter_add_or_kernels(runs):
+    """The stand-in immutable backend (inplace=False, no scatter-add hook, no kernels) passes the suite:
+    polygrad's defaults never write into its arrays (known failures: polygrad's own setitem, listed)."""
+    out, code = runs["immutable"]
+    _assert_conforms(out, code)
+    assert "[conformance-xfails.txt:" in out

@@ -209,23 +209,31 @@ def test_unhashable_plugin_object_works(registry_state):
     assert pg.get_backend("unhashable").memory_stats() == {"used": 3}
 
 
-def test_later_plugin_declaring_a_name_wins_and_the_earlier_answers_the_rest(registry_state):
-    """Two plugins declaring one name: the later answers first, the earlier fills in (as in 0.1)."""
+def test_latest_plugin_registered_by_hand_provides_a_name_declared_twice(registry_state):
+    """Two plugins registered by hand declaring one name: the later provides it alone, with a warning naming both."""
     first, second = Declaring("twice", {"used": 1}), Guarded("twice")
     pg.register_plugin(first, name="first")
     pg.register_plugin(second, name="second")
-    b = pg.get_backend("twice")
+    with pytest.warns(hookspecs.PluginWarning, match="'twice' is declared by plugin 'second'.*and by plugin 'first'"):
+        b = pg.get_backend("twice")
     assert b.plugin is second
-    assert b.check_usable() == (True, "") and b.memory_stats() == {"used": 1}
+    assert b.check_usable() == (True, "") and b.memory_stats() is None  # the earlier plugin is not asked
 
 
 # ---------------------------------------------------------------------------
 # polygrad's defaults: a plugin like any other, asked last
 # ---------------------------------------------------------------------------
 def test_every_default_hookimpl_is_trylast():
-    """Each hookimpl of polygrad._defaults is marked trylast, so any plugin's answer comes first."""
-    impls = [getattr(D, n) for n in dir(D) if n.startswith("polygrad_")]
-    assert impls and all(f.polygrad_impl["trylast"] for f in impls)
+    """Each hookimpl of polygrad._defaults (and its per-backend library check) is trylast, so any plugin's answer comes first."""
+    impls = [getattr(owner, n) for owner in (D, D.LibraryCheck) for n in dir(owner) if n.startswith("polygrad_")]
+    assert len(impls) > 1 and all(f.polygrad_impl["trylast"] for f in impls)
+
+
+def test_default_usability_check_finds_the_library_without_importing_it():
+    """Without a check hook, a backend is usable where importlib finds BackendInfo.module, and says why not."""
+    assert D.LibraryCheck("json").polygrad_check_usable() == (True, "")
+    ok, reason = D.LibraryCheck("no_such_lib_xyz.sub").polygrad_check_usable()
+    assert not ok and "'no_such_lib_xyz'" in reason
 
 
 def test_defaults_answer_where_the_plugin_does_not(registry_state):
@@ -261,6 +269,12 @@ def test_default_scatter_add_adds_at_a_basic_key():
     got = D.scatter_add(x, slice(0, 2), 1.0)
     np.testing.assert_array_equal(got, [1.0, 1.0, 0.0])
     assert not x.any()
+
+
+def test_default_scatter_add_takes_an_int_beside_an_integer_array():
+    """The standard-only scatter-add takes (integer array, int), as the conformance suite's scatter-add test does."""
+    got = D.scatter_add(np.zeros((3, 2)), (np.array([0, 2, 0]), 1), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(got, [[0.0, 4.0], [0.0, 0.0], [0.0, 2.0]])
 
 
 def test_default_scatter_add_names_the_backend_for_a_key_it_cannot_take():

@@ -35,8 +35,10 @@ class BackendLike(Protocol):
     #: Arrays are computed only on request: their repr shows no values, compiled
     #: functions materialize their results.
     lazy: bool
-    #: Arrays take ``x[key] = v``: in-place ops write into them, getitem backward
-    #: and batch normalization's running statistics rely on it.
+    #: Arrays take ``x[key] = v``: in-place ops write into them, and getitem backward
+    #: and batch normalization's running statistics write into fresh arrays. False
+    #: (jax): polygrad writes into none of them (in-place ops rebind the Variable,
+    #: the default scatter-add builds its result functionally).
     inplace: bool
     #: A slot the op table fills with its ops over this backend's raw arrays.
     raw_ops: Any

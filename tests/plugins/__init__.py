@@ -1,0 +1,1 @@
+"""Stand-in backend plugins for the tests: faithful in what they model, small in what they are."""

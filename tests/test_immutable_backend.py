@@ -1,0 +1,83 @@
+"""A backend whose arrays refuse writes (as jax's), declared ``inplace=False`` and
+without a scatter-add hook: polygrad's standard-only scatter-add and indexing
+backward work on it without writing into any of its arrays
+(tests/plugins/immutable_backend.py is the stand-in)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad._defaults as D
+from plugins import immutable_backend
+from registry_state import registry_state  # noqa: F401 (a fixture)
+
+X = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+@pytest.fixture
+def immutable(registry_state):
+    """The stand-in immutable backend, registered by hand for one test."""
+    pg.register_plugin(immutable_backend, name="immutable-plugin")
+    return pg.get_backend(immutable_backend.NAME)
+
+
+def _frozen(data):
+    """A raw array of the stand-in backend."""
+    return immutable_backend.xp.asarray(data)
+
+
+def test_stand_in_arrays_refuse_writes_even_on_a_copy(immutable):
+    """The stand-in is faithful: x[key] = v raises, on a copy too; it declares inplace=False and no scatter-add hook."""
+    copy = immutable.xp.asarray(_frozen(X), copy=True)
+    with pytest.raises(TypeError, match="immutable"):
+        copy[0, 0] = 1.0
+    assert immutable.inplace is False and immutable.scatter_add.__func__ is type(immutable).scatter_add
+    assert immutable._hook.polygrad_scatter_add(backend=immutable.name) is D.scatter_add
+
+
+@pytest.mark.parametrize("key", [
+    (0, slice(None)), (slice(None), slice(None, None, -2)), (Ellipsis, 1), (None, 1, slice(1, 3)),
+], ids=["int_row", "negative_step", "ellipsis", "new_axis"])
+def test_default_scatter_add_at_a_basic_key_writes_nothing(immutable, key):
+    """The standard-only scatter-add adds 2 at a basic key on the immutable backend and leaves x as it was."""
+    x = _frozen(np.ones((2, 3)).tolist())
+    got = D.scatter_add(x, key, 2.0)
+    expected = np.ones((2, 3))
+    expected[key] += 2.0
+    assert type(got) is immutable_backend.FrozenArray
+    np.testing.assert_array_equal(np.asarray(got), expected)
+    np.testing.assert_array_equal(np.asarray(x), np.ones((2, 3)))
+
+
+def test_default_scatter_add_sums_repeated_integer_indices_without_writes(immutable):
+    """The standard-only scatter-add sums repeated integer indices on the immutable backend."""
+    got = D.scatter_add(_frozen([0.0, 0.0, 0.0]), (immutable.xp.asarray([0, 0, 2]),), _frozen([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(np.asarray(got), [3.0, 0.0, 3.0])
+
+
+@pytest.mark.parametrize("key", [
+    (slice(0, 1), slice(None, None, 2)), (1, Ellipsis), (None, slice(None), -1),
+], ids=["slices", "int_ellipsis", "new_axis"])
+def test_getitem_backward_at_a_basic_key(immutable, key):
+    """getitem backward at a basic key on the immutable backend gives numpy's gradient."""
+    x = pg.Variable(_frozen(X))
+    pg.sum(x[key] * 3.0).backward()
+    expected = np.zeros((2, 3))
+    expected[key[1:] if key[0] is None else key] = 3.0
+    np.testing.assert_array_equal(np.asarray(x.grad), expected)
+
+
+def test_getitem_backward_with_repeated_integer_indices(immutable):
+    """getitem backward with a repeated integer array on the immutable backend counts the repeats."""
+    x = pg.Variable(_frozen(X))
+    pg.sum(x[immutable.xp.asarray([0, 0, 1]), 2] * 2.0).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), [[0.0, 0.0, 4.0], [0.0, 0.0, 2.0]])
+
+
+def test_take_backward(immutable):
+    """take's backward (a scatter-add on the leading axis) works on the immutable backend."""
+    x = pg.Variable(_frozen(X))
+    pg.sum(pg.take(x, immutable.xp.asarray([2, 2, 0]), axis=1)).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), [[1.0, 0.0, 2.0], [1.0, 0.0, 2.0]])
