@@ -1,10 +1,22 @@
 """Function: the class users subclass to define an operation and its derivative.
 
-Subclasses implement ``forward(inputs)`` and ``backward(inputs, grad_outputs)``
-on tuples of arrays (or ``forward_cpu`` / ``forward_gpu`` and ``backward_cpu`` /
-``backward_gpu``, chosen by the backend's device kind). ``self.xp`` is the
-inputs' Array API namespace while they run. A missing backward means the
-function is not differentiable (its inputs get None gradients).
+Two conventions, told apart by the methods' signatures:
+
+* Chainer's: ``forward(inputs)`` and ``backward(inputs, grad_outputs)`` on tuples
+  of arrays (or ``forward_cpu`` / ``forward_gpu`` and ``backward_cpu`` /
+  ``backward_gpu``, chosen by the backend's device kind), returning tuples;
+* PyTorch 0.x's: ``forward(*inputs)`` and ``backward(*grad_outputs)`` on the
+  arrays themselves, each returning one array or a tuple; what backward needs
+  comes from ``save_for_backward`` / ``saved_tensors``.
+
+A subclass whose ``forward`` takes the inputs unpacked or starred, or whose
+``backward`` takes only output gradients, is PyTorch-style; one taking
+``forward(self, inputs)`` and ``backward(self, inputs, grad_outputs)`` is
+Chainer-style. The one shape both share (one input, two outputs:
+``forward(self, x)``, ``backward(self, g1, g2)``) reads as Chainer's: say
+``style = "pytorch"`` in the class to choose. ``self.xp`` is the inputs' Array
+API namespace while the methods run. A missing backward means the function is
+not differentiable (its inputs get None gradients).
 
 Applying a Function builds this graph (Chainer's picture)::
 
@@ -32,6 +44,7 @@ array([6.])
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from typing import Any
 
@@ -68,8 +81,52 @@ class _FunctionRow:
 _ROW = _FunctionRow()
 
 
+class _Inputs(tuple):
+    """The tuple a Chainer-style forward receives: unpack it (``x, = inputs``). Arithmetic on
+    it is a PyTorch-style forward misread, and says so instead of repeating the tuple."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any) -> Any:
+        raise TypeError(
+            "polygrad: this Function's forward received the tuple of its input arrays (Chainer's "
+            "forward(self, inputs)) and computed with the tuple itself. Unpack it (x, = inputs), or, for "
+            "PyTorch's forward(self, x), give it backward(self, grad_output) or set style = 'pytorch' in the class."
+        )
+
+    __mul__ = __rmul__ = __add__ = __radd__ = __neg__ = _refuse
+
+
+def _style(cls: type) -> str:
+    """"pytorch" or "chainer", read from the signatures of ``forward`` and ``backward``."""
+    if cls.forward is Function.forward:  # forward_cpu / forward_gpu: Chainer's
+        return "chainer"
+    f_count, f_star = _positional(cls.forward)
+    b_count, b_star = _positional(cls.backward) if cls.backward is not Function.backward else (None, False)
+    if f_star or b_star or f_count != 1 or b_count == 1:
+        return "pytorch"
+    return "chainer"
+
+
+def _positional(method: Any) -> tuple[int, bool]:
+    """How many positional parameters ``method`` takes after ``self``, and whether it takes ``*args``."""
+    params = list(inspect.signature(method).parameters.values())[1:]
+    count = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    return count, any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
 class Function(Node):
     """Function on variables with backpropagation ability (see the module docstring)."""
+
+    #: "chainer" or "pytorch": the calling convention of forward and backward (None: from their signatures)
+    style: str | None = None
+    _style = "chainer"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.style not in (None, "chainer", "pytorch"):
+            raise ValueError(f"polygrad: {cls.__name__}.style must be 'chainer' or 'pytorch', not {cls.style!r}")
+        cls._style = cls.style or _style(cls)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Function":
         # Fields exist before __init__ runs: subclasses need not call Function.__init__.
@@ -79,7 +136,7 @@ class Function(Node):
         d["_applied"] = False
         d["_backend"] = None
         d["_record"] = False
-        d["needs_input_grad"] = ()
+        d["_needs_input_grad"] = ()
         d["_retained_inputs"] = None  # None: keep all
         d["_retained_outputs"] = ()
         d["_retain_after_backward"] = False
@@ -92,6 +149,10 @@ class Function(Node):
         d["_in_saved"] = ()
         d["_out_saved"] = ()
         d["_in_meta"] = ()
+        d["_out_meta"] = ()
+        d["_in_forward"] = False
+        d["_declared"] = set()  # the mark_* / save_for_backward / retain_* calls made in this forward
+        d["_wrapped"] = ()  # inputs given as raw arrays
         return self
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
@@ -108,6 +169,7 @@ class Function(Node):
         if not inputs:
             raise TypeError(f"polygrad: {self.label} needs at least one input")
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
+        self._wrapped = tuple(not isinstance(x, Variable) for x in inputs)
         if type(self).check_type_forward is not Function.check_type_forward:
             from polygrad.core.type_check import TypeInfoTuple  # loaded only by Functions that check
 
@@ -122,17 +184,50 @@ class Function(Node):
         self.xp = backend.xp
         self._backend = backend
         self._record = record
-        self.needs_input_grad = tuple(e is not None for e in edges) if record else (False,) * len(edges)
+        self._needs_input_grad = tuple(e is not None for e in edges) if record else (False,) * len(edges)
         return self._run_forward
 
     def _run_forward(self, *in_data: Any) -> tuple:
-        outputs = self.forward(in_data)
-        if not isinstance(outputs, tuple):
-            raise TypeError(
-                f"polygrad: {self.label}.forward must return a tuple of arrays, got {type(outputs).__name__}; "
-                f"write `return y,` for one output"
-            )
+        self._declared = set()
+        self._in_forward = True
+        try:
+            if self._style == "pytorch":
+                outputs = self.forward(*in_data)
+                if not isinstance(outputs, tuple):
+                    outputs = (outputs,)
+            else:
+                outputs = self.forward(_Inputs(in_data))
+                if not isinstance(outputs, tuple):
+                    raise TypeError(
+                        f"polygrad: {self.label}.forward must return a tuple of arrays, got {type(outputs).__name__}; "
+                        f"write `return y,` for one output"
+                    )
+        finally:
+            self._in_forward = False
+        for k, y in enumerate(outputs):
+            if not hasattr(y, "shape") or not hasattr(y, "dtype"):
+                raise TypeError(f"polygrad: {self.label}.forward returned {type(y).__name__} as output {k}, not an array")
+        self._check_declarations(in_data, outputs)
         return outputs
+
+    def _check_declarations(self, in_data: tuple, outputs: tuple) -> None:
+        """What mark_dirty, mark_non_differentiable and mark_shared_storage were given must be
+        forward's inputs, outputs and (input, output) pairs."""
+        def among(a: Any, arrays: tuple) -> bool:
+            return any(a is b for b in arrays)
+
+        for a in self._dirty:
+            if not among(a, in_data):
+                raise ValueError(f"polygrad: {self.label}.mark_dirty was given an array that is not an input of forward")
+        for a in self._non_differentiable:
+            if not among(a, outputs):
+                raise ValueError(
+                    f"polygrad: {self.label}.mark_non_differentiable was given an array that forward did not return")
+        for pair in self._shared_storage:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and among(pair[0], in_data) and among(pair[1], outputs)):
+                raise ValueError(
+                    f"polygrad: {self.label}.mark_shared_storage takes (input, output) pairs of forward's arrays, "
+                    f"got {type(pair).__name__}")
 
     def _link_outputs(self, outputs: tuple, in_vars: tuple, record: bool, volatile: bool) -> tuple:
         """Output Variables: a dirty input returned is that input (its version bumped), an
@@ -162,7 +257,10 @@ class Function(Node):
             ob = next((v for v in out_vars if v._data is b), None)
             if ia is not None and ob is not None:
                 ob._vbox = ia._vbox
-        self._input_refs = tuple(weakref.ref(v) for v in in_vars)
+        keep = self._retained_inputs
+        # Inputs given as raw arrays have no other holder: keep their Variables while their data is kept.
+        self._input_refs = tuple((lambda v=v: v) if wrapped and (keep is None or i in keep) else weakref.ref(v)
+                                 for i, (v, wrapped) in enumerate(zip(in_vars, self._wrapped)))
         self._applied = True
         return tuple(out_vars)
 
@@ -176,6 +274,7 @@ class Function(Node):
         self._out_saved = tuple((v._data, v._vbox, v._vbox.n) if i in self._retained_outputs else None
                                 for i, v in enumerate(out_vars))
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
+        self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -216,31 +315,44 @@ class Function(Node):
     def backward_gpu(self, inputs: tuple, grad_outputs: tuple) -> tuple:
         return (None,) * len(inputs)
 
-    # -- calls from inside forward ------------------------------------------------
+    # -- calls from inside forward (each at most once) ---------------------------------
+    def _declare(self, what: str) -> None:
+        if not self._in_forward:
+            raise RuntimeError(f"polygrad: {self.label}.{what} may only be called inside forward")
+        if what in self._declared:
+            raise RuntimeError(f"polygrad: {self.label}.{what} may be called at most once per forward")
+        self._declared.add(what)
+
     def retain_inputs(self, indexes: Any) -> None:
         """Keep only these inputs' arrays for backward (default: all are kept)."""
+        self._declare("retain_inputs")
         self._retained_inputs = frozenset(indexes)
 
     def retain_outputs(self, indexes: Any, retain_after_backward: bool = False) -> None:
         """Keep these outputs' arrays for backward; they appear in ``output_data``."""
+        self._declare("retain_outputs")
         self._retained_outputs = frozenset(indexes)
         self._retain_after_backward = retain_after_backward
 
     def save_for_backward(self, *arrays: Any) -> None:
-        """Save arrays (inputs, outputs or others) for backward; read them from ``saved_tensors``."""
+        """Save arrays (inputs, outputs or others; None allowed) for backward; read them from ``saved_tensors``."""
+        self._declare("save_for_backward")
         self._to_save = arrays
 
     def mark_dirty(self, *arrays: Any) -> None:
         """Declare input arrays that forward modified in place (return them as outputs)."""
+        self._declare("mark_dirty")
         self._dirty = arrays
 
     def mark_non_differentiable(self, *arrays: Any) -> None:
         """Declare outputs that are not differentiable (their gradients are always None)."""
+        self._declare("mark_non_differentiable")
         self._non_differentiable = arrays
 
     def mark_shared_storage(self, *pairs: Any) -> None:
         """Declare ``(input, output)`` array pairs that share memory (views), so an
         in-place change of the output counts as a change of the input."""
+        self._declare("mark_shared_storage")
         self._shared_storage = pairs
 
     # -- attributes ---------------------------------------------------------------
@@ -253,6 +365,8 @@ class Function(Node):
     def output_data(self) -> tuple:
         """Arrays of the outputs kept by ``retain_outputs`` (None for the others)."""
         return tuple(None if s is None else self._check(s, f"output {i}") for i, s in enumerate(self._out_saved))
+
+    output_arrays = output_data
 
     @property
     def saved_tensors(self) -> tuple:
@@ -271,22 +385,18 @@ class Function(Node):
         return self._backend
 
     @property
-    def num_inputs(self) -> int:
-        return len(self._input_refs)
+    def needs_input_grad(self) -> tuple:
+        """Per input, whether backward computes its gradient (PyTorch 0.x)."""
+        return self._needs_input_grad
 
     @property
-    def num_outputs(self) -> int:
-        return len(self.outputs)
+    def num_inputs(self) -> int:
+        return len(self._input_refs)
 
     @property
     def requires_grad(self) -> bool:
         """Whether backward will be called for this application."""
         return self._record
-
-    @property
-    def previous_functions(self) -> tuple:
-        """Per input: ``(creator, output index)``, or ``(leaf variable, 0)``, or None."""
-        return tuple(None if e is None else (e[1], 0) if e[0] is None else e for e in self.edges)
 
     # -- engine interface -----------------------------------------------------------
     def _check(self, saved: tuple, what: str) -> Any:
@@ -305,7 +415,13 @@ class Function(Node):
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
-        gxs = self.backward(in_data, gys)
+        if self._style == "pytorch":  # gradients unpacked; an output that got none gets zeros
+            gys = tuple(xp.zeros(shape, dtype=dtype) if g is None else g for g, (shape, dtype) in zip(gys, self._out_meta))
+            gxs = self.backward(*gys)
+            if not isinstance(gxs, tuple):
+                gxs = (gxs,)
+        else:
+            gxs = self.backward(in_data, gys)
         if not isinstance(gxs, tuple):
             if gxs is None:
                 gxs = (None,) * len(self.edges)
@@ -348,7 +464,7 @@ class Function(Node):
         new = type(self).__new__(type(self))
         d = {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k in ("_retained_inputs",)}
         d.pop("xp", None)
-        d.pop("needs_input_grad", None)
+        d.pop("_needs_input_grad", None)
         new.__dict__.update(d)
         if self._local_hooks:
             new._local_hooks = type(self._local_hooks)(self._local_hooks)

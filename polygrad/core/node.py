@@ -133,6 +133,54 @@ class Node:
         """Short text that names the function (its class name by default)."""
         return type(self).__name__
 
+    # -- walking the graph (Chainer's and PyTorch 0.x's attributes, on every kind of node) --------
+    @property
+    def inputs(self) -> tuple:
+        """The input Variables this node still knows: a leaf, or the live output of the input's creator
+        (None for an input that needs no gradient, or whose Variable is gone)."""
+        out = []
+        for edge in self.edges:
+            if edge is None:
+                out.append(None)
+            elif edge[0] is None:
+                out.append(edge[1])
+            else:
+                out.append(edge[0].outputs[edge[1]]())
+        return tuple(out)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.edges)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        """Per input, whether backward computes its gradient."""
+        return tuple(e is not None for e in self.edges)
+
+    @property
+    def previous_functions(self) -> tuple:
+        """Per input: ``(creator, output index)``, or ``(leaf variable, 0)``, or None (PyTorch 0.x)."""
+        return tuple(None if e is None else (e[1], 0) if e[0] is None else e for e in self.edges)
+
+    @property
+    def rank(self) -> int:
+        """Chainer's rank: 0 for a node fed by leaves only, else one more than its inputs' creators'."""
+        ranks: dict = {}
+        stack = [self]
+        while stack:
+            n = stack[-1]
+            todo = [e[0] for e in n.edges if e is not None and e[0] is not None and e[0] not in ranks]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            ranks[n] = max((ranks[e[0]] + 1 for e in n.edges if e is not None and e[0] is not None), default=0)
+        return ranks[self]
+
     @property
     def local_function_hooks(self) -> "OrderedDict[str, Any]":
         """The hooks registered on this function with :meth:`add_hook`, by name."""
@@ -157,10 +205,13 @@ class Node:
         hooks.pop(name).deleted(self)
 
     def unchain(self) -> None:
-        """Purge this node's input edges (and saved arrays) from the graph.
-
-        Backprop then stops at this node; its outputs keep it as creator.
-        """
+        """Purge this node from the graph (Chainer's ``unchain``): its outputs become roots
+        (no creator; they keep requiring grad), its inputs and saved arrays are forgotten."""
+        for ref in self.outputs:
+            v = ref()
+            if v is not None and v._node is self:
+                v._node = None
+                v._index = 0
         self.edges = ()
         self._release()
 
