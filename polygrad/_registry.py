@@ -53,6 +53,7 @@ class Backend:
 
     #: pg.grad differentiates arrays of this backend with the engine (no override).
     grad: Callable[..., list] | None = None
+    mixing_advice: str | None = None
 
     def __init__(self, info: BackendInfo, hook: Any, plugin: Any = None, origin: str = ""):
         self.info = info

@@ -274,3 +274,12 @@ def test_variable_of_a_python_number_is_refused_with_the_fix():
     """pg.Variable(3.0) says to make an array with pg.asarray."""
     with pytest.raises(TypeError, match=r"pg.asarray"):
         pg.Variable(3.0)
+
+
+def test_mixing_an_eager_array_into_a_symbolic_graph_advises_a_shared_variable():
+    """v * np.ones(3) on a symbolic v says to use pg.shared, not pg.to_backend(x, 'symbolic') (U3)."""
+    from polygrad import symbolic as T
+
+    with pytest.raises(TypeError, match=r"pg\.shared") as err:
+        T.vector("v") * np.ones(3)
+    assert "to_backend" not in str(err.value)

@@ -81,3 +81,14 @@ def test_take_backward(immutable):
     x = pg.Variable(_frozen(X))
     pg.sum(pg.take(x, immutable.xp.asarray([2, 2, 0]), axis=1)).backward()
     np.testing.assert_array_equal(np.asarray(x.grad), [[1.0, 0.0, 2.0], [1.0, 0.0, 2.0]])
+
+
+def test_item_assignment_on_a_variable_builds_the_result_without_writes(immutable):
+    """x[key] = v on a Variable of an immutable backend: no array is written; values and gradients right."""
+    x = pg.Variable(_frozen([1.0, 2.0, 3.0, 4.0]))
+    h = x * 2
+    h[1:3] = 0.0
+    h[immutable.xp.asarray([0])] = 10.0
+    np.testing.assert_array_equal(np.asarray(h.data), [10.0, 0.0, 0.0, 8.0])
+    pg.sum(h * h).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), [0.0, 0.0, 0.0, 32.0])

@@ -44,8 +44,12 @@ class BackendLike(Protocol):
     raw_ops: Any
     #: None, or an override of ``pg.grad`` for this backend's arrays (the
     #: symbolic pseudo-backend builds gradient expressions):
-    #: ``grad(outputs, inputs, grad_outputs) -> list``.
-    grad: Callable[[tuple, tuple, tuple], list] | None
+    #: ``grad(outputs, inputs, grad_outputs, *, allow_unused) -> list``.
+    grad: Callable[..., list] | None
+    #: None, or what to do with an array of another backend given to a function with
+    #: this backend's (the symbolic one says: make it a shared variable); the default
+    #: advice is to move the array with ``pg.to_backend``.
+    mixing_advice: str | None
 
     @property
     def xp(self) -> Any:
@@ -196,9 +200,10 @@ def describe(a: Any) -> str:
 
 def mixed_backends_error(label: str, args: Any, b1: Any, b2: Any) -> TypeError:
     """The one error for arrays of two backends given to one function."""
+    advice = b1.mixing_advice or b2.mixing_advice or f"move one with pg.to_backend(x, {b1.name!r})"
     return TypeError(
         f"polygrad: {label} got arrays of two backends, {b1.name!r} and {b2.name!r} "
-        f"({'; '.join(describe(a) for a in args if a is not None)}); move one with pg.to_backend(x, {b1.name!r})"
+        f"({'; '.join(describe(a) for a in args if a is not None)}); {advice}"
     )
 
 

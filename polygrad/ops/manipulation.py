@@ -406,9 +406,22 @@ def getitem_grad(g, key, shape):
 
 
 def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
-    out = xp.asarray(x, copy=True)
-    out[key] = v
-    return out
+    """A copy of ``x`` with ``v`` at ``[key]``: written into the copy where arrays take writes,
+    else built (``v`` scattered into zeros, chosen where the key reaches): no array of a backend
+    declared ``inplace=False`` is ever written. (There, repeated indices must carry equal values:
+    their mean is taken, where numpy keeps the last.)"""
+    if backend_of_type(type(x)).inplace:
+        out = xp.asarray(x, copy=True)
+        out[key] = v
+        return out
+    part = x[key]
+    if is_array(v):
+        v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape))
+    else:
+        v = xp.full(tuple(part.shape), v, dtype=x.dtype)
+    placed = _getitem_grad_kernel(xp, v, key, tuple(x.shape))
+    hits = _getitem_grad_kernel(xp, xp.ones_like(part), key, tuple(x.shape))
+    return xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
 
 
 SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
