@@ -24,7 +24,7 @@ from polygrad.core import (
     test_mode, using_config,
 )
 from polygrad.core import type_check
-from polygrad.hookspecs import hookimpl
+from polygrad.hookspecs import PluginWarning, hookimpl
 from polygrad.array_api import *  # noqa: F403  (the standard's functions, linalg, fft and constants)
 from polygrad.ops import transpose
 from polygrad import distributions, functions, function_hooks, links
@@ -51,7 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Variable", "backward", "build_computational_graph", "computational_graph", "optimizers", "optimizer_hooks",
     "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "inplace_policy", "no_backprop_mode", "force_backprop_mode",
-    "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "type_check", "functions", "function_hooks", "links",
+    "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "PluginWarning", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend", "transpose",
 ]
