@@ -26,6 +26,7 @@ from polygrad.core import (
 from polygrad.core import type_check
 from polygrad.hookspecs import PluginWarning, hookimpl
 from polygrad.array_api import *  # noqa: F403  (the standard's functions, linalg, fft and constants)
+from polygrad import variable_methods  # noqa: F401  (installs PyTorch's tensor methods and Chainer's device moves)
 from polygrad.ops import transpose
 from polygrad import distributions, functions, function_hooks, links
 from polygrad.core.engine import backward_all as backward

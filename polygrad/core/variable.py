@@ -90,6 +90,19 @@ def dtype_kind(dtype: Any, backend: Any) -> str:
 _KINDS: dict = {}
 
 
+class _Size(int):
+    """The element count, an int that PyTorch 0.x code may also call: ``x.size()`` is the
+    shape, ``x.size(dim)`` the length of one axis."""
+
+    def __new__(cls, n: int, shape: tuple) -> "_Size":
+        self = super().__new__(cls, n)
+        self._shape = tuple(shape)
+        return self
+
+    def __call__(self, dim: int | None = None) -> Any:
+        return self._shape if dim is None else self._shape[dim]
+
+
 def _size(shape: tuple) -> int | None:
     """The number of elements of ``shape``; None when a dimension is unknown (the standard allows None)."""
     n = 1
@@ -165,7 +178,7 @@ class Variable:
         and boolean data, which cannot require grad (as in PyTorch).
     :param name: a name shown in reprs, graphs and compiled functions.
     :param volatile: if True, functions applied to it build no graph (the
-        PyTorch 0.x / Chainer v1 inference flag).
+        PyTorch 0.x / Chainer v1 inference flag; Chainer v1 passes it second).
 
     >>> import polygrad as pg
     >>> x = pg.Variable(pg.asarray([1.0, 2.0, 3.0]))
@@ -179,8 +192,8 @@ class Variable:
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
     __array_priority__ = 200
 
-    def __init__(self, data: Any = None, *, requires_grad: bool | None = None, name: str | None = None,
-                 volatile: bool = False) -> None:
+    def __init__(self, data: Any = None, volatile: bool = False, *, requires_grad: bool | None = None,
+                 name: str | None = None) -> None:
         box = None
         if isinstance(data, Variable):
             if data._node is not None:
@@ -302,6 +315,18 @@ class Variable:
         self.set_creator(node)
 
     @property
+    def node(self) -> "Variable":
+        """Chainer v2's graph-side node of this variable (``x.node < f < y.node``): polygrad keeps
+        one object for both sides, so it is the variable itself, with ``creator``, ``data``,
+        ``grad``, ``name`` and ``rank``."""
+        return self
+
+    @property
+    def rank(self) -> int:
+        """Chainer's rank: 0 for a leaf, one more than its creator's rank otherwise."""
+        return 0 if self._node is None else self._node.rank + 1
+
+    @property
     def is_leaf(self) -> bool:
         return self._node is None
 
@@ -357,8 +382,10 @@ class Variable:
 
     @property
     def size(self) -> int | None:
-        """The number of elements (None when a dimension is unknown)."""
-        return _size(self._data.shape)
+        """The number of elements, an ``int`` (None when a dimension is unknown), as in the standard
+        and Chainer; called, as PyTorch's ``x.size()`` / ``x.size(dim)``, the shape / one length."""
+        n = _size(self._data.shape)
+        return None if n is None else _Size(n, self._data.shape)
 
     @property
     def version(self) -> int:

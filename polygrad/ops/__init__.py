@@ -53,18 +53,6 @@ def _setitem(self, key, value):
     self._assign_inplace(manipulation.setitem(self, key, value), "x[key] = value")
 
 
-def _reshape_method(self, *shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return manipulation.reshape(self, shape)
-
-
-def _transpose_method(self, *axes):
-    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = tuple(axes[0])
-    return manipulation.transpose(self, axes or None)
-
-
 def _reflected(fn):
     def method(self, other):
         return fn(other, self)
@@ -87,8 +75,6 @@ _OPERATORS = {
     "__neg__": E.negative, "__pos__": E.positive, "__abs__": E.abs, "__invert__": E.bitwise_invert,
     "__getitem__": manipulation.getitem,
     "__setitem__": _setitem,
-    "reshape": _reshape_method,
-    "transpose": _transpose_method,
     "T": property(manipulation.transpose),
     "mT": property(manipulation.matrix_transpose),
 }

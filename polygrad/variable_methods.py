@@ -1,0 +1,273 @@
+"""The methods of Variable that are written with ops or backends, installed on the class
+(the core knows no op by name): PyTorch 0.x's tensor methods and Chainer's device moves.
+
+One table, ``METHODS``: each entry is a plain function of the Variable. Where the
+two seeds disagree on a name, the Array API standard and Chainer win and the
+PyTorch spelling either has another name or refuses loudly (see docs/migration.md):
+
+* ``x.size`` is the number of elements (an ``int``, as in the standard and
+  Chainer); called, ``x.size()`` / ``x.size(dim)`` give PyTorch's shape / length;
+* ``x.transpose(*axes)`` permutes all axes (Chainer); PyTorch's
+  ``transpose(dim0, dim1)`` is ``x.swapaxes(dim0, dim1)``, and ``x.transpose(0, 1)``
+  on a matrix, which would mean "nothing" to Chainer and "swap" to PyTorch, raises;
+* ``x.repeat(*sizes)`` tiles (PyTorch); the standard's element repeat is
+  ``pg.repeat(x, n)``;
+* ``x.max(dim)`` / ``x.min(dim)`` return ``(values, indices)`` (PyTorch);
+  ``x.max()`` the largest element;
+* ``x.std()`` / ``x.var()`` are unbiased by default (PyTorch); ``pg.std`` is not
+  (the standard).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polygrad import ops
+from polygrad.backends import get_backend, to_backend
+from polygrad.core.dispatch import backend_of_type
+from polygrad.core.variable import Variable
+
+
+def get_backend_of(a: Any) -> Any:
+    return backend_of_type(type(a))
+
+__all__ = ["METHODS", "install"]
+
+
+def _axis(dim: Any) -> Any:
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+def _shape(sizes: tuple) -> tuple:
+    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+
+
+# -- reductions (PyTorch 0.x: dim, keepdim) --------------------------------------
+def _sum(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    return ops.sum(x, axis=_axis(dim), keepdims=keepdim)
+
+
+def _mean(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    return ops.mean(x, axis=_axis(dim), keepdims=keepdim)
+
+
+def _prod(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    return ops.prod(x, axis=_axis(dim), keepdims=keepdim)
+
+
+def _extreme(values: Any, indices: Any) -> Any:
+    def method(x: Variable, dim: Any = None, keepdim: bool = False) -> Any:
+        if dim is None:
+            return values(x)
+        return values(x, axis=dim, keepdims=keepdim), indices(x, axis=dim, keepdims=keepdim)
+
+    return method
+
+
+def _var(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
+    return ops.var(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
+
+
+def _std(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
+    return ops.std(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
+
+
+def _norm(x: Variable, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Variable:
+    return ops.linalg.vector_norm(x, ord=p, axis=_axis(dim), keepdims=keepdim)
+
+
+# -- shapes ----------------------------------------------------------------------------
+def _view(x: Variable, *shape: Any) -> Variable:
+    return ops.reshape(x, _shape(shape))
+
+
+def _unsqueeze(x: Variable, dim: int) -> Variable:
+    return ops.expand_dims(x, axis=dim)
+
+
+def _squeeze(x: Variable, dim: Any = None) -> Variable:
+    if dim is None:
+        dim = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    return ops.squeeze(x, axis=dim)
+
+
+def _expand(x: Variable, *sizes: Any) -> Variable:
+    sizes = _shape(sizes)
+    lead = len(sizes) - x.ndim
+    return ops.broadcast_to(x, tuple(x.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)))
+
+
+def _t(x: Variable) -> Variable:
+    if x.ndim > 2:
+        raise ValueError(f"polygrad: t() transposes a matrix or vector; {x._describe()} has {x.ndim} dimensions")
+    return ops.reverse_dims(x) if x.ndim == 2 else x
+
+
+def _transpose(x: Variable, *axes: Any) -> Variable:
+    axes = _shape(axes)
+    if len(axes) == 2 and axes == (0, 1):
+        raise ValueError(
+            "polygrad: x.transpose(0, 1) is ambiguous: Chainer's transpose(*axes) permutes (here: changes nothing), "
+            "PyTorch's transpose(dim0, dim1) swaps; write x.T or x.swapaxes(0, 1) to swap, or nothing to keep x"
+        )
+    return ops.transpose(x, axes or None)
+
+
+def _swapaxes(x: Variable, dim0: int, dim1: int) -> Variable:
+    order = list(range(x.ndim))
+    order[dim0], order[dim1] = order[dim1], order[dim0]
+    return ops.permute_dims(x, tuple(order))
+
+
+def _permute(x: Variable, *dims: Any) -> Variable:
+    return ops.permute_dims(x, _shape(dims))
+
+
+def _repeat(x: Variable, *sizes: Any) -> Variable:
+    return ops.tile(x, _shape(sizes))
+
+
+# -- values and copies --------------------------------------------------------------------
+def _numpy(x: Variable) -> Any:
+    """The data as a numpy array (PyTorch's ``numpy()``; shares memory on the numpy backend)."""
+    return to_backend(x.data, "numpy")
+
+
+def _scalar(a: Any) -> Any:
+    """The Python number of a one-element array, by the standard's kind of its dtype."""
+    xp = get_backend_of(a).xp
+    a = xp.reshape(a, ())
+    for kind, convert in (("bool", bool), ("integral", int), ("real floating", float)):
+        if xp.isdtype(a.dtype, kind):
+            return convert(a)
+    return complex(a)
+
+
+def _item(x: Variable) -> Any:
+    if x.size != 1:
+        raise ValueError(f"polygrad: item() needs one element; {x._describe()} has {int(x.size)}")
+    return _scalar(x.data)
+
+
+def _tolist(x: Variable) -> Any:
+    def walk(a: Any) -> Any:
+        return _scalar(a) if a.ndim == 0 else [walk(a[i, ...]) for i in range(a.shape[0])]
+
+    return walk(x.data)
+
+
+def _astype(name: str) -> Any:
+    def method(x: Variable) -> Variable:
+        return ops.astype(x, getattr(x.xp, name))
+
+    method.__name__ = name
+    return method
+
+
+def _clone(x: Variable) -> Variable:
+    return ops.asarray(x, copy=True)
+
+
+# -- in place (PyTorch's trailing underscore) ---------------------------------------------
+def _in_place(fn: Any, text: str) -> Any:
+    def method(x: Variable, *args: Any, **kwargs: Any) -> Variable:
+        x._check_inplace(text)
+        return x._assign_inplace(fn(x, *args, **kwargs), text)
+
+    return method
+
+
+def _fill(x: Variable, value: Any) -> Variable:
+    return ops.full_like(x, value)
+
+
+def _clamp(x: Variable, min: Any = None, max: Any = None) -> Variable:
+    return ops.clip(x, min, max)
+
+
+# -- devices (Chainer's to_cpu / to_gpu, PyTorch's cpu / cuda) --------------------------------
+def _backend_of_device(device: str) -> Any:
+    """The usable backend of highest priority on ``device`` that computes eagerly."""
+    from polygrad.backends import backends
+
+    candidates = [get_backend(n) for n, s in backends().items() if s.usable and s.device == device and not s.lazy]
+    if not candidates:
+        raise RuntimeError(f"polygrad: no usable {device} backend is installed (pg.backends() says why)")
+    return max(candidates, key=lambda b: b.info.priority)
+
+
+def _to_device(device: str) -> Any:
+    def method(x: Variable) -> Variable:
+        """Move the data (and the gradient) to the {device} backend, in place (Chainer's to_{device})."""
+        target = _backend_of_device(device)
+        if x.backend is not target:
+            x.data = to_backend(x.data, target.name)
+            if x._grad is not None:
+                x._grad = to_backend(x.grad, target.name)
+        return x
+
+    method.__doc__ = method.__doc__.format(device=device)
+    return method
+
+
+def _moved(device: str) -> Any:
+    def method(x: Variable) -> Variable:
+        """A Variable on the {device} backend (PyTorch's cpu() / cuda()); x itself if it is there."""
+        target = _backend_of_device(device)
+        return x if x.backend is target else to_backend(x, target.name)
+
+    method.__doc__ = method.__doc__.format(device=device)
+    return method
+
+
+def _addgrad(x: Variable, other: Variable) -> None:
+    """Chainer's ``addgrad``: accumulate ``other``'s gradient into this variable's (moved to this backend)."""
+    g = other.grad
+    if g is None:
+        return
+    if other.backend is not x.backend:
+        g = to_backend(g, x.backend.name)
+    x.grad = g if x._grad is None else x.grad + g
+
+
+METHODS = {
+    # reductions
+    "sum": _sum, "mean": _mean, "prod": _prod, "var": _var, "std": _std, "norm": _norm,
+    "max": _extreme(ops.max, ops.argmax), "min": _extreme(ops.min, ops.argmin),
+    "argmax": lambda x, dim=None, keepdim=False: ops.argmax(x, axis=dim, keepdims=keepdim),
+    "argmin": lambda x, dim=None, keepdim=False: ops.argmin(x, axis=dim, keepdims=keepdim),
+    # element-wise
+    "exp": ops.exp, "log": ops.log, "sin": ops.sin, "cos": ops.cos, "tan": ops.tan, "tanh": ops.tanh,
+    "sqrt": ops.sqrt, "abs": ops.abs, "neg": ops.negative, "sign": ops.sign, "floor": ops.floor, "ceil": ops.ceil,
+    "round": ops.round, "reciprocal": ops.reciprocal, "pow": ops.pow, "clamp": _clamp,
+    "sigmoid": lambda x: ops.nn.sigmoid(x),
+    "add": ops.add, "sub": ops.subtract, "mul": ops.multiply, "div": ops.divide,
+    "dot": lambda x, y: ops.vecdot(x, y), "mm": ops.matmul, "matmul": ops.matmul,
+    # shapes
+    "view": _view, "view_as": lambda x, other: ops.reshape(x, tuple(other.shape)), "unsqueeze": _unsqueeze,
+    "squeeze": _squeeze, "expand": _expand, "expand_as": lambda x, other: ops.broadcast_to(x, tuple(other.shape)),
+    "reshape": _view, "t": _t, "transpose": _transpose, "swapaxes": _swapaxes, "permute": _permute, "repeat": _repeat,
+    "flatten": lambda x: ops.reshape(x, (-1,)), "contiguous": lambda x: x,
+    "dim": lambda x: x.ndim, "numel": lambda x: x.size, "nelement": lambda x: x.size,
+    # values, copies, dtypes
+    "numpy": _numpy, "item": _item, "tolist": _tolist, "clone": _clone,
+    "float": _astype("float32"), "double": _astype("float64"), "long": _astype("int64"), "int": _astype("int32"),
+    # in place
+    "add_": _in_place(ops.add, "add_"), "sub_": _in_place(ops.subtract, "sub_"),
+    "mul_": _in_place(ops.multiply, "mul_"), "div_": _in_place(ops.divide, "div_"),
+    "pow_": _in_place(ops.pow, "pow_"), "clamp_": _in_place(_clamp, "clamp_"),
+    "zero_": _in_place(lambda x: ops.zeros_like(x), "zero_"), "fill_": _in_place(_fill, "fill_"),
+    "neg_": _in_place(ops.negative, "neg_"), "exp_": _in_place(ops.exp, "exp_"),
+    # devices and gradients (Chainer v2, PyTorch 0.x)
+    "to_cpu": _to_device("cpu"), "to_gpu": _to_device("gpu"), "cpu": _moved("cpu"), "cuda": _moved("gpu"),
+    "addgrad": _addgrad,
+}
+
+
+def install() -> None:
+    """Put every method of ``METHODS`` on Variable."""
+    for name, fn in METHODS.items():
+        setattr(Variable, name, fn)
+
+
+install()
