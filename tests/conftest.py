@@ -1,8 +1,18 @@
-"""Shared fixtures. Registers array_api_strict as a backend through a test-only
-plugin (like a third party would), so the core's tests prove it uses only the
-Array API standard."""
+"""Shared fixtures and helpers. Registers array_api_strict as a backend through a
+test-only plugin (like a third party would), so the core's tests prove it uses
+only the Array API standard.
+
+This is not the example plugin of the conformance suite
+(``conformance/examples/polygrad-strict``, backend ``strict``), on purpose: that
+one is a template for third parties and does what the standard cannot with
+numpy (``np.add.at`` for scatter-add, numpy's random numbers). This one leaves
+both to polygrad: with no scatter-add hook every gradient through indexing takes
+the standard-only fallback, and its random numbers come from Python's.
+"""
 
 from __future__ import annotations
+
+import zlib
 
 import pytest
 
@@ -134,3 +144,51 @@ def assert_values_close(got, want, rtol=1e-7, atol=1e-10):
     g, w = to_np(got), np.asarray(want)
     assert g.shape == w.shape, f"shape {g.shape} != expected {w.shape}"
     np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def sample(xp, shape, kind="any", key=0):
+    """A float64 array (complex128 for the complex kinds) of ``shape`` with values of one of the op
+    table's kinds (``any``, ``pos``, ``nonzero``, ``distinct``, ... of polygrad_conformance.cases), fixed by ``key``."""
+    from polygrad_conformance.cases import F
+
+    seed = zlib.crc32(key.encode()) if isinstance(key, str) else key
+    return F(tuple(shape), kind).make(xp, xp.float64, seed)
+
+
+def normal(shape, seed=0):
+    """Standard normal numpy data."""
+    import numpy as np
+
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def away_from_zero(shape, seed=0):
+    """|x| in [0.3, 2] with random signs: no input sits on a kink."""
+    import numpy as np
+
+    r = np.random.default_rng(seed)
+    return r.uniform(0.3, 2.0, shape) * r.choice([-1.0, 1.0], shape)
+
+
+def distinct(shape, seed=0):
+    """Values at least 0.1 apart (no ties, so max is differentiable)."""
+    import numpy as np
+
+    n = int(np.prod(shape))
+    return (np.random.default_rng(seed).permutation(n) * 0.1 - 0.05 * n).reshape(shape)
+
+
+def ints(xp, values):
+    """An int64 array of the backend under test."""
+    import numpy as np
+
+    return xp.asarray(np.asarray(values).tolist(), dtype=xp.int64)
+
+
+def plain_signature(fn):
+    """(name, kind, default) of each parameter: annotations dropped, array_api_strict's private
+    "not given" default (astype's device, from_dlpack's) read as the standard's None."""
+    import inspect
+
+    return [(p.name, p.kind, None if type(p.default).__name__ == "Undef" else p.default)
+            for p in inspect.signature(fn).parameters.values()]

@@ -9,7 +9,8 @@ USAGE = """usage: polygrad-conformance BACKEND [PYTEST OPTIONS...]
 Run the polygrad conformance suite against the installed backend BACKEND
 (e.g. numpy, dask, cupy). Extra options go to pytest, e.g. -x, -k grad,
 --polygrad-plugin MODULE[:ATTR] (register an uninstalled plugin by hand),
---polygrad-xfails PATH. Exit status: pytest's (0 when the backend conforms).
+--polygrad-xfails PATH, --polygrad-depth (the op table's in-depth cases too).
+Exit status: pytest's (0 when the backend conforms).
 Same as: pytest --pyargs polygrad_conformance --polygrad-backend BACKEND
 """
 

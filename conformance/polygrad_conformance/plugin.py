@@ -11,6 +11,9 @@ run. With ``--polygrad-backend NAME`` (or ``POLYGRAD_BACKEND=NAME``) it:
   ``info``, ``float_dtype`` and ``tol``;
 * skips tests marked ``requires(capability)`` that the backend's
   ``BackendInfo`` rules out, with the reason;
+* runs the op table's core cases, and with ``--polygrad-depth`` its in-depth
+  cases too (more shapes, arguments and corners of polygrad's own rules,
+  which polygrad's tests run on numpy and array_api_strict);
 * applies the known-failures file beside the plugin (see ``xfails.py``) as
   ``xfail(strict=True)``: an entry that passes fails the run and is listed at
   the end; an entry matching no test is a warning.
@@ -63,6 +66,7 @@ class State:
     entries: list = dataclasses.field(default_factory=list)
     marked: dict = dataclasses.field(default_factory=dict)  # short id -> Entry
     passed_xfails: list = dataclasses.field(default_factory=list)
+    depth: bool = False  # run the op table's in-depth cases too
 
 
 # ---------------------------------------------------------------------------
@@ -78,6 +82,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="register this plugin object by hand before looking the backend up (repeatable)")
     group.addoption("--polygrad-xfails", default=None, metavar="PATH",
                     help=f"known-failures file (default: {_xfails.FILENAME} beside the backend's plugin)")
+    group.addoption("--polygrad-depth", action="store_true", default=False,
+                    help="also run the op table's in-depth cases (more shapes, arguments and corners)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -87,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("polygrad_backend") or os.environ.get("POLYGRAD_BACKEND")
     if not name:
         return
-    state = State(name=name)
+    state = State(name=name, depth=config.getoption("polygrad_depth"))
     config.stash[_STATE] = state
     _find_backend(state, config.getoption("polygrad_plugin"))
     explicit = config.getoption("polygrad_xfails")

@@ -1,5 +1,14 @@
 """Every op: forward against the backend's own namespace, both kernel paths,
-and gradients checked numerically (first and second order)."""
+and gradients checked numerically (first and second order).
+
+Each test takes its cases through the name of its argument: ``case`` (every
+case), ``grad_case`` (a gradient to check), ``grad2_case`` (a second
+derivative too), ``vjp_case`` (the vjp checked in the output gradient) and
+``kernel_case`` (an op whose kernel the backend overrides); see
+:func:`cases_for`. The table's in-depth cases run with ``--polygrad-depth``.
+polygrad's own tests run these same functions, on every case, in-process
+(``tests/test_op_cases.py``).
+"""
 
 from __future__ import annotations
 
@@ -11,19 +20,38 @@ from polygrad.ops import REGISTRY
 from polygrad.testing import check_grads
 from polygrad_conformance._util import assert_same
 from polygrad_conformance.cases import CASES, Case, by_op
+from polygrad_conformance.gradcheck import check_vjp, check_vjp_of_vjp, involves_complex
 from polygrad_conformance.plugin import state_of
 
+CASE_ARGUMENTS = ("case", "grad_case", "grad2_case", "vjp_case", "kernel_case")
 
-def _marks(c: Case) -> list:
-    return [pytest.mark.requires(*c.requires)] if c.requires else []
+
+def cases_for(argument: str, backend, depth: bool = False) -> list[Case]:
+    """The cases a test taking ``argument`` runs on ``backend`` (a ``polygrad.Backend``, or None);
+    the in-depth ones too with ``depth``."""
+    cases = [c for c in CASES if depth or not c.depth]
+    if argument == "kernel_case":
+        kernels = backend.kernels if backend is not None else {}
+        return [c for c in cases if c.op in kernels]
+    if argument == "grad_case":
+        return [c for c in cases if c.grad_order >= 1]
+    if argument == "grad2_case":
+        return [c for c in cases if c.grad_order >= 2]
+    if argument == "vjp_case":
+        return [c for c in cases if c.grad_order >= 1 and c.grad_of_vjp]
+    return cases
 
 
 def _params(cases: list[Case]) -> list:
-    return [pytest.param(c, id=c.id, marks=_marks(c)) for c in cases]
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.requires(*c.requires)] if c.requires else []) for c in cases]
 
 
-GRAD_CASES = [c for c in CASES if c.grad_order >= 1]
-GRAD2_CASES = [c for c in CASES if c.grad_order >= 2]
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for argument in CASE_ARGUMENTS:
+        if argument in metafunc.fixturenames:
+            state = state_of(metafunc.config)
+            backend, depth = (state.backend, state.depth) if state is not None else (None, False)
+            metafunc.parametrize(argument, _params(cases_for(argument, backend, depth)))
 
 
 def _call(c: Case, xp, args: list, requires_grad: bool):
@@ -32,25 +60,50 @@ def _call(c: Case, xp, args: list, requires_grad: bool):
     return c.fn(xp, *ins)
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "kernel_case" in metafunc.fixturenames:
-        state = state_of(metafunc.config)
-        kernels = state.backend.kernels if state is not None and state.backend is not None else {}
-        metafunc.parametrize("kernel_case", _params([c for c in CASES if c.op in kernels]))
+def _outputs(y) -> tuple:
+    return tuple(y) if isinstance(y, (tuple, list)) else (y,)
+
+
+def _assert_outputs(case: Case, out, expected, backend, tol) -> None:
+    """``out`` (Variables) has ``expected``'s outputs: owner, shape, dtype and (where the case has them) values."""
+    outs, refs = _outputs(out), _outputs(expected)
+    assert len(outs) == len(refs), f"{case.id}: {len(outs)} outputs, the namespace gives {len(refs)}"
+    for k, (o, e) in enumerate(zip(outs, refs)):
+        what = case.id if len(outs) == 1 else f"{case.id} output {k}"
+        assert isinstance(o, pg.Variable), f"{what} is a {type(o).__name__}, not a Variable"
+        if case.values:
+            assert_same(o, e, backend=backend, rtol=tol.rtol, atol=tol.atol, what=what)
+        else:
+            assert_same(o, e, backend=backend, rtol=0, atol=0, what=what, values=False)
 
 
 # ---------------------------------------------------------------------------
-# Coverage: the table must name every op
+# The table itself: every op has a case, and each case names what it covers
 # ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("op_name", sorted(REGISTRY))
 def test_every_op_has_a_case(op_name):
-    """Each row of polygrad.ops.REGISTRY has a case (and a gradient case when it is differentiable)."""
-    cases = by_op().get(op_name)
+    """Each row of polygrad.ops.REGISTRY has a core case (and a gradient case when it is differentiable)."""
+    cases = [c for c in by_op().get(op_name, []) if not c.depth]
     assert cases, f"op {op_name!r} has no conformance case: add one to polygrad_conformance/cases.py"
     if REGISTRY[op_name].differentiable and REGISTRY[op_name].deterministic:
         assert any(c.grad_order >= 1 for c in cases), f"differentiable op {op_name!r} has no gradient case (order >= 1)"
+
+
+def test_case_ids_are_unique():
+    """No two cases share an id (an id names one case in reports and known-failure files)."""
+    ids = [c.id for c in CASES]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
+
+
+def test_composed_cases_name_public_functions():
+    """A case whose op is no row of the table names a public function (a typo would hide a row's cases)."""
+    import polygrad.functions
+    import polygrad.ops
+
+    unknown = sorted({c.op for c in CASES if c.composed} - {n for m in (pg, polygrad.functions, polygrad.ops) for n in dir(m)})
+    assert unknown == []
 
 
 def test_backend_kernels_name_known_ops(pg_backend):
@@ -76,27 +129,19 @@ class _Capture(pg.FunctionHook):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", _params(CASES))
 def test_forward(case, pg_backend, xp, float_dtype, tol):
-    """The polygrad op computes what the backend's own namespace computes (values, shape, dtype)."""
+    """The polygrad op computes what the backend's own namespace computes (values, shape, dtype),
+    from inputs that require grad or not."""
     args = case.make(xp, float_dtype)
+    expected = case.ref(xp, *args)
     with _Capture(case.op) as capture:
         out = _call(case, xp, args, requires_grad=False)
     assert case.composed or capture.calls, f"{case.id}: the op {case.op!r} was never applied"
-    expected = case.ref(xp, *args)
-    outs, refs = (tuple(out), tuple(expected)) if isinstance(out, (tuple, list)) else ((out,), (expected,))
-    assert len(outs) == len(refs), f"{case.id}: {len(outs)} outputs, the namespace gives {len(refs)}"
-    for k, (o, e) in enumerate(zip(outs, refs)):
-        what = case.id if len(outs) == 1 else f"{case.id} output {k}"
-        assert isinstance(o, pg.Variable), f"{what} is a {type(o).__name__}, not a Variable"
-        if case.values:
-            assert_same(o, e, backend=pg_backend, rtol=tol.rtol, atol=tol.atol, what=what)
-        else:
-            assert_same(o, e, backend=pg_backend, rtol=0, atol=0, what=what, values=False)
+    _assert_outputs(case, out, expected, pg_backend, tol)
+    _assert_outputs(case, _call(case, xp, args, requires_grad=True), expected, pg_backend, tol)
 
 
 @pytest.mark.requires("numpy")
-@pytest.mark.parametrize("case", _params(CASES))
 def test_forward_agrees_with_numpy(case, pg_backend, xp, float_dtype, tol):
     """The same case on the numpy backend gives the same values (catches a namespace whose
     own function is wrong, which the reference alone cannot)."""
@@ -112,8 +157,7 @@ def test_forward_agrees_with_numpy(case, pg_backend, xp, float_dtype, tol):
     with pg.using_backend("numpy"):
         np_args = [pg.to_backend(a, "numpy") for a in args]
         theirs = _call(case, np_xp, np_args, requires_grad=False)
-    outs, refs = (tuple(out), tuple(theirs)) if isinstance(out, (tuple, list)) else ((out,), (theirs,))
-    for k, (o, t) in enumerate(zip(outs, refs)):
+    for k, (o, t) in enumerate(zip(_outputs(out), _outputs(theirs))):
         mine = np.asarray(pg.to_backend(o.data, "numpy"))
         want = np.asarray(t.data)
         assert mine.shape == want.shape, f"{case.id} output {k}: shape {mine.shape}, numpy gives {want.shape}"
@@ -122,12 +166,10 @@ def test_forward_agrees_with_numpy(case, pg_backend, xp, float_dtype, tol):
         )
 
 
-@pytest.mark.parametrize("case", _params(CASES))
 def test_forward_records_graph(case, xp, float_dtype):
     """With inputs requiring grad, a differentiable op records a creator; a non-differentiable one does not."""
     args = case.make(xp, float_dtype)
-    out = _call(case, xp, args, requires_grad=True)
-    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    outs = _outputs(_call(case, xp, args, requires_grad=True))
     op_ok = case.composed or REGISTRY[case.op].differentiable
     differentiable = op_ok and bool(case.differentiable_args()) and (case.order >= 1 or not case.composed)
     recorded = [o.creator is not None for o in outs]
@@ -163,8 +205,8 @@ def test_kernel_paths(kernel_case, pg_backend, xp, float_dtype, tol):
 # ---------------------------------------------------------------------------
 
 
-def _check(case: Case, xp, dtype, tol, order: int) -> None:
-    args = case.make(xp, dtype)
+def _differentiated(case: Case, xp, args: list):
+    """``case.fn`` as a function of its differentiable arguments only."""
     diff = case.differentiable_args()
 
     def f(*vs):
@@ -174,33 +216,50 @@ def _check(case: Case, xp, dtype, tol, order: int) -> None:
         return case.fn(xp, *full)
 
     f.__name__ = case.id
-    check_grads(f, [args[i] for i in diff], order=order, eps=tol.eps, atol=tol.grad_atol, rtol=tol.grad_rtol)
+    return f, [args[i] for i in diff]
 
 
-@pytest.mark.parametrize("case", _params(GRAD_CASES))
-def test_grad(case, xp, float_dtype, tol):
+def _check(case: Case, xp, dtype, tol, order: int) -> None:
+    """The dot-product test: polygrad.testing.check_grads, or its complex form where an input or output is complex."""
+    f, inputs = _differentiated(case, xp, case.make(xp, dtype))
+    t = case.tolerance(tol, dtype, xp)
+    check = check_vjp if case.is_complex or involves_complex(f, inputs) else check_grads
+    check(f, inputs, order=order, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol)
+
+
+def test_grad(grad_case, xp, float_dtype, tol):
     """The vjp agrees with central differences (random-direction dot-product test)."""
-    _check(case, xp, float_dtype, tol, order=1)
+    _check(grad_case, xp, float_dtype, tol, order=1)
 
 
-@pytest.mark.parametrize("case", _params(GRAD2_CASES))
-def test_grad2(case, xp, float_dtype, tol):
+def test_grad2(grad2_case, xp, float_dtype, tol):
     """The vjp's own derivative (create_graph=True) agrees with central differences."""
-    _check(case, xp, float_dtype, tol, order=2)
+    _check(grad2_case, xp, float_dtype, tol, order=2)
 
 
-@pytest.mark.parametrize("case", _params(GRAD_CASES))
-def test_backward_grads_belong_to_backend(case, pg_backend, xp, float_dtype):
-    """After backward, every input's .grad is an array of the backend with the input's shape and dtype."""
+def test_vjp_of_vjp(vjp_case, xp, float_dtype, tol):
+    """The vjp built with create_graph is differentiable in the output gradient (for a linear op:
+    its derivative there is the op itself)."""
+    f, inputs = _differentiated(vjp_case, xp, vjp_case.make(xp, float_dtype))
+    t = vjp_case.tolerance(tol, float_dtype, xp)
+    check_vjp_of_vjp(f, inputs, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol)
+
+
+def test_backward_grads_belong_to_backend(grad_case, pg_backend, xp, float_dtype):
+    """After backward from every output, each float input has a .grad (but those the case says
+    get none): an array of the backend with the input's shape and dtype."""
+    case = grad_case
     args = case.make(xp, float_dtype)
-    diff = set(case.differentiable_args())
+    diff = case.differentiable_args()
     ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
-    y = case.fn(xp, *ins)
-    pg.sum(y if isinstance(y, pg.Variable) else y[0]).backward()
-    got = [i for i in sorted(diff) if ins[i].grad is not None]
-    assert got, f"{case.id}: no input got a gradient"
-    for i in got:  # an input the op has no rule for (copysign's sign source) gets None
+    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
+    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
+    for i in diff:
         g = ins[i].grad
+        if i in case.no_grad:
+            assert g is None, f"{case.id}: input {i} has no gradient by design, yet got one"
+            continue
+        assert g is not None, f"{case.id}: input {i} got no gradient"
         assert backend_of_type(type(g)) is pg_backend, f"{case.id}: grad of input {i} is a {type(g).__name__}"
         assert tuple(g.shape) == tuple(args[i].shape), f"{case.id}: grad of input {i} has shape {tuple(g.shape)}"
         assert g.dtype == args[i].dtype, f"{case.id}: grad of input {i} has dtype {g.dtype}, input {args[i].dtype}"

@@ -1,5 +1,5 @@
-"""Every example of the Theano ``function`` / ``In`` / ``Out`` documentation
-(/work/shared/seeds/theano-function-io.txt), with the same values and errors."""
+"""Every example of Theano's ``function`` / ``In`` / ``Out`` documentation, run on
+polygrad's compiled functions with the same values and errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Every code example of the specification seeds, in polygrad's names."""
+"""The define-by-run API's documented examples, from Chainer's and PyTorch's
+documentation, in polygrad's names: a Function (Identity) building the graph,
+no_backprop_mode / force_backprop_mode, TimerHook and PrintHook, Variable
+hooks, backward accumulation, detach, and extending with a Function subclass."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ import polygrad.links as L
 # ---------------------------------------------------------------------------
 # Chainer Function: the Identity example
 # ---------------------------------------------------------------------------
-def test_seed_identity_creates_backward_references():
+def test_identity_creates_backward_references():
     """x = Variable(zeros(10)); f = F.Identity(); y = f(x) gives x.node < f < y.node."""
     x = pg.Variable(np.zeros(10))
     f = F.Identity()
@@ -26,7 +29,7 @@ def test_seed_identity_creates_backward_references():
     np.testing.assert_array_equal(y.data, np.zeros(10))
 
 
-def test_seed_identity_branch_accumulates():
+def test_identity_branch_accumulates():
     """g = F.Identity(); z = g(x) branches the graph; gradients of f and g are accumulated into x."""
     x = pg.Variable(np.zeros(10))
     f = F.Identity()
@@ -41,7 +44,7 @@ def test_seed_identity_branch_accumulates():
 # ---------------------------------------------------------------------------
 # Chainer no_backprop_mode / force_backprop_mode
 # ---------------------------------------------------------------------------
-def test_seed_no_backprop_mode():
+def test_no_backprop_mode():
     """x = Variable(array([1,], 'f')); with no_backprop_mode(): y = x + 1 -> y has no graph."""
     x = pg.Variable(np.array([1], "f"))
     with pg.no_backprop_mode():
@@ -53,7 +56,7 @@ def test_seed_no_backprop_mode():
     assert x.grad is None
 
 
-def test_seed_force_backprop_mode():
+def test_force_backprop_mode():
     """with no_backprop_mode(): with force_backprop_mode(): y = x + 1 -> y.backward computes gradients."""
     x = pg.Variable(np.array([1], "f"))
     with pg.no_backprop_mode():
@@ -73,7 +76,7 @@ class Model(pg.Chain):
         return F.exp(self.l(x1))
 
 
-def test_seed_timer_hook_example():
+def test_timer_hook_example():
     """The TimerHook example: model1 and model2 inside `with TimerHook() as m` are measured, model3 after is not."""
     model1 = Model(l=L.Linear(10, 10))
     model2 = Model(l=L.Linear(10, 10))
@@ -95,7 +98,7 @@ def test_seed_timer_hook_example():
     assert z.dtype == np.float32
 
 
-def test_seed_print_hook_example():
+def test_print_hook_example():
     """The PrintHook example: Linear, F.sum and z.backward() print forward and backward information."""
     l = L.Linear(10, 10)
     x = pg.Variable(np.zeros((1, 10), "f"))
@@ -110,7 +113,7 @@ def test_seed_print_hook_example():
     assert l.W.grad is not None and l.W.grad.shape == (10, 10)
 
 
-def test_seed_print_hook_to_stdout(capsys):
+def test_print_hook_to_stdout(capsys):
     """PrintHook() without file prints to stdout."""
     l = L.Linear(10, 10)
     x = pg.Variable(np.zeros((1, 10), "f"))
@@ -125,7 +128,7 @@ def test_seed_print_hook_to_stdout(capsys):
 # ---------------------------------------------------------------------------
 # PyTorch Variable: register_hook, backward, detach
 # ---------------------------------------------------------------------------
-def test_seed_register_hook_doubles_gradient():
+def test_register_hook_doubles_gradient():
     """v.register_hook(lambda grad: grad * 2); v.backward([1, 1, 1]) -> v.grad == [2, 2, 2]; h.remove()."""
     v = pg.Variable(pg.asarray([0, 0, 0], "float32"), requires_grad=True)
     h = v.register_hook(lambda grad: grad * 2)
@@ -137,7 +140,7 @@ def test_seed_register_hook_doubles_gradient():
     np.testing.assert_array_equal(v.grad, [1.0, 1.0, 1.0])
 
 
-def test_seed_hook_returning_none_keeps_gradient(capsys):
+def test_hook_returning_none_keeps_gradient(capsys):
     """A hook printing 'hello' and returning None leaves w1.grad == [1, 1, 1]."""
 
     def w_hook(grad):
@@ -151,7 +154,7 @@ def test_seed_hook_returning_none_keeps_gradient(capsys):
     np.testing.assert_array_equal(w1.grad, [1.0, 1.0, 1.0])
 
 
-def test_seed_backward_accumulates_into_leaves():
+def test_backward_accumulates_into_leaves():
     """backward accumulates leaf gradients: zero them (cleargrad) before a fresh backward."""
     x = pg.Variable(pg.asarray([1.0, 2.0]))
     y = x * 3.0
@@ -163,7 +166,7 @@ def test_seed_backward_accumulates_into_leaves():
     np.testing.assert_array_equal(x.grad, [3.0, 3.0])
 
 
-def test_seed_detach_shares_data_and_flags():
+def test_detach_shares_data_and_flags():
     """detach(): new Variable, requires_grad False, volatile if the input is, same data (in-place shows in both)."""
     x = pg.Variable(pg.asarray([1.0, 2.0]))
     y = x * 2.0
@@ -176,7 +179,7 @@ def test_seed_detach_shares_data_and_flags():
     assert v.detach().volatile is True
 
 
-def test_seed_detach_in_place_makes_leaf():
+def test_detach_in_place_makes_leaf():
     """detach_() detaches the Variable from the graph that created it, making it a leaf."""
     x = pg.Variable(pg.asarray([1.0, 2.0]))
     y = x * 2.0
@@ -184,7 +187,7 @@ def test_seed_detach_in_place_makes_leaf():
     assert y.creator is None and y.is_leaf
 
 
-def test_seed_requires_grad_and_volatile_keyword_only_flags():
+def test_requires_grad_and_volatile_keyword_only_flags():
     """requires_grad and volatile are keyword arguments of Variable."""
     v = pg.Variable(pg.asarray([1.0]), requires_grad=False)
     assert v.requires_grad is False
@@ -192,7 +195,7 @@ def test_seed_requires_grad_and_volatile_keyword_only_flags():
     assert w.volatile is True
 
 
-def test_seed_non_scalar_backward_needs_gradient():
+def test_non_scalar_backward_needs_gradient():
     """For a non-scalar Variable requiring grad, backward needs the gradient argument."""
     x = pg.Variable(pg.asarray([1.0, 2.0]))
     y = x * 2.0
@@ -206,7 +209,7 @@ def test_seed_non_scalar_backward_needs_gradient():
     np.testing.assert_array_equal(x.grad, [2.0, 2.0])
 
 
-def test_seed_pytorch_function_extension():
+def test_pytorch_function_extension():
     """Subclassing Function with forward/backward, save_for_backward and saved_tensors (the PyTorch way, Chainer signature)."""
 
     class MyReLU(pg.Function):

@@ -1,0 +1,114 @@
+"""Gradient checks beyond :func:`polygrad.testing.check_grads`: complex inputs
+and outputs, and the vjp as a function of the output gradient.
+
+The convention checked is PyTorch's: for L = Re<u, f(x)>, the gradient with
+respect to x = a + ib is dL/da + i dL/db, so Re<grad, v> is the derivative of
+L along v; a real input gets a real gradient. Random directions come from the
+backend's own generator, so no second array library is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import polygrad as pg
+
+
+def _as_tuple(y: Any) -> tuple:
+    return tuple(y) if isinstance(y, (tuple, list)) else (y,)
+
+
+def _data(x: Any) -> Any:
+    return x.data if isinstance(x, pg.Variable) else x
+
+
+def _backend(a: Any) -> Any:
+    return pg.Variable(_data(a), requires_grad=False).backend
+
+
+def _is_complex(xp: Any, a: Any) -> bool:
+    return xp.isdtype(a.dtype, "complex floating")
+
+
+def _direction(xp: Any, rng: Any, a: Any) -> Any:
+    """A random array shaped like ``a``: normal, with a normal imaginary part where ``a`` is complex."""
+    shape = tuple(a.shape)
+    if not _is_complex(xp, a):
+        return rng.normal(shape, dtype=a.dtype)
+    real = xp.float64 if a.dtype == xp.complex128 else xp.float32
+    parts = [xp.astype(rng.normal(shape, dtype=real), a.dtype) for _ in range(2)]
+    return parts[0] + parts[1] * 1j
+
+
+def _re_dot(xp: Any, a: Any, b: Any) -> float:
+    """Re<a, b> = Re sum(conj(a) b)."""
+    if _is_complex(xp, a) or _is_complex(xp, b):
+        return float(xp.sum(xp.real(xp.conj(a) * b)))
+    return float(xp.sum(a * b))
+
+
+def involves_complex(f: Callable[..., Any], inputs: Sequence[Any]) -> bool:
+    """Whether an input or an output of ``f`` at ``inputs`` is complex."""
+    xp = _backend(inputs[0]).xp
+    with pg.no_backprop_mode():
+        outs = _as_tuple(f(*[pg.Variable(_data(a), requires_grad=False) for a in inputs]))
+    return any(_is_complex(xp, _data(a)) for a in (*inputs, *outs))
+
+
+def check_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, order: int = 1, eps: float = 1e-6, rtol: float = 1e-4,
+              atol: float = 1e-6, seed: int = 0) -> None:
+    """Re<vjp(u), v> equals the central difference of Re<u, f(x + t v)>, for real or complex x and
+    f(x), and each gradient has its input's dtype and shape; order 2 checks the vjp (built with
+    create_graph, u fixed) as a function of x the same way."""
+    inputs = [_data(a) for a in inputs]
+    backend = _backend(inputs[0])
+    xp, rng = backend.xp, backend.random_generator(seed)
+    xs = [pg.Variable(a) for a in inputs]
+    ys = _as_tuple(f(*xs))
+    us = [_direction(xp, rng, y.data) for y in ys]
+    vs = [_direction(xp, rng, a) for a in inputs]
+
+    def value(t: float) -> float:
+        out = _as_tuple(f(*[pg.Variable(a + t * v, requires_grad=False) for a, v in zip(inputs, vs)]))
+        return sum(_re_dot(xp, u, y.data) for u, y in zip(us, out))
+
+    numeric = (value(eps) - value(-eps)) / (2 * eps)
+    gs = pg.grad(list(ys), xs, grad_outputs=us)
+    name = getattr(f, "__name__", repr(f))
+    for i, (g, a) in enumerate(zip(gs, inputs)):
+        assert g is None or (g.dtype == a.dtype and tuple(g.shape) == tuple(a.shape)), (
+            f"{name}: the gradient of input {i} has dtype {g.dtype} and shape {tuple(g.shape)}, "
+            f"the input {a.dtype} and {tuple(a.shape)}"
+        )
+    analytic = sum(_re_dot(xp, g.data, v) for g, v in zip(gs, vs) if g is not None)
+    assert abs(analytic - numeric) <= atol + rtol * abs(numeric), (
+        f"gradient check failed for {name} (order {order}): analytic {analytic!r} != numeric {numeric!r}"
+    )
+    if order > 1:
+        def vjp(*args: Any) -> tuple:
+            ins = [a if a.requires_grad else pg.Variable(a.data) for a in args]
+            out = pg.grad(list(_as_tuple(f(*ins))), ins, grad_outputs=us, create_graph=True)
+            return tuple(g if g is not None else pg.Variable(xp.zeros_like(a.data), requires_grad=False)
+                         for g, a in zip(out, ins))
+
+        vjp.__name__ = f"vjp of {name}"
+        check_vjp(vjp, inputs, order=order - 1, eps=eps, rtol=rtol, atol=atol, seed=seed + 1)
+
+
+def check_vjp_of_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, eps: float = 1e-6, rtol: float = 1e-4,
+                     atol: float = 1e-6, seed: int = 1) -> None:
+    """The vjp built with create_graph, as a function of the output gradient u, passes
+    :func:`check_vjp`: the backward graph is differentiable in u (for a linear f, its vjp in u
+    is f itself)."""
+    inputs = [_data(a) for a in inputs]
+    backend = _backend(inputs[0])
+    xp, rng = backend.xp, backend.random_generator(seed)
+    ys = _as_tuple(f(*[pg.Variable(a) for a in inputs]))
+    u0 = [_direction(xp, rng, y.data) for y in ys]
+
+    def vjp(*us: Any) -> tuple:
+        xs = [pg.Variable(a) for a in inputs]
+        return tuple(pg.grad(list(_as_tuple(f(*xs))), xs, grad_outputs=list(us), create_graph=True))
+
+    vjp.__name__ = f"vjp of {getattr(f, '__name__', repr(f))} in its output gradient"
+    check_vjp(vjp, u0, eps=eps, rtol=rtol, atol=atol, seed=seed)

@@ -1,0 +1,214 @@
+"""polygrad.functions' activations (relu, sigmoid, the softmax family, leaky_relu,
+elu, erf, gelu, softplus, tanh) and logsumexp: forward values against
+hand-written numpy, numerical stability, and gradients by check_grads in float64
+(order 2), on numpy and array_api_strict."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad.testing import check_grads
+
+from conftest import arr, away_from_zero, normal
+from conftest import to_np, assert_values_close as assert_close
+
+
+def np_log_softmax(a, axis=1):
+    m = a.max(axis=axis, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis=axis, keepdims=True))
+
+
+X = np.array([[0.5, -1.0, 2.0, 0.1], [-0.3, 0.8, -1.5, 1.2], [1.1, 0.7, -0.4, -2.2]])
+XA = away_from_zero((3, 4))
+
+
+# ---------------------------------------------------------------------------
+# relu, sigmoid and the softmax family
+# ---------------------------------------------------------------------------
+
+
+def test_relu_forward(xp):
+    """relu is max(x, 0)."""
+    assert_close(F.relu(arr(xp, X)), np.maximum(X, 0))
+
+
+def test_sigmoid_forward(xp):
+    """sigmoid is 1 / (1 + exp(-x)), also for large |x|."""
+    x = np.array([-30.0, -1.0, 0.0, 2.0, 30.0])
+    assert_close(F.sigmoid(arr(xp, x)), 1 / (1 + np.exp(-x)), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("axis", [1, 0, -1])
+def test_softmax_forward(xp, axis):
+    """softmax along ``axis`` (default 1) matches exp / sum(exp) and sums to one."""
+    y = F.softmax(arr(xp, X)) if axis == 1 else F.softmax(arr(xp, X), axis=axis)
+    e = np.exp(X)
+    assert_close(y, e / e.sum(axis=axis, keepdims=True))
+    assert_close(pg.sum(y, axis=axis), np.ones(X.shape[1 - axis % 2]))
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_log_softmax_forward(xp, axis):
+    """log_softmax along ``axis`` matches x - logsumexp(x)."""
+    assert_close(F.log_softmax(arr(xp, X), axis=axis), np_log_softmax(X, axis))
+
+
+def test_log_softmax_is_stable_for_large_inputs(xp):
+    """log_softmax of [1000, 0] is [0, -1000], with no inf or nan."""
+    assert_close(F.log_softmax(arr(xp, [[1000.0, 0.0]])), np.array([[0.0, -1000.0]]))
+
+
+def test_softmax_is_stable_for_large_inputs(xp):
+    """softmax of [1000, 1000] is [0.5, 0.5]."""
+    assert_close(F.softmax(arr(xp, [[1000.0, 1000.0]])), np.array([[0.5, 0.5]]))
+
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "softmax", "log_softmax"])
+def test_relu_sigmoid_and_softmax_family_gradients(xp, name):
+    """Gradients of relu, sigmoid, softmax and log_softmax agree with central differences, to second order."""
+    check_grads(getattr(F, name), [arr(xp, X)], order=2)
+
+
+def test_softmax_gradient_along_axis_0(xp):
+    """softmax / log_softmax along axis 0 of a 3-D array have the right gradient."""
+    x = arr(xp, np.random.default_rng(0).standard_normal((3, 2, 2)))
+    check_grads(lambda v: F.softmax(v, axis=0) * F.log_softmax(v, axis=0), [x], order=2)
+
+
+# ---------------------------------------------------------------------------
+# leaky_relu, elu, erf, gelu, softplus, tanh
+# ---------------------------------------------------------------------------
+
+
+def test_leaky_relu_forward(xp):
+    """leaky_relu is x for x >= 0, else slope * x (default slope 0.2)."""
+    assert_close(F.leaky_relu(arr(xp, XA)), np.where(XA >= 0, XA, 0.2 * XA))
+    assert_close(F.leaky_relu(arr(xp, XA), slope=0.5), np.where(XA >= 0, XA, 0.5 * XA))
+
+
+def test_leaky_relu_gradient_at_zero_is_one(xp):
+    """At x = 0 the gradient is 1, as in Chainer."""
+    x = pg.Variable(arr(xp, [0.0, -1.0]))
+    pg.sum(F.leaky_relu(x)).backward()
+    assert_close(x.grad, np.array([1.0, 0.2]))
+
+
+def test_elu_forward(xp):
+    """elu is x for x >= 0, else alpha * (exp(x) - 1)."""
+    assert_close(F.elu(arr(xp, XA)), np.where(XA >= 0, XA, np.expm1(XA)), rtol=1e-12)
+    assert_close(F.elu(arr(xp, XA), alpha=2.0), np.where(XA >= 0, XA, 2.0 * np.expm1(XA)), rtol=1e-12)
+
+
+def test_elu_keeps_precision_near_zero(xp):
+    """elu(-1e-10) has full relative precision (exp(x) - 1 would lose about 7 digits)."""
+    x = np.array([-1e-10, -1e-5, -40.0])
+    assert_close(F.elu(arr(xp, x)), np.expm1(x), rtol=1e-14, atol=0)
+
+
+def test_elu_large_positive_input_has_finite_gradient(xp):
+    """The unused negative branch never sees a large positive x: no nan in the gradient."""
+    x = pg.Variable(arr(xp, [1000.0, -1000.0]))
+    pg.sum(F.elu(x)).backward()
+    assert_close(x.grad, np.array([1.0, 0.0]))
+
+
+def test_erf_matches_math_erf(xp):
+    """erf agrees with math.erf to 1e-7 from -6 to 6, and erf(+-inf) = +-1."""
+    x = np.linspace(-6.0, 6.0, 2401)
+    want = np.array([math.erf(v) for v in x])
+    assert np.abs(to_np(F.erf(arr(xp, x))) - want).max() < 1e-7
+    assert_close(F.erf(arr(xp, [-np.inf, 0.0, np.inf])), np.array([-1.0, 0.0, 1.0]))
+
+
+def test_erf_is_odd_and_keeps_float32(xp):
+    """erf(-x) = -erf(x), and a float32 input gives float32."""
+    x = np.linspace(0.0, 3.0, 31)
+    assert_close(F.erf(arr(xp, -x)), -to_np(F.erf(arr(xp, x))), rtol=0, atol=0)
+    assert F.erf(arr(xp, x, "float32")).dtype == xp.float32
+
+
+def test_erf_gradient_is_exact(xp):
+    """The gradient of erf is 2/sqrt(pi) exp(-x^2) exactly, not the approximation's slope."""
+    xs = np.array([-2.0, -0.3, 0.0, 0.49, 0.51, 4.0])
+    x = pg.Variable(arr(xp, xs))
+    pg.sum(F.erf(x)).backward()
+    assert_close(x.grad, 2 / np.sqrt(np.pi) * np.exp(-xs ** 2), rtol=1e-14)
+
+
+def test_gelu_forward(xp):
+    """gelu is x Phi(x); approximate=True is the tanh form."""
+    x = np.linspace(-5.0, 5.0, 41)
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x])
+    assert_close(F.gelu(arr(xp, x)), exact, rtol=0, atol=2e-7)
+    approx = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    assert_close(F.gelu(arr(xp, x), approximate=True), approx, rtol=1e-12)
+
+
+def test_softplus_forward_is_stable(xp):
+    """softplus(x, beta) = log(1 + exp(beta x)) / beta, with no overflow at +-800."""
+    x = np.array([-800.0, -30.0, -1.0, 0.0, 2.0, 30.0, 800.0])
+    assert_close(F.softplus(arr(xp, x)), np.logaddexp(0, x), rtol=1e-12, atol=0)
+    assert_close(F.softplus(arr(xp, x), beta=2.0), np.logaddexp(0, 2 * x) / 2, rtol=1e-12, atol=0)
+
+
+def test_softplus_gradient_is_sigmoid(xp):
+    """d softplus(x, beta) / dx = sigmoid(beta x), also at 0 and at +-800."""
+    xs = np.array([-800.0, -1.0, 0.0, 3.0, 800.0])
+    x = pg.Variable(arr(xp, xs))
+    pg.sum(F.softplus(x, beta=2.0)).backward()
+    with np.errstate(over="ignore"):
+        want = 1 / (1 + np.exp(-2 * xs))
+    assert_close(x.grad, want, rtol=1e-12)
+
+
+def test_tanh_is_exported():
+    """F.tanh is the differentiable tanh op."""
+    assert F.tanh is pg.ops.tanh
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("leaky_relu", {}), ("leaky_relu", {"slope": 0.5}), ("elu", {}), ("elu", {"alpha": 1.5}), ("gelu", {}),
+    ("gelu", {"approximate": True}), ("erf", {}), ("softplus", {}), ("softplus", {"beta": 0.5}), ("tanh", {}),
+])
+def test_activation_gradients(xp, name, kwargs):
+    """Gradients of the activations agree with central differences, to second order."""
+    fn = getattr(F, name)
+    check_grads(lambda v: fn(v, **kwargs), [arr(xp, XA * 1.5)], order=2)
+
+
+# ---------------------------------------------------------------------------
+# logsumexp
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [None, 1, -1, (0, 2)])
+def test_logsumexp_forward(xp, axis):
+    """logsumexp(x, axis) = log(sum(exp(x), axis))."""
+    x = normal((2, 3, 4))
+    assert_close(F.logsumexp(arr(xp, x), axis=axis), np.log(np.exp(x).sum(axis=axis)), rtol=1e-12)
+
+
+def test_logsumexp_is_stable(xp):
+    """logsumexp of [1000, 1000] is 1000 + log 2; of [-1000, -1000] is -1000 + log 2."""
+    x = np.array([[1000.0, 1000.0], [-1000.0, -1000.0]])
+    assert_close(F.logsumexp(arr(xp, x), axis=1), np.array([1000.0, -1000.0]) + np.log(2), rtol=1e-14)
+
+
+@pytest.mark.parametrize("axis", [None, 0, (1, 2)])
+def test_logsumexp_gradients(xp, axis):
+    """Gradients of logsumexp agree with central differences, to second order."""
+    check_grads(lambda v: F.logsumexp(v, axis=axis), [arr(xp, normal((2, 3, 2)))], order=2)
+
+
+def test_logsumexp_gradient_is_softmax(xp):
+    """d logsumexp(x) / dx along axis 1 is softmax(x)."""
+    xs = normal((2, 3))
+    x = pg.Variable(arr(xp, xs))
+    pg.sum(F.logsumexp(x, axis=1)).backward()
+    e = np.exp(xs)
+    assert_close(x.grad, e / e.sum(axis=1, keepdims=True), rtol=1e-12)

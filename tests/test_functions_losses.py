@@ -1,0 +1,210 @@
+"""polygrad.functions' losses (softmax_cross_entropy, mean_squared_error,
+sigmoid_cross_entropy, huber_loss): forward values against hand-written numpy,
+ignored labels and reductions, stability, gradients by check_grads in float64
+(order 2), and the errors bad arguments get, on numpy and array_api_strict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad.testing import check_grads
+
+from conftest import arr, ints
+from conftest import assert_values_close as assert_close
+
+
+def np_log_softmax(a, axis=1):
+    m = a.max(axis=axis, keepdims=True)
+    return a - m - np.log(np.exp(a - m).sum(axis=axis, keepdims=True))
+
+
+X = np.array([[0.5, -1.0, 2.0, 0.1], [-0.3, 0.8, -1.5, 1.2], [1.1, 0.7, -0.4, -2.2]])
+T = np.array([2, 1, 0])
+
+
+# ---------------------------------------------------------------------------
+# softmax_cross_entropy and mean_squared_error
+# ---------------------------------------------------------------------------
+
+
+def test_softmax_cross_entropy_forward(xp):
+    """The mean over the batch of -log softmax(x)[i, t_i]."""
+    loss = F.softmax_cross_entropy(arr(xp, X), ints(xp, T))
+    assert loss.shape == ()
+    assert_close(loss, -np_log_softmax(X)[np.arange(3), T].mean())
+
+
+def test_softmax_cross_entropy_ignore_label_default(xp):
+    """Labels equal to -1 are ignored, and the mean is over the others."""
+    t = np.array([2, -1, 0])
+    loss = F.softmax_cross_entropy(arr(xp, X), ints(xp, t))
+    assert_close(loss, -(np_log_softmax(X)[0, 2] + np_log_softmax(X)[2, 0]) / 2)
+
+
+def test_softmax_cross_entropy_custom_ignore_label(xp):
+    """ignore_label=1 drops the rows labelled 1."""
+    loss = F.softmax_cross_entropy(arr(xp, X), ints(xp, T), ignore_label=1)
+    assert_close(loss, -(np_log_softmax(X)[0, 2] + np_log_softmax(X)[2, 0]) / 2)
+
+
+def test_softmax_cross_entropy_normalize_false_divides_by_batch(xp):
+    """normalize=False averages over the whole batch, ignored rows included."""
+    t = np.array([2, -1, 0])
+    loss = F.softmax_cross_entropy(arr(xp, X), ints(xp, t), normalize=False)
+    assert_close(loss, -(np_log_softmax(X)[0, 2] + np_log_softmax(X)[2, 0]) / 3)
+
+
+def test_softmax_cross_entropy_reduce_no(xp):
+    """reduce='no' gives one loss per example, 0 for ignored ones."""
+    t = np.array([2, -1, 0])
+    loss = F.softmax_cross_entropy(arr(xp, X), ints(xp, t), reduce="no")
+    assert_close(loss, np.array([-np_log_softmax(X)[0, 2], 0.0, -np_log_softmax(X)[2, 0]]))
+
+
+def test_softmax_cross_entropy_all_ignored_is_zero(xp):
+    """With every label ignored the loss is 0 (not nan) and so is the gradient."""
+    x = pg.Variable(arr(xp, X))
+    loss = F.softmax_cross_entropy(x, ints(xp, [-1, -1, -1]))
+    loss.backward()
+    assert_close(loss, np.array(0.0))
+    assert_close(x.grad, np.zeros_like(X))
+
+
+def test_softmax_cross_entropy_gradient_is_softmax_minus_onehot(xp):
+    """d loss / dx = (softmax(x) - onehot(t)) / N."""
+    x = pg.Variable(arr(xp, X))
+    F.softmax_cross_entropy(x, ints(xp, T)).backward()
+    e = np.exp(X)
+    want = e / e.sum(axis=1, keepdims=True)
+    want[np.arange(3), T] -= 1
+    assert_close(x.grad, want / 3)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"reduce": "no"}, {"normalize": False}, {"ignore_label": 0}],
+                         ids=["mean", "reduce_no", "normalize_false", "ignore_label"])
+def test_softmax_cross_entropy_gradients(xp, kwargs):
+    """Gradients of softmax_cross_entropy in x agree with central differences, to second order."""
+    t = ints(xp, [2, -1, 0])
+    check_grads(lambda v: F.softmax_cross_entropy(v, t, **kwargs), [arr(xp, X)], order=2)
+
+
+def test_softmax_cross_entropy_float32(xp):
+    """float32 logits give a float32 loss."""
+    loss = F.softmax_cross_entropy(arr(xp, X, "float32"), ints(xp, T))
+    assert loss.dtype == xp.float32
+
+
+def test_mean_squared_error_forward(xp):
+    """mean((x0 - x1) ** 2)."""
+    y = X[::-1] * 0.5
+    assert_close(F.mean_squared_error(arr(xp, X), arr(xp, y)), ((X - y) ** 2).mean())
+
+
+def test_mean_squared_error_gradients(xp):
+    """Gradients of mean_squared_error in both inputs agree with central differences."""
+    check_grads(F.mean_squared_error, [arr(xp, X), arr(xp, X[::-1] * 0.5)], order=2)
+
+
+@pytest.mark.parametrize("xshape,tshape", [((2, 3), (3,)), ((2, 3), (2, 1)), ((6,), (6,))])
+def test_softmax_cross_entropy_wrong_shapes(xp, xshape, tshape):
+    """x not (N, C) or t not (N,) raises ValueError naming the function and both shapes."""
+    x = pg.Variable(xp.zeros(xshape, dtype=xp.float64))
+    t = xp.zeros(tshape, dtype=xp.int64)
+    with pytest.raises(ValueError) as info:
+        F.softmax_cross_entropy(x, t)
+    msg = str(info.value)
+    assert "softmax_cross_entropy" in msg
+    assert str(xshape) in msg and str(tshape) in msg
+
+
+# ---------------------------------------------------------------------------
+# sigmoid_cross_entropy and huber_loss
+# ---------------------------------------------------------------------------
+XS = np.array([[0.5, -1.0, 2.0], [-0.3, 0.8, -1.5], [1.1, 0.7, -0.4], [0.2, -2.2, 1.3]])
+TS = np.array([[1, 0, -1], [0, 1, 1], [-1, -1, 0], [1, 1, 0]])
+
+
+def np_sigmoid_ce(x, t):
+    p = 1 / (1 + np.exp(-x))
+    loss = -(t * np.log(p) + (1 - t) * np.log(1 - p))
+    return np.where(t == -1, 0.0, loss)
+
+
+def test_sigmoid_cross_entropy_forward(xp):
+    """The mean over non-ignored labels of -(t log p + (1 - t) log(1 - p)), labels -1 ignored."""
+    loss = F.sigmoid_cross_entropy(arr(xp, XS), ints(xp, TS))
+    assert loss.shape == ()
+    assert_close(loss, np_sigmoid_ce(XS, TS).sum() / (TS != -1).sum(), rtol=1e-12)
+
+
+def test_sigmoid_cross_entropy_normalize_false_divides_by_batch(xp):
+    """normalize=False divides the sum by the batch size x.shape[0]."""
+    loss = F.sigmoid_cross_entropy(arr(xp, XS), ints(xp, TS), normalize=False)
+    assert_close(loss, np_sigmoid_ce(XS, TS).sum() / 4, rtol=1e-12)
+
+
+def test_sigmoid_cross_entropy_reduce_no(xp):
+    """reduce='no' gives the element-wise loss, 0 where ignored."""
+    loss = F.sigmoid_cross_entropy(arr(xp, XS), ints(xp, TS), reduce="no")
+    assert_close(loss, np_sigmoid_ce(XS, TS), rtol=1e-12)
+
+
+def test_sigmoid_cross_entropy_is_stable(xp):
+    """Logits of +-1000 give exact finite losses (1000 for the wrong label, 0 for the right one)."""
+    loss = F.sigmoid_cross_entropy(arr(xp, [[1000.0, -1000.0, 1000.0]]), ints(xp, [[1, 0, 0]]), reduce="no")
+    assert_close(loss, np.array([[0.0, 0.0, 1000.0]]))
+
+
+def test_sigmoid_cross_entropy_all_ignored_is_zero(xp):
+    """With every label ignored the loss is 0 (not nan) and so is the gradient."""
+    x = pg.Variable(arr(xp, XS[:1]))
+    loss = F.sigmoid_cross_entropy(x, ints(xp, [[-1, -1, -1]]))
+    loss.backward()
+    assert_close(loss, np.array(0.0))
+    assert_close(x.grad, np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"normalize": False}, {"reduce": "no"}], ids=["mean", "batch", "no"])
+def test_sigmoid_cross_entropy_gradients(xp, kwargs):
+    """Gradients in x agree with central differences, to second order."""
+    t = ints(xp, TS)
+    check_grads(lambda v: F.sigmoid_cross_entropy(v, t, **kwargs), [arr(xp, XS)], order=2)
+
+
+def test_sigmoid_cross_entropy_rejects_bad_arguments(xp):
+    """Mismatched shapes and an unknown reduce raise ValueError naming the function."""
+    with pytest.raises(ValueError, match="sigmoid_cross_entropy.*same shape"):
+        F.sigmoid_cross_entropy(arr(xp, XS), ints(xp, TS[:, :2]))
+    with pytest.raises(ValueError, match="sigmoid_cross_entropy.*reduce"):
+        F.sigmoid_cross_entropy(arr(xp, XS), ints(xp, TS), reduce="sum")
+
+
+HX = np.array([[0.1, -2.0, 0.7], [3.0, 0.0, -0.6]])
+HT = np.array([[0.4, 0.5, -0.6], [0.2, 0.05, 1.1]])
+
+
+def np_huber(x, t, delta):
+    d = x - t
+    return np.where(np.abs(d) <= delta, 0.5 * d * d, delta * (np.abs(d) - 0.5 * delta))
+
+
+@pytest.mark.parametrize("delta", [1.0, 0.5])
+def test_huber_loss_forward(xp, delta):
+    """Summed along axis 1 by default; element-wise with reduce='no'."""
+    assert_close(F.huber_loss(arr(xp, HX), arr(xp, HT), delta), np_huber(HX, HT, delta).sum(axis=1))
+    assert_close(F.huber_loss(arr(xp, HX), arr(xp, HT), delta, reduce="no"), np_huber(HX, HT, delta))
+
+
+@pytest.mark.parametrize("reduce", ["sum_along_second_axis", "no"])
+def test_huber_loss_gradients(xp, reduce):
+    """Gradients in x and t agree with central differences, to second order."""
+    check_grads(lambda a, b: F.huber_loss(a, b, 1.0, reduce=reduce), [arr(xp, HX), arr(xp, HT)], order=2)
+
+
+def test_huber_loss_rejects_unknown_reduce(xp):
+    """reduce='mean' is not one of Chainer's options."""
+    with pytest.raises(ValueError, match="huber_loss.*reduce"):
+        F.huber_loss(arr(xp, HX), arr(xp, HT), 1.0, reduce="mean")

@@ -1,0 +1,154 @@
+"""polygrad.functions' normalizations (batch_normalization,
+fixed_batch_normalization, layer_normalization) and their links
+(BatchNormalization, LayerNormalization): forward values against hand-written
+numpy, running statistics in train and test mode, gradients by check_grads in
+float64 (order 2), on numpy and array_api_strict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+import polygrad.links as L
+from polygrad.testing import check_grads
+
+from conftest import arr, normal
+from conftest import to_np, assert_values_close as assert_close
+
+
+BX4 = normal((4, 3, 2, 2), seed=6) * 2 + 1
+GAMMA = np.array([1.5, 0.5, -1.0])
+BETA = np.array([0.1, -0.2, 0.3])
+
+
+def np_batch_norm(x, gamma, beta, eps, axes):
+    mu = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    shape = [1] * x.ndim
+    shape[1] = -1
+    return gamma.reshape(shape) * (x - mu) / np.sqrt(var + eps) + beta.reshape(shape)
+
+
+def test_batch_normalization_forward_4d(xp):
+    """NCHW: each channel normalized over N, H, W with the batch statistics."""
+    y = F.batch_normalization(arr(xp, BX4), arr(xp, GAMMA), arr(xp, BETA))
+    assert_close(y, np_batch_norm(BX4, GAMMA, BETA, 2e-5, (0, 2, 3)), rtol=1e-10)
+
+
+def test_batch_normalization_forward_2d(xp):
+    """(N, C): each column normalized over the batch."""
+    x = normal((5, 3), seed=7)
+    y = F.batch_normalization(arr(xp, x), arr(xp, GAMMA), arr(xp, BETA), eps=1e-3)
+    assert_close(y, np_batch_norm(x, GAMMA, BETA, 1e-3, (0,)), rtol=1e-10)
+
+
+def test_batch_normalization_updates_running_statistics(xp):
+    """Train mode updates running_mean and running_var in place (the variance unbiased)."""
+    rm, rv = arr(xp, [0.5, 0.0, -0.5]), arr(xp, [1.0, 2.0, 3.0])
+    rm0, rv0 = to_np(rm), to_np(rv)
+    F.batch_normalization(arr(xp, BX4), arr(xp, GAMMA), arr(xp, BETA), running_mean=rm, running_var=rv, decay=0.8)
+    m = 4 * 2 * 2
+    assert_close(rm, 0.8 * rm0 + 0.2 * BX4.mean(axis=(0, 2, 3)), rtol=1e-12)
+    assert_close(rv, 0.8 * rv0 + 0.2 * BX4.var(axis=(0, 2, 3)) * m / (m - 1), rtol=1e-12)
+
+
+def test_batch_normalization_test_mode_uses_running_statistics(xp):
+    """In test mode the given statistics normalize, and they are not updated."""
+    rm, rv = arr(xp, [0.5, 0.0, -0.5]), arr(xp, [1.0, 2.0, 3.0])
+    with pg.test_mode():
+        y = F.batch_normalization(arr(xp, BX4), arr(xp, GAMMA), arr(xp, BETA), running_mean=rm, running_var=rv)
+    want = F.fixed_batch_normalization(arr(xp, BX4), arr(xp, GAMMA), arr(xp, BETA), rm, rv)
+    assert_close(y, to_np(want))
+    assert_close(rm, np.array([0.5, 0.0, -0.5]))
+    shape = (1, 3, 1, 1)
+    ref = GAMMA.reshape(shape) * (BX4 - to_np(rm).reshape(shape)) / np.sqrt(np.array([1.0, 2.0, 3.0]).reshape(shape) + 2e-5)
+    assert_close(y, ref + BETA.reshape(shape), rtol=1e-12)
+
+
+def test_batch_normalization_gradients(xp):
+    """Gradients in x, gamma and beta agree with central differences, to second order."""
+    check_grads(F.batch_normalization, [arr(xp, BX4[:3, :, :, :1]), arr(xp, GAMMA), arr(xp, BETA)], order=2)
+
+
+def test_fixed_batch_normalization_gradients(xp):
+    """Gradients in all five inputs agree with central differences, to second order."""
+    x = normal((3, 3, 2), seed=8)
+    check_grads(F.fixed_batch_normalization,
+                [arr(xp, x), arr(xp, GAMMA), arr(xp, BETA), arr(xp, [0.1, -0.3, 0.2]), arr(xp, [0.5, 1.5, 2.0])],
+                order=2)
+
+
+def test_batch_normalization_rejects_mismatched_gamma(xp):
+    """A gamma that does not match axis 1 raises ValueError naming both shapes."""
+    with pytest.raises(ValueError, match=r"batch_normalization.*\(2,\).*\(4, 3, 2, 2\)"):
+        F.batch_normalization(arr(xp, BX4), arr(xp, [1.0, 1.0]), arr(xp, [0.0, 0.0]))
+
+
+def test_layer_normalization_forward(xp):
+    """Each row normalized over its features, then scaled and shifted."""
+    x = normal((4, 3), seed=9) * 3
+    y = F.layer_normalization(arr(xp, x), arr(xp, GAMMA), arr(xp, BETA))
+    mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+    assert_close(y, GAMMA * (x - mu) / np.sqrt(var + 1e-5) + BETA, rtol=1e-10)
+
+
+def test_layer_normalization_rejects_mismatched_gamma(xp):
+    """A gamma that does not match x's trailing axes raises ValueError naming both shapes."""
+    with pytest.raises(ValueError, match=r"layer_normalization: gamma of shape \(2,\) .* x \(4, 3\)"):
+        F.layer_normalization(arr(xp, normal((4, 3))), arr(xp, [1.0, 1.0]), arr(xp, [0.0, 0.0]))
+
+
+def test_layer_normalization_gradients(xp):
+    """Gradients in x, gamma and beta agree with central differences, to second order."""
+    check_grads(F.layer_normalization, [arr(xp, normal((3, 3), seed=10)), arr(xp, GAMMA), arr(xp, BETA)], order=2)
+
+
+# ---------------------------------------------------------------------------
+# Links
+# ---------------------------------------------------------------------------
+
+
+def test_batchnormalization_link_train_and_test_mode(xp, backend_name):
+    """Train mode normalizes by the batch and moves the running statistics; test mode uses them."""
+    link = L.BatchNormalization(3, decay=0.5, dtype="float64", backend=backend_name)
+    assert [name for name, _ in link.namedparams()] == ["/gamma", "/beta"]
+    y = link(arr(xp, BX4))
+    assert_close(y, np_batch_norm(BX4, np.ones(3), np.zeros(3), 2e-5, (0, 2, 3)), rtol=1e-10)
+    m = 16
+    assert_close(link.avg_mean, 0.5 * BX4.mean(axis=(0, 2, 3)), rtol=1e-12)
+    assert_close(link.avg_var, 0.5 + 0.5 * BX4.var(axis=(0, 2, 3)) * m / (m - 1), rtol=1e-12)
+    mean_before = to_np(link.avg_mean)
+    with pg.test_mode():
+        y = link(arr(xp, BX4))
+    shape = (1, 3, 1, 1)
+    want = (BX4 - mean_before.reshape(shape)) / np.sqrt(to_np(link.avg_var).reshape(shape) + 2e-5)
+    assert_close(y, want, rtol=1e-10)
+    assert_close(link.avg_mean, mean_before)
+
+
+def test_batchnormalization_link_gradients_reach_parameters(xp, backend_name):
+    """backward fills gamma.grad and beta.grad."""
+    link = L.BatchNormalization(3, dtype="float64", backend=backend_name)
+    pg.sum(link(arr(xp, BX4)) * arr(xp, normal(BX4.shape, 28))).backward()
+    assert link.gamma.grad.shape == (3,) and link.beta.grad.shape == (3,)
+
+
+def test_layernormalization_link(xp, backend_name):
+    """L.LayerNormalization normalizes each row (size inferred when None); eps 1e-6."""
+    x = normal((4, 3), 29)
+    mu, var = x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+    for link in (L.LayerNormalization(3, dtype="float64", backend=backend_name),
+                 L.LayerNormalization(dtype="float64", backend=backend_name)):
+        assert_close(link(arr(xp, x)), (x - mu) / np.sqrt(var + 1e-6), rtol=1e-10)
+        assert link.gamma.shape == (3,)
+
+
+def test_batchnormalization_link_moves_running_statistics():
+    """to_backend moves gamma, beta and the running statistics."""
+    link = L.BatchNormalization(3, dtype="float64", backend="numpy")
+    link.to_backend("array_api_strict")
+    for a in (link.gamma.data, link.beta.data, link.avg_mean, link.avg_var):
+        assert type(a).__module__.startswith("array_api_strict")
+    assert_close(link(pg.asarray(BX4.tolist(), backend="array_api_strict")), np_batch_norm(BX4, np.ones(3), np.zeros(3), 2e-5, (0, 2, 3)), rtol=1e-10)

@@ -1,0 +1,85 @@
+"""polygrad.functions' pooling (max_pooling_2d, average_pooling_2d): forward values
+against a loop over windows, cover_all, where the gradient goes, and gradients by
+check_grads in float64 (order 2), on numpy and array_api_strict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+from polygrad.testing import check_grads
+
+from conftest import arr, distinct, normal
+from conftest import assert_values_close as assert_close
+
+
+def np_pool(x, k, s, p, cover_all, reduce, fill):
+    n, c, h, w = x.shape
+    if cover_all:
+        oh, ow = (h + 2 * p - k + s - 1) // s + 1, (w + 2 * p - k + s - 1) // s + 1
+    else:
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    big = np.full((n, c, h + 2 * p + k + s, w + 2 * p + k + s), fill)
+    big[:, :, p:p + h, p:p + w] = x
+    y = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y[:, :, i, j] = reduce(big[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+    return y
+
+
+@pytest.mark.parametrize("k, s, p, cover_all", [(2, None, 0, True), (3, 2, 1, True), (3, 2, 1, False), (2, 2, 0, True)],
+                         ids=["k2", "k3s2p1_cover", "k3s2p1", "k2_odd_cover"])
+def test_max_pooling_2d_forward(xp, k, s, p, cover_all):
+    """max_pooling_2d matches a loop over windows padded with -inf (cover_all adds a last window)."""
+    x = normal((2, 2, 5, 5), 19) if k != 2 or s is None else normal((1, 2, 5, 7), 20)
+    y = F.max_pooling_2d(arr(xp, x), k, s, p, cover_all=cover_all)
+    assert_close(y, np_pool(x, k, s or k, p, cover_all, np.max, -np.inf))
+
+
+def test_max_pooling_2d_cover_all_changes_the_shape(xp):
+    """A 5x5 input with 2x2 windows gives 3x3 with cover_all (Chainer's default) and 2x2 without."""
+    x = arr(xp, normal((1, 1, 5, 5)))
+    assert F.max_pooling_2d(x, 2).shape == (1, 1, 3, 3)
+    assert F.max_pooling_2d(x, 2, cover_all=False).shape == (1, 1, 2, 2)
+
+
+@pytest.mark.parametrize("k, s, p", [(2, None, 0), (3, 2, 1), (2, 1, 1)], ids=["k2", "k3s2p1", "k2s1p1"])
+def test_average_pooling_2d_forward(xp, k, s, p):
+    """average_pooling_2d is the mean of each window, padded zeros counted (divides by k*k)."""
+    x = normal((2, 2, 5, 4), 21)
+    y = F.average_pooling_2d(arr(xp, x), k, s, p)
+    assert_close(y, np_pool(x, k, s or k, p, False, np.mean, 0.0), rtol=1e-12)
+
+
+def test_max_pooling_2d_gradients(xp):
+    """Gradients of max pooling (distinct values) agree with central differences, to second order."""
+    check_grads(lambda v: F.max_pooling_2d(v, 3, 2, 1), [arr(xp, distinct((2, 1, 5, 4)))], order=2)
+
+
+def test_max_pooling_2d_routes_gradient_to_the_maximum(xp):
+    """Each window's gradient goes to its maximum; ties share it."""
+    x = pg.Variable(arr(xp, [[[[1.0, 5.0], [2.0, 3.0]], [[4.0, 4.0], [0.0, 1.0]]]]))
+    pg.sum(F.max_pooling_2d(x, 2)).backward()
+    assert_close(x.grad, np.array([[[[0.0, 1.0], [0.0, 0.0]], [[0.5, 0.5], [0.0, 0.0]]]]))
+
+
+def test_average_pooling_2d_gradients(xp):
+    """Gradients of average pooling agree with central differences, to second order."""
+    check_grads(lambda v: F.average_pooling_2d(v, 2, 1, 1), [arr(xp, normal((1, 2, 3, 4), 22))], order=2)
+
+
+def test_pooling_rejects_input_that_is_not_4d_or_too_small(xp):
+    """x not (N, C, H, W), or a window larger than the padded input, raises ValueError naming the function."""
+    with pytest.raises(ValueError, match=r"max_pooling_2d: expects x of shape \(N, C, H, W\), got \(2, 3\)"):
+        F.max_pooling_2d(arr(xp, np.zeros((2, 3))), 2)
+    with pytest.raises(ValueError, match="average_pooling_2d: a 3x3 window does not fit an input of 2x2"):
+        F.average_pooling_2d(arr(xp, np.zeros((1, 1, 2, 2))), 3)
+
+
+def test_pooling_rejects_a_ksize_that_is_not_a_pair(xp):
+    """ksize must be an int or a pair of ints: a triple raises ValueError naming it."""
+    with pytest.raises(ValueError, match=r"average_pooling_2d: ksize must be an int or a pair of ints, got \(1, 2, 3\)"):
+        F.average_pooling_2d(arr(xp, np.zeros((1, 1, 4, 4))), (1, 2, 3))

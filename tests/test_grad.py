@@ -1,0 +1,129 @@
+"""pg.grad: gradients returned without touching .grad, unused inputs, grad_outputs,
+intermediates, several outputs, higher orders with create_graph, freeing the
+graph, and bad inputs, on numpy and array_api_strict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+
+from conftest import arr
+from conftest import assert_values_close as assert_close
+
+
+def test_grad_returns_gradients_without_touching_dot_grad(xp):
+    """pg.grad returns d out / d inputs and leaves every .grad as it was."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    w = pg.Variable(arr(xp, [3.0, 4.0]))
+    w.grad = arr(xp, [7.0, 7.0])
+    gx, gw = pg.grad(pg.sum(x * w), [x, w])
+    assert_close(gx, np.array([3.0, 4.0]))
+    assert_close(gw, np.array([1.0, 2.0]))
+    assert x.grad is None
+    assert_close(w.grad, np.array([7.0, 7.0]))
+
+
+def test_grad_leaves_grad_of_other_leaves_alone(xp):
+    """Leaves not asked for get no .grad from pg.grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    other = pg.Variable(arr(xp, [5.0, 6.0]))
+    pg.grad(pg.sum(x * other), [x])
+    assert other.grad is None
+
+
+def test_grad_none_for_unused_input(xp):
+    """An input the output does not depend on gets None."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    unused = pg.Variable(arr(xp, [1.0]))
+    gx, gu = pg.grad(pg.sum(x * x), [x, unused])
+    assert_close(gx, np.array([2.0, 4.0]))
+    assert gu is None
+
+
+def test_grad_of_single_variable_returns_list(xp):
+    """pg.grad(y, x) with one Variable input returns a one-element list of Variables."""
+    x = pg.Variable(arr(xp, 3.0))
+    out = pg.grad(x * x, x)
+    assert isinstance(out, list) and len(out) == 1
+    assert isinstance(out[0], pg.Variable)
+    assert_close(out[0], np.array(6.0))
+
+
+def test_grad_with_grad_outputs(xp):
+    """grad_outputs weights a non-scalar output."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    (g,) = pg.grad(x * x, [x], grad_outputs=[arr(xp, [10.0, 100.0])])
+    assert_close(g, np.array([20.0, 400.0]))
+
+
+def test_grad_with_respect_to_intermediate(xp):
+    """The gradient with respect to an intermediate Variable is the one flowing into it."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 3.0
+    (gh,) = pg.grad(pg.sum(h * h), [h])
+    assert_close(gh, np.array([6.0, 12.0]))
+
+
+def test_grad_several_outputs_sum(xp):
+    """With several outputs the gradients add up."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    (g,) = pg.grad([pg.sum(x * x), pg.sum(3.0 * x)], [x])
+    assert_close(g, np.array([5.0, 7.0]))
+
+
+def test_grad_without_create_graph_has_no_graph(xp):
+    """Without create_graph the gradients are Variables that do not require grad."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    (g,) = pg.grad(pg.sum(x ** 3), [x])
+    assert g.requires_grad is False
+    assert g.creator is None
+
+
+def test_grad_create_graph_second_derivative(xp):
+    """With create_graph, d/dx of d(x**3)/dx is 6x."""
+    x = pg.Variable(arr(xp, [1.0, -2.0, 3.0]))
+    (g,) = pg.grad(pg.sum(x ** 3), [x], create_graph=True)
+    assert g.requires_grad is True
+    assert_close(g, 3 * np.array([1.0, 4.0, 9.0]))
+    (h,) = pg.grad(pg.sum(g), [x])
+    assert_close(h, 6 * np.array([1.0, -2.0, 3.0]))
+
+
+def test_grad_create_graph_third_derivative(xp):
+    """Three nested pg.grad calls give d3(x**3)/dx3 = 6."""
+    x = pg.Variable(arr(xp, [1.0, -2.0, 3.0]))
+    (g,) = pg.grad(pg.sum(x ** 3), [x], create_graph=True)
+    (h,) = pg.grad(pg.sum(g), [x], create_graph=True)
+    (k,) = pg.grad(pg.sum(h), [x])
+    assert_close(k, np.full(3, 6.0))
+
+
+def test_grad_create_graph_through_nn_functions(xp):
+    """Second derivative of sum(sigmoid(x)) is s (1 - s) (1 - 2 s)."""
+    xs = np.array([-1.0, 0.5, 2.0])
+    x = pg.Variable(arr(xp, xs))
+    (g,) = pg.grad(pg.sum(F.sigmoid(x)), [x], create_graph=True)
+    (h,) = pg.grad(pg.sum(g), [x])
+    s = 1 / (1 + np.exp(-xs))
+    assert_close(h, s * (1 - s) * (1 - 2 * s))
+
+
+def test_grad_frees_graph_unless_retained(xp):
+    """A second pg.grad through the same graph fails unless retain_graph=True was given."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = pg.sum(x * x * x)
+    pg.grad(y, [x], retain_graph=True)
+    (g,) = pg.grad(y, [x])
+    assert_close(g, np.array([3.0, 12.0]))
+    with pytest.raises(RuntimeError):
+        pg.grad(y, [x])
+
+
+def test_grad_refuses_non_variable_inputs(xp):
+    """Inputs must be Variables."""
+    x = pg.Variable(arr(xp, [1.0]))
+    with pytest.raises(TypeError, match="Variable"):
+        pg.grad(pg.sum(x), [arr(xp, [1.0])])

@@ -1,0 +1,91 @@
+"""The dtypes of results and of gradients, on numpy and array_api_strict: a
+gradient always has its input's dtype, whatever the result was promoted or
+cast to; Python scalars do not promote float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad import ops as P
+
+from conftest import arr, assert_close
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "atan", "reciprocal", "abs"])
+def test_unary_gradient_keeps_float32(xp, name):
+    """A float32 input gets a float32 gradient."""
+    x = pg.Variable(arr(xp, [0.5, 1.5], "float32"))
+    pg.sum(getattr(pg.ops, name)(x)).backward()
+    assert x.grad.dtype == xp.float32
+
+
+def test_float32_stays_float32_with_python_scalars(xp):
+    """A Python float operand does not promote float32 data or its gradient to float64."""
+    x = pg.Variable(arr(xp, [1.0, 2.0], "float32"))
+    y = 2.0 * x + 1.0
+    assert y.dtype == xp.float32
+    pg.sum(pg.exp(y / 3.0)).backward()
+    assert x.grad.dtype == xp.float32
+
+
+MIXED = ["add", "subtract", "multiply", "divide", "maximum", "matmul", "atan2", "hypot", "logaddexp", "minimum",
+         "copysign", "nextafter", "remainder"]
+NO_GRADIENT_FOR_X2 = {"copysign", "nextafter"}
+
+
+@pytest.mark.parametrize("name", MIXED)
+def test_mixed_precision_gradients_keep_each_input_dtype(xp, name):
+    """float32 op float64 promotes the value, but each input's gradient keeps that input's dtype."""
+    a = pg.Variable(arr(xp, [0.7, -1.2], "float32"))
+    b = pg.Variable(arr(xp, [1.3, 0.6], "float64"))
+    y = getattr(pg.ops, name)(a, b)
+    assert y.dtype == xp.float64
+    pg.sum(y).backward()
+    assert a.grad.dtype == xp.float32
+    if name in NO_GRADIENT_FOR_X2:
+        assert b.grad is None
+    else:
+        assert b.grad.dtype == xp.float64
+
+
+def test_concat_mixed_precision_grads_keep_their_dtype(xp):
+    """concat of float32 and float64 is float64; each input's gradient keeps its own dtype."""
+    a = pg.Variable(arr(xp, [1.0], "float32"))
+    b = pg.Variable(arr(xp, [2.0, 3.0]))
+    y = P.concat([a, b])
+    assert y.dtype == xp.float64
+    pg.sum(y).backward()
+    assert (a.grad.dtype, b.grad.dtype) == (xp.float32, xp.float64)
+
+
+def test_astype_gradient_comes_back_in_input_dtype(xp):
+    """astype(x64, float32): the gradient of x is float64 again, with the same values."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = pg.astype(x, xp.float32)
+    assert y.dtype == xp.float32
+    pg.sum(y * arr(xp, [3.0, 4.0], "float32")).backward()
+    assert x.grad.dtype == xp.float64
+    assert_close(x.grad, np.array([3.0, 4.0]))
+
+
+def test_sum_with_dtype_gives_gradient_in_input_dtype(xp):
+    """sum(x64, dtype=float32): the value is float32, x's gradient float64 (as for astype)."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y = pg.sum(x, dtype=xp.float32)
+    assert y.dtype == xp.float32
+    y.backward()
+    assert x.grad.dtype == xp.float64
+
+
+def test_clip_keeps_x_dtype_and_gives_bound_its_dtype(xp):
+    """clip(x32, min=array64) is float32, like xp.clip; the bound's gradient is float64."""
+    x = pg.Variable(arr(xp, [0.0, 2.0], "float32"))
+    lo = pg.Variable(arr(xp, [1.0, 1.0]))
+    y = pg.clip(x, lo)
+    assert y.dtype == xp.clip(x.data, lo.data).dtype
+    pg.sum(y).backward()
+    assert x.grad.dtype == xp.float32 and lo.grad.dtype == xp.float64
+    assert_close(lo.grad, np.array([1.0, 0.0]))

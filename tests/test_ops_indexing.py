@@ -1,0 +1,177 @@
+"""Indexing and its gradients, on numpy and array_api_strict: repeated indices
+add up, masks route gradients, in-place writes on intermediates, keys the
+standard does not specify (numpy), and the standard-only scatter-add fallback
+that backends without a ``polygrad_scatter_add`` hook use (array_api_strict
+here always does; a numpy copy without the hook shows it on NumPy's keys).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad import ops as P
+from polygrad.backends import BackendInfo
+from polygrad.hookspecs import hookimpl
+from polygrad.testing import check_grads
+
+from conftest import arr, assert_close, ints
+
+# ---------------------------------------------------------------------------
+# Repeated indices add up
+# ---------------------------------------------------------------------------
+
+
+def test_getitem_repeated_indices_sum_gradients(xp):
+    """x[[0, 2, 0, 0]]: the gradient of x[0] is the sum of the three picks."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    y = x[ints(xp, [0, 2, 0, 0])]
+    y.backward(arr(xp, [1.0, 10.0, 100.0, 1000.0]))
+    assert_close(x.grad, np.array([1101.0, 0.0, 10.0]))
+
+
+def test_getitem_repeated_pairs_all_axes_sum_gradients(xp):
+    """x[i, j] with a repeated (i, j) pair adds both gradients into that element."""
+    x = pg.Variable(xp.zeros((2, 3), dtype=xp.float64))
+    y = x[ints(xp, [0, 1, 0]), ints(xp, [2, 0, 2])]
+    y.backward(arr(xp, [1.0, 2.0, 4.0]))
+    assert_close(x.grad, np.array([[0.0, 0.0, 5.0], [2.0, 0.0, 0.0]]))
+
+
+def test_take_repeated_indices_sum_gradients(xp):
+    """take with a repeated index adds the gradients of the repeats."""
+    x = pg.Variable(arr(xp, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    P.take(x, ints(xp, [2, 2, 0]), axis=1).backward(arr(xp, [[1.0, 10.0, 100.0], [1.0, 1.0, 1.0]]))
+    assert_close(x.grad, np.array([[100.0, 0.0, 11.0], [1.0, 0.0, 2.0]]))
+
+
+def test_bool_mask_getitem_gradient(xp):
+    """x[mask]: the selected elements get their gradient, the others 0."""
+    x = pg.Variable(arr(xp, [[1.0, -2.0], [-3.0, 4.0]]))
+    x[x.data > 0.0].backward(arr(xp, [10.0, 20.0]))
+    assert_close(x.grad, np.array([[10.0, 0.0], [0.0, 20.0]]))
+
+
+def test_double_backward_through_getitem_and_matmul(xp):
+    """create_graph through getitem and matmul gives the right second derivative."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    y = pg.sum(x[ints(xp, [0, 0, 2])] ** 3) + x @ x
+    (g,) = pg.grad(y, x, create_graph=True)
+    assert_close(g, np.array([6.0 + 2.0, 4.0, 27.0 + 6.0]))
+    (h,) = pg.grad(pg.sum(g), x)
+    assert_close(h, np.array([2 * 6.0 * 1.0 + 2.0, 2.0, 6.0 * 3.0 + 2.0]))
+
+
+def test_inplace_setitem_on_intermediate_backpropagates(xp):
+    """``y[0, :] = v`` on an intermediate: y's overwritten entries get no gradient, v gets theirs."""
+    x = pg.Variable(arr(xp, [[1.0, 2.0], [3.0, 4.0]]))
+    v = pg.Variable(arr(xp, [5.0, 6.0]))
+    y = x * 1.0
+    y[0, :] = v
+    pg.sum(y * arr(xp, [[1.0, 2.0], [3.0, 4.0]])).backward()
+    assert_close(y, np.array([[5.0, 6.0], [3.0, 4.0]]))
+    assert_close(x.grad, np.array([[0.0, 0.0], [3.0, 4.0]]))
+    assert_close(v.grad, np.array([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------------------
+# NumPy's keys (not in the standard)
+# ---------------------------------------------------------------------------
+
+
+def test_getitem_row_gather_repeated_numpy():
+    """On numpy, x[idx] on a matrix (rows gathered, as an embedding) sums the gradient of repeated rows."""
+    with pg.using_backend("numpy") as b:
+        x = pg.Variable(b.xp.reshape(b.xp.arange(6, dtype=b.xp.float64), (3, 2)))
+        y = x[np.array([2, 0, 2])]
+        y.backward(np.ones((3, 2)))
+        assert_close(x.grad, np.array([[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]]))
+        check_grads(lambda v: v[np.array([2, 0, 2])] * v[np.array([1, 1, 0])], [x.data], order=2)
+
+
+def test_getitem_with_mixed_array_and_slice_numpy():
+    """On numpy, x[idx, 1:] (integer array plus slice) has the right gradient."""
+    with pg.using_backend("numpy"):
+        data = np.random.default_rng(0).standard_normal((3, 4))
+        check_grads(lambda v: v[np.array([0, 0, 2]), 1:], [data], order=2)
+
+
+def test_mixed_advanced_and_basic_keys_numpy():
+    """On numpy, keys mixing arrays, masks, slices, None and ... have the right gradient."""
+    r = np.random.default_rng(0)
+    data = r.standard_normal((3, 4, 5))
+    mask = np.array([True, False, True, True])
+    keys = [(np.array([0, 2, 0]), slice(1, None)), (slice(None), mask), (None, 1, mask, ...), (..., np.array([[4, 0], [0, 0]]))]
+    with pg.using_backend("numpy"):
+        for key in keys:
+            assert_close(pg.Variable(data)[key], data[key])
+            check_grads(lambda v: v[key], [data], order=2)
+
+
+def test_take_without_axis_flattens_numpy():
+    """On numpy, take(x, i) without axis on a matrix picks from the flattened x; repeats add in the gradient."""
+    with pg.using_backend("numpy"):
+        x = pg.Variable(np.arange(6.0).reshape(2, 3))
+        y = P.take(x, np.array([4, 0, 4]))
+        assert_close(y, np.array([4.0, 0.0, 4.0]))
+        y.backward(np.array([1.0, 10.0, 100.0]))
+        assert_close(x.grad, np.array([[10.0, 0.0, 0.0], [0.0, 101.0, 0.0]]))
+
+
+def test_setitem_with_int_array_numpy():
+    """On numpy (the standard has no integer-array __setitem__), setitem at x[[0, 3]] is differentiable in x and v."""
+    with pg.using_backend("numpy"):
+        r = np.random.default_rng(1)
+        x, v = r.standard_normal(5), r.standard_normal(2)
+        y = pg.ops.setitem(pg.Variable(x), np.array([0, 3]), pg.Variable(v))
+        want = x.copy()
+        want[[0, 3]] = v
+        assert_close(y, want)
+        check_grads(lambda a, b: pg.ops.setitem(a, np.array([0, 3]), b), [x, v], order=2)
+
+
+# ---------------------------------------------------------------------------
+# The standard-only scatter-add, on NumPy's keys
+# ---------------------------------------------------------------------------
+
+
+class NumpyWithoutScatterAdd:
+    """The numpy backend without a polygrad_scatter_add hook. Registered by hand, it owns numpy's
+    arrays (the last plugin registered wins them), so their gradients take the standard-only fallback."""
+
+    name = "numpy_without_scatter_add"
+
+    @hookimpl
+    def polygrad_backend_info(self):
+        return BackendInfo(name=self.name, module="numpy", device="cpu", priority=-100)
+
+    @hookimpl
+    def polygrad_array_namespace(self, backend):
+        return pg.get_backend("numpy").xp if backend == self.name else None
+
+    @hookimpl
+    def polygrad_array_types(self, backend):
+        return pg.get_backend("numpy").array_types if backend == self.name else None
+
+
+@pytest.fixture
+def without_scatter_add():
+    """numpy's arrays owned by a backend with no scatter-add hook, for the test's duration."""
+    plugin = NumpyWithoutScatterAdd()
+    pg.register_plugin(plugin, name=plugin.name)
+    try:
+        yield pg.get_backend(plugin.name)
+    finally:
+        pg.unregister_plugin(plugin)
+
+
+def test_getitem_grad_without_a_scatter_hook_handles_mixed_keys(without_scatter_add):
+    """With only the standard's scatter-add, a key it cannot take goes through flat positions."""
+    g = np.arange(6.0).reshape(3, 2)
+    key = (np.array([0, 2, 0]), slice(1, None))
+    want = np.zeros((3, 3))
+    np.add.at(want, key, g)
+    got = P.getitem_grad(g, key, (3, 3))
+    assert got.backend is without_scatter_add
+    assert_close(got, want)
