@@ -8,7 +8,7 @@ import math
 from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable
 
 __all__ = ["Link", "Chain", "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization"]
@@ -98,12 +98,69 @@ class Link:
             p.zerograd()
 
     def to_backend(self, name: str) -> "Link":
-        """Move every parameter to backend ``name`` (in place; returns self)."""
-        for p in self.params(include_uninit=False):
-            p.data = to_backend(p.data, name)
-            if p.grad is not None:
-                p.grad = to_backend(p.grad, name)
+        """Move this link's parameters (with their gradients) and persistent arrays to
+        backend ``name``, in place; returns self. Parameters not initialized yet
+        will be created there. A Chain moves its children with their own
+        ``to_backend``, so a child that overrides it is moved its way."""
+        for pname in self._params:
+            p = getattr(self, pname)
+            if p.data is not None:
+                p.data = to_backend(p.data, name)
+                if p.grad is not None:
+                    p.grad = to_backend(p.grad, name)
+        for pname in getattr(self, "_persistent", ()):
+            value = getattr(self, pname)
+            if is_array(value):
+                object.__setattr__(self, pname, to_backend(value, name))
+        if "_backend_name" in self.__dict__:  # where a layer creates parameters it has not initialized
+            object.__setattr__(self, "_backend_name", name)
         return self
+
+    def copyparams(self, link: "Link", copy_persistent: bool = True) -> None:
+        """Copy the values of ``link``'s parameters (and persistent arrays) into this
+        link's, which must have the same structure (Chainer's ``copyparams``).
+
+        Each value is copied onto the backend and dtype of the one it replaces
+        (a parameter not initialized yet takes the source's, on the source's
+        backend); the two links share no array afterwards.
+        """
+        src = dict(link.__dict__)
+        for pname in self._params:
+            p, q = getattr(self, pname), src.get(pname)
+            if not isinstance(q, Variable):
+                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no parameter {pname!r}")
+            if q.data is not None:
+                p.data = _copy_like(q.data, p.data)
+        if copy_persistent:
+            for pname in getattr(self, "_persistent", ()):
+                if pname not in src:
+                    raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
+                value = src[pname]
+                object.__setattr__(self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value)
+
+    def serialize(self, serializer: Any) -> None:
+        """Save or load this link's parameters and persistent values through
+        ``serializer`` (Chainer's protocol; see :mod:`polygrad.serializers`).
+
+        ``value = serializer(key, value)`` saves a value (returning it) or
+        returns the loaded one. A Chain then serializes each child with the
+        child's own ``serialize(serializer[name])``, so a link that overrides
+        this method to save more state is saved and loaded its way, anywhere
+        in a model. A parameter not initialized yet takes the loaded array, on
+        the current backend.
+        """
+        for pname in self._params:
+            p = getattr(self, pname)
+            data = serializer(pname, p.data)
+            if data is not p.data:
+                p.data = data if p.data is not None or data is None else to_backend(data, get_backend().name)
+        for pname in getattr(self, "_persistent", ()):
+            value = getattr(self, pname)
+            data = serializer(pname, value)
+            if data is not value:
+                if value is None and is_array(data):
+                    data = to_backend(data, get_backend().name)
+                object.__setattr__(self, pname, data)
 
     def count_params(self) -> int:
         return sum(int(p.size) for p in self.params(include_uninit=False))
@@ -147,6 +204,40 @@ class Chain(Link):
         for name in self._children:
             yield getattr(self, name)
 
+    def add_link(self, name: str, link: Link) -> None:
+        """Register ``link`` as the child ``name`` (as assigning it inside ``init_scope()``)."""
+        if not isinstance(link, Link):
+            raise TypeError(f"polygrad: Chain.add_link needs a Link, got {type(link).__name__}")
+        if name in self.__dict__ and name not in self._children:
+            raise AttributeError(f"polygrad: cannot add a link named {name!r}: the chain already has that attribute")
+        with self.init_scope():
+            setattr(self, name, link)
+
+    def to_backend(self, name: str) -> "Chain":
+        super().to_backend(name)
+        for child in self.children():
+            child.to_backend(name)
+        return self
+
+    to_backend.__doc__ = Link.to_backend.__doc__
+
+    def copyparams(self, link: Link, copy_persistent: bool = True) -> None:
+        super().copyparams(link, copy_persistent)
+        for name in self._children:
+            other = link.__dict__.get(name)
+            if not isinstance(other, Link):
+                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {name!r}")
+            getattr(self, name).copyparams(other, copy_persistent)
+
+    copyparams.__doc__ = Link.copyparams.__doc__
+
+    def serialize(self, serializer: Any) -> None:
+        super().serialize(serializer)
+        for name in self._children:
+            getattr(self, name).serialize(serializer[name])
+
+    serialize.__doc__ = Link.serialize.__doc__
+
 
 def _dtype(xp: Any, dtype: Any) -> Any:
     return getattr(xp, dtype) if isinstance(dtype, str) else dtype
@@ -154,6 +245,18 @@ def _dtype(xp: Any, dtype: Any) -> Any:
 
 def _as_shape(size: Any) -> tuple[int, ...]:
     return (size,) if isinstance(size, int) else tuple(size)
+
+
+def _copy_like(src: Any, like: Any) -> Any:
+    """A copy of array ``src`` on the backend and with the dtype of ``like`` (``src``'s own when ``like`` is not an array)."""
+    if not is_array(like):
+        return backend_of_type(type(src)).xp.asarray(src, copy=True)
+    if like.shape != src.shape:
+        raise ValueError(f"polygrad: copyparams: shape {tuple(src.shape)} does not match {tuple(like.shape)}")
+    backend = backend_of_type(type(like))
+    moved = to_backend(src, backend.name)
+    out = backend.xp.asarray(moved, copy=True)  # from_dlpack may share memory with src
+    return out if out.dtype == like.dtype else backend.xp.astype(out, like.dtype)
 
 
 class _Connection(Link):
@@ -309,13 +412,6 @@ class BatchNormalization(Link):
         self.avg_mean = N.running_average(self.avg_mean, mu, self.decay)
         self.avg_var = N.running_average(self.avg_var, var * (m / max(m - 1, 1)), self.decay)
         return y
-
-    def to_backend(self, name: str) -> "BatchNormalization":
-        """Move the parameters and the running statistics to backend ``name``."""
-        super().to_backend(name)
-        self.avg_mean = to_backend(self.avg_mean, name)
-        self.avg_var = to_backend(self.avg_var, name)
-        return self
 
 
 class LayerNormalization(Link):
