@@ -35,3 +35,30 @@ def test_digits_demo_reaches_accuracy_and_writes_pictures(tmp_path):
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dot = graph.dump()
     assert "log_softmax" in dot and "linear" in dot
+
+
+CHAINER_STYLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "train_chainer_style.py"
+
+
+def _load_chainer_style():
+    spec = importlib.util.spec_from_file_location("train_chainer_style", CHAINER_STYLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_chainer_style_script_trains_on_numpy():
+    """The Chainer-style script (Classifier, SerialIterator, concat_examples, Adam): loss falls, test accuracy > 90%."""
+    pytest.importorskip("sklearn", reason="the data set ships with scikit-learn (a test extra)")
+    history = _load_chainer_style().main(epoch=5, verbose=False)
+    assert [row[0] for row in history] == [1, 2, 3, 4, 5]
+    train_losses = [row[1] for row in history]
+    assert train_losses[-1] < train_losses[0] / 2, train_losses
+    assert history[-1][3] > 0.9, history[-1]
+
+
+def test_chainer_style_script_runs_on_array_api_strict():
+    """The same script with device='array_api_strict': the loss falls over two epochs."""
+    pytest.importorskip("sklearn", reason="the data set ships with scikit-learn (a test extra)")
+    history = _load_chainer_style().main(epoch=2, device="array_api_strict", verbose=False)
+    assert history[1][1] < history[0][1] and history[1][2] < history[0][2]

@@ -1,5 +1,6 @@
-"""Links: objects that hold parameters (Chainer's Link and Chain), and the layers
-Linear, Convolution2D, EmbedID, BatchNormalization and LayerNormalization."""
+"""Links: objects that hold parameters (Chainer's Link, Chain, ChainList and
+Sequential), the layers Linear, Convolution2D, EmbedID, BatchNormalization and
+LayerNormalization, and the Classifier model."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable
 
-__all__ = ["Link", "Chain", "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization"]
+__all__ = [
+    "Link", "Chain", "ChainList", "Sequential", "Classifier",
+    "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization",
+]
 
 
 class Link:
@@ -72,21 +76,38 @@ class Link:
             raise NotImplementedError(f"polygrad: {type(self).__name__} defines neither forward nor __call__")
         return forward(*args, **kwargs)
 
+    # -- children: none here; a Chain names them by attribute, a ChainList by index --
+    def _named_children(self) -> Iterator[tuple[str, "Link"]]:
+        """``(name, child)`` pairs; every walk below (parameters, links, moving,
+        copying, serializing) goes through this."""
+        return iter(())
+
+    def children(self) -> Iterator["Link"]:
+        """The child links (none for a plain Link)."""
+        for _, child in self._named_children():
+            yield child
+
     # -- parameters -------------------------------------------------------------
     def namedparams(self, include_uninit: bool = True) -> Iterator[tuple[str, Variable]]:
-        """``("/name", param)`` pairs, children's prefixed by their path."""
+        """``("/name", param)`` pairs, children's prefixed by their path (``"/l1/W"``, ``"/0/W"``)."""
         for name in self._params:
             p = getattr(self, name)
             if include_uninit or p.data is not None:
                 yield "/" + name, p
+        for name, child in self._named_children():
+            for path, p in child.namedparams(include_uninit):
+                yield "/" + name + path, p
 
     def params(self, include_uninit: bool = True) -> Iterator[Variable]:
         for _, p in self.namedparams(include_uninit):
             yield p
 
     def links(self, skipself: bool = False) -> Iterator["Link"]:
+        """This link (unless ``skipself``) and every link below it."""
         if not skipself:
             yield self
+        for _, child in self._named_children():
+            yield from child.links()
 
     def cleargrads(self) -> None:
         """Set every parameter's gradient to None."""
@@ -100,8 +121,8 @@ class Link:
     def to_backend(self, name: str) -> "Link":
         """Move this link's parameters (with their gradients) and persistent arrays to
         backend ``name``, in place; returns self. Parameters not initialized yet
-        will be created there. A Chain moves its children with their own
-        ``to_backend``, so a child that overrides it is moved its way."""
+        will be created there. Children are moved with their own ``to_backend``,
+        so a child that overrides it is moved its way."""
         for pname in self._params:
             p = getattr(self, pname)
             if p.data is not None:
@@ -114,6 +135,8 @@ class Link:
                 object.__setattr__(self, pname, to_backend(value, name))
         if "_backend_name" in self.__dict__:  # where a layer creates parameters it has not initialized
             object.__setattr__(self, "_backend_name", name)
+        for _, child in self._named_children():
+            child.to_backend(name)
         return self
 
     def copyparams(self, link: "Link", copy_persistent: bool = True) -> None:
@@ -137,6 +160,11 @@ class Link:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
                 object.__setattr__(self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value)
+        others = dict(link._named_children())
+        for cname, child in self._named_children():
+            if cname not in others:
+                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
+            child.copyparams(others[cname], copy_persistent)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load this link's parameters and persistent values through
@@ -161,6 +189,8 @@ class Link:
                 if value is None and is_array(data):
                     data = to_backend(data, get_backend().name)
                 object.__setattr__(self, pname, data)
+        for cname, child in self._named_children():
+            child.serialize(serializer[cname])
 
     def count_params(self) -> int:
         return sum(int(p.size) for p in self.params(include_uninit=False))
@@ -188,21 +218,9 @@ class Chain(Link):
             self._children.remove(name)
         super().__delattr__(name)
 
-    def namedparams(self, include_uninit: bool = True) -> Iterator[tuple[str, Variable]]:
-        yield from super().namedparams(include_uninit)
+    def _named_children(self) -> Iterator[tuple[str, Link]]:
         for name in self._children:
-            for path, p in getattr(self, name).namedparams(include_uninit):
-                yield "/" + name + path, p
-
-    def links(self, skipself: bool = False) -> Iterator[Link]:
-        if not skipself:
-            yield self
-        for name in self._children:
-            yield from getattr(self, name).links()
-
-    def children(self) -> Iterator[Link]:
-        for name in self._children:
-            yield getattr(self, name)
+            yield name, getattr(self, name)
 
     def add_link(self, name: str, link: Link) -> None:
         """Register ``link`` as the child ``name`` (as assigning it inside ``init_scope()``)."""
@@ -213,30 +231,145 @@ class Chain(Link):
         with self.init_scope():
             setattr(self, name, link)
 
-    def to_backend(self, name: str) -> "Chain":
-        super().to_backend(name)
-        for child in self.children():
-            child.to_backend(name)
-        return self
 
-    to_backend.__doc__ = Link.to_backend.__doc__
+class ChainList(Link):
+    """A Link made of child Links kept in a list (Chainer's ChainList): children
+    are named by their index, so parameters are ``"/0/W"``, ``"/1/W"``, ...
 
-    def copyparams(self, link: Link, copy_persistent: bool = True) -> None:
-        super().copyparams(link, copy_persistent)
-        for name in self._children:
-            other = link.__dict__.get(name)
-            if not isinstance(other, Link):
-                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {name!r}")
-            getattr(self, name).copyparams(other, copy_persistent)
+    >>> import polygrad as pg, polygrad.links as L
+    >>> layers = pg.ChainList(L.Linear(3, 4), L.Linear(4, 2))
+    >>> layers.add_link(L.Linear(2, 2))
+    >>> len(layers), [name for name, _ in layers[2].namedparams()], [n for n, _ in layers.namedparams()][:2]
+    (3, ['/W', '/b'], ['/0/W', '/0/b'])
+    """
 
-    copyparams.__doc__ = Link.copyparams.__doc__
+    def __init__(self, *links: Link) -> None:
+        object.__setattr__(self, "_children", [])
+        super().__init__()
+        for link in links:
+            self.add_link(link)
 
-    def serialize(self, serializer: Any) -> None:
-        super().serialize(serializer)
-        for name in self._children:
-            getattr(self, name).serialize(serializer[name])
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_within_init_scope") and isinstance(value, Link):
+            raise TypeError(
+                f"polygrad: a ChainList registers links with add_link(link) (or append), not as attributes ({name!r})"
+            )
+        super().__setattr__(name, value)
 
-    serialize.__doc__ = Link.serialize.__doc__
+    def _named_children(self) -> Iterator[tuple[str, Link]]:
+        for i, child in enumerate(self._children):
+            yield str(i), child
+
+    def _renumber(self) -> None:
+        for i, child in enumerate(self._children):
+            object.__setattr__(child, "name", str(i))
+
+    def add_link(self, link: Link) -> None:
+        """Append ``link`` as the next child (named by its index)."""
+        if not isinstance(link, Link):
+            raise TypeError(f"polygrad: {type(self).__name__}.add_link needs a Link, got {type(link).__name__}")
+        self._children.append(link)
+        self._renumber()
+
+    def append(self, link: Link) -> None:
+        """The same as :meth:`add_link`."""
+        self.add_link(link)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._children[index]
+
+    def __iter__(self) -> Iterator[Link]:
+        return iter(self._children)
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+
+class Sequential(ChainList):
+    """Layers applied in order (Chainer's Sequential): links and plain functions.
+
+    ``Sequential(L.Linear(3, 4), F.relu, L.Linear(4, 2))(x)`` is
+    ``l2(relu(l1(x)))``. Links are its children, numbered among the links
+    only (``"/0/W"``, ``"/1/W"`` here); a layer that returns a tuple has it
+    unpacked into the next one's arguments. It is a list of layers:
+    indexing, ``len``, iteration, ``append``, ``insert``, ``extend``,
+    ``pop``, ``remove``, ``index``, ``count``, ``del`` and item assignment.
+    """
+
+    def __init__(self, *layers: Any) -> None:
+        object.__setattr__(self, "_layers", [])
+        super().__init__()
+        for layer in layers:
+            self.append(layer)
+
+    def _sync(self) -> None:
+        self._children[:] = [layer for layer in self._layers if isinstance(layer, Link)]
+        self._renumber()
+
+    @staticmethod
+    def _check(layer: Any) -> Any:
+        if not callable(layer):
+            raise TypeError(f"polygrad: a Sequential layer must be a Link or a function, got {type(layer).__name__}")
+        return layer
+
+    def forward(self, *x: Any) -> Any:
+        if not self._layers:
+            raise RuntimeError("polygrad: this Sequential has no layers")
+        for layer in self._layers:
+            x = layer(*x) if isinstance(x, tuple) else layer(x)
+        return x
+
+    def insert(self, index: int, layer: Any) -> None:
+        self._layers.insert(index, self._check(layer))
+        self._sync()
+
+    def append(self, layer: Any) -> None:
+        self.insert(len(self._layers), layer)
+
+    add_link = append  # a link added to a Sequential is one of its layers
+
+    def extend(self, layers: Any) -> None:
+        for layer in list(layers):
+            self.append(layer)
+
+    def pop(self, index: int = -1) -> Any:
+        layer = self._layers.pop(index)
+        self._sync()
+        return layer
+
+    def remove(self, layer: Any) -> None:
+        self._layers.remove(layer)
+        self._sync()
+
+    def index(self, layer: Any) -> int:
+        return self._layers.index(layer)
+
+    def count(self, layer: Any) -> int:
+        return self._layers.count(layer)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._layers[index]
+
+    def __setitem__(self, index: int, layer: Any) -> None:
+        self._layers[index] = self._check(layer)
+        self._sync()
+
+    def __delitem__(self, index: Any) -> None:
+        del self._layers[index]
+        self._sync()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._layers)
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __contains__(self, layer: Any) -> bool:
+        return layer in self._layers
+
+    def __repr__(self) -> str:
+        names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
+        return f"Sequential({names})"
 
 
 def _dtype(xp: Any, dtype: Any) -> Any:
@@ -444,3 +577,6 @@ class LayerNormalization(Link):
             data = x.data if isinstance(x, Variable) else x
             self._initialize_params(tuple(data.shape[1:]))
         return layer_normalization(x, self.gamma, self.beta, self.eps)
+
+
+from polygrad.links.classifier import Classifier  # noqa: E402  (it builds on Chain)
