@@ -54,7 +54,9 @@ def _seed_from_backend() -> int:
     from polygrad.backends import compute, get_backend
 
     b = get_backend()
-    (u,) = compute(b.rng().uniform((2,), dtype=b.xp.float32))
+    info = getattr(b.xp, "__array_namespace_info__", None)
+    dtype = info().default_dtypes()["real floating"] if info is not None else b.xp.float32
+    (u,) = compute(b.rng().uniform((2,), dtype=dtype))
     return int(float(u[0]) * (1 << 24)) << 24 | int(float(u[1]) * (1 << 24))
 
 

@@ -177,12 +177,12 @@ def _readable(t: Any) -> tuple[Any, Any]:
 
 def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
     """``"5, -2 (2 of 4 values)"``: the first distinct values of ``t`` where ``bad`` holds."""
-    values = xp.unique_values(t[bad])
+    picked = t[bad]
+    values = xp.unique_values(picked)
     py = int if xp.isdtype(t.dtype, "integral") else float
     shown = ", ".join(repr(py(values[i])) for i in range(builtins.min(int(values.shape[0]), limit)))
     more = ", ..." if values.shape[0] > limit else ""
-    n_bad = int(xp.sum(xp.astype(bad, xp.int32)))
-    return f"{shown}{more} ({n_bad} of {math.prod(t.shape)} values)"
+    return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} values)"
 
 
 def check_values(t: Any, is_bad: Any, rule: str) -> None:
