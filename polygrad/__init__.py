@@ -37,6 +37,8 @@ from polygrad.computational_graph import build_computational_graph
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
 from polygrad import array_api as _array_api
+from polygrad.links import ChainList, Sequential
+from polygrad import dataset, datasets, iterators
 
 
 def __getattr__(name: str):

@@ -20,13 +20,25 @@ library itself.
 Objects take part through Chainer's protocol: ``obj.serialize(serializer)``,
 where ``serializer[name]`` is the serializer of a child and
 ``value = serializer(key, value)`` saves ``value`` (returning it) or returns
-the loaded one. Links without a ``serialize`` method are serialized through
-``namedparams()`` and the persistent values their links name in
-``_persistent`` (Chainer's ``add_persistent``).
+the loaded one. ``pg.Link.serialize`` saves the parameters and the persistent
+values (Chainer's ``add_persistent``); ``pg.Chain.serialize`` then calls each
+child's own ``serialize``, so a link that saves more state is saved and loaded
+its way wherever it sits in a model.
+
+Loading is all-or-nothing: a first pass reads and checks every value while the
+object gets its own values back (so nothing changes); only then does a second
+pass hand it the loaded ones. This holds for any ``serialize`` that only
+assigns what the serializer returns.
+
+File names are used as given, both ways, as Chainer does: ``save_npz("model",
+m)`` writes ``model`` (numpy's ``savez`` would add ``.npz``), and
+``load_npz("model", m)`` reads it.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
@@ -54,6 +66,15 @@ class DictionarySerializer:
         return value
 
 
+class _Reads:
+    """What the serializers of one load share: the values read so far, and
+    whether this pass only checks (``dry``: every call returns the value it was given)."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, tuple[Any, Any]] = {}
+        self.dry = False
+
+
 class NpzDeserializer:
     """Reads values from an open ``.npz`` archive (``numpy.load``'s result).
 
@@ -66,26 +87,49 @@ class NpzDeserializer:
 
     loading = True
 
-    def __init__(self, npz: Any, path: str = "", strict: bool = True, file: Any = None) -> None:
+    def __init__(self, npz: Any, path: str = "", strict: bool = True, file: Any = None, _reads: Any = None) -> None:
         self.npz = npz
         self.path = path
         self.strict = strict
         self.file = file
+        self._reads = _Reads() if _reads is None else _reads
 
     def __getitem__(self, key: str) -> "NpzDeserializer":
-        return NpzDeserializer(self.npz, self.path + key.strip("/") + "/", self.strict, self.file)
+        return NpzDeserializer(self.npz, self.path + key.strip("/") + "/", self.strict, self.file, self._reads)
 
     def __call__(self, key: str, value: Any) -> Any:
         full = self.path + key.lstrip("/")
+        reads = self._reads
+        sig = _signature(value)
+        hit = reads.cache.get(full)
+        if hit is not None and hit[0] == sig:
+            out = hit[1]
+        else:
+            out = self._read(full, value)
+            reads.cache[full] = (sig, out)
+        return value if reads.dry else out
+
+    def _file(self) -> str:
+        """`` 'model.npz'`` for a file named by a path; empty for a file object."""
+        return f" {os.fspath(self.file)!r}" if isinstance(self.file, (str, os.PathLike)) else ""
+
+    def _read(self, full: str, value: Any) -> Any:
         if full not in self.npz.files:
             if not self.strict:
                 return value
-            where = f" {self.file!r}" if isinstance(self.file, str) else ""
             raise KeyError(
-                f"polygrad.load_npz: {full!r} is not in the file{where} (it holds {len(self.npz.files)} keys); "
-                f"pass strict=False to leave what is missing unchanged"
+                f"polygrad.load_npz: {full!r} is not in the file{self._file()} "
+                f"(it holds {len(self.npz.files)} keys); pass strict=False to leave what is missing unchanged"
             )
-        data = self.npz[full]
+        try:
+            data = self.npz[full]
+        except Exception as exc:  # an object array (never unpickled), a damaged member
+            raise ValueError(f"polygrad.load_npz: cannot read {full!r} in the file{self._file()}: {type(exc).__name__}: {exc}") from exc
+        if not (hasattr(data, "shape") and hasattr(data, "dtype")):
+            raise ValueError(
+                f"polygrad.load_npz: {full!r} in the file{self._file()} is not an array but a {type(data).__name__} "
+                "(an archive member that is not a .npy file)"
+            )
         if value is None:
             return data
         if isinstance(value, _SCALARS):
@@ -105,52 +149,73 @@ class NpzDeserializer:
         return out
 
 
+def _signature(value: Any) -> Any:
+    """What a read is converted for: None, a scalar type, or an array's type, shape and dtype."""
+    if value is None or isinstance(value, _SCALARS):
+        return type(value)
+    return (type(value), tuple(value.shape), str(value.dtype))
+
+
 # ---------------------------------------------------------------------------
-# Links
+# Objects
 # ---------------------------------------------------------------------------
 
 
 def serialize(obj: Any, serializer: Any) -> None:
-    """Run ``obj.serialize(serializer)``; a Link without one goes through
-    ``namedparams()`` and its links' persistent values.
+    """Run ``obj.serialize(serializer)`` (Chainer's protocol; an object with
+    ``namedparams()`` but no ``serialize`` has its parameters serialized).
 
-    A persistent value is an attribute named in a link's ``_persistent``
-    (Chainer's ``add_persistent`` registry: running statistics and the like),
-    saved under the link's path (``"bn/avg_mean"``). Loading a Link is
-    all-or-nothing: every array is read and checked before anything changes.
+    With a deserializer from this module, loading is all-or-nothing: a first
+    pass reads and checks every value while ``obj`` gets its own values back,
+    then a second pass hands it the loaded ones; should that pass still fail
+    (a ``serialize`` whose keys depend on loaded values), the links of ``obj``
+    are put back as they were.
     """
     method = getattr(obj, "serialize", None)
-    if callable(method):
+    if not callable(method):
+        if not callable(getattr(obj, "namedparams", None)):
+            raise TypeError(
+                f"polygrad: cannot serialize a {type(obj).__name__}: it has neither serialize(serializer) nor namedparams()"
+            )
+        method = lambda s: _serialize_params(obj, s)  # noqa: E731
+    reads = getattr(serializer, "_reads", None)
+    if not getattr(serializer, "loading", False) or reads is None:
         method(serializer)
         return
-    if not callable(getattr(obj, "namedparams", None)):
-        raise TypeError(
-            f"polygrad: cannot serialize a {type(obj).__name__}: it has neither serialize(serializer) nor namedparams()"
-        )
-    loaded = []
+    reads.dry = True
+    try:
+        method(serializer)
+    finally:
+        reads.dry = False
+    before = _snapshot(obj)
+    try:
+        method(serializer)
+    except BaseException:
+        _restore(before)
+        raise
+
+
+def _serialize_params(obj: Any, serializer: Any) -> None:
+    from polygrad.backends import get_backend, to_backend
+
     for path, param in obj.namedparams(include_uninit=True):
         data = serializer(path.lstrip("/"), param.data)
-        if serializer.loading and data is not None and data is not param.data:
-            loaded.append((param, "data", data))
-    stack = [(obj, serializer)]
-    while stack:
-        link, s = stack.pop()
-        for name in sorted(getattr(link, "_persistent", ())):
-            value = getattr(link, name)
-            data = s(name, value)
-            if s.loading and data is not value:
-                loaded.append((link, name, data))
-        for name in reversed(list(getattr(link, "_children", ()))):
-            stack.append((getattr(link, name), s[name]))
-    for holder, attr, data in loaded:
-        if getattr(holder, attr) is None and not isinstance(data, _SCALARS):
-            from polygrad.backends import get_backend
+        if data is not param.data:
+            param.data = data if param.data is not None or data is None else to_backend(data, get_backend().name)
 
-            data = _from_numpy(data, get_backend())
-        if attr == "data":
-            holder.data = data
-        else:
-            setattr(holder, attr, data)
+
+def _snapshot(obj: Any) -> list:
+    """The attributes and parameter arrays of ``obj``'s links, to put back after a failed load."""
+    links = list(obj.links()) if callable(getattr(obj, "links", None)) else []
+    return [(link, dict(link.__dict__), [(p, p.data) for p in link.params()]) for link in links]
+
+
+def _restore(snapshot: list) -> None:
+    for link, attrs, params in snapshot:
+        link.__dict__.clear()
+        link.__dict__.update(attrs)
+        for p, data in params:
+            p.data = data
 
 
 # ---------------------------------------------------------------------------
@@ -174,7 +239,12 @@ def _npz_backend() -> Any:
 
 
 def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
-    """Save ``obj`` (a Link or an optimizer) to ``file`` (a path or a binary file object)."""
+    """Save ``obj`` (a Link or an optimizer) to ``file``: a path, written under
+    exactly that name (no ``.npz`` is added, as in Chainer), or a binary file object.
+
+    A path is written through a temporary file in the same folder, renamed
+    over ``file`` at the end, so a failed save leaves no half-written file.
+    """
     from polygrad.backends import compute
 
     target: dict[str, Any] = {}
@@ -183,17 +253,52 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     values = compute(*target.values())  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}
-    npz.save_npz(file, arrays, compression)
+    if not isinstance(file, (str, os.PathLike)):
+        npz.save_npz(file, arrays, compression)
+        return
+    path = os.fspath(file)
+    fd, tmp = tempfile.mkstemp(prefix=".polygrad-", suffix=".npz.tmp", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            npz.save_npz(f, arrays, compression)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def load_npz(file: Any, obj: Any, path: str = "", strict: bool = True) -> None:
-    """Load ``obj`` (a Link or an optimizer) from ``file``, written by :func:`save_npz`.
+    """Load ``obj`` (a Link or an optimizer) from ``file``, written by :func:`save_npz`
+    (a path, read under exactly that name, or a binary file object).
 
     :param path: a prefix of the keys to read (``"model/"`` reads ``model/l1/W``
         into ``l1/W``).
     :param strict: if False, keys missing from the file leave their values unchanged.
+    :raises FileNotFoundError: no such file (saying so when ``file + ".npz"``
+        exists, as numpy's ``savez`` would have named it).
+    :raises ValueError: the file is not an ``.npz`` archive (a ``.npy`` file
+        holds one array), a member is not an array, or an array does not fit.
     """
-    with _npz_backend().load_npz(file) as npz:
+    name = repr(os.fspath(file)) if isinstance(file, (str, os.PathLike)) else f"the file object {file!r}"
+    if isinstance(file, (str, os.PathLike)) and not os.path.exists(file):
+        other = os.fspath(file) + ".npz"
+        hint = (f"; there is {other!r} (numpy's savez adds .npz to a name without it, "
+                "polygrad's save_npz writes the name given): load that") if os.path.exists(other) else ""
+        raise FileNotFoundError(f"polygrad.load_npz: no such file {name}{hint}")
+    try:
+        archive = _npz_backend().load_npz(file)
+    except OSError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"polygrad.load_npz: cannot read {name} as an .npz archive: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(archive, "files"):
+        kind = f"one array of shape {tuple(archive.shape)}" if hasattr(archive, "shape") else f"a {type(archive).__name__}"
+        raise ValueError(
+            f"polygrad.load_npz: {name} holds {kind} (a .npy file), not an .npz archive of named arrays; "
+            "write one with polygrad.serializers.save_npz"
+        )
+    with archive as npz:
         serialize(obj, NpzDeserializer(npz, path=path, strict=strict, file=file))
 
 

@@ -294,3 +294,109 @@ def test_check_double_backward_fails_for_wrong_second_derivative(xp):
     check_backward(f, arr(xp, XS))
     with pytest.raises(AssertionError, match="vjp of f"):
         check_double_backward(f, arr(xp, XS))
+
+
+# ---------------------------------------------------------------------------
+# Integer inputs (findings S13) and float32 precision (findings U10)
+# ---------------------------------------------------------------------------
+
+
+class WrongExp(pg.Function):
+    """exp whose backward forgets the factor exp(x)."""
+
+    def forward(self, inputs):
+        return (self.xp.exp(inputs[0]),)
+
+    def backward(self, inputs, grad_outputs):
+        return (grad_outputs[0],)
+
+
+def wrong_exp(x):
+    return WrongExp()(x)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+def test_check_grads_refuses_integer_and_bool_inputs(xp, dtype):
+    """An integer or bool input is a TypeError naming the checker, the input and its dtype (it passed a wrong gradient)."""
+    x = xp.asarray([1, 0, 1], dtype=getattr(xp, dtype))
+    with pytest.raises(TypeError, match=rf"check_grads: input 0 is of dtype \S*{dtype}; only floating-point inputs"):
+        check_grads(wrong_exp, [x])
+
+
+@pytest.mark.parametrize("checker", [check_backward, check_double_backward])
+def test_check_backward_refuses_integer_inputs(xp, checker):
+    """check_backward and check_double_backward refuse an integer input and say how to leave it out."""
+    with pytest.raises(TypeError, match=rf"{checker.__name__}: input 0 is of dtype \S*int64.*no_grads="):
+        checker(wrong_exp, xp.asarray([1, 2, 0], dtype=xp.int64))
+
+
+def test_integer_inputs_left_out_are_accepted(xp):
+    """Integer labels are fine when not differentiated: wrt= for check_grads, no_grads= for check_backward."""
+    import polygrad.functions as F
+
+    x, t = arr(xp, [[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]]), xp.asarray([2, 0], dtype=xp.int64)
+    check_grads(F.softmax_cross_entropy, [x, t], wrt=[0])
+    check_backward(F.softmax_cross_entropy, (x, t), no_grads=[False, True])
+    check_double_backward(F.softmax_cross_entropy, (x, t), no_grads=[False, True])
+
+
+def test_float32_right_gradients_pass_with_the_defaults(xp):
+    """Right gradients in float32 pass every checker with the default eps and tolerances (they failed at eps=1e-6)."""
+    rng = np.random.default_rng(0)
+    x = arr(xp, rng.standard_normal((20, 20)), "float32")
+    check_grads(lambda v: pg.sum(pg.exp(v) * v), [x], order=2)
+    check_grads(lambda v: pg.tanh(v) * 3.0, [x])
+    small = arr(xp, rng.standard_normal((3, 2)), "float32")
+    check_backward(lambda v: pg.exp(v) * v, small)
+    check_double_backward(lambda v: pg.tanh(v) * v, small)
+
+
+def test_float32_wrong_gradients_still_fail_and_name_the_dtype(xp):
+    """A wrong float32 gradient fails, and the message says the dtype's precision may be the cause."""
+    x = arr(xp, XS, "float32")
+    with pytest.raises(AssertionError, match=r"float32 \(machine epsilon 1.2e-07\).*if the gradient passes in float64"):
+        check_grads(wrong_exp, [x])
+    with pytest.raises(AssertionError, match=r"check_backward failed for input 0.*float32"):
+        check_backward(wrong_exp, x)
+
+
+def test_float64_failures_do_not_blame_the_dtype(xp):
+    """In float64 the message has no precision hint."""
+    with pytest.raises(AssertionError) as info:
+        check_grads(wrong_exp, [arr(xp, XS)])
+    assert "precision" not in str(info.value)
+
+
+def test_explicit_eps_and_tolerances_are_used(xp):
+    """eps/atol/rtol given by the caller are not replaced: eps=1e-6 on float32 makes a right gradient fail, as before."""
+    x = arr(xp, np.random.default_rng(1).standard_normal((30, 30)), "float32")
+    with pytest.raises(AssertionError, match="float32"):
+        check_grads(lambda v: pg.sum(pg.exp(v)), [x], eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_sums_use_the_widest_float_the_namespace_has():
+    """No float64 is assumed: a namespace whose widest real floating dtype is float32 gets float32."""
+    from polygrad.testing.gradcheck import _widest_float
+
+    class Info:
+        def dtypes(self, kind=None):
+            return {"float32": "f4"}
+
+    class NoFloat64:
+        __array_namespace_info__ = Info
+
+    assert _widest_float(NoFloat64()) == "f4"
+    import array_api_strict as sx
+
+    assert _widest_float(sx) == sx.float64
+
+
+def test_testing_names_no_dtype_unconditionally():
+    """polygrad/testing never spells xp.float64 or xp.int64 (a backend may lack them)."""
+    import pathlib
+
+    import polygrad.testing
+
+    for path in pathlib.Path(polygrad.testing.__file__).parent.glob("*.py"):
+        text = path.read_text()
+        assert "xp.float64" not in text and "xp.int64" not in text, path

@@ -299,3 +299,97 @@ def test_to_backend_moves_existing_grads(xp):
     model.to_backend(target)
     for p in model.params():
         assert pg.get_backend(target).array_types and isinstance(p.grad, pg.get_backend(target).array_types)
+
+
+# ---------------------------------------------------------------------------
+# Moving and copying children's persistent values (findings C2)
+# ---------------------------------------------------------------------------
+
+
+class Net(pg.Chain):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.l = L.Linear(3, 3)
+            self.bn = L.BatchNormalization(3)
+
+    def forward(self, x):
+        return self.bn(self.l(x))
+
+
+def _other(name):
+    return "array_api_strict" if name == "numpy" else "numpy"
+
+
+def test_chain_to_backend_moves_a_childs_running_statistics(xp, backend_name):
+    """Chain.to_backend moves BatchNormalization's avg_mean and avg_var too; test mode then runs there."""
+    net = Net()
+    net(arr(xp, np.ones((4, 3)), "float32"))
+    target = _other(backend_name)
+    net.to_backend(target)
+    types = pg.get_backend(target).array_types
+    assert isinstance(net.bn.gamma.data, types)
+    assert isinstance(net.bn.avg_mean, types) and isinstance(net.bn.avg_var, types)
+    with pg.using_backend(target) as b, pg.test_mode():
+        y = net(b.xp.ones((4, 3), dtype=b.xp.float32))
+    assert isinstance(y.data, types)
+
+
+def test_chain_to_backend_calls_a_childs_own_to_backend(xp, backend_name):
+    """A child that overrides to_backend is moved its way (the Chain calls the child's method)."""
+    moved = []
+
+    class Custom(pg.Link):
+        def to_backend(self, name):
+            moved.append(name)
+            return super().to_backend(name)
+
+    pg.Chain(block=pg.Chain(c=Custom())).to_backend(_other(backend_name))
+    assert moved == [_other(backend_name)]
+
+
+def test_to_backend_makes_uninitialized_parameters_there(xp, backend_name):
+    """Linear(None, 2, nobias=True) moved before its first call draws W on the new backend."""
+    layer = L.Linear(None, 2, nobias=True)
+    target = _other(backend_name)
+    layer.to_backend(target)
+    layer(pg.to_backend(xp.ones((1, 3), dtype=xp.float32), target))  # the current backend is still the old one
+    assert isinstance(layer.W.data, pg.get_backend(target).array_types)
+
+
+def test_copyparams_copies_parameters_and_running_statistics(xp):
+    """copyparams (Chainer's) copies parameter values and persistent arrays; no array is shared afterwards."""
+    src, dst = Net(), Net()
+    src(arr(xp, [[1.0, 2.0, 3.0], [0.0, 5.0, 1.0]], "float32"))
+    dst.copyparams(src)
+    for (name, p), (_, q) in zip(dst.namedparams(), src.namedparams()):
+        np.testing.assert_array_equal(to_np(p), to_np(q), err_msg=name)
+        assert p.data is not q.data
+    np.testing.assert_array_equal(to_np(dst.bn.avg_mean), to_np(src.bn.avg_mean))
+    assert dst.bn.avg_mean is not src.bn.avg_mean
+
+
+def test_copyparams_across_backends_keeps_the_targets_backend_and_dtype(backend_name):
+    """Copying from a float64 link on another backend gives values on this link's backend, in its dtype."""
+    with pg.using_backend(_other(backend_name)):
+        src = L.Linear(2, 2, dtype="float64")
+    with pg.using_backend(backend_name) as b:
+        dst = L.Linear(2, 2)
+        dst.copyparams(src)
+        assert dst.W.dtype == b.xp.float32 and isinstance(dst.W.data, b.array_types)
+    np.testing.assert_allclose(to_np(dst.W), to_np(src.W).astype(np.float32))
+
+
+def test_copyparams_refuses_another_structure(xp):
+    """Copying from a link without the same children raises naming what is missing."""
+    with pytest.raises(ValueError, match="no child link 'bn'"):
+        Net().copyparams(pg.Chain(l=L.Linear(3, 3)))
+
+
+def test_chain_add_link_registers_a_child(xp):
+    """Chain.add_link(name, link) is assigning it inside init_scope (Chainer's)."""
+    chain = pg.Chain()
+    chain.add_link("l1", L.Linear(2, 3))
+    assert [n for n, _ in chain.namedparams()] == ["/l1/W", "/l1/b"]
+    with pytest.raises(TypeError, match="needs a Link"):
+        chain.add_link("f", F.relu)

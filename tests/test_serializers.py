@@ -201,3 +201,171 @@ def test_persistent_values_round_trip(xp, tmp_path):
     np.testing.assert_array_equal(to_np(target.bn.avg_mean), [2.0, 3.0])
     assert target.bn.N == 7 and type(target.bn.N) is int
     assert type(target.bn.avg_mean) is type(xp.asarray(0.0))
+
+
+# ---------------------------------------------------------------------------
+# Chainer's protocol: a child's own serialize() (findings S12)
+# ---------------------------------------------------------------------------
+
+
+class Counter(pg.Link):
+    """A link with its own serialize(), saving a step count besides its parameter (Chainer's protocol)."""
+
+    def __init__(self, xp, step=7):
+        super().__init__()
+        with self.init_scope():
+            self.w = pg.Variable(arr(xp, [1.0, 2.0]))
+        self.step = step
+
+    def serialize(self, serializer):
+        self.w.data = serializer("w", self.w.data)
+        self.step = serializer("step", self.step)
+
+
+def test_a_childs_own_serialize_is_saved_and_loaded(xp, tmp_path):
+    """Chain(c=Counter()) saves c/step through the child's serialize(), and loads it back."""
+    serializers.save_npz(tmp_path / "c.npz", pg.Chain(c=Counter(xp, step=7)))
+    with np.load(tmp_path / "c.npz") as f:
+        assert sorted(f.files) == ["c/step", "c/w"]
+    target = pg.Chain(c=Counter(xp, step=0))
+    serializers.load_npz(tmp_path / "c.npz", target)
+    assert target.c.step == 7
+
+
+def test_links_serialize_is_chainers_protocol(xp):
+    """Link.serialize and Chain.serialize exist and save parameters under their paths, as Chainer's."""
+    target = {}
+    pg.Chain(l1=L.Linear(3, 2)).serialize(serializers.DictionarySerializer(target))
+    assert sorted(target) == ["l1/W", "l1/b"]
+
+
+def test_a_subclass_extending_serialize_keeps_its_parameters(xp, tmp_path):
+    """A link that calls super().serialize() and adds a value saves both, nested two chains deep."""
+
+    class Extra(L.Linear):
+        def __init__(self):
+            super().__init__(2, 2)
+            self.seen = 3
+
+        def serialize(self, serializer):
+            super().serialize(serializer)
+            self.seen = serializer("seen", self.seen)
+
+    serializers.save_npz(tmp_path / "e.npz", pg.Chain(block=pg.Chain(e=Extra())))
+    with np.load(tmp_path / "e.npz") as f:
+        assert sorted(f.files) == ["block/e/W", "block/e/b", "block/e/seen"]
+
+
+def test_loading_through_a_childs_serialize_is_all_or_nothing(xp, tmp_path):
+    """A failing key after a child's custom value leaves the child's value and every parameter unchanged."""
+    serializers.save_npz(tmp_path / "c.npz", pg.Chain(c=Counter(xp, step=7)))
+    target = pg.Chain(c=Counter(xp, step=0), l=L.Linear(3, 2))
+    before = params(target)
+    with pytest.raises(KeyError, match="l/W"):
+        serializers.load_npz(tmp_path / "c.npz", target)
+    assert target.c.step == 0
+    for k, v in params(target).items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+def test_a_failed_second_pass_puts_the_links_back(xp, tmp_path):
+    """A serialize() whose keys depend on what it loaded, failing late, leaves the link as it was."""
+
+    class Dependent(pg.Link):
+        def __init__(self):
+            super().__init__(w=pg.Variable(arr(xp, [0.0])))
+            self.n = 0
+
+        def serialize(self, serializer):
+            self.n = serializer("n", self.n)
+            self.w.data = serializer("w", self.w.data)
+            if serializer.loading and self.n:  # only once n = 1 is loaded: a key the file lacks
+                serializer("missing", 0)
+
+    src = Dependent()
+    src.n = 1
+    src.w.data = arr(xp, [5.0])
+    serializers.save_npz(tmp_path / "d.npz", src)
+    target = Dependent()
+    with pytest.raises(KeyError, match="missing"):
+        serializers.load_npz(tmp_path / "d.npz", target)
+    assert target.n == 0
+    np.testing.assert_array_equal(to_np(target.w), [0.0])
+
+
+def test_batch_normalization_running_averages_are_saved(xp, tmp_path):
+    """BatchNormalization's avg_mean and avg_var go into the file and come back (docs/training.md)."""
+    bn = L.BatchNormalization(2, dtype="float64")
+    bn(arr(xp, [[1.0, 2.0], [3.0, 6.0]]))
+    serializers.save_npz(tmp_path / "bn.npz", pg.Chain(bn=bn))
+    with np.load(tmp_path / "bn.npz") as f:
+        assert sorted(f.files) == ["bn/avg_mean", "bn/avg_var", "bn/beta", "bn/gamma"]
+    target = pg.Chain(bn=L.BatchNormalization(2, dtype="float64"))
+    serializers.load_npz(tmp_path / "bn.npz", target)
+    np.testing.assert_allclose(to_np(target.bn.avg_mean), to_np(bn.avg_mean))
+    np.testing.assert_allclose(to_np(target.bn.avg_var), to_np(bn.avg_var))
+
+
+# ---------------------------------------------------------------------------
+# File errors (findings U7)
+# ---------------------------------------------------------------------------
+
+
+def test_save_and_load_use_the_name_given(xp, tmp_path):
+    """save_npz('model') writes 'model' (no .npz added, as in Chainer) and load_npz('model') reads it."""
+    link = pg.Link(w=pg.Variable(arr(xp, [1.0, 2.0])))
+    serializers.save_npz(tmp_path / "model", link)
+    assert (tmp_path / "model").exists() and not (tmp_path / "model.npz").exists()
+    other = pg.Link(w=pg.Variable(arr(xp, [0.0, 0.0])))
+    serializers.load_npz(str(tmp_path / "model"), other)
+    np.testing.assert_array_equal(to_np(other.w), [1.0, 2.0])
+
+
+def test_a_missing_file_points_at_the_npz_one(xp, tmp_path):
+    """load_npz('model') when only 'model.npz' exists (numpy's savez naming) says so."""
+    np.savez(tmp_path / "model", w=np.zeros(2))
+    with pytest.raises(FileNotFoundError, match=r"no such file .*model'.*there is .*model\.npz"):
+        serializers.load_npz(tmp_path / "model", pg.Link(w=pg.Variable(arr(xp, [0.0, 0.0]))))
+
+
+def test_loading_a_npy_file_says_it_is_one(xp, tmp_path):
+    """A .npy file is refused as one array, not an archive (not a context-manager TypeError)."""
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    link = pg.Link(w=pg.Variable(arr(xp, [0.0, 0.0, 0.0])))
+    with pytest.raises(ValueError, match=r"plain\.npy' holds one array of shape \(3,\) \(a \.npy file\), not an \.npz archive"):
+        serializers.load_npz(tmp_path / "plain.npy", link)
+
+
+def test_a_member_that_is_not_an_array_is_named(xp, tmp_path):
+    """An archive member that is not a .npy file is refused naming the key, not with 'bytes has no shape'."""
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "odd.npz", "w") as z:
+        z.writestr("w", b"not an array")
+    link = pg.Link(w=pg.Variable(arr(xp, [0.0])))
+    with pytest.raises(ValueError, match=r"'w' in the file .*odd\.npz' is not an array but a bytes"):
+        serializers.load_npz(tmp_path / "odd.npz", link)
+    np.testing.assert_array_equal(to_np(link.w), [0.0])
+
+
+def test_a_file_that_is_no_archive_is_named(xp, tmp_path):
+    """Text in a file is refused as 'cannot read ... as an .npz archive'."""
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ValueError, match=r"cannot read .*text\.npz' as an \.npz archive"):
+        serializers.load_npz(tmp_path / "text.npz", pg.Link(w=pg.Variable(arr(xp, [0.0]))))
+
+
+def test_a_failed_save_leaves_the_old_file(xp, tmp_path):
+    """Saving over a file writes a temporary one first: a save that fails leaves the old file whole."""
+    link = pg.Link(w=pg.Variable(arr(xp, [1.0])))
+    serializers.save_npz(tmp_path / "m.npz", link)
+
+    class Broken(pg.Link):
+        def serialize(self, serializer):
+            serializer("x", object())
+
+    with pytest.raises(Exception):
+        serializers.save_npz(tmp_path / "m.npz", Broken())
+    with np.load(tmp_path / "m.npz") as f:
+        assert f.files == ["w"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]

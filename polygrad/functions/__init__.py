@@ -15,6 +15,7 @@ from polygrad.functions.nn import (
 )
 from polygrad.functions.array import clip, concat, split_axis, stack, where
 from polygrad.functions.connection import convolution_2d, embed_id
+from polygrad.functions.evaluation import accuracy
 from polygrad.functions.noise import dropout
 from polygrad.functions.normalization import batch_normalization, fixed_batch_normalization, layer_normalization
 from polygrad.functions.pooling import average_pooling_2d, max_pooling_2d
@@ -29,8 +30,8 @@ __all__ = [
     "softmax", "softmax_cross_entropy", "bernoulli", "categorical", "multinomial", "normal",
     # activations
     "leaky_relu", "elu", "gelu", "erf", "softplus", "tanh", "logsumexp",
-    # losses
-    "sigmoid_cross_entropy", "huber_loss",
+    # losses, evaluation
+    "sigmoid_cross_entropy", "huber_loss", "accuracy",
     # noise, connections, normalization, pooling
     "dropout", "convolution_2d", "embed_id", "batch_normalization", "fixed_batch_normalization",
     "layer_normalization", "max_pooling_2d", "average_pooling_2d",

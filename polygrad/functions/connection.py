@@ -5,7 +5,9 @@ from __future__ import annotations
 from polygrad.core.dispatch import backend_of_type
 from polygrad.functions import _im2col
 from polygrad.functions.array import _data, stack, static_shape
+from polygrad.functions.nn import check_ignore_label, check_labels
 from polygrad.ops import getitem, matmul, reshape, where
+from polygrad.ops.nn import check_class_labels
 
 __all__ = ["convolution_2d", "embed_id"]
 
@@ -45,14 +47,19 @@ def embed_id(x, W, ignore_label=None):
 
     The gradient of ``W`` is the scatter-add of the output gradient at the
     ids (repeated ids add up), from getitem's rule. Ids equal to
-    ``ignore_label`` give zero rows and no gradient.
+    ``ignore_label`` give zero rows and no gradient; any other id must be in
+    ``[0, V)`` (a ValueError otherwise, checked as the labels of
+    :func:`softmax_cross_entropy`: a negative id would silently pick a row
+    from the end).
     """
+    check_ignore_label("embed_id", ignore_label)
+    check_labels("embed_id", "x", x)
     ids = _data(x)
     vs = static_shape(W, "embed_id")
     xp = backend_of_type(type(ids)).xp
-    if len(vs) != 2 or not xp.isdtype(ids.dtype, "integral"):
-        raise ValueError(f"polygrad.functions.embed_id: expects integer ids and W of shape (V, D), got ids of dtype "
-                         f"{ids.dtype} and W of shape {vs}")
+    if len(vs) != 2:
+        raise ValueError(f"polygrad.functions.embed_id: expects W of shape (V, D), got {vs}")
+    check_class_labels(ids, vs[0], ignore_label, "embed_id: ids x")
     ignore = None
     if ignore_label is not None:
         ignore = ids == ignore_label

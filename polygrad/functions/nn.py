@@ -11,10 +11,11 @@ import builtins
 import math
 from typing import Any
 
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
-from polygrad.ops import exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
-from polygrad.ops.nn import erf, label_mask, linear_op, log_softmax, softplus, valid_count
+from polygrad.ops import astype, exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
+from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, softplus, valid_count
 
 
 # ---------------------------------------------------------------------------
@@ -100,8 +101,92 @@ def linear(x, W, b=None):
     return y if b is None else y + b
 
 
+# ---------------------------------------------------------------------------
+# Checks at the door: arguments are checked once per call, where they enter, from
+# their metadata (dtype, shape), which never forces a lazy array. Label values are
+# checked by the label rows of polygrad.ops.nn (see there for lazy backends).
+# ---------------------------------------------------------------------------
+_KINDS = ("bool", "integral", "real floating", "complex floating")
+
+
+def dtype_kind(a: Any) -> str | None:
+    """The Array API kind of ``a``'s dtype ("bool", "integral", "real floating",
+    "complex floating"), or None when ``a`` is not an array or Variable."""
+    d = _data(a)
+    if not is_array(d):
+        return None
+    dtype = d.dtype
+    try:
+        xp = backend_of_type(type(d)).xp
+    except TypeError:  # a symbolic array: no namespace, a dtype name
+        name = str(dtype)
+        return ("bool" if name == "bool" else "integral" if "int" in name else
+                "complex floating" if name.startswith("complex") else "real floating" if name.startswith("float") else None)
+    return next((k for k in _KINDS if xp.isdtype(dtype, k)), None)
+
+
+def check_option(fname: str, arg: str, value: Any, allowed: tuple) -> None:
+    """ValueError naming the function and argument when ``value`` is not one of ``allowed``."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(
+            f"polygrad.functions.{fname}: {arg} must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+        )
+
+
+def check_labels(fname: str, arg: str, t: Any, kinds: tuple = ("integral",)) -> str:
+    """The dtype kind of labels ``t``, which must be an array (or Variable) of one of ``kinds``:
+    else a TypeError (not an array) or ValueError (another dtype) naming the function and argument."""
+    d = _data(t)
+    if is_array(d):
+        try:
+            xp = backend_of_type(type(d)).xp
+        except TypeError:  # a symbolic array: no namespace
+            xp = None
+        if xp is not None:
+            for kind in kinds:
+                if xp.isdtype(d.dtype, kind):
+                    return kind
+    kind = dtype_kind(t)
+    if kind in kinds:
+        return kind
+    want = " or ".join({"integral": "integers", "real floating": "floating-point numbers"}.get(k, k) for k in kinds)
+    if kind is None:
+        raise TypeError(f"polygrad.functions.{fname}: {arg} must be an array of {want}, got a {type(t).__name__}")
+    raise ValueError(f"polygrad.functions.{fname}: {arg} must be an array of {want}, got dtype {d.dtype}")
+
+
+def check_ignore_label(fname: str, ignore_label: Any) -> None:
+    if ignore_label is not None and (isinstance(ignore_label, bool) or not isinstance(ignore_label, int)):
+        raise TypeError(f"polygrad.functions.{fname}: ignore_label must be an int or None, got {ignore_label!r}")
+
+
+def _shape(a: Any) -> tuple | None:
+    """The shape of an array or Variable (None entries for unknown dimensions), or None if the rank is unknown."""
+    shape = getattr(_data(a), "shape", None)
+    return None if shape is None else tuple(shape)
+
+
+def _same(s1: tuple | None, s2: tuple | None) -> bool:
+    """Whether two shapes can be equal (unknown ranks and dimensions match anything)."""
+    if s1 is None or s2 is None:
+        return True
+    return len(s1) == len(s2) and all(a is None or b is None or a == b for a, b in zip(s1, s2))
+
+
+def check_same_shape(fname: str, a: Any, b: Any, names: str = "x and t") -> None:
+    """ValueError naming the function when ``a`` and ``b`` (arrays, Variables or scalars) differ in shape."""
+    s1, s2 = _shape(a), _shape(b)
+    if not _same(s1, s2):
+        first, second = names.split(" and ")
+        raise ValueError(
+            f"polygrad.functions.{fname}: {first} and {second} must have the same shape, got {first} {s1} and {second} {s2}"
+        )
+
+
 def mean_squared_error(x0, x1):
-    """Mean of the squared differences."""
+    """Mean of the squared differences of ``x0`` and ``x1``, which must have the same shape
+    (as in Chainer: a (4, 1) prediction against (4,) targets would broadcast to 16 pairs)."""
+    check_same_shape("mean_squared_error", x0, x1, "x0 and x1")
     d = as_variable(x0) - x1
     return mean(d * d)
 
@@ -109,11 +194,26 @@ def mean_squared_error(x0, x1):
 def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """Cross entropy between softmax(x) over axis 1 and integer labels ``t``.
 
-    Labels equal to ``ignore_label`` contribute nothing. With ``reduce="mean"``
-    the loss is averaged over non-ignored labels (``normalize=True``) or over the
-    batch; ``reduce="no"`` returns per-example losses. Built from ops only, so it
-    works on lazy and symbolic inputs too.
+    ``x`` has shape (N, C) and ``t`` (N,); each label is in ``[0, C)`` or equal
+    to ``ignore_label`` (None: no label is ignored), and contributes nothing
+    then. With ``reduce="mean"`` the loss is averaged over non-ignored labels
+    (``normalize=True``) or over the batch; ``reduce="no"`` returns per-example
+    losses. Built from ops only, so it works on lazy and symbolic inputs too.
+
+    :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
+    :raises ValueError: ``t`` not of an integer dtype, an unknown ``reduce``,
+        shapes that do not match, or a label outside ``[0, C)`` other than
+        ``ignore_label`` (values are checked on eager backends, also at each call
+        of a compiled function; on lazy ones only in debug mode, see
+        :mod:`polygrad.ops.nn`).
     """
+    fname = "softmax_cross_entropy"
+    check_option(fname, "reduce", reduce, ("mean", "no"))
+    check_ignore_label(fname, ignore_label)
+    check_labels(fname, "t", t)
+    xs, ts = _shape(x), _shape(t)
+    if xs is not None and ts is not None and (len(xs) != 2 or len(ts) != 1 or not _same(xs[:1], ts)):
+        raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C) and t of shape (N,), got x {xs} and t {ts}")
     mask = label_mask(x, t, ignore_label)
     picked = where(mask, log_softmax(x, axis=1), 0.0)
     if reduce == "no":
@@ -124,22 +224,38 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
 
 
 def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
-    """Cross entropy between ``sigmoid(x)`` and labels ``t`` in {0, 1} (integers of x's shape).
+    """Cross entropy between ``sigmoid(x)`` and labels ``t`` of x's shape.
 
-    Per element ``softplus(x) - x t``, which never overflows. Labels equal to
-    -1 are ignored. ``reduce="mean"`` sums and divides by the number of
+    Per element ``softplus(x) - x t``, which never overflows. ``t`` holds
+    either integer labels 0 or 1, where -1 marks an ignored element (as in
+    Chainer), or floating-point probabilities in [0, 1] ("soft" labels, as
+    PyTorch's ``binary_cross_entropy_with_logits``; none is ignored), used in
+    x's dtype. ``reduce="mean"`` sums and divides by the number of
     non-ignored labels (``normalize=True``) or by the batch size ``x.shape[0]``
     (``normalize=False``); ``reduce="no"`` returns the per-element loss (0
     where ignored).
+
+    :raises TypeError: ``t`` is not an array.
+    :raises ValueError: ``t`` neither integer nor floating-point, an unknown
+        ``reduce``, shapes that differ, or label values other than those above
+        (checked as the function is called: on eager backends, on lazy ones only
+        in debug mode; inside a compiled function they are not checked).
     """
-    if reduce not in ("mean", "no"):
-        raise ValueError(f"polygrad.functions.sigmoid_cross_entropy: reduce must be 'mean' or 'no', got {reduce!r}")
-    xs, ts = tuple(_data(x).shape), tuple(_data(t).shape)
-    if xs != ts:
-        raise ValueError(f"polygrad.functions.sigmoid_cross_entropy: x and t must have the same shape, got x {xs} and t {ts}")
+    fname = "sigmoid_cross_entropy"
+    check_option(fname, "reduce", reduce, ("mean", "no"))
+    kind = check_labels(fname, "t", t, ("integral", "real floating"))
+    check_same_shape(fname, x, t)
+    xs = _shape(x)
     x = as_variable(x)
-    valid = t != -1
-    loss = where(valid, softplus(x) - where(t == 1, x, 0.0), 0.0)  # x t, for labels in {0, 1}
+    if kind == "integral":
+        check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
+                     f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a floating-point t)")
+        loss = where(t != -1, softplus(x) - where(t == 1, x, 0.0), 0.0)  # x t, for labels in {0, 1}
+    else:
+        check_values(_data(t), lambda xp, v: xp.logical_not(xp.logical_and(v >= 0, v <= 1)),  # NaN is refused too
+                     f"{fname}: floating-point labels t must be probabilities in [0, 1]")
+        dtype = _data(x).dtype
+        loss = softplus(x) - x * (t if _data(t).dtype == dtype else astype(t, dtype))
     if reduce == "no":
         return loss
     if normalize:
@@ -150,13 +266,15 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
 def huber_loss(x, t, delta, reduce="sum_along_second_axis"):
     """Huber loss of ``d = x - t``: ``d^2 / 2`` where ``|d| <= delta``, else ``delta (|d| - delta / 2)``.
 
+    ``x`` and ``t`` have the same shape and ``delta`` is positive.
     ``reduce="sum_along_second_axis"`` (Chainer's default) sums over axis 1;
     ``reduce="no"`` returns the element-wise loss.
     """
-    if reduce not in ("sum_along_second_axis", "no"):
-        raise ValueError(
-            f"polygrad.functions.huber_loss: reduce must be 'sum_along_second_axis' or 'no', got {reduce!r}"
-        )
+    fname = "huber_loss"
+    check_option(fname, "reduce", reduce, ("sum_along_second_axis", "no"))
+    check_same_shape(fname, x, t)
+    if isinstance(delta, (int, float)) and not delta > 0:
+        raise ValueError(f"polygrad.functions.{fname}: delta must be positive, got {delta!r}")
     d = as_variable(x) - t
     a = abs(d)
     loss = where(a <= delta, 0.5 * (d * d), delta * (a - 0.5 * delta))

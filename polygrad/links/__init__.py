@@ -1,5 +1,6 @@
-"""Links: objects that hold parameters (Chainer's Link and Chain), and the layers
-Linear, Convolution2D, EmbedID, BatchNormalization and LayerNormalization."""
+"""Links: objects that hold parameters (Chainer's Link, Chain, ChainList and
+Sequential), the layers Linear, Convolution2D, EmbedID, BatchNormalization and
+LayerNormalization, and the Classifier model."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import math
 from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable
 
-__all__ = ["Link", "Chain", "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization"]
+__all__ = [
+    "Link", "Chain", "ChainList", "Sequential", "Classifier",
+    "Linear", "Convolution2D", "EmbedID", "BatchNormalization", "LayerNormalization",
+]
 
 
 class Link:
@@ -72,21 +76,38 @@ class Link:
             raise NotImplementedError(f"polygrad: {type(self).__name__} defines neither forward nor __call__")
         return forward(*args, **kwargs)
 
+    # -- children: none here; a Chain names them by attribute, a ChainList by index --
+    def _named_children(self) -> Iterator[tuple[str, "Link"]]:
+        """``(name, child)`` pairs; every walk below (parameters, links, moving,
+        copying, serializing) goes through this."""
+        return iter(())
+
+    def children(self) -> Iterator["Link"]:
+        """The child links (none for a plain Link)."""
+        for _, child in self._named_children():
+            yield child
+
     # -- parameters -------------------------------------------------------------
     def namedparams(self, include_uninit: bool = True) -> Iterator[tuple[str, Variable]]:
-        """``("/name", param)`` pairs, children's prefixed by their path."""
+        """``("/name", param)`` pairs, children's prefixed by their path (``"/l1/W"``, ``"/0/W"``)."""
         for name in self._params:
             p = getattr(self, name)
             if include_uninit or p.data is not None:
                 yield "/" + name, p
+        for name, child in self._named_children():
+            for path, p in child.namedparams(include_uninit):
+                yield "/" + name + path, p
 
     def params(self, include_uninit: bool = True) -> Iterator[Variable]:
         for _, p in self.namedparams(include_uninit):
             yield p
 
     def links(self, skipself: bool = False) -> Iterator["Link"]:
+        """This link (unless ``skipself``) and every link below it."""
         if not skipself:
             yield self
+        for _, child in self._named_children():
+            yield from child.links()
 
     def cleargrads(self) -> None:
         """Set every parameter's gradient to None."""
@@ -98,12 +119,78 @@ class Link:
             p.zerograd()
 
     def to_backend(self, name: str) -> "Link":
-        """Move every parameter to backend ``name`` (in place; returns self)."""
-        for p in self.params(include_uninit=False):
-            p.data = to_backend(p.data, name)
-            if p.grad is not None:
-                p.grad = to_backend(p.grad, name)
+        """Move this link's parameters (with their gradients) and persistent arrays to
+        backend ``name``, in place; returns self. Parameters not initialized yet
+        will be created there. Children are moved with their own ``to_backend``,
+        so a child that overrides it is moved its way."""
+        for pname in self._params:
+            p = getattr(self, pname)
+            if p.data is not None:
+                p.data = to_backend(p.data, name)
+                if p.grad is not None:
+                    p.grad = to_backend(p.grad, name)
+        for pname in getattr(self, "_persistent", ()):
+            value = getattr(self, pname)
+            if is_array(value):
+                object.__setattr__(self, pname, to_backend(value, name))
+        if "_backend_name" in self.__dict__:  # where a layer creates parameters it has not initialized
+            object.__setattr__(self, "_backend_name", name)
+        for _, child in self._named_children():
+            child.to_backend(name)
         return self
+
+    def copyparams(self, link: "Link", copy_persistent: bool = True) -> None:
+        """Copy the values of ``link``'s parameters (and persistent arrays) into this
+        link's, which must have the same structure (Chainer's ``copyparams``).
+
+        Each value is copied onto the backend and dtype of the one it replaces
+        (a parameter not initialized yet takes the source's, on the source's
+        backend); the two links share no array afterwards.
+        """
+        src = dict(link.__dict__)
+        for pname in self._params:
+            p, q = getattr(self, pname), src.get(pname)
+            if not isinstance(q, Variable):
+                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no parameter {pname!r}")
+            if q.data is not None:
+                p.data = _copy_like(q.data, p.data)
+        if copy_persistent:
+            for pname in getattr(self, "_persistent", ()):
+                if pname not in src:
+                    raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
+                value = src[pname]
+                object.__setattr__(self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value)
+        others = dict(link._named_children())
+        for cname, child in self._named_children():
+            if cname not in others:
+                raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
+            child.copyparams(others[cname], copy_persistent)
+
+    def serialize(self, serializer: Any) -> None:
+        """Save or load this link's parameters and persistent values through
+        ``serializer`` (Chainer's protocol; see :mod:`polygrad.serializers`).
+
+        ``value = serializer(key, value)`` saves a value (returning it) or
+        returns the loaded one. A Chain then serializes each child with the
+        child's own ``serialize(serializer[name])``, so a link that overrides
+        this method to save more state is saved and loaded its way, anywhere
+        in a model. A parameter not initialized yet takes the loaded array, on
+        the current backend.
+        """
+        for pname in self._params:
+            p = getattr(self, pname)
+            data = serializer(pname, p.data)
+            if data is not p.data:
+                p.data = data if p.data is not None or data is None else to_backend(data, get_backend().name)
+        for pname in getattr(self, "_persistent", ()):
+            value = getattr(self, pname)
+            data = serializer(pname, value)
+            if data is not value:
+                if value is None and is_array(data):
+                    data = to_backend(data, get_backend().name)
+                object.__setattr__(self, pname, data)
+        for cname, child in self._named_children():
+            child.serialize(serializer[cname])
 
     def count_params(self) -> int:
         return sum(int(p.size) for p in self.params(include_uninit=False))
@@ -131,21 +218,158 @@ class Chain(Link):
             self._children.remove(name)
         super().__delattr__(name)
 
-    def namedparams(self, include_uninit: bool = True) -> Iterator[tuple[str, Variable]]:
-        yield from super().namedparams(include_uninit)
+    def _named_children(self) -> Iterator[tuple[str, Link]]:
         for name in self._children:
-            for path, p in getattr(self, name).namedparams(include_uninit):
-                yield "/" + name + path, p
+            yield name, getattr(self, name)
 
-    def links(self, skipself: bool = False) -> Iterator[Link]:
-        if not skipself:
-            yield self
-        for name in self._children:
-            yield from getattr(self, name).links()
+    def add_link(self, name: str, link: Link) -> None:
+        """Register ``link`` as the child ``name`` (as assigning it inside ``init_scope()``)."""
+        if not isinstance(link, Link):
+            raise TypeError(f"polygrad: Chain.add_link needs a Link, got {type(link).__name__}")
+        if name in self.__dict__ and name not in self._children:
+            raise AttributeError(f"polygrad: cannot add a link named {name!r}: the chain already has that attribute")
+        with self.init_scope():
+            setattr(self, name, link)
 
-    def children(self) -> Iterator[Link]:
-        for name in self._children:
-            yield getattr(self, name)
+
+class ChainList(Link):
+    """A Link made of child Links kept in a list (Chainer's ChainList): children
+    are named by their index, so parameters are ``"/0/W"``, ``"/1/W"``, ...
+
+    >>> import polygrad as pg, polygrad.links as L
+    >>> layers = pg.ChainList(L.Linear(3, 4), L.Linear(4, 2))
+    >>> layers.add_link(L.Linear(2, 2))
+    >>> len(layers), [name for name, _ in layers[2].namedparams()], [n for n, _ in layers.namedparams()][:2]
+    (3, ['/W', '/b'], ['/0/W', '/0/b'])
+    """
+
+    def __init__(self, *links: Link) -> None:
+        object.__setattr__(self, "_children", [])
+        super().__init__()
+        for link in links:
+            self.add_link(link)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_within_init_scope") and isinstance(value, Link):
+            raise TypeError(
+                f"polygrad: a ChainList registers links with add_link(link) (or append), not as attributes ({name!r})"
+            )
+        super().__setattr__(name, value)
+
+    def _named_children(self) -> Iterator[tuple[str, Link]]:
+        for i, child in enumerate(self._children):
+            yield str(i), child
+
+    def _renumber(self) -> None:
+        for i, child in enumerate(self._children):
+            object.__setattr__(child, "name", str(i))
+
+    def add_link(self, link: Link) -> None:
+        """Append ``link`` as the next child (named by its index)."""
+        if not isinstance(link, Link):
+            raise TypeError(f"polygrad: {type(self).__name__}.add_link needs a Link, got {type(link).__name__}")
+        self._children.append(link)
+        self._renumber()
+
+    def append(self, link: Link) -> None:
+        """The same as :meth:`add_link`."""
+        self.add_link(link)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._children[index]
+
+    def __iter__(self) -> Iterator[Link]:
+        return iter(self._children)
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+
+class Sequential(ChainList):
+    """Layers applied in order (Chainer's Sequential): links and plain functions.
+
+    ``Sequential(L.Linear(3, 4), F.relu, L.Linear(4, 2))(x)`` is
+    ``l2(relu(l1(x)))``. Links are its children, numbered among the links
+    only (``"/0/W"``, ``"/1/W"`` here); a layer that returns a tuple has it
+    unpacked into the next one's arguments. It is a list of layers:
+    indexing, ``len``, iteration, ``append``, ``insert``, ``extend``,
+    ``pop``, ``remove``, ``index``, ``count``, ``del`` and item assignment.
+    """
+
+    def __init__(self, *layers: Any) -> None:
+        object.__setattr__(self, "_layers", [])
+        super().__init__()
+        for layer in layers:
+            self.append(layer)
+
+    def _sync(self) -> None:
+        self._children[:] = [layer for layer in self._layers if isinstance(layer, Link)]
+        self._renumber()
+
+    @staticmethod
+    def _check(layer: Any) -> Any:
+        if not callable(layer):
+            raise TypeError(f"polygrad: a Sequential layer must be a Link or a function, got {type(layer).__name__}")
+        return layer
+
+    def forward(self, *x: Any) -> Any:
+        if not self._layers:
+            raise RuntimeError("polygrad: this Sequential has no layers")
+        for layer in self._layers:
+            x = layer(*x) if isinstance(x, tuple) else layer(x)
+        return x
+
+    def insert(self, index: int, layer: Any) -> None:
+        self._layers.insert(index, self._check(layer))
+        self._sync()
+
+    def append(self, layer: Any) -> None:
+        self.insert(len(self._layers), layer)
+
+    add_link = append  # a link added to a Sequential is one of its layers
+
+    def extend(self, layers: Any) -> None:
+        for layer in list(layers):
+            self.append(layer)
+
+    def pop(self, index: int = -1) -> Any:
+        layer = self._layers.pop(index)
+        self._sync()
+        return layer
+
+    def remove(self, layer: Any) -> None:
+        self._layers.remove(layer)
+        self._sync()
+
+    def index(self, layer: Any) -> int:
+        return self._layers.index(layer)
+
+    def count(self, layer: Any) -> int:
+        return self._layers.count(layer)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._layers[index]
+
+    def __setitem__(self, index: int, layer: Any) -> None:
+        self._layers[index] = self._check(layer)
+        self._sync()
+
+    def __delitem__(self, index: Any) -> None:
+        del self._layers[index]
+        self._sync()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._layers)
+
+    def __len__(self) -> int:
+        return len(self._layers)
+
+    def __contains__(self, layer: Any) -> bool:
+        return layer in self._layers
+
+    def __repr__(self) -> str:
+        names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
+        return f"Sequential({names})"
 
 
 def _dtype(xp: Any, dtype: Any) -> Any:
@@ -154,6 +378,18 @@ def _dtype(xp: Any, dtype: Any) -> Any:
 
 def _as_shape(size: Any) -> tuple[int, ...]:
     return (size,) if isinstance(size, int) else tuple(size)
+
+
+def _copy_like(src: Any, like: Any) -> Any:
+    """A copy of array ``src`` on the backend and with the dtype of ``like`` (``src``'s own when ``like`` is not an array)."""
+    if not is_array(like):
+        return backend_of_type(type(src)).xp.asarray(src, copy=True)
+    if like.shape != src.shape:
+        raise ValueError(f"polygrad: copyparams: shape {tuple(src.shape)} does not match {tuple(like.shape)}")
+    backend = backend_of_type(type(like))
+    moved = to_backend(src, backend.name)
+    out = backend.xp.asarray(moved, copy=True)  # from_dlpack may share memory with src
+    return out if out.dtype == like.dtype else backend.xp.astype(out, like.dtype)
 
 
 class _Connection(Link):
@@ -310,13 +546,6 @@ class BatchNormalization(Link):
         self.avg_var = N.running_average(self.avg_var, var * (m / max(m - 1, 1)), self.decay)
         return y
 
-    def to_backend(self, name: str) -> "BatchNormalization":
-        """Move the parameters and the running statistics to backend ``name``."""
-        super().to_backend(name)
-        self.avg_mean = to_backend(self.avg_mean, name)
-        self.avg_var = to_backend(self.avg_var, name)
-        return self
-
 
 class LayerNormalization(Link):
     """Layer normalization (:func:`polygrad.functions.layer_normalization`) over
@@ -348,3 +577,6 @@ class LayerNormalization(Link):
             data = x.data if isinstance(x, Variable) else x
             self._initialize_params(tuple(data.shape[1:]))
         return layer_normalization(x, self.gamma, self.beta, self.eps)
+
+
+from polygrad.links.classifier import Classifier  # noqa: E402  (it builds on Chain)

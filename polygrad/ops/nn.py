@@ -9,9 +9,11 @@ a transposed view, and the graph has one node instead of three.
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
+from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
@@ -149,18 +151,81 @@ def linear_op(x, W, b=None):
 
 # ---------------------------------------------------------------------------
 # Labels of the classification losses (no gradient)
+#
+# ``label_mask`` checks the label values where they enter, once per call (eagerly,
+# and at every call of a compiled function, which replays the rows); the
+# functions of polygrad.functions check other values with ``check_values`` as
+# they are called. Reading values forces a lazy array, so on a lazy backend
+# (dask) they are checked only in debug mode (``pg.debug_mode()``, which
+# computes values anyway); a plugin may answer ``polygrad_kernels`` with its own
+# kernel for ``softmax_cross_entropy_label_mask`` that checks lazily.
 # ---------------------------------------------------------------------------
-def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
-    """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label."""
+def _readable(t: Any) -> tuple[Any, Any]:
+    """``(t, its namespace)`` with values that may be read: ``t`` itself on an eager
+    backend; on a lazy one, ``t`` computed in debug mode, else ``(None, None)``."""
+    backend = backend_of_type(type(t))
+    if not backend.lazy:
+        try:
+            return t, backend.xp
+        except TypeError:  # a symbolic array: its values exist only when a compiled function runs
+            return None, None
+    if not config.debug.get():
+        return None, None
+    (t,) = backend.materialize((t,))
+    return t, backend_of_type(type(t)).xp
+
+
+def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
+    """``"5, -2 (2 of 4 values)"``: the first distinct values of ``t`` where ``bad`` holds."""
+    picked = t[bad]
+    values = xp.unique_values(picked)
+    py = int if xp.isdtype(t.dtype, "integral") else float
+    shown = ", ".join(repr(py(values[i])) for i in range(builtins.min(int(values.shape[0]), limit)))
+    more = ", ..." if values.shape[0] > limit else ""
+    return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} values)"
+
+
+def check_values(t: Any, is_bad: Any, rule: str) -> None:
+    """Raise ``ValueError("polygrad.functions.<rule>, got <values>")`` where ``is_bad(xp, t)``
+    holds anywhere (values read only as :func:`_readable` allows)."""
+    v, xp = _readable(t)
+    if v is not None:
+        bad = is_bad(xp, v)
+        if bool(xp.any(bad)):
+            raise ValueError(f"polygrad.functions.{rule}, got {_offending(xp, v, bad)}")
+
+
+def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> None:
+    """Refuse values of ``t`` outside ``[0, n_classes)`` other than ``ignore_label``;
+    ``where`` names the function and argument (``"embed_id: ids x"``)."""
+    def is_bad(xp: Any, v: Any) -> Any:
+        bad = xp.logical_or(v < 0, v >= n_classes)
+        if ignore_label is None or not bool(xp.any(bad)):  # the usual case: one reduction
+            return bad
+        return xp.logical_and(bad, v != ignore_label)
+
+    ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
+    check_values(t, is_bad, f"{where} must be in [0, {n_classes}){ignored}")
+
+
+def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
+    """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label
+    (labels checked to lie in [0, C) or equal ignore_label)."""
     if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
     n, c = x.shape
+    check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
     classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
-    return xp.logical_and(xp.reshape(t, (n, 1)) == classes, xp.reshape(t != ignore_label, (n, 1)))
+    hit = xp.reshape(t, (n, 1)) == classes
+    if ignore_label is None:
+        return hit
+    return xp.logical_and(hit, xp.reshape(t != ignore_label, (n, 1)))
 
 
-def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: int = -1) -> Any:
+def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     """Number of labels not equal to ignore_label (at least 1), in x's dtype."""
+    if ignore_label is None:
+        return xp.asarray(builtins.max(1, math.prod(t.shape)), dtype=x.dtype)
     count = xp.sum(xp.astype(t != ignore_label, x.dtype))
     return xp.maximum(count, xp.ones_like(count))
 
@@ -170,7 +235,10 @@ LABEL_MASK = def_nograd(Op("softmax_cross_entropy_label_mask", _label_mask_kerne
 
 @public(standard=False)
 def label_mask(x, t, ignore_label=-1):
-    """For scores ``x`` (N, C) and labels ``t`` (N,): True at ``[i, t[i]]`` where ``t[i] != ignore_label``."""
+    """For scores ``x`` (N, C) and labels ``t`` (N,): True at ``[i, t[i]]`` where ``t[i] != ignore_label``.
+
+    Raises ValueError for a label outside ``[0, C)`` other than ``ignore_label``.
+    """
     return apply(LABEL_MASK, (x, t), {"ignore_label": ignore_label})
 
 

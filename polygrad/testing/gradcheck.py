@@ -6,10 +6,22 @@ inputs ``x_i``, a random output direction ``u`` and a random input direction
 difference ``(<u, f(x + eps v)> - <u, f(x - eps v)>) / (2 eps)``. One scalar
 comparison checks every input at once; order 2 checks the vjp itself the same
 way, through ``create_graph=True``.
+
+Only floating-point inputs have gradients: an integer or bool input to
+differentiate is refused (its random direction would round to zero and pass
+any gradient). Central differences lose precision with the dtype: left at
+None, ``eps``, ``atol`` and ``rtol`` are chosen for the least precise
+floating-point dtype among the inputs and outputs (float64 keeps the
+documented defaults; float32 and narrower take ``eps = cbrt(finfo.eps)`` and
+tolerances to match), and a failure in a narrow dtype says that its precision
+may be the cause. Nothing here assumes a dtype the backend may lack: sums are
+taken in the widest real floating dtype of the namespace
+(``__array_namespace_info__()``).
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Callable, Sequence
 
 from polygrad.core.engine import grad as _grad
@@ -26,12 +38,77 @@ def _as_tuple(y: Any) -> tuple:
     return tuple(y) if isinstance(y, (tuple, list)) else (y,)
 
 
+def _widest_float(xp: Any) -> Any:
+    """The namespace's widest real floating dtype (float64 where it has one)."""
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        dtypes = info().dtypes(kind="real floating")
+        for name in ("float64", "float32", "float16"):
+            if name in dtypes:
+                return dtypes[name]
+    return getattr(xp, "float64", None) or xp.float32
+
+
 def _vdot(xp: Any, a: Any, b: Any) -> float:
-    return float(xp.sum(xp.astype(a, xp.float64) * xp.astype(b, xp.float64)))
+    wide = _widest_float(xp)
+    return float(xp.sum(xp.astype(a, wide) * xp.astype(b, wide)))
 
 
 def _random_like(backend: Any, x: Any, rng: Any) -> Any:
     return rng.normal(tuple(x.shape), dtype=x.dtype)
+
+
+def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequence[int], how: str) -> None:
+    """TypeError naming the checker and the input when an input to differentiate is not floating-point."""
+    for i in indices:
+        dtype = getattr(datas[i], "dtype", None)
+        if dtype is None or not xp.isdtype(dtype, ("real floating", "complex floating")):
+            got = f"of dtype {dtype}" if dtype is not None else f"a {type(datas[i]).__name__}"
+            raise TypeError(
+                f"polygrad.testing.{fname}: input {i} is {got}; only floating-point inputs have gradients "
+                f"(an integer direction rounds to zero and would pass any gradient). Pass it as a floating-point "
+                f"array, or {how}"
+            )
+
+
+# (eps, atol, rtol) of each checker for float64; narrower dtypes get their own (see _tolerances).
+_CHECK_GRADS = (1e-6, 1e-5, 1e-4)
+_CHECK_BACKWARD = (1e-3, 1e-5, 1e-4)
+_CHECK_DOUBLE_BACKWARD = (1e-3, 1e-4, 1e-3)
+
+
+def _narrowest(xp: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
+    """The least precise floating-point dtype among ``arrays`` and its machine epsilon (None, 0.0 if none)."""
+    worst, worst_eps = None, 0.0
+    for a in arrays:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or not xp.isdtype(dtype, ("real floating", "complex floating")):
+            continue
+        e = float(xp.finfo(dtype).eps)
+        if e > worst_eps:
+            worst, worst_eps = dtype, e
+    return worst, worst_eps
+
+
+def _tolerances(xp: Any, arrays: Sequence[Any], eps: Any, atol: Any, rtol: Any,
+                defaults: tuple[float, float, float]) -> tuple[float, float, float, str]:
+    """``(eps, atol, rtol, hint)``: the values left at None chosen for the least precise
+    floating-point dtype among ``arrays``; ``hint`` is a sentence for failure messages
+    when that dtype is narrower than float64 (else empty)."""
+    dtype, e = _narrowest(xp, arrays)
+    narrow = e > 1e-12  # below float64's precision (2.2e-16)
+    if narrow:
+        step = e ** (1.0 / 3.0)  # the central difference's best step: float32 4.9e-3
+        chosen = (builtins.max(defaults[0], step), builtins.max(defaults[1], step), builtins.max(defaults[2], 2 * step))
+    else:
+        chosen = defaults
+    eps, atol, rtol = (c if v is None else v for v, c in zip((eps, atol, rtol), chosen))
+    hint = ""
+    if narrow:
+        hint = (f"; the check ran in {dtype} (machine epsilon {e:.2g}), where central differences with eps={eps:.2g} "
+                f"carry errors of about {e / eps:.1g} relative to the function's values: if the gradient passes in "
+                f"float64, this is the dtype's precision (loosen eps, atol or rtol)")
+    return eps, atol, rtol, hint
 
 
 def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], eps: float = 1e-3) -> list:
@@ -69,9 +146,9 @@ def check_grads(
     inputs: Sequence[Any],
     *,
     order: int = 1,
-    eps: float = 1e-6,
-    atol: float = 1e-5,
-    rtol: float = 1e-4,
+    eps: float | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
     seed: int = 0,
     wrt: Sequence[int] | None = None,
 ) -> None:
@@ -81,18 +158,27 @@ def check_grads(
     :param inputs: arrays (float64 recommended) or Variables.
     :param order: 1 checks first derivatives; 2 also checks the vjp's own
         derivative (through ``create_graph=True``).
-    :param wrt: indices of the inputs to differentiate (default: all).
+    :param eps, atol, rtol: the step and tolerances; None chooses them for the
+        least precise floating-point dtype among the inputs and outputs
+        (float64: 1e-6, 1e-5, 1e-4; float32: about 4.9e-3, 4.9e-3, 9.8e-3).
+    :param wrt: indices of the inputs to differentiate (default: all); these
+        must be floating-point.
+    :raises TypeError: an input to differentiate is an integer or bool array.
     :raises AssertionError: naming the function, the order, both values and
-        each input's analytic gradient norm.
+        each input's analytic gradient norm (and the dtype, when it is narrower
+        than float64).
     """
     datas = [_data(x) for x in inputs]
     backend = backend_of_type(type(datas[0]))
     xp = backend.xp
     rng = backend.random_generator(seed)
     wrt = list(range(len(datas))) if wrt is None else list(wrt)
+    _refuse_non_float("check_grads", xp, datas, wrt, "leave it out of wrt=")
 
     xs = [Variable(d, requires_grad=i in wrt) for i, d in enumerate(datas)]
     ys = _as_tuple(f(*xs))
+    eps, atol, rtol, hint = _tolerances(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol,
+                                        _CHECK_GRADS)
     us = [_random_like(backend, _data(y), rng) for y in ys]
     vs = [_random_like(backend, datas[i], rng) for i in wrt]
 
@@ -109,11 +195,11 @@ def check_grads(
     name = getattr(f, "__name__", repr(f))
     if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
         norms = ", ".join(
-            f"input {i}: {'None' if g is None else f'{float(xp.sqrt(xp.sum(_data(g) * _data(g)))):.6g}'}" for i, g in zip(wrt, gxs)
+            f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}" for i, g in zip(wrt, gxs)
         )
         raise AssertionError(
             f"gradient check failed for {name} (order 1): analytic <vjp(u), v> = {analytic:.10g}, "
-            f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}"
+            f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}{hint}"
         )
     if order > 1:
         def vjp_fn(*args: Any) -> tuple:
@@ -129,33 +215,62 @@ def check_grads(
         check_grads(vjp_fn, [datas[i] for i in wrt], order=order - 1, eps=eps, atol=atol, rtol=rtol, seed=seed + 1)
 
 
+def _no_grads(no_grads: Sequence[bool] | None, n: int, fname: str) -> list[bool]:
+    if no_grads is None:
+        return [False] * n
+    if len(no_grads) != n:
+        raise ValueError(f"polygrad.testing.{fname}: no_grads has {len(no_grads)} entries for {n} inputs")
+    return [bool(b) for b in no_grads]
+
+
 def check_backward(
     func: Callable[..., Any],
     x_data: Any,
     y_grad: Any = None,
     *,
-    eps: float = 1e-3,
-    atol: float = 1e-5,
-    rtol: float = 1e-4,
+    eps: float | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    no_grads: Sequence[bool] | None = None,
 ) -> None:
     """Chainer's check: ``func``'s backward against element-wise central
     differences. ``x_data`` is an array or a tuple of arrays; ``y_grad`` the
     output gradient(s) (random when None). Failure messages show where the
-    gradients differ."""
+    gradients differ.
+
+    :param eps, atol, rtol: None chooses them for the least precise
+        floating-point dtype among the inputs and outputs (float64: 1e-3, 1e-5,
+        1e-4, Chainer's defaults; float32: about 4.9e-3, 4.9e-3, 9.8e-3).
+    :param no_grads: per input, True to leave it out of the check (Chainer's);
+        integer and bool inputs must be left out this way.
+    :raises TypeError: an input checked is an integer or bool array.
+    """
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
     backend = backend_of_type(type(xs[0]))
     xp = backend.xp
-    vs = [Variable(x, requires_grad=True) for x in xs]
+    skip = _no_grads(no_grads, len(xs), "check_backward")
+    checked = [i for i in range(len(xs)) if not skip[i]]
+    _refuse_non_float("check_backward", xp, xs, checked, "leave it out with no_grads=")
+    vs = [Variable(x, requires_grad=not skip[i]) for i, x in enumerate(xs)]
     ys = _as_tuple(func(*vs))
+    eps, atol, rtol, hint = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in ys], eps, atol, rtol,
+                                        _CHECK_BACKWARD)
     if y_grad is None:
         rng = backend.random_generator(0)
         gys = [rng.normal(tuple(_data(y).shape), dtype=_data(y).dtype) for y in ys]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
-    analytic = _grad(list(ys), vs, grad_outputs=gys, allow_unused=True)
-    numeric = numerical_grad(func, xs, gys, eps=eps)
-    for i, (a, n) in enumerate(zip(analytic, numeric)):
+    analytic = _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True)
+
+    def at(*args: Any) -> Any:  # func of the checked inputs, the others held fixed
+        full = list(xs)
+        for i, a in zip(checked, args):
+            full[i] = a
+        return func(*full)
+
+    numeric = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps)
+    for i, a, n in zip(checked, analytic, numeric):
         a = xp.zeros_like(n) if a is None else _data(a)
         bad = xp.abs(a - n) > atol + rtol * xp.abs(n)
         if bool(xp.any(bad)):
@@ -166,7 +281,7 @@ def check_backward(
             raise AssertionError(
                 f"check_backward failed for input {i} of {getattr(func, '__name__', func)} (shape {tuple(n.shape)}): "
                 f"{int(where.shape[0])} of {int(fn.shape[0])} elements differ; first at flat index {k}: "
-                f"analytic {float(fa[k]):.8g}, numeric {float(fn[k]):.8g}\nanalytic:\n{a}\nnumeric:\n{n}"
+                f"analytic {float(fa[k]):.8g}, numeric {float(fn[k]):.8g}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
             )
 
 
@@ -175,26 +290,36 @@ def check_double_backward(
     x_data: Any,
     y_grad: Any = None,
     *,
-    eps: float = 1e-3,
-    atol: float = 1e-4,
-    rtol: float = 1e-3,
+    eps: float | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    no_grads: Sequence[bool] | None = None,
 ) -> None:
     """Check the derivative of ``func``'s vjp (second order) by element-wise
-    central differences."""
+    central differences. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
+    :func:`check_backward` (float64 defaults 1e-3, 1e-4, 1e-3)."""
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
     backend = backend_of_type(type(xs[0]))
+    xp = backend.xp
+    skip = _no_grads(no_grads, len(xs), "check_double_backward")
+    checked = [i for i in range(len(xs)) if not skip[i]]
+    _refuse_non_float("check_double_backward", xp, xs, checked, "leave it out with no_grads=")
     rng = backend.random_generator(1)
     with no_backprop_mode():
         probe = _as_tuple(func(*[Variable(x, requires_grad=False) for x in xs]))
+    eps, atol, rtol, _ = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in probe], eps, atol, rtol,
+                                     _CHECK_DOUBLE_BACKWARD)
     gys = [rng.normal(tuple(_data(y).shape), dtype=_data(y).dtype) for y in probe] if y_grad is None else [_data(g) for g in _as_tuple(y_grad)]
 
     def vjp(*args: Any) -> tuple:
         ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a for a in args]
-        ys = _as_tuple(func(*ins))
+        full = list(xs)
+        for i, a in zip(checked, ins):
+            full[i] = a
+        ys = _as_tuple(func(*full))
         gs = _grad(list(ys), ins, grad_outputs=gys, create_graph=True, allow_unused=True)
-        xp = backend.xp
         return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
 
     vjp.__name__ = f"vjp of {getattr(func, '__name__', func)}"
-    check_backward(vjp, xs, None, eps=eps, atol=atol, rtol=rtol)
+    check_backward(vjp, tuple(xs[i] for i in checked), None, eps=eps, atol=atol, rtol=rtol)

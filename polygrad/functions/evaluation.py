@@ -1,0 +1,49 @@
+"""Evaluation functions: ``accuracy`` (Chainer's ``F.accuracy``)."""
+
+from __future__ import annotations
+
+from polygrad.core.variable import Variable
+from polygrad.functions.nn import _data, _same, _shape, check_ignore_label, check_labels, dtype_kind
+from polygrad.ops import argmax, astype, logical_and, maximum, mean, reshape, sum, where
+
+__all__ = ["accuracy"]
+
+
+def accuracy(y, t, ignore_label=None):
+    """The fraction of examples whose highest score in ``y`` is at their label in ``t``.
+
+    ``y`` holds scores of shape (N, C) (or (N, C, d1, ...) with ``t`` of shape
+    (N, d1, ...)), ``t`` integer labels of shape (N,). Labels equal to
+    ``ignore_label`` count neither as hits nor in the total; with all of them
+    ignored the accuracy is 0, as in Chainer. The result is a Variable of
+    ``y``'s dtype that needs no gradient (accuracy has none); it is computed
+    with ops, so it stays lazy on a lazy backend and works in compiled functions.
+
+    :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
+    :raises ValueError: ``y`` not floating-point, ``t`` not integer, or shapes that do not match.
+    """
+    fname = "accuracy"
+    check_ignore_label(fname, ignore_label)
+    check_labels(fname, "t", t)
+    if dtype_kind(y) != "real floating":
+        got = f"dtype {_data(y).dtype}" if dtype_kind(y) is not None else f"a {type(y).__name__}"
+        raise ValueError(f"polygrad.functions.{fname}: y must be an array of floating-point scores, got {got}")
+    ys, ts = _shape(y), _shape(t)
+    if ys is not None and ts is not None and (len(ys) != len(ts) + 1 or not _same(ys[:1] + ys[2:], ts)):
+        raise ValueError(
+            f"polygrad.functions.{fname}: expects y of shape (N, C, ...) and t of shape (N, ...), got y {ys} and t {ts}"
+        )
+    y, t = _data(y), _data(t)  # no gradient: work on the arrays
+    dtype = y.dtype
+    pred = argmax(y, axis=1)
+    if ts is not None and len(ts) == 1 and pred.ndim != 1:  # symbolic inputs of unknown rank
+        pred = reshape(pred, (-1,))
+    hit = pred == t
+    if ignore_label is None:
+        out = mean(astype(hit, dtype))
+    else:
+        valid = t != ignore_label
+        count = sum(astype(logical_and(hit, valid), dtype))
+        total = sum(astype(valid, dtype))
+        out = where(total > 0, count / maximum(total, 1.0), 0.0)
+    return out if isinstance(out, Variable) else Variable(out, requires_grad=False)

@@ -1,0 +1,199 @@
+"""Iterators over data sets (Chainer's ``chainer.iterators``): ``SerialIterator``
+and the order samplers it shuffles with.
+
+An iterator gives minibatches, lists of examples of a data set (anything with
+``len()`` and ``dataset[i]``, such as :class:`polygrad.datasets.TupleDataset`),
+and counts epochs; :func:`polygrad.dataset.concat_examples` turns a minibatch
+into arrays. The order of the examples is a list of Python ints, so iterating
+touches no array library: the examples are read from the data set one by one.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Iterator
+
+from polygrad.datasets import _length
+
+__all__ = ["SerialIterator", "OrderSampler", "ShuffleOrderSampler"]
+
+
+class OrderSampler:
+    """Chooses the order of the examples of each epoch (Chainer's ``OrderSampler``):
+    ``sampler(current_order, current_position)`` returns the next epoch's order,
+    a list of indices of the same length."""
+
+    def __call__(self, current_order: list[int], current_position: int) -> list[int]:
+        raise NotImplementedError
+
+
+class ShuffleOrderSampler(OrderSampler):
+    """A new random permutation each epoch (Chainer's ``ShuffleOrderSampler``).
+
+    :param random_state: a ``random.Random``, or an int seed; None seeds one
+        from the current backend's random generator, so ``pg.seed(n)`` before
+        the sampler is made makes the order repeatable.
+    """
+
+    def __init__(self, random_state: Any = None) -> None:
+        if random_state is None:
+            random_state = _seed_from_backend()
+        self._random = random_state if isinstance(random_state, random.Random) else random.Random(random_state)
+
+    def __call__(self, current_order: list[int], current_position: int) -> list[int]:
+        order = list(range(len(current_order)))
+        self._random.shuffle(order)
+        return order
+
+    def serialize(self, serializer: Any) -> None:
+        """The sampler's state is not saved: a resumed run shuffles anew."""
+
+
+def _seed_from_backend() -> int:
+    """48 random bits drawn from the current backend's shared generator (which ``pg.seed`` seeds)."""
+    from polygrad.backends import compute, get_backend
+
+    b = get_backend()
+    info = getattr(b.xp, "__array_namespace_info__", None)
+    dtype = info().default_dtypes()["real floating"] if info is not None else b.xp.float32
+    (u,) = compute(b.rng().uniform((2,), dtype=dtype))
+    return int(float(u[0]) * (1 << 24)) << 24 | int(float(u[1]) * (1 << 24))
+
+
+class SerialIterator:
+    """Minibatches of ``batch_size`` examples of ``dataset``, in order or shuffled
+    (Chainer's ``SerialIterator``).
+
+    Each ``next(iterator)`` is a list of examples. With ``repeat=True`` it runs
+    forever, the last minibatch of an epoch completed from the start of the
+    next one; with ``repeat=False`` it stops after one epoch (the last
+    minibatch may be shorter), and ``reset()`` starts it again.
+
+    >>> import polygrad as pg
+    >>> it = pg.iterators.SerialIterator(list(range(5)), 2, shuffle=False)
+    >>> next(it), next(it), it.epoch, next(it), it.epoch, it.is_new_epoch, it.epoch_detail
+    ([0, 1], [2, 3], 0, [4, 0], 1, True, 1.2)
+
+    :param shuffle: shuffle the examples each epoch (None: True unless an
+        ``order_sampler`` is given).
+    :param order_sampler: an :class:`OrderSampler` choosing each epoch's order
+        (default :class:`ShuffleOrderSampler` when shuffling).
+
+    ``epoch`` counts finished epochs, ``is_new_epoch`` says whether the last
+    minibatch finished one, ``epoch_detail`` is the epoch as a float
+    (``epoch + current_position / len(dataset)``) and
+    ``previous_epoch_detail`` its value before the last minibatch (None before
+    the first).
+    """
+
+    def __init__(self, dataset: Any, batch_size: int, repeat: bool = True, shuffle: bool | None = None,
+                 order_sampler: OrderSampler | None = None) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"polygrad.iterators.SerialIterator: batch_size must be a positive int, got {batch_size!r}")
+        if shuffle is not None and order_sampler is not None:
+            raise ValueError("polygrad.iterators.SerialIterator: give shuffle or order_sampler, not both")
+        if shuffle is None:
+            shuffle = order_sampler is None
+        if shuffle and order_sampler is None:
+            order_sampler = ShuffleOrderSampler()
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self._repeat = bool(repeat)
+        self._shuffle = bool(shuffle) or order_sampler is not None
+        self.order_sampler = order_sampler
+        self.reset()
+
+    # -- iteration -------------------------------------------------------------
+    def __iter__(self) -> Iterator[list]:
+        return self
+
+    def __next__(self) -> list:
+        if not self._repeat and self.epoch > 0:
+            raise StopIteration
+        self._previous_epoch_detail = self.epoch_detail
+        n = self._size
+        i = self.current_position
+        i_end = i + self.batch_size
+        batch = self._examples(i, min(i_end, n))
+        if i_end >= n:
+            if self._repeat:
+                rest = i_end - n
+                if self._order is not None:
+                    self._order = self._next_order(i)
+                if rest > 0:
+                    batch.extend(self._examples(0, min(rest, n)))
+                self.current_position = rest
+            else:
+                self.current_position = 0
+            self.epoch += 1
+            self.is_new_epoch = True
+        else:
+            self.is_new_epoch = False
+            self.current_position = i_end
+        return batch
+
+    next = __next__  # Chainer's spelling
+
+    def _examples(self, start: int, stop: int) -> list:
+        order = self._order
+        dataset = self.dataset
+        if order is None:
+            return [dataset[k] for k in range(start, stop)]
+        return [dataset[k] for k in order[start:stop]]
+
+    def _next_order(self, position: int) -> list[int]:
+        order = [int(k) for k in self.order_sampler(self._order, position)]
+        if len(order) != self._size:
+            raise ValueError(
+                f"polygrad.iterators.SerialIterator: the order sampler gave {len(order)} indices for {self._size} examples"
+            )
+        return order
+
+    # -- epochs ------------------------------------------------------------------
+    @property
+    def epoch_detail(self) -> float:
+        return self.epoch + self.current_position / self._size if self._size else float(self.epoch)
+
+    @property
+    def previous_epoch_detail(self) -> float | None:
+        return None if self._previous_epoch_detail < 0 else self._previous_epoch_detail
+
+    @property
+    def repeat(self) -> bool:
+        return self._repeat
+
+    def reset(self) -> None:
+        """Start again from the first epoch (with a new order when shuffling)."""
+        self._size = _length(self.dataset)
+        self.current_position = 0
+        self.epoch = 0
+        self.is_new_epoch = False
+        self._previous_epoch_detail = -1.0
+        self._order = None
+        if self._shuffle:
+            self._order = list(range(self._size))
+            self._order = self._next_order(0)
+
+    def finalize(self) -> None:
+        """Nothing to release (Chainer's iterators have it)."""
+
+    def __enter__(self) -> "SerialIterator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finalize()
+
+    # -- saving and loading (pg.serializers) -------------------------------------
+    def serialize(self, serializer: Any) -> None:
+        """Save or load the position, the epoch and the order (Chainer's keys)."""
+        self.current_position = int(serializer("current_position", self.current_position))
+        self.epoch = int(serializer("epoch", self.epoch))
+        self.is_new_epoch = bool(serializer("is_new_epoch", self.is_new_epoch))
+        self._previous_epoch_detail = float(serializer("previous_epoch_detail", self._previous_epoch_detail))
+        if self._order is not None:
+            from polygrad.backends import get_backend
+
+            xp = get_backend().xp
+            saved = serializer("order", xp.asarray(self._order))
+            if getattr(serializer, "loading", False) and saved is not None:
+                self._order = [int(saved[k]) for k in range(saved.shape[0])]

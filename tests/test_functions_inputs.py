@@ -1,0 +1,190 @@
+"""Inputs checked at the door: labels, ids and options of the functions of F are
+refused with an error naming the function, the argument and what was wrong,
+instead of giving a silently wrong value (findings S8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+import polygrad.functions as F
+
+from conftest import arr, assert_close, to_np
+
+
+def labels(xp, values, dtype="int64"):
+    return xp.asarray(np.asarray(values).tolist(), dtype=getattr(xp, dtype))
+
+
+def zeros(xp, shape):
+    return pg.Variable(xp.zeros(shape, dtype=xp.float64))
+
+
+# ---------------------------------------------------------------------------
+# softmax_cross_entropy
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [5, 3, -2])
+def test_softmax_cross_entropy_refuses_labels_out_of_range(xp, bad):
+    """A label outside [0, C) other than ignore_label is a ValueError naming the function, t and the value."""
+    with pytest.raises(ValueError, match=rf"softmax_cross_entropy: labels t must be in \[0, 3\).*got {bad} \(1 of 2"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, bad]))
+
+
+def test_softmax_cross_entropy_refuses_float_labels(xp):
+    """Fractional (any floating-point) labels are refused, naming t and its dtype."""
+    with pytest.raises(ValueError, match=r"softmax_cross_entropy: t must be an array of integers, got dtype \S*float64"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0.5, 1.0], "float64"))
+
+
+def test_softmax_cross_entropy_refuses_labels_that_are_not_an_array(xp):
+    """A Python list for t is a TypeError naming t."""
+    with pytest.raises(TypeError, match="softmax_cross_entropy: t must be an array of integers, got a list"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), [0, 1])
+
+
+@pytest.mark.parametrize("reduce", ["bogus", "sum", "Mean", None])
+def test_softmax_cross_entropy_refuses_unknown_reduce(xp, reduce):
+    """A misspelled reduce= raises instead of meaning "mean"."""
+    with pytest.raises(ValueError, match=r"softmax_cross_entropy: reduce must be one of 'mean', 'no', got"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, 1]), reduce=reduce)
+
+
+def test_softmax_cross_entropy_refuses_a_non_integer_ignore_label(xp):
+    """ignore_label=0.5 is a TypeError naming ignore_label."""
+    with pytest.raises(TypeError, match="softmax_cross_entropy: ignore_label must be an int or None"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, 1]), ignore_label=0.5)
+
+
+def test_softmax_cross_entropy_ignore_label_none_ignores_nothing(xp):
+    """ignore_label=None: every label counts, and -1 is refused as out of range."""
+    loss = F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, 2]), ignore_label=None)
+    assert_close(loss, np.array(np.log(3.0)))
+    with pytest.raises(ValueError, match=r"in \[0, 3\), got -1"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, -1]), ignore_label=None)
+
+
+def test_softmax_cross_entropy_still_ignores_its_ignore_label(xp):
+    """Labels equal to a custom ignore_label (outside [0, C) too) are skipped, not refused."""
+    loss = F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [1, 99]), ignore_label=99)
+    assert_close(loss, np.array(np.log(3.0)))
+
+
+def test_compiled_softmax_cross_entropy_checks_labels_at_each_call():
+    """A compiled loss checks the labels of every call (the check is a row of the op table)."""
+    from polygrad import symbolic as T
+
+    x, t = T.matrix("x"), T.vector("t", dtype="int64")
+    f = pg.function([x, t], F.softmax_cross_entropy(x, t))
+    assert float(f(np.zeros((2, 3)), np.array([0, 1]))) == pytest.approx(np.log(3.0))
+    with pytest.raises(ValueError, match=r"softmax_cross_entropy: labels t must be in \[0, 3\).*got 7"):
+        f(np.zeros((2, 3)), np.array([0, 7]))
+
+
+def test_dask_labels_stay_lazy_and_are_checked_in_debug_mode():
+    """On dask the value check would compute the labels: it is skipped (nothing computes), and done in debug mode."""
+    da = pytest.importorskip("dask.array")
+    backend = pg.get_backend("dask")
+    x = pg.Variable(da.zeros((2, 3)))
+    t = da.from_array(np.array([0, 5]))
+    with backend.forbid_compute():
+        loss = F.softmax_cross_entropy(x, t)
+    assert type(loss.data).__module__.startswith("dask")
+    with pg.debug_mode():
+        with pytest.raises(ValueError, match=r"labels t must be in \[0, 3\).*got 5"):
+            F.softmax_cross_entropy(x, t)
+
+
+# ---------------------------------------------------------------------------
+# sigmoid_cross_entropy: hard labels (0, 1, -1 ignored) or probabilities
+# ---------------------------------------------------------------------------
+
+Z = np.array([[2.0, -1.0, 0.5], [-3.0, 0.0, 1.5]])
+P = np.array([[0.7, 0.3, 1.0], [0.0, 0.5, 0.25]])
+
+
+def test_sigmoid_cross_entropy_of_soft_labels_is_right(xp):
+    """Probabilities as labels give mean(softplus(x) - x p) (the findings' example: 0.670, not 1.220)."""
+    z = pg.Variable(arr(xp, Z))
+    loss = F.sigmoid_cross_entropy(z, arr(xp, P))
+    assert_close(loss, np.mean(np.logaddexp(0, Z) - Z * P))
+    loss.backward()
+    assert_close(z.grad, (1 / (1 + np.exp(-Z)) - P) / Z.size)
+    assert_close(F.sigmoid_cross_entropy(arr(xp, [[2.0, -1.0]]), arr(xp, [[0.7, 0.3]])), np.array(0.6700948492805978))
+
+
+def test_sigmoid_cross_entropy_soft_labels_take_x_dtype(xp):
+    """float64 probabilities with float32 scores give a float32 loss."""
+    loss = F.sigmoid_cross_entropy(arr(xp, Z, "float32"), arr(xp, P))
+    assert loss.dtype == xp.float32
+
+
+def test_sigmoid_cross_entropy_soft_labels_match_hard_ones(xp):
+    """Probabilities 0.0 and 1.0 give the loss of integer labels 0 and 1."""
+    hard = np.array([[1, 0, 1], [0, 0, 1]])
+    assert_close(F.sigmoid_cross_entropy(arr(xp, Z), arr(xp, hard.astype(float)), reduce="no"),
+                 to_np(F.sigmoid_cross_entropy(arr(xp, Z), labels(xp, hard), reduce="no")))
+
+
+def test_sigmoid_cross_entropy_soft_label_gradients(xp):
+    """Gradients in x with soft labels agree with central differences, to second order."""
+    from polygrad.testing import check_grads
+
+    p = arr(xp, P)
+    check_grads(lambda v: F.sigmoid_cross_entropy(v, p), [arr(xp, Z)], order=2)
+
+
+@pytest.mark.parametrize("bad", [2, -2])
+def test_sigmoid_cross_entropy_refuses_other_integer_labels(xp, bad):
+    """Integer labels other than 0, 1 and -1 are refused, with the value."""
+    with pytest.raises(ValueError, match=rf"sigmoid_cross_entropy: integer labels t must be 0, 1 or -1.*got {bad}"):
+        F.sigmoid_cross_entropy(arr(xp, [[2.0, -1.0]]), labels(xp, [[bad, 0]]))
+
+
+@pytest.mark.parametrize("bad", [1.5, -1.0, float("nan")])
+def test_sigmoid_cross_entropy_refuses_probabilities_outside_0_1(xp, bad):
+    """Floating-point labels outside [0, 1] (or NaN) are refused, with the value."""
+    with pytest.raises(ValueError, match=r"sigmoid_cross_entropy: floating-point labels t must be probabilities in \[0, 1\]"):
+        F.sigmoid_cross_entropy(arr(xp, [[2.0, -1.0]]), arr(xp, [[bad, 0.0]]))
+
+
+def test_sigmoid_cross_entropy_refuses_bool_labels(xp):
+    """Boolean labels are refused naming their dtype."""
+    with pytest.raises(ValueError, match="sigmoid_cross_entropy: t must be an array of integers or floating-point"):
+        F.sigmoid_cross_entropy(arr(xp, [[2.0, -1.0]]), xp.asarray([[True, False]]))
+
+
+# ---------------------------------------------------------------------------
+# embed_id, mean_squared_error, huber_loss
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [-1, 3])
+def test_embed_id_refuses_ids_out_of_range(xp, bad):
+    """A negative id (which would pick a row from the end) or one past V is a ValueError naming embed_id."""
+    W = pg.Variable(arr(xp, np.ones((3, 2))))
+    with pytest.raises(ValueError, match=rf"embed_id: ids x must be in \[0, 3\), got {bad}"):
+        F.embed_id(labels(xp, [0, bad]), W)
+
+
+def test_embed_id_ignore_label_is_not_refused(xp):
+    """An id equal to ignore_label gives a zero row."""
+    W = pg.Variable(arr(xp, np.ones((3, 2))))
+    assert_close(F.embed_id(labels(xp, [2, -1]), W, ignore_label=-1), np.array([[1.0, 1.0], [0.0, 0.0]]))
+
+
+def test_mean_squared_error_refuses_shapes_that_would_broadcast(xp):
+    """(4, 1) against (4,) would average 16 pairs: refused naming both shapes, as in Chainer."""
+    with pytest.raises(ValueError, match=r"mean_squared_error: x0 and x1 must have the same shape, got x0 \(4, 1\) and x1 \(4,\)"):
+        F.mean_squared_error(pg.Variable(arr(xp, np.ones((4, 1)))), arr(xp, np.ones(4)))
+
+
+def test_huber_loss_refuses_different_shapes_and_nonpositive_delta(xp):
+    """huber_loss needs x and t of one shape and delta > 0."""
+    x = pg.Variable(arr(xp, np.ones((4, 2))))
+    with pytest.raises(ValueError, match=r"huber_loss: x and t must have the same shape, got x \(4, 2\) and t \(2,\)"):
+        F.huber_loss(x, arr(xp, np.ones(2)), 1.0)
+    with pytest.raises(ValueError, match="huber_loss: delta must be positive, got 0"):
+        F.huber_loss(x, arr(xp, np.ones((4, 2))), 0)
