@@ -27,6 +27,8 @@ The user API over it is :mod:`polygrad.backends`.
 
 from __future__ import annotations
 
+import difflib
+
 import importlib.metadata
 import sys
 import threading
@@ -454,7 +456,9 @@ def lookup(name: str | Backend) -> Backend:
         return reg[name]
     except KeyError:
         known = ", ".join(sorted(reg)) or "none (install polygrad-numpy)"
-        raise ValueError(f"polygrad: unknown backend {name!r}; available backends: {known}") from None
+        close = difflib.get_close_matches(str(name), list(reg), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"polygrad: unknown backend {name!r}; {hint}available backends: {known}") from None
 
 
 def resolve_type(t: type) -> Backend:

@@ -44,19 +44,23 @@ def _shape(sizes: tuple) -> tuple:
 
 # -- reductions (PyTorch 0.x: dim, keepdim) --------------------------------------
 def _sum(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    """Sum over ``dim`` (all axes by default), PyTorch 0.x's ``x.sum(dim, keepdim)``."""
     return ops.sum(x, axis=_axis(dim), keepdims=keepdim)
 
 
 def _mean(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    """Mean over ``dim`` (all axes by default)."""
     return ops.mean(x, axis=_axis(dim), keepdims=keepdim)
 
 
 def _prod(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
+    """Product over ``dim`` (all axes by default)."""
     return ops.prod(x, axis=_axis(dim), keepdims=keepdim)
 
 
 def _extreme(values: Any, indices: Any) -> Any:
     def method(x: Variable, dim: Any = None, keepdim: bool = False) -> Any:
+        """The extreme element; with ``dim``, PyTorch's ``(values, indices)`` along it."""
         if dim is None:
             return values(x)
         return values(x, axis=dim, keepdims=keepdim), indices(x, axis=dim, keepdims=keepdim)
@@ -65,45 +69,54 @@ def _extreme(values: Any, indices: Any) -> Any:
 
 
 def _var(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
+    """Variance over ``dim``, unbiased by default (PyTorch); ``pg.var`` is the standard's (biased)."""
     return ops.var(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
 
 
 def _std(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
+    """Standard deviation over ``dim``, unbiased by default (PyTorch); ``pg.std`` is the standard's."""
     return ops.std(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
 
 
 def _norm(x: Variable, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Variable:
+    """The ``p``-norm over ``dim`` (all elements by default)."""
     return ops.linalg.vector_norm(x, ord=p, axis=_axis(dim), keepdims=keepdim)
 
 
 # -- shapes ----------------------------------------------------------------------------
 def _view(x: Variable, *shape: Any) -> Variable:
+    """The same data in another shape (PyTorch's ``view``, Chainer's ``reshape``)."""
     return ops.reshape(x, _shape(shape))
 
 
 def _unsqueeze(x: Variable, dim: int) -> Variable:
+    """A new axis of length 1 at ``dim``."""
     return ops.expand_dims(x, axis=dim)
 
 
 def _squeeze(x: Variable, dim: Any = None) -> Variable:
+    """Without the axis ``dim`` of length 1 (all of them by default)."""
     if dim is None:
         dim = tuple(i for i, n in enumerate(x.shape) if n == 1)
     return ops.squeeze(x, axis=dim)
 
 
 def _expand(x: Variable, *sizes: Any) -> Variable:
+    """Broadcast to ``sizes`` (-1 keeps a size)."""
     sizes = _shape(sizes)
     lead = len(sizes) - x.ndim
     return ops.broadcast_to(x, tuple(x.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)))
 
 
 def _t(x: Variable) -> Variable:
+    """The transpose of a matrix (a vector stays as it is)."""
     if x.ndim > 2:
         raise ValueError(f"polygrad: t() transposes a matrix or vector; {x._describe()} has {x.ndim} dimensions")
     return ops.reverse_dims(x) if x.ndim == 2 else x
 
 
 def _transpose(x: Variable, *axes: Any) -> Variable:
+    """Permute the axes (Chainer's ``transpose(*axes)``; reversed without arguments)."""
     axes = _shape(axes)
     if len(axes) == 2 and axes == (0, 1):
         raise ValueError(
@@ -114,16 +127,19 @@ def _transpose(x: Variable, *axes: Any) -> Variable:
 
 
 def _swapaxes(x: Variable, dim0: int, dim1: int) -> Variable:
+    """Swap two axes (PyTorch's ``transpose(dim0, dim1)``)."""
     order = list(range(x.ndim))
     order[dim0], order[dim1] = order[dim1], order[dim0]
     return ops.permute_dims(x, tuple(order))
 
 
 def _permute(x: Variable, *dims: Any) -> Variable:
+    """Permute the axes (PyTorch's ``permute(*dims)``)."""
     return ops.permute_dims(x, _shape(dims))
 
 
 def _repeat(x: Variable, *sizes: Any) -> Variable:
+    """Tile the data ``sizes`` times along each axis (PyTorch's ``repeat``)."""
     return ops.tile(x, _shape(sizes))
 
 
@@ -158,6 +174,7 @@ def _tolist(x: Variable) -> Any:
 
 def _astype(name: str) -> Any:
     def method(x: Variable) -> Variable:
+        """A copy of another dtype (PyTorch's float(), double(), long(), int())."""
         return ops.astype(x, getattr(x.xp, name))
 
     method.__name__ = name
@@ -165,12 +182,14 @@ def _astype(name: str) -> Any:
 
 
 def _clone(x: Variable) -> Variable:
+    """A copy, differentiable (PyTorch's ``clone``)."""
     return ops.asarray(x, copy=True)
 
 
 # -- in place (PyTorch's trailing underscore) ---------------------------------------------
 def _in_place(fn: Any, text: str) -> Any:
     def method(x: Variable, *args: Any, **kwargs: Any) -> Variable:
+        """In place (PyTorch's trailing underscore): the variable holds the result, its version moves."""
         x._check_inplace(text)
         return x._assign_inplace(fn(x, *args, **kwargs), text)
 
@@ -178,10 +197,12 @@ def _in_place(fn: Any, text: str) -> Any:
 
 
 def _fill(x: Variable, value: Any) -> Variable:
+    """An array of ``x``'s shape and dtype filled with ``value``."""
     return ops.full_like(x, value)
 
 
 def _clamp(x: Variable, min: Any = None, max: Any = None) -> Variable:
+    """``x`` limited to ``[min, max]`` (either may be None)."""
     return ops.clip(x, min, max)
 
 
@@ -265,8 +286,10 @@ METHODS = {
 
 
 def install() -> None:
-    """Put every method of ``METHODS`` on Variable."""
+    """Put every method of ``METHODS`` on Variable (one line of help for those written inline)."""
     for name, fn in METHODS.items():
+        if not fn.__doc__:
+            fn.__doc__ = f"``x.{name}(...)`` as in PyTorch 0.x (see polygrad.variable_methods)."
         setattr(Variable, name, fn)
 
 

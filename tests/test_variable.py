@@ -722,3 +722,27 @@ def test_weight_grad_after_broadcast_add_is_writable():
     W.grad[0, 0] = 5.0
     np.testing.assert_array_equal(W.grad, [[5.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
     np.testing.assert_array_equal(b.grad, [2.0, 2.0, 2.0])
+
+
+def test_backward_without_retain_grad_clears_an_intermediate_grad_kept_before(xp):
+    """A pass with retain_grad=True keeps h.grad; a later pass without it sets h.grad to None (Chainer, V18)."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 2
+    y = pg.sum(h * h)
+    y.backward(retain_grad=True, retain_graph=True)
+    assert h.grad is not None
+    y.backward()
+    assert h.grad is None
+
+
+def test_multi_line_repr_is_aligned_under_variable():
+    """Continuation lines of a matrix's repr line up under the first row (issue 14)."""
+    text = repr(pg.Variable(np.arange(6.0).reshape(2, 3), name="w"))
+    first, second = text.splitlines()
+    assert second.index("[") == first.index("[") + 1
+
+
+def test_unknown_backend_name_suggests_the_close_one():
+    """pg.set_backend("numpyy") asks: did you mean 'numpy'?"""
+    with pytest.raises(ValueError, match="did you mean 'numpy'"):
+        pg.set_backend("numpyy")

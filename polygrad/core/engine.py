@@ -80,6 +80,7 @@ class _Pass:
         # a leaf never gets one of them as its .grad, but a copy
         self.exposed: set[int] = set()
         self.failure: str | None = None  # set when the pass raised: what freed nodes then say
+        self.starts: set[int] = set()  # the variables backward starts from keep their .grad
 
     def _sum(self, a: Any, b: Any) -> Any:
         """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
@@ -143,13 +144,19 @@ class _Pass:
         return zip(node.edges, gxs)
 
     def _outputs_seen(self, node: Any, gys: list) -> None:
-        """The gradients of ``node``'s outputs, complete now: capture, hook, retain them."""
+        """The gradients of ``node``'s outputs, complete now: capture, hook, retain them (and,
+        without retain_grad, clear a gradient an earlier pass retained: Chainer sets the
+        gradients of intermediate variables to None)."""
         targets = self.targets
         for i, ref in enumerate(node.outputs):
             if targets and (node, i) in targets:
                 self.captured[targets[(node, i)]] = gys[i]
             y = ref()
-            if y is None or gys[i] is None:
+            if y is None:
+                continue
+            if not self.retain_grad and y._grad is not None and id(y) not in self.starts:
+                y._grad = None
+            if gys[i] is None:
                 continue
             if y._hooks:
                 self.exposed.add(id(gys[i]))
@@ -160,6 +167,7 @@ class _Pass:
                 if id(g) in self.exposed and not self.create_graph:
                     g = _copy(g)  # two retained gradients never share an array
                 y._grad = g
+                node._var_hooks = True  # a later pass without retain_grad clears it
                 self.exposed.add(id(g))
 
     def deliver(self) -> list | None:
@@ -213,6 +221,7 @@ def backward(
                 f"nothing to differentiate"
             )
         seed = _seed(y, g, create_graph)
+        run.starts.add(id(y))
         if g is not None:
             run.exposed.add(id(seed))
         # (an output need not require grad: a stochastic sample)

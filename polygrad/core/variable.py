@@ -453,6 +453,11 @@ class Variable:
         call = text.split("(", 1)[0]  # "array", "np.float64", "Array", ...
         if call.rsplit(".", 1)[-1] in ("array", type(self._data).__name__) and text.endswith(")"):
             text = text[len(call) + 1 : -1]
+            # continuation lines were aligned under "array(": align them under "variable("
+            shift = len(head) - len(call)
+            lines = text.split("\n")
+            text = "\n".join([lines[0]] + [line if not line else " " * shift + line if shift >= 0 else line[-shift:]
+                                            for line in lines[1:]])
         return f"{head}({text})"
 
     def __str__(self) -> str:
