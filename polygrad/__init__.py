@@ -26,13 +26,14 @@ from polygrad.core import (
 from polygrad.core import type_check
 from polygrad.hookspecs import PluginWarning, hookimpl
 from polygrad.array_api import *  # noqa: F403  (the standard's functions, linalg, fft and constants)
-from polygrad import variable_methods  # noqa: F401  (installs PyTorch's tensor methods and Chainer's device moves)
+from polygrad import variable_methods  # installs PyTorch's tensor methods and Chainer's device moves
+from polygrad.variable_methods import from_numpy
 from polygrad.ops import transpose
 from polygrad import distributions, functions, function_hooks, links
 from polygrad.core.engine import backward_all as backward
 from polygrad.links import Chain, Link
 from polygrad.core.debug import debug_mode, is_debug, set_debug
-from polygrad import computational_graph, optimizer_hooks, optimizers, serializers
+from polygrad import computational_graph, optim, optimizer_hooks, optimizers, serializers
 from polygrad.computational_graph import build_computational_graph
 from polygrad.compile import In, Out, function, shared
 from polygrad import symbolic
@@ -53,7 +54,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Variable", "backward", "build_computational_graph", "computational_graph", "optimizers", "optimizer_hooks",
-    "serializers", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "inplace_policy", "no_backprop_mode", "force_backprop_mode",
+    "serializers", "optim", "from_numpy", "ChainList", "Sequential", "dataset", "datasets", "iterators", "set_debug", "debug_mode", "is_debug", "distributions", "Function", "FunctionHook", "Link", "Chain", "function", "In", "Out", "shared", "symbolic", "grad", "inplace_policy", "no_backprop_mode", "force_backprop_mode",
     "is_backprop_enabled", "test_mode", "using_config", "hookimpl", "PluginWarning", "type_check", "functions", "function_hooks", "links",
     "Backend", "BackendInfo", "compute", "persist", "backends", "get_array_namespace", "get_backend", "register_plugin",
     "seed", "set_backend", "to_backend", "unregister_plugin", "using_backend", "transpose",

@@ -31,7 +31,7 @@ from polygrad.core.variable import Variable
 def get_backend_of(a: Any) -> Any:
     return backend_of_type(type(a))
 
-__all__ = ["METHODS", "install"]
+__all__ = ["METHODS", "install", "from_numpy"]
 
 
 def _axis(dim: Any) -> Any:
@@ -283,6 +283,13 @@ METHODS = {
     "to_cpu": _to_device("cpu"), "to_gpu": _to_device("gpu"), "cpu": _moved("cpu"), "cuda": _moved("gpu"),
     "addgrad": _addgrad,
 }
+
+
+def from_numpy(array: Any) -> Variable:
+    """PyTorch's ``torch.from_numpy``: a Variable (not requiring grad) over a numpy array, no copy."""
+    from polygrad.array_api import asarray
+
+    return asarray(array, backend="numpy")
 
 
 def install() -> None:

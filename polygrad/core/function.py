@@ -48,6 +48,7 @@ import inspect
 import weakref
 from typing import Any
 
+from polygrad.core import config
 from polygrad.core.node import Node, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, admit
@@ -95,6 +96,11 @@ class _Inputs(tuple):
         )
 
     __mul__ = __rmul__ = __add__ = __radd__ = __neg__ = _refuse
+
+
+def _arrays(items: tuple) -> tuple:
+    """The arrays of what a forward declared: a Variable (PyTorch-style code's tensor) stands for its data."""
+    return tuple(a._data if isinstance(a, Variable) else a for a in items)
 
 
 def _style(cls: type) -> str:
@@ -191,8 +197,9 @@ class Function(Node):
         self._declared = set()
         self._in_forward = True
         try:
-            if self._style == "pytorch":
-                outputs = self.forward(*in_data)
+            if self._style == "pytorch":  # tensors in (Variables without a graph: PyTorch's tensor methods work)
+                with config.no_backprop_mode():
+                    outputs = self.forward(*(Variable._make(d) for d in in_data))
                 if not isinstance(outputs, tuple):
                     outputs = (outputs,)
             else:
@@ -204,6 +211,8 @@ class Function(Node):
                     )
         finally:
             self._in_forward = False
+        # forward computes on arrays; a result made with pg's functions (a Variable) gives its data
+        outputs = tuple(y._data if isinstance(y, Variable) else y for y in outputs)
         for k, y in enumerate(outputs):
             if not hasattr(y, "shape") or not hasattr(y, "dtype"):
                 raise TypeError(f"polygrad: {self.label}.forward returned {type(y).__name__} as output {k}, not an array")
@@ -279,7 +288,7 @@ class Function(Node):
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
                 next(((f"saved tensor {k}", v._vbox, v._vbox.n) for v in holders if v._data is a and a is not None), None)
-                for k, a in enumerate(self._to_save)
+                for k, a in enumerate(_arrays(self._to_save))
             )
 
     # -- what subclasses override -----------------------------------------------
@@ -337,23 +346,23 @@ class Function(Node):
     def save_for_backward(self, *arrays: Any) -> None:
         """Save arrays (inputs, outputs or others; None allowed) for backward; read them from ``saved_tensors``."""
         self._declare("save_for_backward")
-        self._to_save = arrays
+        self._to_save = arrays  # as given (PyTorch-style code reads back its tensors); checked through their data
 
     def mark_dirty(self, *arrays: Any) -> None:
         """Declare input arrays that forward modified in place (return them as outputs)."""
         self._declare("mark_dirty")
-        self._dirty = arrays
+        self._dirty = _arrays(arrays)
 
     def mark_non_differentiable(self, *arrays: Any) -> None:
         """Declare outputs that are not differentiable (their gradients are always None)."""
         self._declare("mark_non_differentiable")
-        self._non_differentiable = arrays
+        self._non_differentiable = _arrays(arrays)
 
     def mark_shared_storage(self, *pairs: Any) -> None:
         """Declare ``(input, output)`` array pairs that share memory (views), so an
         in-place change of the output counts as a change of the input."""
         self._declare("mark_shared_storage")
-        self._shared_storage = pairs
+        self._shared_storage = tuple(_arrays(p) if isinstance(p, tuple) else p for p in pairs)
 
     # -- attributes ---------------------------------------------------------------
     @property
@@ -374,7 +383,7 @@ class Function(Node):
         if self._freed:
             raise freed_error(self)
         saved = self._to_save or ()
-        for a, rec in zip(saved, self._saved_versions):
+        for a, rec in zip(_arrays(saved), self._saved_versions):
             if rec is not None:
                 self._check((a, rec[1], rec[2]), rec[0])
         return saved
@@ -417,7 +426,8 @@ class Function(Node):
         self.xp = xp
         if self._style == "pytorch":  # gradients unpacked; an output that got none gets zeros
             gys = tuple(xp.zeros(shape, dtype=dtype) if g is None else g for g, (shape, dtype) in zip(gys, self._out_meta))
-            gxs = self.backward(*gys)
+            with config.no_backprop_mode():
+                gxs = self.backward(*(Variable._make(g) for g in gys))
             if not isinstance(gxs, tuple):
                 gxs = (gxs,)
         else:
@@ -430,6 +440,7 @@ class Function(Node):
                     f"polygrad: {self.label}.backward must return a tuple with one gradient per input, "
                     f"got {type(gxs).__name__}; write `return gx,` for one input"
                 )
+        gxs = tuple(g._data if isinstance(g, Variable) else g for g in gxs)
         if len(gxs) != len(self.edges):
             raise ValueError(
                 f"polygrad: {self.label}.backward returned {len(gxs)} gradients for {len(self.edges)} inputs"
