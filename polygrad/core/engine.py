@@ -139,8 +139,7 @@ class _Pass:
         if self.debug:
             check_finite(gxs, "backward result for input", node)
         if not self.retain_graph:
-            node._release()
-            node._freed = self  # if this pass fails, the node can say so (see freed_error)
+            node._release(self)  # if this pass fails, the node can say so (see freed_error)
         return zip(node.edges, gxs)
 
     def _outputs_seen(self, node: Any, gys: list) -> None:

@@ -451,8 +451,8 @@ class Function(Node):
             return tuple(None if g is None else Variable._make(g) for g in gxs)
         return gxs
 
-    def _release(self) -> None:
-        self._freed = True
+    def _release(self, by: Any = True) -> None:
+        self._freed = by
         self._in_saved = tuple(None for _ in self._in_saved)
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)

@@ -89,9 +89,10 @@ class Node:
         """Gradients for each input (aligned with ``edges``; None where none)."""
         raise NotImplementedError
 
-    def _release(self) -> None:
-        """Free what backward needed (after a backward without ``retain_graph``)."""
-        self._freed = True
+    def _release(self, by: Any = True) -> None:
+        """Free what backward needed (after a backward without ``retain_graph``); ``by`` is the
+        backward pass that did (what a later backward names if that pass failed)."""
+        self._freed = by
 
     def _protect_saved(self, array: Any, copy: bool) -> None:
         """``array`` (an input this node may have saved) is about to be written in

@@ -97,8 +97,8 @@ class Op:
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
         self.keep_output = False
-        # Per input: (inputs, output?) its rule reads, when the rules read different things
-        # (None: every rule reads ``keep`` and ``keep_output``).
+        # When the rules read different things: indexed by the bit mask of the inputs that need
+        # a gradient, (input indexes to keep, keep the output?) (None: every rule reads ``keep``).
         self.keep_for: tuple | None = None
         self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
@@ -144,9 +144,13 @@ def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -
         op.keep, op.keep_output = _parse_saves(saves)
         op.keep_for = None
     else:
-        op.keep_for = tuple(_parse_saves(s) for s in saves)
-        op.keep = frozenset().union(*(k for k, _ in op.keep_for))
-        op.keep_output = any(out for _, out in op.keep_for)
+        per_rule = [_parse_saves(s) for s in saves]
+        op.keep = frozenset().union(*(k for k, _ in per_rule))
+        op.keep_output = any(out for _, out in per_rule)
+        op.keep_for = tuple(  # what the rules of the inputs in `mask` read together, per mask
+            (tuple(sorted(frozenset().union(*(k for i, (k, _) in enumerate(per_rule) if mask >> i & 1)))),
+             any(out for i, (_, out) in enumerate(per_rule) if mask >> i & 1))
+            for mask in range(1 << len(per_rule)))
     return op
 
 

@@ -49,8 +49,8 @@ class Primitive(Node):
             return (None,) * len(self.edges)
         return tuple(saved[: len(self.edges)])
 
-    def _release(self) -> None:
-        self._freed = True
+    def _release(self, by: Any = True) -> None:
+        self._freed = by
         if self.saved is not None and (self.op.keep or self.op.keep_output):
             self.saved = None
 
@@ -73,12 +73,9 @@ class Primitive(Node):
                 if self.checks:
                     self.checks = tuple(c for c in self.checks if c[0] != i)
 
-    def _check_versions(self) -> None:
-        n_in = len(self.edges)
-        for i, box, version in self.checks:
-            if box.n != version:
-                what = "output" if i == n_in else f"input {i}"
-                raise version_error(self, what, self.saved[i].shape, version, box)
+    def _version_error(self, i: int, version: int, box: Version) -> RuntimeError:
+        what = "output" if i == len(self.edges) else f"input {i}"
+        return version_error(self, what, self.saved[i].shape, version, box)
 
     def _graph_operands(self, g: Any, ans: Any, args: Any) -> tuple:
         """Rule operands as Variables at their graph positions (``create_graph``)."""
@@ -125,7 +122,9 @@ class Primitive(Node):
         if saved is None:
             raise freed_error(self)
         if self.checks:
-            self._check_versions()
+            for i, box, version in self.checks:
+                if box.n != version:
+                    raise self._version_error(i, version, box)
         n_in = len(edges)
         args = saved[:n_in]
         ans = saved[n_in]
@@ -187,7 +186,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     saved = []
     checks = None
     mixed = False
-    keep = op.keep
+    keep = op.keep if op.keep_for is None else ()  # rows whose rules read different things keep theirs below
     i = 0
     for a in args:
         if isinstance(a, Variable):
@@ -235,8 +234,22 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     if record and (volatile or not op.differentiable or not config.enable_backprop.get()):
         record = False
     keep_output = op.keep_output
-    if record and op.keep_for is not None:  # keep only what the rules of inputs needing a gradient read
-        saved, checks, keep_output = _needed(op, edges, saved, checks)
+    if record and op.keep_for is not None:  # keep only what the rules of the inputs needing a gradient read
+        mask = 0
+        for j, e in enumerate(edges):
+            if e is not None:
+                mask |= 1 << j
+        need, keep_output = op.keep_for[mask]
+        for j in need:
+            a = args[j]
+            if isinstance(a, Variable):
+                saved[j] = a._data
+                box = a._vb
+                if box is None:
+                    box = a._vb = Version()
+                checks = ((j, box, box.n),) if checks is None else checks + ((j, box, box.n),)
+            else:
+                saved[j] = a
     if own:  # the caller's node (a user Function): it runs its own forward
         impl = node._start(backend, record, edges)
         if node._local_hooks:
@@ -332,21 +345,6 @@ def _view_counter(base: Any, v: Variable, record: bool) -> Any:
     if record:
         box.add_view(v)
     return box
-
-
-def _needed(op: Op, edges: list, saved: list, checks: Any) -> tuple:
-    """What an application keeps when its row's rules read different things: the union of
-    what the rules of the inputs that need a gradient read (scalars are kept as they are)."""
-    need: set = set()
-    need_output = False
-    for i, edge in enumerate(edges):
-        if edge is not None and i < len(op.keep_for):
-            inputs, output = op.keep_for[i]
-            need |= inputs
-            need_output = need_output or output
-    saved = [d if j in need or j not in op.keep or type(d) in SCALARS else None for j, d in enumerate(saved)]
-    checks = tuple(c for c in checks if c[0] in need) or None if checks else None
-    return saved, checks, need_output
 
 
 def _finish(node: Any, out: Any, vs: tuple, datas: list, record: bool, edges: list, saved: list, checks: Any,
