@@ -43,3 +43,27 @@ def test_failing_chunk_during_update_raises_and_leaves_parameters_usable():
     opt.update(lambda: F.softmax_cross_entropy(model(X), t))
     assert opt.t == 2
     assert np.all(np.isfinite(pg.compute(model.W)[0]))
+
+
+@pytest.mark.distributed
+def test_failing_chunk_during_update_raises_at_update_time_on_a_cluster():
+    """Under dask.distributed (persist returns futures at once) a failing chunk still raises in the
+    update, which changes nothing; t does not advance (C1: the update used to return normally)."""
+    import logging
+
+    distributed = pytest.importorskip("distributed")
+    X, t = _data()
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=logging.CRITICAL) as cluster, distributed.Client(cluster):
+        with pg.using_backend("dask"):
+            pg.seed(0)
+            model = L.Linear(5, 2, dtype="float64")
+        opt = pg.optimizers.SGD(lr=0.1).setup(model)
+        opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+        before = pg.compute(model.W)[0].copy()
+        with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+            opt.update(lambda: F.softmax_cross_entropy(model(X.map_blocks(_flaky, dtype=float)), t))
+        assert opt.t == 1
+        np.testing.assert_array_equal(pg.compute(model.W)[0], before)
+        opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+        assert opt.t == 2

@@ -361,9 +361,23 @@ def polygrad_materialize(arrays):
 
 @hookimpl
 def polygrad_persist(arrays):
+    """Compute and keep in memory; under dask.distributed, wait until the work is done and raise
+    a failed task's error here (persist alone returns futures at once, and an optimizer would then
+    replace its parameters with arrays that fail later)."""
     import dask
 
-    return dask.persist(*arrays)
+    out = dask.persist(*arrays)
+    try:
+        from distributed import futures_of, wait
+    except ImportError:  # the local schedulers compute inside persist: errors have raised already
+        return out
+    futures = futures_of(out)
+    if futures:
+        wait(futures)
+        for future in futures:
+            if future.status == "error":
+                future.result()  # raises the task's exception
+    return out
 
 
 @hookimpl
