@@ -96,3 +96,16 @@ def test_failing_pre_hook_leaves_gradients_as_they_were():
     with pytest.raises(RuntimeError, match="hook failed"):
         opt.update()
     assert a.grad is ga and b.grad is gb and float(a.data[0]) == 1.0
+
+
+def test_pickling_a_graph_too_deep_for_python_is_refused_up_front():
+    """A Variable out of a very deep graph raises a clear ValueError, not a RecursionError half-way."""
+    import pickle
+
+    x = pg.Variable(np.ones(2))
+    y = x
+    for _ in range(3000):
+        y = y * 1.0
+    with pytest.raises(ValueError, match="graph 3000 functions deep"):
+        pickle.dumps(y)
+    assert pickle.loads(pickle.dumps(x * 2)).creator is not None  # a shallow one pickles with its graph

@@ -49,6 +49,13 @@ class Version:
         self.site: tuple[str, str] | None = None
         self.views: dict[int, Any] | None = None
 
+    def __getstate__(self) -> tuple:
+        return self.n, self.site  # the views are live objects of this process: they do not travel
+
+    def __setstate__(self, state: tuple) -> None:
+        self.n, self.site = state
+        self.views = None
+
     def add_view(self, v: Any) -> None:
         """Remember ``v``, a view over this data with a graph, while it lives."""
         views = self.views

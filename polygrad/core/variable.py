@@ -415,6 +415,22 @@ class Variable:
         """Truth of a one-element variable (forces a lazy array; ambiguous for more elements)."""
         return bool(self._data)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickle the data and, for a variable made by functions, its graph: pickle follows a graph
+        recursively, so one deeper than a sixth of Python's recursion limit is refused up front
+        (a clear error instead of a RecursionError half-way)."""
+        if self._node is not None:
+            import sys
+
+            depth, limit = self._node.rank + 1, sys.getrecursionlimit() // 6 - 10
+            if depth > limit:
+                raise ValueError(
+                    f"polygrad: {self._describe()} comes out of a graph {depth} functions deep, which does not "
+                    f"pickle under Python's recursion limit ({sys.getrecursionlimit()}: about {limit} functions); "
+                    f"pickle x.detach() or x.data, or raise the limit with sys.setrecursionlimit"
+                )
+        return object.__reduce_ex__(self, protocol)
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """The data for numpy (``np.asarray(x)``), through the data's own ``__array__``;
         a clear error on a backend whose arrays have none."""
