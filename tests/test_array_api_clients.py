@@ -49,11 +49,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import polygrad as pg
 
 from clients import cases_marray, cases_scipy, cases_sklearn, cases_xpx
 from clients.harness import ACCEPT, OUTCOMES
@@ -142,3 +146,58 @@ def test_every_case_states_a_known_outcome_and_a_reason_for_failures():
             if case.expected(backend) == "client":
                 assert case.client, f"{name}: say why the client cannot"
         assert case.xfail is None or case.xfail.startswith(("polygrad: ", "client: ")), (name, case.xfail)
+
+
+DOC = TESTS.parent / "docs" / "array-api-clients.md"
+
+
+def test_docs_page_scipy_and_sklearn_sessions(tmp_path):
+    """The ```pycon sessions of docs/array-api-clients.md (scipy and scikit-learn, which need
+    SCIPY_ARRAY_API=1 before scipy's first import) give the output they show, run in order in
+    a process of their own (tests/test_docs.py runs the page's ```python blocks)."""
+    for module in ("scipy", "sklearn"):
+        pytest.importorskip(module)
+    text = DOC.read_text(encoding="utf-8")
+    sessions = re.findall(r"^```pycon\n(.*?)^```", text, flags=re.M | re.S)
+    assert sessions, "the page has no ```pycon sessions"
+    script = tmp_path / "sessions.txt"
+    script.write_text("\n".join(sessions), encoding="utf-8")
+    code = ("import doctest, sys; r = doctest.testfile(sys.argv[1], module_relative=False, "
+            "optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE); sys.exit(1 if r.failed else 0)")
+    env = {k: v for k, v in os.environ.items() if k != "SCIPY_ARRAY_API"}  # the page sets it itself
+    out = subprocess.run([sys.executable, "-c", code, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------
+# The polygrad problems behind the xfails above, without a client library
+# ---------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="polygrad: rows of several outputs (svd, eigh) do not version-check the outputs "
+                                       "they saved")
+def test_writing_into_an_output_that_svd_saved_is_refused():
+    """sklearn's svd_flip (PCA) does `u *= signs` on svd's U, which svd's backward reads: backward must
+    refuse, as it does for a row of one output (exp), not give a wrong gradient."""
+    x = pg.Variable(np.random.default_rng(0).normal(size=(4, 3)))
+    u, s, vt = pg.linalg.svd(x, full_matrices=False)
+    u *= 2.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        pg.grad(pg.sum(u * u[::-1]), [x])
+
+
+@pytest.mark.xfail(strict=True, reason="polygrad: np.asarray(v) of a Variable in a graph is silent, so a numpy detour "
+                                       "drops out of the gradient")
+def test_a_numpy_detour_inside_a_graph_is_not_silent():
+    """What scipy does for a namespace it has no implementation for (np.asarray of the argument,
+    numpy, xp.asarray of the result), combined with differentiable work: the gradient must be
+    right or refused clearly (PyTorch refuses np.asarray of a tensor that requires grad)."""
+    x = pg.Variable(np.array([0.5, 1.0]))
+    xp = x.__array_namespace__()
+    h = x * 2.0
+    try:
+        y = xp.sum(h + xp.asarray(np.exp(np.asarray(h))))
+        (g,) = pg.grad(y, [x])
+    except (RuntimeError, TypeError) as e:
+        assert str(e).startswith("polygrad"), e
+        return
+    np.testing.assert_allclose(g.data, 2.0 + 2.0 * np.exp(2.0 * x.data))
