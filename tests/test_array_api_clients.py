@@ -99,7 +99,9 @@ class _Runs:
                 proc.kill()
                 out, err = proc.communicate()
                 err = "timed out after 600 s\n" + err
-            self.results[lib] = json.loads(out) if proc.returncode == 0 else {"crashed": err[-4000:]}
+            lines = out.strip().splitlines()  # the JSON is the last line (a client may print too)
+            ok = proc.returncode == 0 and lines
+            self.results[lib] = json.loads(lines[-1]) if ok else {"crashed": (out + err)[-4000:]}
         return self.results[lib]
 
     def close(self) -> None:

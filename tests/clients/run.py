@@ -9,6 +9,7 @@ run in a fresh process with it set; the test module starts one such process per 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -31,6 +32,4 @@ def main(library: str) -> dict:
 
 
 if __name__ == "__main__":
-    import importlib.util
-
     print(json.dumps(main(sys.argv[1])))
