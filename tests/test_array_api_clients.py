@@ -203,3 +203,52 @@ def test_a_numpy_detour_inside_a_graph_is_not_silent():
         assert str(e).startswith("polygrad"), e
         return
     np.testing.assert_allclose(g.data, 2.0 + 2.0 * np.exp(2.0 * x.data))
+
+
+# ---------------------------------------------------------------------------
+# The harness itself tells right from wrong (plain polygrad and numpy "clients")
+# ---------------------------------------------------------------------------
+def _ns(x):
+    return x.__array_namespace__() if hasattr(x, "__array_namespace__") else np
+
+
+def _softplus(x):
+    xp = _ns(x)
+    return xp.log(1.0 + xp.exp(x))
+
+
+def _detour(x):  # part of the result through numpy, as a fallback would do it
+    xp = _ns(x)
+    return x * x + xp.asarray(np.sin(np.asarray(x)))
+
+
+def _all_numpy(x):
+    return _ns(x).asarray(np.sin(np.asarray(x)))
+
+
+def _misshaped(x):
+    return x[None] if isinstance(x, pg.Variable) else x
+
+
+def _wrong_values(x):
+    return x * 2.0 if isinstance(x, pg.Variable) else x * 3.0
+
+
+def _writes_saved(x):
+    h = _ns(x).exp(x)
+    out = h * 1.0 if not isinstance(x, pg.Variable) else h
+    out[0] = 1.0  # into exp's output, which exp saved
+    return out
+
+
+@pytest.mark.parametrize("fn, outcome", [
+    (_softplus, "grad"), (_detour, "wrong-grad"), (_all_numpy, "numpy"), (_misshaped, "misshaped"),
+    (_wrong_values, "wrong-value"), (_writes_saved, "copy"),
+], ids=lambda v: getattr(v, "__name__", v))
+def test_harness_classifies(fn, outcome):
+    """The checks can fail: a wrong gradient, a numpy result, a wrong shape or value, and a write
+    into a saved array are each told apart from a right result."""
+    from clients.harness import Case, run_case
+
+    got, detail = run_case(Case("self", fn, (np.array([0.3, -1.2, 0.8]),)), "numpy")
+    assert got == outcome, detail
