@@ -29,7 +29,9 @@ Each case states the outcome that is right for it: gradients; gradients under
 numpy" (right values, and the gradient refused clearly: the client converted with
 ``np.asarray`` or ``float()``); values only (integer results); a clear refusal; or a
 failure of the client's own, which it also shows on plain array_api_strict arrays. A
-case that does not give its right outcome yet is an ``xfail(strict=True)`` with the
+better outcome passes too (``clients.harness.ACCEPT``: a newer client may compute with the
+namespace where this one used numpy); wrong values or gradients, a wrong shape or an
+unexpected error never do. A case that does not give its right outcome yet is an ``xfail(strict=True)`` with the
 reason ("polygrad: ..." or "client: ..."), so that it shows when fixed.
 
 Not covered: scipy functions that are numpy-only by scipy's own declaration
