@@ -145,7 +145,9 @@ def _repeat(x: Variable, *sizes: Any) -> Variable:
 
 # -- values and copies --------------------------------------------------------------------
 def _numpy(x: Variable) -> Any:
-    """The data as a numpy array (PyTorch's ``numpy()``; shares memory on the numpy backend)."""
+    """The data as a numpy array (PyTorch's ``numpy()``; shares memory on the numpy backend).
+    Refused for a variable that requires grad, as PyTorch does (``x.detach().numpy()``)."""
+    x._refuse_untracked("x.numpy()")
     return to_backend(x.data, "numpy")
 
 

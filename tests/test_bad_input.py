@@ -205,16 +205,37 @@ def test_backward_of_a_constant_is_an_error():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("values", [[1.0, 2.0], [[1.0, 2.0], [3.0, 4.0]], 5.0])
 def test_np_asarray_of_a_variable_is_its_data(values):
-    """np.asarray(variable) gives the data, of the right shape (never an empty array)."""
-    v = pg.Variable(np.array(values))
+    """np.asarray(variable) gives the data, of the right shape (never an empty array), for a
+    variable that needs no gradient; for one that does, after detach()."""
+    v = pg.Variable(np.array(values), requires_grad=False)
     np.testing.assert_array_equal(np.asarray(v), np.array(values))
+    w = pg.Variable(np.array(values))
+    np.testing.assert_array_equal(np.asarray(w.detach()), np.array(values))
+    np.testing.assert_array_equal(w.detach().numpy(), np.array(values))
+    with pg.no_backprop_mode():  # nothing is recorded: nothing can be lost
+        np.testing.assert_array_equal(np.asarray(w), np.array(values))
     assert len(pg.Variable(np.zeros((2, 3)))) == 6  # len() stays the element count (Chainer)
 
 
-def test_np_array_of_a_list_of_scalar_variables():
-    """np.array([loss, loss]) of two scalar Variables is their values."""
+@pytest.mark.parametrize("convert", [np.asarray, np.array, lambda v: np.array([v, v]), lambda v: v.numpy(),
+                                     lambda v: np.exp(np.asarray(v))],
+                         ids=["asarray", "array", "list", "numpy()", "detour"])
+def test_np_asarray_of_a_variable_that_requires_grad_is_refused(convert):
+    """PyTorch's rule: numpy cannot record a graph, so converting a variable that requires grad
+    (a leaf or a result) is refused, naming the variable and the ways out, never a result whose
+    gradient is silently missing."""
+    x = pg.Variable(np.array([1.0, 2.0]), name="x")
+    for v in (x, pg.sum(x * x)):
+        with pytest.raises(RuntimeError, match=r"polygrad: .* of variable .*which requires grad: numpy cannot "
+                                               r"record a graph.*x\.detach\(\)"):
+            convert(v)
+
+
+def test_np_array_of_a_list_of_scalar_losses_after_detach():
+    """np.array([loss, loss]) of two detached scalar Variables is their values (float(loss) too)."""
     loss = pg.sum(pg.Variable(np.array([1.0, 2.0])) ** 2)
-    np.testing.assert_array_equal(np.array([loss, loss]), [5.0, 5.0])
+    np.testing.assert_array_equal(np.array([loss.detach(), loss.detach()]), [5.0, 5.0])
+    np.testing.assert_array_equal(np.array([float(loss), float(loss)]), [5.0, 5.0])
 
 
 def test_np_asarray_refuses_clearly_where_arrays_do_not_convert():

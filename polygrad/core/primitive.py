@@ -74,8 +74,13 @@ class Primitive(Node):
                     self.checks = tuple(c for c in self.checks if c[0] != i)
 
     def _version_error(self, i: int, version: int, box: Version) -> RuntimeError:
-        what = "output" if i == len(self.edges) else f"input {i}"
-        return version_error(self, what, self.saved[i].shape, version, box)
+        n_in = len(self.edges)
+        if i < n_in:
+            return version_error(self, f"input {i}", self.saved[i].shape, version, box)
+        if self.op.multi:
+            k = i - n_in
+            return version_error(self, f"output {k}", self.saved[n_in][k].shape, version, box)
+        return version_error(self, "output", self.saved[n_in].shape, version, box)
 
     def _graph_operands(self, g: Any, ans: Any, args: Any) -> tuple:
         """Rule operands as Variables at their graph positions (``create_graph``)."""
@@ -157,7 +162,15 @@ class Primitive(Node):
 
     def _save(self, saved: list, checks: Any, datas: list, outs: Any, keep_output: bool) -> None:
         """Keep what backward needs, for a row of several outputs (see :func:`_finish`)."""
-        saved.append(tuple(outs) if keep_output else None)
+        if keep_output:
+            saved.append(tuple(outs))
+            # the outputs backward reads are checked like its inputs (index n_in + k): an
+            # in-place change to one of them (sklearn's ``u *= signs`` on svd's U) is refused
+            n_in = len(self.edges)
+            extra = tuple((n_in + k, v._vbox, v._vbox.n) for k, v in enumerate(r() for r in self.outputs))
+            checks = extra if checks is None else checks + extra
+        else:
+            saved.append(None)
         self.saved = saved
         self.checks = checks
         _record_inputs(self, datas)

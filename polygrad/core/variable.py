@@ -433,7 +433,12 @@ class Variable:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """The data for numpy (``np.asarray(x)``), through the data's own ``__array__``;
-        a clear error on a backend whose arrays have none."""
+        a clear error on a backend whose arrays have none.
+
+        Refused for a variable that requires grad while backprop is on (PyTorch's rule):
+        a computation continued in numpy drops out of the gradient without a word, so
+        detaching has to be said (``x.detach()`` or ``x.data``)."""
+        self._refuse_untracked("np.asarray(x)")
         to_array = getattr(self._data, "__array__", None)
         if to_array is None:
             raise TypeError(
@@ -443,6 +448,17 @@ class Variable:
         if copy is None:
             return to_array() if dtype is None else to_array(dtype)
         return to_array(dtype=dtype, copy=copy)
+
+    def _refuse_untracked(self, how: str) -> None:
+        """The error for reading the data of a variable that requires grad where the graph
+        cannot follow (numpy): what is computed from it would have no gradient."""
+        if self._requires_grad and config.enable_backprop.get():
+            raise RuntimeError(
+                f"polygrad: {how} of {self._describe()}, which requires grad: numpy cannot record a graph, so "
+                f"whatever is computed from the result would silently have no gradient. Use x.detach() (or "
+                f"x.data, or float(x) for a scalar) to say that no gradient should flow, or compute with "
+                f"polygrad's functions (x.__array_namespace__())."
+            )
 
     def __float__(self) -> float:
         return float(self._data)

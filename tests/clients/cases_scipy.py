@@ -68,7 +68,7 @@ _ELEMENTWISE_1 = {  # name: input
     "cosdg": X * 30, "tandg": X * 30, "cotdg": X * 30 + 100, "ellipk": U, "ellipkm1": U,
 }
 for _name, _x in _ELEMENTWISE_1.items():
-    case(f"special.{_name}", lambda x, _n=_name: getattr(special, _n)(x), _x, expect="numpy")
+    case(f"special.{_name}", lambda x, _n=_name: getattr(special, _n)(x), _x, expect="refused")
 _ELEMENTWISE_2 = {  # name: inputs (orders that must be integers are int arrays)
     "xlog1py": (X, P), "kl_div": (P, P[::-1].copy()), "huber": (P, X), "pseudo_huber": (P, X),
     "gammainc": (P, P[::-1].copy()), "gammaincc": (P, P[::-1].copy()), "gammaincinv": (P, U),
@@ -80,7 +80,7 @@ _ELEMENTWISE_2 = {  # name: inputs (orders that must be integers are int arrays)
     "multigammaln": (P + 3, 2),
 }
 for _name, _args in _ELEMENTWISE_2.items():
-    case(f"special.{_name}", lambda *a, _n=_name: getattr(special, _n)(*a), *_args, expect="numpy")
+    case(f"special.{_name}", lambda *a, _n=_name: getattr(special, _n)(*a), *_args, expect="refused")
 _ELEMENTWISE_3 = {
     "betainc": (P, P[::-1].copy(), U), "betaincc": (P, P[::-1].copy(), U), "betaincinv": (P, P[::-1].copy(), U),
     "fdtr": (P, P[::-1].copy(), P), "fdtrc": (P, P[::-1].copy(), P), "fdtri": (P, P[::-1].copy(), U),
@@ -90,7 +90,7 @@ _ELEMENTWISE_3 = {
 }
 _ELEMENTWISE_3["radian"] = (X * 30, X * 10, X)
 for _name, _args in _ELEMENTWISE_3.items():
-    case(f"special.{_name}", lambda *a, _n=_name: getattr(special, _n)(*a), *_args, expect="numpy")
+    case(f"special.{_name}", lambda *a, _n=_name: getattr(special, _n)(*a), *_args, expect="refused")
 
 # ---------------------------------------------------------------------------
 # scipy.stats
@@ -214,7 +214,7 @@ case("cluster.vq.whiten", lambda x: vq.whiten(x), X2)
 case("cluster.vq.vq", lambda x, c: vq.vq(x, c), X2, X2[:2].copy(), diff=())
 
 # The statistic alone of the tests above (their p-values come from special functions that
-# fall back to numpy): it is computed with the namespace, so its gradient is right.
+# fall back to numpy).
 _STAT = [("jarque_bera", (S,)), ("skewtest", (S,)), ("normaltest", (S,)), ("ttest_ind", (S, S2)),
          ("ttest_rel", (S, S2)), ("pearsonr", (S, S2)), ("chisquare", (SP,)), ("bartlett", (S, S2)),
          ("levene", (S, S2)), ("f_oneway", (S, S2)), ("combine_pvalues", (U,))]
@@ -239,9 +239,14 @@ def expect(outcome, *names, xfail=None, client=None):
 expect("copy", "special.logsumexp(b=)", "special.logsumexp(b=, axis=0)", "special.logsumexp(return_sign)",
        "special.log_softmax", "special.log_softmax(axis=0)", "stats.boxcox_llf", "stats.false_discovery_control",
        "integrate.romb", "cluster.vq.whiten")
+# mode writes into the counts unique_counts returned (xpx.at(cnts)[mask].set(...)), which
+# unique_counts' backward divides by: refused under the default policy, right under "copy".
+expect("copy", "stats.mode")
 # Computed by numpy (the client has no generic implementation for a namespace it does not
-# know: np.asarray of the arguments, xp.asarray of the result): right values, no gradient.
-expect("numpy", "stats.entropy", "signal.convolve", "signal.convolve(mode='same')", "signal.convolve(2-d)",
+# know: np.asarray of the arguments, xp.asarray of the result): np.asarray refuses a Variable
+# that requires grad, as PyTorch does (the result would silently have no gradient); on
+# x.detach() they give numpy's values.
+expect("refused", "stats.entropy", "signal.convolve", "signal.convolve(mode='same')", "signal.convolve(2-d)",
        "signal.correlate", "signal.correlate(mode='same')", "signal.correlate(2-d)", "signal.convolve2d",
        "signal.correlate2d", "signal.lfilter", "signal.sosfilt", "signal.filtfilt", "signal.detrend",
        "signal.detrend(constant)", "signal.resample_poly", "signal.decimate", "signal.welch", "signal.periodogram",
@@ -251,21 +256,24 @@ expect("numpy", "stats.entropy", "signal.convolve", "signal.convolve(mode='same'
        "ndimage.laplace", "ndimage.sobel", "ndimage.prewitt", "ndimage.median_filter", "ndimage.maximum_filter",
        "ndimage.convolve", "ndimage.shift", "ndimage.zoom", "ndimage.mean")
 # Part of the result comes from numpy (p-values from special functions, ndimage filters),
-# part from the namespace: the numpy part enters the graph as a constant, and the gradient
-# silently leaves it out. The right outcome is a refusal (or no gradient at all).
-_MIXED = "polygrad: np.asarray(v) of a Variable in a graph is silent, so a numpy detour drops out of the gradient"
-expect("numpy", "stats.jarque_bera", "stats.skewtest", "stats.normaltest", "stats.ttest_1samp", "stats.ttest_ind",
+# part from the namespace: refused at np.asarray, since the numpy part would enter the graph
+# as a constant and the gradient would silently leave it out. So is the statistic alone of
+# these tests (the call computes its p-value too): differentiate a statistic written with the
+# namespace, or take values on x.detach().
+expect("refused", "stats.jarque_bera", "stats.skewtest", "stats.normaltest", "stats.ttest_1samp", "stats.ttest_ind",
        "stats.ttest_rel", "stats.pearsonr", "stats.chisquare", "stats.power_divergence", "stats.bartlett",
        "stats.levene", "stats.f_oneway", "stats.combine_pvalues", "signal.savgol_filter", "signal.wiener",
-       xfail=_MIXED)
-# The same, in the user's own code: erf's part of the gradient is silently missing.
-case("special.erf(x) + x", lambda x: special.erf(x) + x, X, expect="numpy", xfail=_MIXED)
+       *[f"stats.{_name}().statistic" for _name, _ in _STAT], "stats.ttest_1samp().statistic")
+# The same, in the user's own code: refused rather than a gradient without erf's part.
+case("special.erf(x) + x", lambda x: special.erf(x) + x, X, expect="refused")
 case("signal.convolve(x, k) * x", lambda x, k: signal.convolve(x, k, mode="same") * x, A, B, diff=(0,),
-     expect="numpy", xfail=_MIXED)
-# Piecewise constant results (ranks, codes): values only.
+     expect="refused")
+# Piecewise constant results (ranks, codes): values only (vq converts with numpy: refused on
+# Variables that require grad).
 for _c in ("stats.rankdata", "cluster.vq.vq"):
     _BY_NAME["scipy." + _c].diff = ()
-    expect("value", _c)
+expect("value", "stats.rankdata")
+expect("refused", "cluster.vq.vq")
 # Not Array API functions of scipy: plain numpy ufuncs, which Variables decline (__array_ufunc__ = None).
 expect("refused", "special.expm1", "special.log1p", "special.beta")
 expect("client", "signal.zoom_fft", client="converts its frequency range with numpy and mixes namespaces")

@@ -31,10 +31,12 @@ OUTCOMES = {
     "grad": "right values; gradients match finite differences, under the default inplace policy and under 'copy'",
     "copy": "right values; under the default policy backward refuses with the in-place error, "
             "under pg.inplace_policy('copy') gradients match finite differences",
-    "numpy": "right values, but the client computed them with numpy (np.asarray inside, or float()): "
-             "the result is not a Variable, or pg.grad refuses it clearly as not depending on the inputs",
+    "numpy": "right values, but the client computed them with numpy (float(), or np.asarray of inputs that "
+             "need no gradient): the result is not a Variable, or pg.grad refuses it clearly as not depending "
+             "on the inputs",
     "value": "right values; the output carries no gradient (integer or bool results, or a case that asks for none)",
-    "refused": "the call or its gradient raised a clear polygrad error",
+    "refused": "the call or its gradient raised a clear polygrad error (np.asarray of a Variable that requires "
+               "grad is one: what numpy computes from it would have no gradient)",
     # failures
     "client": "the client raised an error that it also raises on plain array_api_strict arrays (its own limitation)",
     "error": "an unexpected error, one the client does not raise on plain array_api_strict arrays",
@@ -46,8 +48,7 @@ OUTCOMES = {
 #: Outcomes a case may expect, and what else satisfies that expectation: any good outcome at
 #: least as good (a client release that computes with the namespace where it used numpy, or
 #: stops writing into saved arrays, passes; polygrad getting worse does not), and for a client
-#: that converts to numpy, a refusal at the call (np.asarray refusing a Variable that requires
-#: grad, as PyTorch does, would be a fix). The failures (wrong values or gradients, a wrong
+#: that converts to numpy, a refusal at the call. The failures (wrong values or gradients, a wrong
 #: shape, an unexpected error) satisfy nothing.
 ACCEPT = {
     "grad": {"grad"},
@@ -275,11 +276,11 @@ def _on_strict(case: Case) -> str | None:
 
 
 def _failed_call(case: Case, e: BaseException) -> tuple[str, str]:
+    if _clear(e):  # polygrad's own refusal, whatever the client would do elsewhere
+        return "refused", _describe(e)
     there = _on_strict(case)
     if there is not None:
         return "client", f"{_describe(e)} (on plain array_api_strict arrays too: {there})"
-    if _clear(e):
-        return "refused", _describe(e)
     return "error", _describe(e)
 
 
