@@ -689,6 +689,13 @@ class Variable:
             self._node = node
             self._index = result._index
             self._requires_grad = True
+        elif config.enable_backprop.get():
+            # A result that depends on nothing needing a gradient (fill_, zero_, a volatile
+            # operand): neither does this variable now. (Under no_backprop_mode the change is
+            # not recorded and the variable keeps its history, as in PyTorch.)
+            self._node = None
+            self._index = 0
+            self._requires_grad = False
         for w in views:
             w._follow(self)
         return self

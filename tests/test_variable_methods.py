@@ -1,0 +1,205 @@
+"""The tensor methods of Variables (PyTorch 0.x and Chainer spellings, polygrad/variable_methods.py):
+each gives numpy's values, and the differentiable ones the right gradient; the in-place ones
+move the version and keep the graph; the ambiguous and impossible calls are refused clearly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad.testing import check_grads
+from polygrad.variable_methods import METHODS
+
+A = np.array([[0.5, -1.5, 2.0], [1.0, 0.25, -0.75]])
+P = np.array([[0.5, 1.5, 2.0], [1.0, 0.25, 0.75]])  # positive, for log and sqrt
+V = np.array([1.0, -2.0, 0.5])
+
+# (method call on x, numpy of the same, input): values and gradients
+DIFFERENTIABLE = {
+    "sum()": (lambda x: x.sum(), lambda a: a.sum(), A),
+    "sum(dim, keepdim)": (lambda x: x.sum(1, keepdim=True), lambda a: a.sum(1, keepdims=True), A),
+    "sum([dims])": (lambda x: x.sum([0, 1]), lambda a: a.sum((0, 1)), A),
+    "mean(dim)": (lambda x: x.mean(0), lambda a: a.mean(0), A),
+    "prod(dim)": (lambda x: x.prod(1), lambda a: a.prod(1), A),
+    "var()": (lambda x: x.var(), lambda a: a.var(ddof=1), A),
+    "var(dim, unbiased=False)": (lambda x: x.var(1, unbiased=False), lambda a: a.var(1), A),
+    "std(dim)": (lambda x: x.std(0), lambda a: a.std(0, ddof=1), A),
+    "norm()": (lambda x: x.norm(), lambda a: np.linalg.norm(a.ravel()), A),
+    "norm(1, dim)": (lambda x: x.norm(1, 1), lambda a: np.abs(a).sum(1), A),
+    "max()": (lambda x: x.max(), lambda a: a.max(), A),
+    "max(dim)[0]": (lambda x: x.max(1)[0], lambda a: a.max(1), A),
+    "min(dim, keepdim)[0]": (lambda x: x.min(0, keepdim=True)[0], lambda a: a.min(0, keepdims=True), A),
+    "exp": (lambda x: x.exp(), np.exp, A),
+    "log": (lambda x: x.log(), np.log, P),
+    "sin": (lambda x: x.sin(), np.sin, A),
+    "cos": (lambda x: x.cos(), np.cos, A),
+    "tan": (lambda x: x.tan(), np.tan, A),
+    "tanh": (lambda x: x.tanh(), np.tanh, A),
+    "sqrt": (lambda x: x.sqrt(), np.sqrt, P),
+    "abs": (lambda x: x.abs(), np.abs, A),
+    "neg": (lambda x: x.neg(), np.negative, A),
+    "reciprocal": (lambda x: x.reciprocal(), np.reciprocal, P),
+    "pow": (lambda x: x.pow(3.0), lambda a: a ** 3.0, A),
+    "clamp": (lambda x: x.clamp(-1.2, 1.2), lambda a: np.clip(a, -1.2, 1.2), A),
+    "clamp(min=)": (lambda x: x.clamp(min=0.0), lambda a: np.maximum(a, 0.0), A),
+    "sigmoid": (lambda x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), A),
+    "add": (lambda x: x.add(2.0), lambda a: a + 2.0, A),
+    "sub": (lambda x: x.sub(x * x), lambda a: a - a * a, A),
+    "mul": (lambda x: x.mul(3.0), lambda a: a * 3.0, A),
+    "div": (lambda x: x.div(2.0), lambda a: a / 2.0, A),
+    "dot": (lambda x: x.dot(x), lambda a: a @ a, V),
+    "mm": (lambda x: x.mm(x.t()), lambda a: a @ a.T, A),
+    "matmul": (lambda x: x.matmul(x.T), lambda a: a @ a.T, A),
+    "view": (lambda x: x.view(3, 2), lambda a: a.reshape(3, 2), A),
+    "view((sizes))": (lambda x: x.view((6,)), lambda a: a.reshape(6), A),
+    "reshape(-1, 2)": (lambda x: x.reshape(-1, 2), lambda a: a.reshape(-1, 2), A),
+    "view_as": (lambda x: x.view_as(pg.zeros((3, 2))), lambda a: a.reshape(3, 2), A),
+    "unsqueeze": (lambda x: x.unsqueeze(1), lambda a: a[:, None], A),
+    "squeeze()": (lambda x: x.unsqueeze(0).unsqueeze(2).squeeze(), lambda a: a, A),
+    "squeeze(dim)": (lambda x: x.unsqueeze(0).squeeze(0), lambda a: a, A),
+    "expand": (lambda x: x.unsqueeze(0).expand(4, -1), lambda a: np.broadcast_to(a, (4, 3)), V),
+    "expand_as": (lambda x: x.expand_as(pg.zeros((2, 3))), lambda a: np.broadcast_to(a, (2, 3)), V),
+    "t": (lambda x: x.t(), lambda a: a.T, A),
+    "t() of a vector": (lambda x: x.t(), lambda a: a, V),
+    "transpose()": (lambda x: x.transpose(), lambda a: a.T, A),
+    "transpose(1, 0)": (lambda x: x.transpose(1, 0), lambda a: a.T, A),
+    "swapaxes": (lambda x: x.swapaxes(0, 1), lambda a: a.swapaxes(0, 1), A),
+    "permute": (lambda x: x.permute(1, 0), lambda a: a.transpose(1, 0), A),
+    "repeat": (lambda x: x.repeat(2, 1), lambda a: np.tile(a, (2, 1)), A),
+    "flatten": (lambda x: x.flatten(), lambda a: a.ravel(), A),
+    "contiguous": (lambda x: x.contiguous(), lambda a: a, A),
+    "clone": (lambda x: x.clone(), lambda a: a.copy(), A),
+    "double": (lambda x: x.double(), lambda a: a.astype(np.float64), A),
+}
+
+
+@pytest.mark.parametrize("name", list(DIFFERENTIABLE))
+def test_method_values_and_gradients(name):
+    method, reference, data = DIFFERENTIABLE[name]
+    x = pg.Variable(np.array(data))
+    y = method(x)
+    np.testing.assert_allclose(y.data, reference(np.array(data)), rtol=1e-12)
+    check_grads(method, [np.array(data)])
+
+
+@pytest.mark.parametrize("name, method, want", [
+    ("argmax()", lambda x: x.argmax(), 2),
+    ("argmax(dim)", lambda x: x.argmax(1), [2, 0]),
+    ("argmin(dim, keepdim)", lambda x: x.argmin(0, keepdim=True), [[0, 0, 1]]),
+    ("max(dim)[1]", lambda x: x.max(1)[1], [2, 0]),
+    ("min(dim)[1]", lambda x: x.min(1)[1], [1, 2]),
+    ("sign", lambda x: x.sign(), np.sign(A)),
+    ("floor", lambda x: x.floor(), np.floor(A)),
+    ("ceil", lambda x: x.ceil(), np.ceil(A)),
+    ("round", lambda x: x.round(), np.round(A)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_methods_without_a_useful_gradient(name, method, want):
+    np.testing.assert_array_equal(method(pg.Variable(A.copy())).data, want)
+
+
+def test_shapes_dtypes_and_python_values():
+    x = pg.Variable(A.copy())
+    assert x.dim() == 2 and x.numel() == 6 and x.nelement() == 6
+    assert x.float().dtype == pg.float32 and x.long().dtype == pg.int64 and x.int().dtype == pg.int32
+    assert x.float().requires_grad and not x.long().requires_grad  # integers carry no gradient
+    assert x.tolist() == A.tolist() and pg.sum(x).item() == pytest.approx(A.sum())
+    assert isinstance(pg.asarray([True]).item(), bool) and isinstance(pg.asarray([3]).item(), int)
+    assert pg.asarray([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert isinstance(pg.asarray([1 + 2j]).item(), complex)
+    with pytest.raises(ValueError, match=r"item\(\) needs one element; variable \(shape \(2, 3\)\) has 6"):
+        x.item()
+    np.testing.assert_array_equal(x.detach().numpy(), A)
+
+
+@pytest.mark.parametrize("name, method, reference", [
+    ("add_", lambda x: x.add_(1.0), lambda a: a + 1.0),
+    ("sub_", lambda x: x.sub_(1.0), lambda a: a - 1.0),
+    ("mul_", lambda x: x.mul_(2.0), lambda a: a * 2.0),
+    ("div_", lambda x: x.div_(2.0), lambda a: a / 2.0),
+    ("pow_", lambda x: x.pow_(2.0), lambda a: a ** 2.0),
+    ("clamp_", lambda x: x.clamp_(-1.0, 1.0), lambda a: np.clip(a, -1.0, 1.0)),
+    ("neg_", lambda x: x.neg_(), np.negative),
+    ("exp_", lambda x: x.exp_(), np.exp),
+    ("zero_", lambda x: x.zero_(), np.zeros_like),
+    ("fill_", lambda x: x.fill_(7.0), lambda a: np.full_like(a, 7.0)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_in_place_methods_keep_the_graph(name, method, reference):
+    """x.op_() on a result holds the new value, moves the version, and backward goes through it."""
+    leaf = pg.Variable(A.copy())
+    h = leaf * 1.5
+    version = h.version
+    assert method(h) is h
+    np.testing.assert_allclose(h.data, reference(A * 1.5))
+    assert h.version == version + 1
+    (g,) = pg.grad(pg.sum(h * h), [leaf], allow_unused=True)
+    eps, w = 1e-6, np.zeros_like(A)
+    for i in np.ndindex(A.shape):  # finite differences of sum(op(1.5 a) ** 2)
+        d = np.zeros_like(A)
+        d[i] = eps
+        w[i] = (np.sum(reference((A + d) * 1.5) ** 2) - np.sum(reference((A - d) * 1.5) ** 2)) / (2 * eps)
+    np.testing.assert_allclose(np.zeros_like(A) if g is None else g.data, w, rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_method_on_a_leaf_that_requires_grad_is_refused():
+    x = pg.Variable(A.copy())
+    with pytest.raises(RuntimeError, match=r"leaf that requires grad and is used in an in-place operation \(add_\)"):
+        x.add_(1.0)
+    np.testing.assert_array_equal(x.data, A)  # unchanged
+    with pg.no_backprop_mode():
+        x.add_(1.0)
+    np.testing.assert_array_equal(x.data, A + 1.0)
+
+
+def test_refusals_name_the_reason():
+    x = pg.Variable(A.copy())
+    with pytest.raises(ValueError, match=r"transpose\(0, 1\) is ambiguous"):
+        x.transpose(0, 1)
+    with pytest.raises(ValueError, match=r"t\(\) transposes a matrix or vector; .* has 3 dimensions"):
+        x.unsqueeze(0).t()
+
+
+def test_devices_move_data_and_gradient():
+    x = pg.Variable(A.copy())
+    x.grad = np.ones_like(A)
+    assert x.to_cpu() is x and x.cpu() is x  # already on the cpu backend of highest priority
+    if not pg.backends()["cupy"].usable:
+        with pytest.raises(RuntimeError, match="no usable gpu backend is installed"):
+            x.to_gpu()
+        with pytest.raises(RuntimeError, match="no usable gpu backend is installed"):
+            x.cuda()
+
+
+def test_to_cpu_moves_a_variable_of_another_cpu_backend():
+    """A Variable on a cpu backend other than the one of highest priority moves there, with its grad."""
+    strict = [n for n, s in pg.backends().items() if s.usable and s.device == "cpu" and not s.lazy and n != "numpy"]
+    if not strict:
+        pytest.skip("no second eager cpu backend installed")
+    x = pg.Variable(pg.asarray(A, backend=strict[0]))
+    x.grad = pg.asarray(np.ones_like(A), backend=strict[0]).data
+    target = max((pg.get_backend(n) for n in strict + ["numpy"]), key=lambda b: b.info.priority)
+    y = x.cpu()
+    assert y.backend is target and (y is x) == (x.backend is target)
+    x.to_cpu()
+    assert x.backend is target and type(x.grad) in target.array_types
+
+
+def test_addgrad_accumulates_across_backends():
+    a = pg.Variable(V.copy())
+    b = pg.Variable(V.copy())
+    a.addgrad(b)  # b has no gradient: nothing happens
+    assert a.grad is None
+    b.grad = np.ones(3)
+    a.addgrad(b)
+    a.addgrad(b)
+    np.testing.assert_array_equal(a.grad, [2.0, 2.0, 2.0])
+
+
+def test_every_method_is_tested_here():
+    """A method added to the table without a test here fails this test."""
+    import re
+    from pathlib import Path
+
+    text = Path(__file__).read_text()
+    untested = [name for name in METHODS if not re.search(rf"\.{name}\(", text)]
+    assert not untested, untested
