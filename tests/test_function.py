@@ -908,3 +908,21 @@ def test_user_function_retain_graph_allows_second_backward(xp):
     y.backward(retain_graph=True)
     y.backward()
     close(x.grad, [8.0])
+
+
+def test_a_user_function_on_symbolic_variables_is_refused_clearly():
+    """pg.function cannot trace a Function whose forward computes on arrays: the error names the
+    Function and says what to do (it said 'compile with pg.function first', inside pg.function)."""
+    from polygrad import symbolic as T
+
+    class Twice(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * 2,
+
+    v = T.vector("v")
+    with pytest.raises(TypeError, match=r"polygrad: Twice cannot run on backend 'symbolic': .*cannot be traced by "
+                                        r"pg.function; write it with polygrad's functions"):
+        pg.function([v], pg.sum(Twice()(v)))

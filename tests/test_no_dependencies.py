@@ -43,3 +43,23 @@ def test_numpy_is_imported_on_first_use():
     """The numpy library is imported only when the numpy backend is first used (the check above can fail)."""
     mods = _modules_after("import polygrad as pg\npg.asarray([1.0], backend='numpy')")
     assert "numpy" in mods
+
+
+def test_core_imports_nothing_of_ops_compile_or_plugins():
+    """polygrad/core imports only itself and the standard library (and array_api_compat, pluggy
+    nowhere): every import statement in it, at any depth, read from the source."""
+    import ast
+    from pathlib import Path
+
+    import polygrad.core
+
+    core = Path(polygrad.core.__file__).parent
+    outside = []
+    for path in sorted(core.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            outside += [f"{path.name}: {n}" for n in names
+                        if n.split(".")[0] == "polygrad" and not n.startswith("polygrad.core")
+                        or n.split(".")[0] in HEAVY + ("pluggy", "array_api_compat")]
+    assert not outside, outside

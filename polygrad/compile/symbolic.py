@@ -168,7 +168,11 @@ class SymbolicBackend:
 
     @property
     def xp(self) -> Any:
-        raise TypeError("polygrad: symbolic variables have no array namespace; compile with pg.function first")
+        raise TypeError(
+            "polygrad: symbolic variables have no array namespace: code that computes on arrays itself (a user "
+            "Function's forward, np.asarray) cannot be traced by pg.function; write it with polygrad's functions, "
+            "or call it on arrays"
+        )
 
     #: What to do instead of moving an eager array onto this pseudo-backend (for the mixed-backends error).
     mixing_advice = "an array in a symbolic graph is a shared variable: wrap it with pg.shared(value)"

@@ -187,7 +187,10 @@ class Function(Node):
         """Called by apply before the forward hooks: this application's backend and
         whether it is recorded; returns what runs the forward."""
         self.seq = next_seq()
-        self.xp = backend.xp
+        try:
+            self.xp = backend.xp
+        except TypeError as exc:  # a backend without a namespace (pg.function's symbolic variables)
+            raise TypeError(f"polygrad: {self.label} cannot run on backend {backend.name!r}: {exc}") from None
         self._backend = backend
         self._record = record
         self._needs_input_grad = tuple(e is not None for e in edges) if record else (False,) * len(edges)
