@@ -115,8 +115,34 @@ def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list) -> list[tuple]
 
 
 def _groups(instrs: list[tuple], member: list[bool]) -> list[int | None]:
-    """Each member instruction's group: members joined through their arguments while no
-    path from one group to another leaves it (union-find over group ids)."""
+    """Each member instruction's group.
+
+    Built from the last instruction to the first, so that a node joins the group of
+    the nodes that *read* it: the mask of ReLU's backward (``ans > 0``, cast) joins the
+    multiply by the incoming gradient, and is never stored, rather than the forward
+    ``relu`` it reads. Members join through their readers while no path from one
+    group to another leaves it (union-find over group ids).
+    """
+    producer: dict[int, int] = {}
+    for i, (_, _, _, _, out) in enumerate(instrs):
+        for o in (out if isinstance(out, tuple) else (out,)):
+            producer[o] = i
+    readers: list[list[int]] = [[] for _ in instrs]
+    for i, (_, _, args, _, _) in enumerate(instrs):
+        for k, v in args:
+            if k == "s" and v in producer and i not in readers[producer[v]]:
+                readers[producer[v]].append(i)
+    n = len(instrs)
+    # Reversed: node r = n - 1 - i, whose "inputs" are the readers of instruction i.
+    order = [[n - 1 - j for j in readers[n - 1 - r]] for r in range(n)]
+    found = _union_groups(order, [member[n - 1 - r] for r in range(n)])
+    return [found[n - 1 - i] for i in range(n)]
+
+
+def _union_groups(preds: list[list[int]], member: list[bool]) -> list[int | None]:
+    """Groups of a DAG given in topological order (``preds[i]``: the nodes ``i`` reads):
+    a member joins the groups of the members it reads unless a path from one of them
+    to it, or between two of them, leaves the group on the way."""
     parent: dict[int, int] = {}
 
     def find(g: int) -> int:
@@ -125,29 +151,17 @@ def _groups(instrs: list[tuple], member: list[bool]) -> list[int | None]:
             g = parent[g]
         return g
 
-    group_of_slot: dict[int, int] = {}
-    # up[slot]: the groups with a path to this slot that leaves the group on the way
-    up: dict[int, frozenset] = {}
-    ext: dict[int, set] = {}  # group -> the groups it reaches through non-members
-    group: list[int | None] = [None] * len(instrs)
-    for i, (op, _, args, _, out) in enumerate(instrs):
-        slots = [v for k, v in args if k == "s"]
-        behind = set()
-        for v in slots:
-            behind.update(find(g) for g in up.get(v, ()))
+    up: list[frozenset] = [frozenset()] * len(preds)  # groups with a path to i that leaves them
+    ext: dict[int, set] = {}  # group -> the groups it reads through a path leaving them
+    group: list[int | None] = [None] * len(preds)
+    for i, ps in enumerate(preds):
+        behind = {find(g) for p in ps for g in up[p]}
+        direct = {find(group[p]) for p in ps if group[p] is not None}
         if not member[i]:
-            reach = set(behind)
-            for v in slots:
-                if v in group_of_slot:
-                    reach.add(find(group_of_slot[v]))
-            for o in (out if isinstance(out, tuple) else (out,)):
-                up[o] = frozenset(reach)
+            up[i] = frozenset(behind | direct)
             continue
-        direct = {find(group_of_slot[v]) for v in slots if v in group_of_slot}
-        joinable = [g for g in direct if g not in behind]
-        # two groups may merge only if neither reaches the other through a non-member
         chosen: list[int] = []
-        for g in sorted(joinable):
+        for g in sorted(d for d in direct if d not in behind):
             if all(g not in {find(x) for x in ext[c]} and c not in {find(x) for x in ext[g]} for c in chosen):
                 chosen.append(g)
         if chosen:
@@ -159,14 +173,9 @@ def _groups(instrs: list[tuple], member: list[bool]) -> list[int | None]:
             root = i
             parent[root] = root
             ext[root] = set()
-        ext[root] |= behind
-        reach = set(behind)
-        for v in slots:
-            if v in group_of_slot and find(group_of_slot[v]) != root:
-                reach.add(find(group_of_slot[v]))
+        reach = behind | {find(group[p]) for p in ps if group[p] is not None and find(group[p]) != root}
         ext[root] |= reach
-        group_of_slot[out] = root
-        up[out] = frozenset(reach)
+        up[i] = frozenset(reach)
         group[i] = root
     return [find(g) if g is not None else None for g in group]
 

@@ -28,6 +28,7 @@ from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
 from polygrad.compile.symbolic import SymbolicArray
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
@@ -63,6 +64,7 @@ class _Tracer(FunctionHook):
         self.alive: list[Any] = []  # the traced value of each slot (keeps ids unique)
         self.instrs: list[tuple] = []
         self.n_slots = 0
+        self.ones: set[int] = set()  # ids of constant arrays known to hold ones (gradient seeds)
 
     def new_slot(self, array: Any) -> int:
         s = self.n_slots
@@ -148,7 +150,14 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 key = (cost.id, tuple(w.id for w in wrt))
                 if key not in grads:
                     # T.grad checked the connection when the gradient was asked for: None means zeros here
-                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True, allow_unused=True)
+                    loss = env[cost.id]
+                    seed = None
+                    if loss._node is None or not loss._node.accepts_no_grad:
+                        # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
+                        seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
+                        tracer.ones.add(id(seed[0]))
+                        tracer.alive.append(seed[0])
+                    gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
                     grads[key] = [
                         g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
                         for g, w in zip(gs, wrt)
@@ -188,7 +197,7 @@ class Program:
                  borrowed: Sequence[int] = ()) -> None:
         instrs = tracer.instrs
         if optimize:
-            instrs, out_refs = _simplify(instrs, out_refs, tracer.alive)
+            instrs, out_refs = _simplify(instrs, out_refs, tracer.alive, tracer.ones)
         kept = _live(instrs, out_refs)
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive)
@@ -250,7 +259,7 @@ class Program:
         return self.fn(*values)
 
 
-def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list) -> tuple[list[tuple], list[tuple]]:
+def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: set) -> tuple[list[tuple], list[tuple]]:
     """One pass in program order: constant folding, algebraic simplification
     (:mod:`polygrad.compile.rewrite`) and common-subexpression elimination.
 
@@ -260,6 +269,7 @@ def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list) -> tuple[
     rewritten or merged: two draws are two draws, however alike.
     """
     facts = _rewrite.Facts(alive)
+    facts.uniform.update(dict.fromkeys(ones, 1))
     folded: dict[int, Any] = {}
     alias: dict[int, tuple] = {}
     seen: dict[Any, int] = {}
