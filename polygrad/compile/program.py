@@ -64,7 +64,7 @@ class _Tracer(FunctionHook):
         self.alive: list[Any] = []  # the traced value of each slot (keeps ids unique)
         self.instrs: list[tuple] = []
         self.n_slots = 0
-        self.ones: set[int] = set()  # ids of constant arrays known to hold ones (gradient seeds)
+        self.ones: dict[int, Any] = {}  # id -> constant array known to hold ones (a gradient seed)
 
     def new_slot(self, array: Any) -> int:
         s = self.n_slots
@@ -155,8 +155,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                     if loss._node is None or not loss._node.accepts_no_grad:
                         # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
                         seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
-                        tracer.ones.add(id(seed[0]))
-                        tracer.alive.append(seed[0])
+                        tracer.ones[id(seed[0])] = seed[0]  # (held: ids stay unique)
                     gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
                     grads[key] = [
                         g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
@@ -259,7 +258,7 @@ class Program:
         return self.fn(*values)
 
 
-def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: set) -> tuple[list[tuple], list[tuple]]:
+def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: dict) -> tuple[list[tuple], list[tuple]]:
     """One pass in program order: constant folding, algebraic simplification
     (:mod:`polygrad.compile.rewrite`) and common-subexpression elimination.
 
