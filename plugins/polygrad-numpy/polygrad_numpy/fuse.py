@@ -279,7 +279,8 @@ class _Plan:
         for k, (kind, fn, operands, j) in enumerate(program):
             node = nodes[j]
             if kind == "ne":
-                compiled_steps.append((_run_numexpr(fn), operands, reuse[k], free_after[k]))
+                compiled_steps.append((_run_numexpr(fn, self.numexpr.necompiler.evaluate_lock), operands, reuse[k],
+                                       free_after[k]))
             else:
                 ufunc = self._ufunc(node)
                 call = ufunc if ufunc is not None else (lambda *a, _n=node: _n.kernel(*a, **_n.params))
@@ -343,13 +344,16 @@ def _numpy_of(np: Any, t: type) -> Any:
     return {bool: np.bool_, float: np.float32}.get(t, t)
 
 
-def _run_numexpr(fn: tuple) -> Callable:
+def _run_numexpr(fn: tuple, lock: Any) -> Callable:
     compiled, uses_vml = fn
 
+    # numexpr's virtual machine and its thread pool are shared: one evaluation at a time
+    # (dask runs blocks on several threads; two concurrent evaluations crash it).
     def run(args: list, out: Any) -> Any:
-        if out is not None:
-            return compiled(*args, out=out, order="K", casting="safe", ex_uses_vml=uses_vml)
-        return compiled(*args, ex_uses_vml=uses_vml)
+        with lock:
+            if out is not None:
+                return compiled(*args, out=out, order="K", casting="safe", ex_uses_vml=uses_vml)
+            return compiled(*args, ex_uses_vml=uses_vml)
 
     return run
 
