@@ -18,8 +18,15 @@ from polygrad.core.op import REGISTRY
 pytest.importorskip("numexpr")
 da = pytest.importorskip("dask.array")
 
-# shape (64, 1024): above the numpy plugin's threshold (polygrad_numpy.fuse.MIN_ELEMENTS)
-NUMPY_SHAPE, DASK_SHAPE, DASK_CHUNKS = (64, 1024), (6, 50), (4, 20)
+NUMPY_SHAPE, DASK_SHAPE, DASK_CHUNKS = (16, 256), (6, 50), (4, 20)
+
+
+@pytest.fixture(autouse=True)
+def fuse_small_arrays(monkeypatch):
+    """The numpy plugin fuses arrays of any size here (it declines small ones: MIN_BYTES)."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 0)
 
 DOMAINS = {"positive": (0.5, 2.0), "unit": (-0.9, 0.9), "acosh": (1.1, 3.0), "tan": (-1.2, 1.2)}
 UNARY_DOMAIN = {"log": "positive", "log10": "positive", "log1p": "positive", "log2": "positive", "sqrt": "positive",
@@ -208,8 +215,11 @@ def test_nan_and_signed_zero_follow_numpy():
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
-def test_small_arrays_are_not_fused_on_numpy():
+def test_small_arrays_are_not_fused_on_numpy(monkeypatch):
     """Below the numpy plugin's threshold a group is declined and runs node by node."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
     x = T.vector("x")
     fn = pg.function([x], pg.tanh(x) * 2 + 1)
     np.testing.assert_allclose(fn(np.linspace(-1, 1, 10)), np.tanh(np.linspace(-1, 1, 10)) * 2 + 1)

@@ -33,7 +33,7 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple) -> Callable | None:
     numpy_backend = get_backend("numpy")
     on_blocks = tuple(n._replace(kernel=REGISTRY[n.op].kernel(numpy_backend), dtype=np.dtype(n.dtype)) for n in nodes)
     block = numpy_fuse.build(on_blocks, tuple((s, np.dtype(d)) for s, d in inputs), outputs,
-                             numexpr=numpy_fuse.numexpr_module(), min_elements=0, require_gain=False)
+                             numexpr=numpy_fuse.numexpr_module(), min_bytes=0, require_gain=False)
     if block is None:
         return None
     ndim = len(shape)
