@@ -292,3 +292,18 @@ def test_a_fuse_hook_that_raises_warns_once_and_declines():
         warnings.simplefilter("error")
         assert backend.fuse_elementwise((), (), ()) is None
     assert hook.calls == 1
+
+
+def test_relu_mask_on_small_arrays_needs_no_float_mask(monkeypatch):
+    """Below the threshold the numpy plugin still fuses ReLU's backward mask into the multiply
+    (NumPy casts the boolean inside the ufunc), with the same values."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    x = T.matrix("x", dtype="float32")
+    W = pg.shared(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
+    cost = pg.sum((F.relu(x @ W) @ W) ** 2)
+    xv = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    fn, got, want = run_both([x], [xv], [T.grad(cost, W)], monkeypatch)
+    assert "fused greater, astype, multiply" in fn.program_source()
+    assert_agree(got, want, "float32")

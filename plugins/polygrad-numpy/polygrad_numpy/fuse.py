@@ -27,6 +27,7 @@ scalars are typed as NumPy types them (``x_float32 * 0.5`` stays float32).
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 #: Below this many bytes in its largest node, a group is declined on the numpy backend: on
@@ -50,6 +51,9 @@ _TRANSCENDENTAL = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p
                    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
                    "atanh": "arctanh"}
 _NUMEXPR_DTYPES = ("bool", "int32", "int64", "float32", "float64")
+#: The rows whose kernel is a Python operator: on NumPy arrays the operator calls this ufunc.
+_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
+              "pow": operator.pow, "negative": operator.neg}
 
 
 def numexpr_module() -> Any:
@@ -73,7 +77,13 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
 
     min_bytes = MIN_BYTES if min_bytes is None else min_bytes
     if min_bytes and max(_size(n.shape) * np.dtype(n.dtype).itemsize for n in nodes) < min_bytes:
-        return None
+        # Cache-sized arrays: NumPy alone, where a cast can be left to the ufunc reading it
+        # (ReLU's backward: g * (ans > 0) in one multiply, no float mask).
+        reduced = _without_bool_casts(np, nodes, inputs, outputs)
+        if reduced is None:
+            return None
+        nodes, outputs = reduced
+        numexpr, require_gain = None, False
     arg_dtypes = [[_dtype_of(a, nodes, inputs) for a in n.args] for n in nodes]
     templates: list[Any] = [None] * len(nodes)
     if numexpr is not None:
@@ -115,6 +125,42 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
     except Exception:  # an expression numexpr refuses: run unfused
         return None
     return kernel
+
+
+def _without_bool_casts(np: Any, nodes: tuple, inputs: tuple, outputs: tuple) -> tuple | None:
+    """The group less its casts of booleans to numbers read only by ``add``, ``subtract`` or
+    ``multiply`` of that dtype (NumPy's ufunc casts the boolean in its loop, giving the same
+    values and dtype), with the other nodes renumbered; None where there is no such cast."""
+    users: list[list[int]] = [[] for _ in nodes]
+    for j, n in enumerate(nodes):
+        for kind, v in n.args:
+            if kind == "node":
+                users[v].append(j)
+
+    def dtype(arg: tuple) -> Any:
+        return None if arg[0] != "node" else np.dtype(nodes[arg[1]].dtype)
+
+    dropped = set()
+    for j, n in enumerate(nodes):
+        if (n.op != "astype" or j in outputs or not users[j] or n.args[0][0] != "node"
+                or dtype(n.args[0]).kind != "b" or np.dtype(n.dtype).kind not in "iuf"):
+            continue
+        if all(nodes[u].op in ("add", "subtract", "multiply") and np.dtype(nodes[u].dtype) == np.dtype(n.dtype)
+               and all(a == ("node", j) or (a[0] != "scalar" and np.dtype(_dtype_of(a, nodes, inputs)) == np.dtype(n.dtype))
+                       for a in nodes[u].args) for u in users[j]):
+            dropped.add(j)
+    if not dropped:
+        return None
+    index: dict[int, tuple] = {}
+    kept = []
+    for j, n in enumerate(nodes):
+        if j in dropped:
+            index[j] = index[n.args[0][1]] if n.args[0][0] == "node" else n.args[0]
+            continue
+        args = tuple(index[v] if kind == "node" else (kind, v) for kind, v in n.args)
+        index[j] = ("node", len(kept))
+        kept.append(n._replace(args=args))
+    return tuple(kept), tuple(index[j][1] for j in outputs)
 
 
 def _size(shape: tuple) -> int:
@@ -330,10 +376,13 @@ class _Plan:
             raise TypeError(f"numexpr gives {np.asarray(got).dtype} for {node.op}, NumPy {node.dtype}")
 
     def _ufunc(self, node: Any) -> Any:
-        """NumPy's ufunc for a node whose kernel is it (so ``out=`` may be given), else None."""
+        """NumPy's ufunc for a node whose kernel is it, or the Python operator that calls it
+        on arrays (so ``out=`` may be given), else None."""
         np = self.np
         fn = getattr(np, node.op, None)
-        if isinstance(fn, np.ufunc) and node.kernel is fn and not node.params and fn.nout == 1:
+        if not isinstance(fn, np.ufunc) or node.params or fn.nout != 1:
+            return None
+        if node.kernel is fn or node.kernel is _OPERATORS.get(node.op):
             return fn
         return None
 
