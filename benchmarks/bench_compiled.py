@@ -157,7 +157,7 @@ def main(argv: list[str]) -> list[dict]:
     compile_s = time.perf_counter() - t0
     np.testing.assert_allclose(grad, bench_large.numpy_step(x0), rtol=1e-12, atol=1e-12)
     prog = next(iter(fn._programs.values()))
-    print(f"   elementwise: compile + first call {compile_s:.3f} s; {prog.n_kernels} kernels, {prog.n_fused} fused "
+    print(f"   elementwise: compile + first call {compile_s:.3f} s; {prog.n_kernels} kernels, {getattr(prog, 'n_fused', 0)} fused "
           f"({prog.n_traced} traced)")
     repeat = 6 if quick else 15
     t_np, t_c = timeit_pair(lambda: bench_large.numpy_step(x0), lambda: fn(x0), repeat=repeat, number=1, warmup=1)

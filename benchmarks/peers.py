@@ -178,36 +178,50 @@ def torch_side(workload: str, args: tuple):
     return deep, deep
 
 
+def functional_losses(xnp):
+    """The four workloads as pure functions of one numpy-like namespace (JAX's, autograd's)."""
+
+    def chain(x):
+        y = x
+        for _ in range(bench_overhead.STEPS):
+            y = y + xnp.sin(y) * 0.01
+        return xnp.sum(y)
+
+    def mlp(ps, x, t):
+        W1, b1, W2, b2, W3, b3 = ps
+        h = xnp.maximum(xnp.dot(x, W1.T) + b1, 0)
+        h = xnp.maximum(xnp.dot(h, W2.T) + b2, 0)
+        z = xnp.dot(h, W3.T) + b3
+        z = z - xnp.max(z, axis=1, keepdims=True)
+        logp = z - xnp.log(xnp.sum(xnp.exp(z), axis=1, keepdims=True))
+        return -xnp.mean(logp[xnp.arange(len(t)), t])
+
+    def elementwise(x):
+        return xnp.sum(xnp.tanh(x) * x + xnp.exp(-x * x))
+
+    def deep(ws, x):
+        y = x
+        for W in ws:
+            y = xnp.tanh(xnp.dot(y, W))
+        return xnp.sum(y)
+
+    return {"chain": chain, "mlp": mlp, "elementwise": elementwise, "deep": deep}
+
+
 def jax_side(workload: str, args: tuple):
     import jax
 
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
-    if workload == "chain":
-        def chain(x):
-            y = x
-            for _ in range(bench_overhead.STEPS):
-                y = y + jnp.sin(y) * 0.01
-            return jnp.sum(y)
-        g = jax.jit(jax.grad(chain))
-        x = jnp.asarray(args[0])
-        return (lambda: g(x).block_until_ready()), lambda: [np.asarray(g(x))]
+    loss = functional_losses(jnp)[workload]
     if workload == "mlp":
         x, t, params = args
         xj, tj = jnp.asarray(x), jnp.asarray(t)
 
-        def loss(ps):
-            W1, b1, W2, b2, W3, b3 = ps
-            h = jax.nn.relu(xj @ W1.T + b1)
-            h = jax.nn.relu(h @ W2.T + b2)
-            z = h @ W3.T + b3
-            logp = jax.nn.log_softmax(z)
-            return -jnp.mean(jnp.take_along_axis(logp, tj[:, None], axis=1))
-
         @jax.jit
         def step(ps):
-            gs = jax.grad(loss)(ps)
+            gs = jax.grad(loss)(ps, xj, tj)
             return [p - bench_mlp.LR * g for p, g in zip(ps, gs)]
         state = {"ps": [jnp.asarray(p) for p in params]}
 
@@ -215,66 +229,34 @@ def jax_side(workload: str, args: tuple):
             state["ps"] = step(state["ps"])
             state["ps"][0].block_until_ready()
         return run, lambda: [np.asarray(p) for p in step([jnp.asarray(p) for p in params])]
-    if workload == "elementwise":
-        g = jax.jit(jax.value_and_grad(lambda x: jnp.sum(jnp.tanh(x) * x + jnp.exp(-x * x))))
-        x = jnp.asarray(args[0])
-        return (lambda: g(x)[1].block_until_ready()), lambda: [np.asarray(g(x)[1])]
-    x0, Ws = args
-    xj, Wj = jnp.asarray(x0), [jnp.asarray(W) for W in Ws]
-
-    def deep(ws):
-        y = xj
-        for W in ws:
-            y = jnp.tanh(y @ W)
-        return jnp.sum(y)
-    g = jax.jit(jax.grad(deep))
-    return (lambda: g(Wj)[-1].block_until_ready()), lambda: [np.asarray(w) for w in g(Wj)]
+    if workload == "deep":
+        x0, Ws = args
+        g = jax.jit(jax.grad(loss))
+        xj, Wj = jnp.asarray(x0), [jnp.asarray(W) for W in Ws]
+        return (lambda: g(Wj, xj)[-1].block_until_ready()), lambda: [np.asarray(w) for w in g(Wj, xj)]
+    g = jax.jit(jax.grad(loss))
+    x = jnp.asarray(args[0])
+    return (lambda: g(x).block_until_ready()), lambda: [np.asarray(g(x))]
 
 
 def autograd_side(workload: str, args: tuple):
     import autograd
     import autograd.numpy as anp
 
-    if workload == "chain":
-        def chain(x):
-            y = x
-            for _ in range(bench_overhead.STEPS):
-                y = y + anp.sin(y) * 0.01
-            return anp.sum(y)
-        g = autograd.grad(chain)
-        return (lambda: g(args[0])), lambda: [g(args[0])]
+    g = autograd.grad(functional_losses(anp)[workload])
     if workload == "mlp":
         x, t, params = args
 
-        def loss(ps):
-            W1, b1, W2, b2, W3, b3 = ps
-            h = anp.maximum(anp.dot(x, W1.T) + b1, 0)
-            h = anp.maximum(anp.dot(h, W2.T) + b2, 0)
-            z = anp.dot(h, W3.T) + b3
-            z = z - anp.max(z, axis=1, keepdims=True)
-            logp = z - anp.log(anp.sum(anp.exp(z), axis=1, keepdims=True))
-            return -anp.mean(logp[anp.arange(len(t)), t])
-        g = autograd.grad(loss)
-
         def step(ps):
-            gs = g(ps)
-            for p, gp in zip(ps, gs):
+            for p, gp in zip(ps, g(ps, x, t)):
                 p -= bench_mlp.LR * gp
             return ps
         ps, check = [p.copy() for p in params], [p.copy() for p in params]
         return (lambda: step(ps)), lambda: step(check)
-    if workload == "elementwise":
-        g = autograd.grad(lambda x: anp.sum(anp.tanh(x) * x + anp.exp(-x * x)))
-        return (lambda: g(args[0])), lambda: [g(args[0])]
-    x0, Ws = args
-
-    def deep(ws):
-        y = x0
-        for W in ws:
-            y = anp.tanh(anp.dot(y, W))
-        return anp.sum(y)
-    g = autograd.grad(deep)
-    return (lambda: g(list(Ws))), lambda: g(list(Ws))
+    if workload == "deep":
+        x0, Ws = args
+        return (lambda: g(list(Ws), x0)), lambda: g(list(Ws), x0)
+    return (lambda: g(args[0])), lambda: [g(args[0])]
 
 
 SIDES = {"polygrad eager": polygrad_eager, "polygrad compiled": polygrad_compiled, "torch": torch_side,
