@@ -369,10 +369,14 @@ def polygrad_fuse_elementwise(backend: str, nodes: tuple, inputs: tuple, outputs
         as the standard types it), the row's keyword parameters, the shape and
         dtype of its result, and the row's kernel on this backend
         (``kernel(*args, **params)``, for the nodes a backend computes one by one).
-    :param inputs: ``(shape, dtype)`` of each array the kernel takes, in order.
+    :param inputs: ``(shape, dtype, donated)`` of each array the kernel takes, in
+        order. ``donated`` is True for an intermediate the program made and reads
+        nowhere else: the kernel may write into it (as an output's buffer, say);
+        never for the caller's arrays, shared values or constants.
     :param outputs: indices of the nodes whose results the kernel returns, in order.
-    :return: ``kernel(*arrays) -> tuple`` of one array per output, each new (never
-        an input or a view of one: the program may write into it), or None.
+    :return: ``kernel(*arrays) -> tuple`` of one array per output, each new or a
+        donated input (never another input or a view of one: the program may write
+        into it), or None.
     """
 
 

@@ -301,9 +301,47 @@ def test_relu_mask_on_small_arrays_needs_no_float_mask(monkeypatch):
 
     monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
     x = T.matrix("x", dtype="float32")
-    W = pg.shared(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
+    W = pg.shared(np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32))
     cost = pg.sum((F.relu(x @ W) @ W) ** 2)
-    xv = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    xv = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
     fn, got, want = run_both([x], [xv], [T.grad(cost, W)], monkeypatch)
     assert "fused greater, astype, multiply" in fn.program_source()
     assert_agree(got, want, "float32")
+
+
+def test_sgd_update_writes_into_the_dead_gradient(monkeypatch):
+    """W - lr * g with g a dead intermediate: the numpy plugin writes the update into g's array
+    (donated by the program), never into W, the shared value."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    W = pg.shared(np.random.default_rng(0).standard_normal((256, 256)))
+    x = T.matrix("x")
+    cost = pg.sum((x @ W) ** 2)
+    before = W.get_value()
+    step = pg.function([x], cost, updates=[(W, W - 0.01 * T.grad(cost, W))])
+    xv = np.random.default_rng(1).standard_normal((256, 256))
+    step(xv)
+    assert "fused multiply, subtract" in step.program_source()
+    np.testing.assert_allclose(W.get_value(), before - 0.01 * (xv.T @ (2 * (xv @ before))), rtol=1e-12)
+
+
+def test_donated_inputs_are_only_the_programs_own():
+    """The program donates only intermediates it made and reads nowhere else: never an argument."""
+    captured = []
+    from polygrad._registry import Backend
+
+    real = Backend.fuse_elementwise
+
+    def spy(self, nodes, inputs, outputs):
+        captured.append(inputs)
+        return real(self, nodes, inputs, outputs)
+
+    x, y = T.matrices("xy")
+    h = x @ y  # an intermediate read only by the group
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Backend, "fuse_elementwise", spy)
+        fn = pg.function([x, y], (h * 2 + x) * 3)
+        fn(np.ones((4, 4)), np.ones((4, 4)))
+    (inputs,) = captured
+    assert sorted(d for _, _, d in inputs) == [False, True]  # x is the caller's, h the program's

@@ -14,7 +14,9 @@ The description a backend receives:
   kernel's ``i``-th array argument), ``("node", j)`` (node ``j``'s result) or
   ``("scalar", value)`` (a Python bool, int or float, typed as the standard's
   weak scalars: ``x_float32 * 0.5`` is float32).
-* ``inputs``: ``(shape, dtype)`` of each array argument, in order.
+* ``inputs``: ``(shape, dtype, donated)`` of each array argument, in order;
+  ``donated`` is True for an array the program made itself and reads nowhere
+  else: the kernel may write into it (use it as an output buffer).
 * ``outputs``: the indices of the nodes whose results the kernel returns.
 
 The kernel is called as ``kernel(*arrays)`` and returns a tuple of arrays, one
@@ -29,6 +31,7 @@ import os
 import warnings
 from typing import Any, Callable, NamedTuple
 
+from polygrad.compile import inplace as _inplace
 from polygrad.core.dispatch import backend_of_type
 
 #: Off (``POLYGRAD_FUSION=0`` in the environment, or False here): compiled programs run node by node.
@@ -79,7 +82,7 @@ class FusedOp:
         self.name = "fused " + ", ".join(names) if len(names) <= 6 else f"fused {len(names)} kernels: {', '.join(names[:5])}, ..."
 
 
-def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list) -> list[tuple]:
+def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list, in_slots: list[int] = ()) -> list[tuple]:
     """``instrs`` with each group the backend fuses replaced by one instruction whose
     ``out`` is a tuple of slots (unpacked by the program)."""
     rows = elementwise_rows()
@@ -97,10 +100,12 @@ def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list) -> list[tuple]
             if k == "s":
                 readers.setdefault(v, set()).add(i)
     returned = {v for k, v in out_refs if k == "s"}
+    owned, viewed = _inplace.ownership(instrs, list(in_slots), alive)
+    donatable = owned - viewed - returned
     for members in by_group.values():
         if len(members) < 2:
             continue
-        fused = _offer(instrs, members, readers, returned, alive)
+        fused = _offer(instrs, members, readers, returned, alive, donatable)
         if fused is not None:
             replaced[members[-1]] = fused
             dropped.update(members)
@@ -180,7 +185,8 @@ def _union_groups(preds: list[list[int]], member: list[bool]) -> list[int | None
     return [find(g) if g is not None else None for g in group]
 
 
-def _offer(instrs: list[tuple], members: list[int], readers: dict, returned: set, alive: list) -> tuple | None:
+def _offer(instrs: list[tuple], members: list[int], readers: dict, returned: set, alive: list,
+           donatable: set) -> tuple | None:
     """Describe one group to its backend; the fused instruction, or None when declined."""
     index = {instrs[i][4]: j for j, i in enumerate(members)}
     inputs: list[tuple] = []  # refs
@@ -225,7 +231,12 @@ def _offer(instrs: list[tuple], members: list[int], readers: dict, returned: set
     fuse_hook = getattr(backend, "fuse_elementwise", None)
     if fuse_hook is None or not outputs:
         return None
-    kernel = fuse_hook(tuple(nodes), tuple((tuple(a.shape), a.dtype) for a in arrays), tuple(outputs))
+    # An input the program made, that nothing outside the group reads, is the kernel's to overwrite.
+    member_set = set(members)
+    donated = [k == "s" and v in donatable and readers.get(v, set()) <= member_set and _inplace.writable(alive[v])
+               for k, v in inputs]
+    kernel = fuse_hook(tuple(nodes), tuple((tuple(a.shape), a.dtype, d) for a, d in zip(arrays, donated)),
+                       tuple(outputs))
     if kernel is None:
         return None
     outs = tuple(instrs[members[j]][4] for j in outputs)

@@ -29,19 +29,16 @@ COMMUTATIVE = frozenset({"add", "multiply", "bitwise_and", "bitwise_or", "bitwis
 _SCALARS = (bool, int, float, complex)
 
 
-def plan(instrs: list[tuple], in_slots: list[int], out_refs: list[tuple], alive: list) -> dict[int, tuple]:
-    """Instruction index -> ``(position of the reused argument, operator)`` for each
-    instruction the program runs in place."""
-    last_use: dict[int, int] = {}
+def ownership(instrs: list[tuple], in_slots: list[int], alive: list) -> tuple[set[int], set[int]]:
+    """``(owned, viewed)``: the slots holding arrays the program made itself (no argument,
+    view, item of a multi-output row, or array some kernel handed back unchanged), and the
+    slots some view row reads (their memory may be seen through another slot)."""
     viewed: set[int] = set()
     owned: set[int] = set()
     seen_ids: dict[int, int] = {}
     for s in in_slots:
         seen_ids[id(alive[s])] = s
-    for i, (op, _, args, _, out) in enumerate(instrs):
-        for k, v in args:
-            if k == "s":
-                last_use[v] = i
+    for op, _, args, _, out in instrs:
         if op.view and args and args[0][0] == "s":
             viewed.add(args[0][1])
         for o in (out if isinstance(out, tuple) else (out,)):
@@ -51,8 +48,25 @@ def plan(instrs: list[tuple], in_slots: list[int], out_refs: list[tuple], alive:
                     and id(value) not in seen_ids):
                 owned.add(o)
             seen_ids.setdefault(id(value), o)
+    return owned, viewed
+
+
+def writable(value: Any, cache: dict | None = None) -> bool:
+    """Whether the program may write into ``value``: its backend takes writes and says it owns its memory."""
+    return _writable(type(value), {} if cache is None else cache) and _owns_memory(value)
+
+
+def plan(instrs: list[tuple], in_slots: list[int], out_refs: list[tuple], alive: list) -> dict[int, tuple]:
+    """Instruction index -> ``(position of the reused argument, operator)`` for each
+    instruction the program runs in place."""
+    last_use: dict[int, int] = {}
+    for i, (_, _, args, _, _) in enumerate(instrs):
+        for k, v in args:
+            if k == "s":
+                last_use[v] = i
+    owned, viewed = ownership(instrs, in_slots, alive)
     outputs = {v for k, v in out_refs if k == "s"}
-    writable: dict[type, bool] = {}
+    cache: dict[type, bool] = {}
     result: dict[int, tuple] = {}
     for i, (op, _, args, params, out) in enumerate(instrs):
         symbol = OPERATORS.get(op.name)
@@ -67,7 +81,7 @@ def plan(instrs: list[tuple], in_slots: list[int], out_refs: list[tuple], alive:
             a, r = alive[v], alive[out]
             if type(a) is not type(r) or tuple(a.shape) != tuple(r.shape) or a.dtype != r.dtype:
                 continue
-            if not _writable(type(a), writable) or not _owns_memory(a):
+            if not writable(a, cache):
                 continue
             result[i] = (p, symbol)
             break

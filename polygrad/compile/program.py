@@ -199,7 +199,7 @@ class Program:
             instrs, out_refs = _simplify(instrs, out_refs, tracer.alive, tracer.ones)
         kept = _live(instrs, out_refs)
         if optimize and _fusion.ENABLED:
-            kept = _fusion.fuse(kept, out_refs, tracer.alive)
+            kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
         self.instrs = kept
         self.in_slots = in_slots
         self.out_refs = out_refs

@@ -38,7 +38,7 @@ def source(nodes: tuple, inputs: tuple, outputs: tuple) -> tuple[str, str, str] 
     def ctype(dtype: Any) -> str | None:
         return CTYPES.get(np.dtype(dtype).name)
 
-    if any(ctype(d) is None for _, d in inputs) or any(ctype(n.dtype) is None for n in nodes):
+    if any(ctype(d) is None for _, d, *_ in inputs) or any(ctype(n.dtype) is None for n in nodes):
         return None
     shape = tuple(nodes[outputs[0]].shape)
     if any(tuple(nodes[j].shape) != shape for j in outputs):
@@ -62,7 +62,7 @@ def source(nodes: tuple, inputs: tuple, outputs: tuple) -> tuple[str, str, str] 
         lines.append(f"{ctype(node.dtype)} n{j} = {expr};")
     for m, j in enumerate(outputs):
         lines.append(f"o{m} = n{j};")
-    in_params = ", ".join(f"{np.dtype(d).name} i{k}" for k, (_, d) in enumerate(inputs))
+    in_params = ", ".join(f"{np.dtype(d).name} i{k}" for k, (_, d, *_) in enumerate(inputs))
     out_params = ", ".join(f"{np.dtype(nodes[j].dtype).name} o{m}" for m, j in enumerate(outputs))
     return in_params, out_params, "\n".join(lines)
 

@@ -17,7 +17,8 @@ the argument of a call step, or too large a subtree to inline; everything else
 stays inside a numexpr expression and never touches memory. Temporaries are
 dropped after their last use, and a dead one of the right shape and dtype
 receives the next result (``out=``): never an input of the group and never an
-output (outputs are new arrays).
+output (outputs are new arrays); the same for an input the program donates (an
+intermediate of its own that nothing else reads).
 
 Only homogeneous nodes join a numexpr expression (the operands have the
 result's dtype, or booleans as conditions; bool, int32, int64, float32, float64):
@@ -35,6 +36,9 @@ from typing import Any, Callable
 #: blocked virtual machine, whose cost per call is tens of microseconds (measured: two ops on
 #: 65,536 float32 take 13 us in NumPy, 45 us in numexpr; on 4,000,000 float64, 8 ms and 3-6 ms).
 MIN_BYTES = 4 * 2**20
+#: Below this many bytes a group is always declined: the fused kernel's Python steps (about a
+#: microsecond each) cost more than the passes they save.
+MIN_SMALL_BYTES = 64 * 2**10
 #: A numexpr expression holds at most this many nodes and distinct variables; larger
 #: subtrees are materialized (numexpr's programs are limited, and shared subtrees are repeated).
 MAX_EXPRESSION_NODES = 48
@@ -76,13 +80,18 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
     import numpy as np
 
     min_bytes = MIN_BYTES if min_bytes is None else min_bytes
-    if min_bytes and max(_size(n.shape) * np.dtype(n.dtype).itemsize for n in nodes) < min_bytes:
+    largest = max(_size(n.shape) * np.dtype(n.dtype).itemsize for n in nodes)
+    if min_bytes and largest < min(min_bytes, MIN_SMALL_BYTES):
+        return None  # a few kilobytes: the kernels cost less than the fused kernel's own steps
+    if min_bytes and largest < min_bytes:
         # Cache-sized arrays: NumPy alone, where a cast can be left to the ufunc reading it
-        # (ReLU's backward: g * (ans > 0) in one multiply, no float mask).
+        # (ReLU's backward: g * (ans > 0) in one multiply, no float mask) or a donated array
+        # can take a result (the SGD update W - lr * g writes into g: no new array).
         reduced = _without_bool_casts(np, nodes, inputs, outputs)
-        if reduced is None:
-            return None
-        nodes, outputs = reduced
+        if reduced is None and not any(_donated(i) and (tuple(i[0]), np.dtype(i[1])) == (tuple(n.shape), np.dtype(n.dtype))
+                                       for i in inputs for n in nodes):
+            return None  # nothing to save: no cast to leave out, no donated array to write into
+        nodes, outputs = reduced or (nodes, outputs)
         numexpr, require_gain = None, False
     arg_dtypes = [[_dtype_of(a, nodes, inputs) for a in n.args] for n in nodes]
     templates: list[Any] = [None] * len(nodes)
@@ -161,6 +170,11 @@ def _without_bool_casts(np: Any, nodes: tuple, inputs: tuple, outputs: tuple) ->
         index[j] = ("node", len(kept))
         kept.append(n._replace(args=args))
     return tuple(kept), tuple(index[j][1] for j in outputs)
+
+
+def _donated(inp: tuple) -> bool:
+    """Whether the program gives this input to the kernel to overwrite (``inputs[i][2]``)."""
+    return len(inp) > 2 and bool(inp[2])
 
 
 def _size(shape: tuple) -> int:
@@ -309,7 +323,7 @@ class _Plan:
                 last[r] = k
         # Reuse: a temporary (a stored node that is no output) whose last read is step k can
         # receive step k's result when the shapes and dtypes match.
-        protected = set(outputs) | set(range(n_in))
+        protected = set(outputs) | {i for i in range(n_in) if not _donated(self.inputs[i])}
         free_after: list[list[int]] = [[] for _ in program]
         reuse: list[int | None] = [None] * len(program)
         for k, (kind, fn, operands, j) in enumerate(program):
@@ -320,8 +334,9 @@ class _Plan:
             ufunc = self._ufunc(node) if kind == "call" else None
             if kind == "ne" or ufunc is not None:
                 for r in free_after[k]:
-                    src = nodes[steps[r - n_in]]
-                    if tuple(src.shape) == tuple(node.shape) and np.dtype(src.dtype) == np.dtype(node.dtype):
+                    shape, dtype = ((self.inputs[r][0], self.inputs[r][1]) if r < n_in
+                                    else (nodes[steps[r - n_in]].shape, nodes[steps[r - n_in]].dtype))
+                    if tuple(shape) == tuple(node.shape) and np.dtype(dtype) == np.dtype(node.dtype):
                         reuse[k] = r
                         break
         compiled_steps = []
