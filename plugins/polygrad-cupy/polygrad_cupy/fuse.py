@@ -86,9 +86,9 @@ def _line(np: Any, node: Any, operands: list, dtypes: list) -> str | None:
             return f"(({c}){text})"
         return o if dtypes[k] == np.dtype(to) else f"(({c}){o})"
 
-    if name in _ARITHMETIC and len(operands) == 2 and loop == out:
-        if name == "divide" and out.kind != "f":
-            return None
+    if name == "divide" and len(operands) == 2 and out.kind == "f":  # true division: in the result's float dtype
+        return f"{cast(0, out)} / {cast(1, out)}"
+    if name in _ARITHMETIC and name != "divide" and len(operands) == 2 and loop == out:
         return f"{cast(0, out)} {_ARITHMETIC[name]} {cast(1, out)}"
     if name in _COMPARE and len(operands) == 2 and out.kind == "b":
         return f"{cast(0, loop)} {_COMPARE[name]} {cast(1, loop)}"
