@@ -224,7 +224,7 @@ def fmt_value(v: float, unit: str) -> str:
     if unit == "s":
         return fmt_time(v).strip()
     if unit == "B":
-        return f"{v / 2**20:.1f} MiB"
+        return f"{v / 2**20:.1f} MiB" if v >= 2**20 else f"{v / 2**10:.1f} KiB"
     return f"{v:.3g} {unit}"
 
 
