@@ -22,6 +22,7 @@ Running is a single call of that function: no graph bookkeeping per call.
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any, Sequence
 
 from polygrad.compile import fusion as _fusion
@@ -185,6 +186,13 @@ def _freeze(value: Any) -> Any:
     return ("obj", id(value))
 
 
+#: Kernels that are Python operators, as the text around their operands in generated code.
+_INFIX = {operator.add: ("", " + ", ""), operator.sub: ("", " - ", ""), operator.mul: ("", " * ", ""),
+          operator.truediv: ("", " / ", ""), operator.pow: ("", " ** ", ""), operator.neg: ("-", ""),
+          operator.eq: ("", " == ", ""), operator.ne: ("", " != ", ""), operator.lt: ("", " < ", ""),
+          operator.le: ("", " <= ", ""), operator.gt: ("", " > ", ""), operator.ge: ("", " >= ", "")}
+
+
 class Program:
     """A straight-line program over slots, compiled to one Python function.
 
@@ -200,6 +208,8 @@ class Program:
         kept = _live(instrs, out_refs)
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
+        if optimize:
+            kept = _rewrite.typed_scalars(kept, tracer.alive)
         self.instrs = kept
         self.in_slots = in_slots
         self.out_refs = out_refs
@@ -224,6 +234,10 @@ class Program:
                 if k == "s":
                     last_use[v] = i
         outputs = {v for k, v in self.out_refs if k == "s"}
+        var: dict[int, str] = {}  # slot -> its variable (a slot computed in place takes its operand's)
+
+        def ref(kind: str, v: Any) -> str:
+            return var.get(v, f"s{v}") if kind == "s" else const(v)
 
         def const(value: Any) -> str:
             if type(value) in (bool, int) or (type(value) is float and value == value and abs(value) != float("inf")):
@@ -234,20 +248,28 @@ class Program:
 
         lines = [f"def program({', '.join(f's{s}' for s in self.in_slots)}):"]
         for i, (op, impl, args, params, out) in enumerate(self.instrs):
-            operands = [f"s{v}" if kind == "s" else const(v) for kind, v in args]
+            operands = [ref(kind, v) for kind, v in args]
+            reused = None
+            infix = _INFIX.get(impl) if type(impl) is type(operator.add) else None
             if i in self._inplace:  # a dead intermediate takes the result (see polygrad.compile.inplace)
                 p, symbol = self._inplace[i]
+                reused = args[p][1]
                 lines.append(f"    {operands[p]} {symbol} {operands[1 - p]}  # {op.name}, in place")
-                lines.append(f"    s{out} = {operands[p]}")
+                var[out] = operands[p]
+            elif not params and infix and len(operands) == len(infix) - 1:
+                # an operator row's kernel is the operator itself: written as one, it skips a call
+                expr = infix[0] + "".join(o + t for o, t in zip(operands, infix[1:]))
+                lines.append(f"    s{out} = {expr}  # {op.name}")
             else:
                 k = f"k{len(names)}"
                 names[k] = functools.partial(impl, **params) if params else impl
                 target = f"s{out}" if not isinstance(out, tuple) else ", ".join(f"s{o}" for o in out) + ("," if len(out) == 1 else "")
                 lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
-            dead = [v for kind, v in args if kind == "s" and last_use.get(v) == i and v not in outputs]
+            dead = sorted({ref("s", v) for kind, v in args
+                           if kind == "s" and last_use.get(v) == i and v not in outputs and v != reused})
             if dead:
-                lines.append(f"    del {', '.join(f's{v}' for v in sorted(set(dead)))}")
-        rets = ", ".join(f"s{v}" if kind == "s" else const(v) for kind, v in self.out_refs)
+                lines.append(f"    del {', '.join(dead)}")
+        rets = ", ".join(ref(kind, v) for kind, v in self.out_refs)
         lines.append(f"    return ({rets}{',' if len(self.out_refs) == 1 else ''})")
         source = "\n".join(lines)
         code = compile(source, "<polygrad compiled function>", "exec")

@@ -189,3 +189,49 @@ def note_kept(op: Any, args: tuple, out: int, facts: Facts) -> None:
     if op.name in _NON_NEGATIVE or (op.name == "multiply" and len(args) == 2 and args[0] == args[1]
                                      and args[0][0] == "s"):
         facts.non_negative.add(out)
+
+
+#: Rows whose Python-scalar operand the standard converts to the array operand's dtype.
+_SCALAR_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide"})
+
+
+def typed_scalars(instrs: list[tuple], alive: list) -> list[tuple]:
+    """Python floats and ints beside a real floating array in ``add``, ``subtract``,
+    ``multiply`` and ``divide`` become 0-d arrays of the array's dtype, made once.
+
+    The standard converts such a scalar to the array's dtype before the operation, so
+    the values are the same; what changes is that the conversion no longer runs at
+    every call (NumPy spends more converting a Python float than adding ten numbers).
+    Only on eager backends, where the result has the array operand's dtype and shape.
+    """
+    made: dict[tuple, Any] = {}
+    out = []
+    for ins in instrs:
+        op, impl, args, params, slot = ins
+        if op.name in _SCALAR_ARITHMETIC and not params and len(args) == 2 and not isinstance(slot, tuple):
+            kinds = [k for k, _ in args]
+            if sorted(kinds) == ["c", "s"]:
+                c = 0 if kinds[0] == "c" else 1
+                value, array, result = args[c][1], alive[args[1 - c][1]], alive[slot]
+                if (type(value) in (int, float) and type(array) not in _SCALARS and type(result) is type(array)
+                        and tuple(result.shape) == tuple(array.shape) and result.dtype == array.dtype):
+                    typed = _typed(value, array, made)
+                    if typed is not None:
+                        args = (("c", typed), args[1]) if c == 0 else (args[0], ("c", typed))
+                        ins = (op, impl, args, params, slot)
+        out.append(ins)
+    return out
+
+
+def _typed(value: Any, array: Any, made: dict) -> Any:
+    """``value`` as a 0-d array of ``array``'s real floating dtype (None on a lazy backend)."""
+    key = (type(array), array.dtype, type(value), value)
+    if key not in made:
+        try:
+            backend = backend_of_type(type(array))
+            xp = backend.xp
+            ok = not backend.lazy and xp.isdtype(array.dtype, "real floating")
+            made[key] = xp.asarray(value, dtype=array.dtype) if ok else None
+        except Exception:
+            made[key] = None
+    return made[key]
