@@ -68,7 +68,23 @@ def blas_info() -> str:
             desc = "unknown"
     unset = os.environ.get(_UNSET_NOTE)
     note = f"; unset for this run: {unset}" if unset else ""
-    return f"numpy {np.__version__}, BLAS: {desc}{note}"
+    return f"numpy {np.__version__}, BLAS: {desc}{note}; {thread_settings()}"
+
+
+def thread_settings() -> str:
+    """The thread settings that change timings: OPENBLAS_NUM_THREADS (on a machine whose cores
+    are busy, OpenBLAS's threads can make a step many times slower) and numexpr's threads
+    (the fused kernels of compiled functions)."""
+    blas = os.environ.get("OPENBLAS_NUM_THREADS")
+    text = f"OPENBLAS_NUM_THREADS={blas}" if blas else "OPENBLAS_NUM_THREADS unset (OpenBLAS uses every core)"
+    try:
+        import numexpr
+
+        text += f", numexpr {numexpr.__version__} with {numexpr.get_num_threads()} threads"
+        text += " (VML)" if getattr(numexpr, "use_vml", False) else ""
+    except ImportError:
+        text += ", numexpr not installed (compiled functions run unfused on numpy)"
+    return text
 
 
 def _cpu_times() -> tuple[int, int] | None:
@@ -145,6 +161,43 @@ def timeit_pair(fn_a, fn_b, *, repeat: int, number: int = 1, warmup: int = 2, ro
     return merge(a_samples), merge(b_samples)
 
 
+def measure_peak(step) -> dict:
+    """Peak traced bytes above the baseline during one ``step()`` (after one untraced warm-up
+    call): ``tracemalloc`` sees numpy's data buffers and Python's objects alike."""
+    import tracemalloc
+
+    step()
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    out = step()
+    cur, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del out
+    return {"peak_extra": peak - base, "retained": cur - base}
+
+
+def memory_in_subprocess(script: str, side: str) -> dict:
+    """Run ``script --measure-memory SIDE`` in a fresh process; its last line is the JSON of
+    :func:`measure_peak` (a fresh process: no allocator state left over from the timings)."""
+    import subprocess
+
+    env, _ = clean_env()
+    out = subprocess.run([sys.executable, os.path.abspath(script), "--measure-memory", side],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_memory_main(argv: list[str], steps: dict) -> bool:
+    """In a benchmark's main: answer ``--measure-memory SIDE`` (``steps[SIDE]()`` gives the
+    step function) and return True, else return False."""
+    if "--measure-memory" not in argv:
+        return False
+    side = argv[argv.index("--measure-memory") + 1]
+    print(json.dumps(measure_peak(steps[side]())))
+    return True
+
+
 def fmt_time(s: float) -> str:
     if s < 1e-3:
         return f"{s * 1e6:8.1f} us"
@@ -153,16 +206,17 @@ def fmt_time(s: float) -> str:
     return f"{s:8.3f} s "
 
 
-def result(name: str, metric: str, numpy_value, polygrad_value, target: float, unit: str = "s") -> dict:
+def result(name: str, metric: str, numpy_value, polygrad_value, target: float | None, unit: str = "s") -> dict:
     """A summary row. For times pass the two ``timeit`` dicts: the status is judged on
     the ratio of the minimum times (the least disturbed by other processes); the
-    ratio of the medians is reported beside it."""
+    ratio of the medians is reported beside it. ``target=None``: reported only ("info")."""
     row = {"benchmark": name, "metric": metric, "unit": unit, "target": target}
     if isinstance(numpy_value, dict):
         row["ratio_median"] = polygrad_value["median"] / numpy_value["median"]
         numpy_value, polygrad_value = numpy_value["min"], polygrad_value["min"]
-    ratio = polygrad_value / numpy_value
-    row.update(numpy=numpy_value, polygrad=polygrad_value, ratio=ratio, status="PASS" if ratio <= target else "MISS")
+    ratio = polygrad_value / numpy_value if numpy_value else float("inf")
+    status = "info" if target is None else "PASS" if ratio <= target else "MISS"
+    row.update(numpy=numpy_value, polygrad=polygrad_value, ratio=ratio, status=status)
     return row
 
 
@@ -170,20 +224,21 @@ def fmt_value(v: float, unit: str) -> str:
     if unit == "s":
         return fmt_time(v).strip()
     if unit == "B":
-        return f"{v / 2**20:.1f} MiB"
+        return f"{v / 2**20:.1f} MiB" if v >= 2**20 else f"{v / 2**10:.1f} KiB"
     return f"{v:.3g} {unit}"
 
 
 def print_results(rows: list[dict]) -> None:
-    head = (f"{'benchmark':<10} {'metric':<20} {'numpy':>11} {'polygrad':>11} {'ratio':>8} "
+    head = (f"{'benchmark':<10} {'metric':<26} {'numpy':>11} {'polygrad':>11} {'ratio':>8} "
             f"{'(median)':>8} {'target':>7}  status")
     print(head)
     print("-" * len(head))
     for r in rows:
         med = f"{r['ratio_median']:.2f}x" if "ratio_median" in r else ""
+        target = f"{r['target']:>6.2f}x" if r["target"] is not None else f"{'-':>7}"
         print(
-            f"{r['benchmark']:<10} {r['metric']:<20} {fmt_value(r['numpy'], r['unit']):>11} "
-            f"{fmt_value(r['polygrad'], r['unit']):>11} {r['ratio']:>7.3f}x {med:>8} {r['target']:>6.2f}x  {r['status']}"
+            f"{r['benchmark']:<10} {r['metric']:<26} {fmt_value(r['numpy'], r['unit']):>11} "
+            f"{fmt_value(r['polygrad'], r['unit']):>11} {r['ratio']:>7.3f}x {med:>8} {target}  {r['status']}"
         )
 
 

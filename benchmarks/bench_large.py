@@ -9,8 +9,8 @@ expressions (numpy's temporary elision reuses temporaries on its own)::
 
     dloss/dx = x * (1 - t*t) + t - 2 * x * e
 
-Reports the time ratio (target <= 1.3x) and the ratio of peak extra memory
-(target <= 1.5x): peak minus baseline as traced by ``tracemalloc`` (numpy
+Reports the time ratio (target <= 1.2x) and the ratio of peak extra memory
+(target <= 1.0x): peak minus baseline as traced by ``tracemalloc`` (numpy
 reports its data buffers to it), with ``x`` already allocated, each side
 measured in a fresh subprocess after one untraced warm-up step.
 
@@ -34,8 +34,8 @@ import numpy as np  # noqa: E402
 import polygrad as pg  # noqa: E402
 
 N = 4_000_000
-TIME_TARGET = 1.3
-MEM_TARGET = 1.5
+TIME_TARGET = 1.2  # issue 15: eager at most 1.2x numpy, with peak memory at or below numpy's
+MEM_TARGET = 1.0
 
 
 def make_x() -> np.ndarray:
@@ -162,8 +162,8 @@ def main(argv: list[str]) -> list[dict]:
           f"polygrad {m_pg['peak_extra'] / arr:.2f} arrays of {arr / 2**20:.1f} MiB "
           f"(retained after step: {m_np['retained'] / arr:.2f} / {m_pg['retained'] / arr:.2f}, the gradient)")
     rows = [
-        result("large", "time (min)", t_np, t_pg, TIME_TARGET),
-        result("large", "peak extra memory", m_np["peak_extra"], m_pg["peak_extra"], MEM_TARGET, unit="B"),
+        result("large", "elementwise eager time", t_np, t_pg, TIME_TARGET),
+        result("large", "elementwise eager memory", m_np["peak_extra"], m_pg["peak_extra"], MEM_TARGET, unit="B"),
     ]
     emit(rows, argv)
     return rows

@@ -74,6 +74,7 @@ class Backend:
         self._kernels: dict[str, Callable] | None = None
         self._usable: tuple[bool, str] | None = None
         self._owns: Callable[[Any], bool] | None = None
+        self._fuse_broken = False
         self.raw_ops: Any = None  # the ops namespace over raw arrays, filled by the op table
 
     def __repr__(self) -> str:
@@ -210,6 +211,26 @@ class Backend:
                 kernels = {}
             self._kernels = dict(kernels)
         return self._kernels
+
+    def fuse_elementwise(self, nodes: tuple, inputs: tuple, outputs: tuple) -> Callable | None:
+        """The plugin's fused kernel for a group of elementwise nodes (see
+        ``polygrad_fuse_elementwise``), or None where it declines. A hook that raises or
+        answers something that is not callable is a PluginWarning, and this backend is
+        asked no more (its groups run node by node)."""
+        if self._fuse_broken:
+            return None
+        try:
+            kernel = self._hook.polygrad_fuse_elementwise(backend=self.name, nodes=nodes, inputs=inputs, outputs=outputs)
+        except Exception as exc:
+            kernel, what = None, f"raised {type(exc).__name__}: {exc}"
+        else:
+            if kernel is None or callable(kernel):
+                return kernel
+            what = f"answered {kernel!r}, not a callable"
+        self._fuse_broken = True
+        warnings.warn(f"polygrad: {self.origin}: polygrad_fuse_elementwise {what}; backend {self.name!r} "
+                      "runs compiled programs unfused", PluginWarning, stacklevel=3)
+        return None
 
     def can_do_npz(self) -> bool:
         """Whether the plugin reads and writes ``.npz`` files (asked with ``file=None``)."""

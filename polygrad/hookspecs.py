@@ -349,6 +349,38 @@ def polygrad_synchronize(backend: str) -> "bool | None":
 
 
 @hookspec(firstresult=True)
+def polygrad_fuse_elementwise(backend: str, nodes: tuple, inputs: tuple, outputs: tuple) -> "Callable[..., tuple] | None":
+    """Compile a subgraph of elementwise kernels of a compiled function into one kernel.
+
+    Stops at the first non-None result. Optional, for speed only: compiled
+    functions (``pg.function``) offer each maximal group of elementwise kernels
+    of their program (forward and backward together, two kernels or more, no
+    random draws) and run a declined group node by node. Decline (answer None)
+    whatever the backend cannot compute exactly as the nodes would, or where
+    fusing would not pay (small arrays). The result must agree with the nodes'
+    to the dtype's rounding, with the dtypes the nodes give.
+
+    :param backend: the backend's name.
+    :param nodes: the group, each node after the nodes it reads; each a named tuple
+        ``(op, args, params, shape, dtype, kernel)`` (:class:`polygrad.compile.fusion.FusedNode`):
+        the row's name (``"add"``, ``"exp"``, ``"where"``, ``"astype"``, ``"relu"`` ...),
+        its arguments, each ``("input", i)``, ``("node", j)`` (the result of node
+        ``j``) or ``("scalar", value)`` (a Python bool, int or float, a weak scalar
+        as the standard types it), the row's keyword parameters, the shape and
+        dtype of its result, and the row's kernel on this backend
+        (``kernel(*args, **params)``, for the nodes a backend computes one by one).
+    :param inputs: ``(shape, dtype, donated)`` of each array the kernel takes, in
+        order. ``donated`` is True for an intermediate the program made and reads
+        nowhere else: the kernel may write into it (as an output's buffer, say);
+        never for the caller's arrays, shared values or constants.
+    :param outputs: indices of the nodes whose results the kernel returns, in order.
+    :return: ``kernel(*arrays) -> tuple`` of one array per output, each new or a
+        donated input (never another input or a view of one: the program may write
+        into it), or None.
+    """
+
+
+@hookspec(firstresult=True)
 def polygrad_forbid_compute(backend: str) -> "ContextManager[Any] | None":
     """Return a context manager inside which computing any array of ``backend``
     raises an error (for example a dask scheduler that refuses every graph).

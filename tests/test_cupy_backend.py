@@ -172,3 +172,72 @@ def test_gpu_conformance_suite_passes():
     out = subprocess.run([sys.executable, "-m", "polygrad_conformance", "cupy", "-q", "-p", "no:randomly"],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-5000:]
+
+
+# ---------------------------------------------------------------------------
+# Fusion: one ElementwiseKernel per group (its CUDA C is built and checked without a GPU)
+# ---------------------------------------------------------------------------
+def _nodes(*specs):
+    from polygrad.compile.fusion import FusedNode
+
+    return tuple(FusedNode(op, args, params, shape, np.dtype(dtype), None) for op, args, params, shape, dtype in specs)
+
+
+def test_fused_source_of_relu_backward():
+    """g * astype(ans > 0): one line per node, the scalar typed as the compare's operand, one output."""
+    from polygrad_cupy.fuse import source
+
+    nodes = _nodes(("greater", (("input", 0), ("scalar", 0)), {}, (4,), "bool"),
+                   ("astype", (("node", 0),), {"dtype": np.float32}, (4,), "float32"),
+                   ("multiply", (("input", 1), ("node", 1)), {}, (4,), "float32"))
+    in_params, out_params, body = source(nodes, (((4,), np.dtype("float32"), False),) * 2, (2,))
+    assert (in_params, out_params) == ("float32 i0, float32 i1", "float32 o0")
+    assert body.splitlines() == ["bool n0 = i0 > ((float)0.0);", "float n1 = ((float)n0);", "float n2 = i1 * n1;",
+                                 "o0 = n2;"]
+
+
+def test_fused_source_follows_numpy_promotion():
+    """int32 + int64 casts to int64; an int divided by an int gives double; NaN and inf scalars are spelled in C."""
+    from polygrad_cupy.fuse import source
+
+    nodes = _nodes(("add", (("input", 0), ("input", 1)), {}, (3,), "int64"),
+                   ("divide", (("node", 0), ("input", 1)), {}, (3,), "float64"),
+                   ("maximum", (("node", 1), ("scalar", float("inf"))), {}, (3,), "float64"))
+    inputs = (((3,), np.dtype("int32"), False), ((3,), np.dtype("int64"), False))
+    _, _, body = source(nodes, inputs, (2,))
+    lines = body.splitlines()
+    assert lines[0] == "long long n0 = ((long long)i0) + i1;"
+    assert lines[1] == "double n1 = ((double)n0) / ((double)i1);"
+    assert "0x7ff0000000000000" in lines[2]
+
+
+def test_fused_source_declines_what_it_cannot_write():
+    """An op without a CUDA line here, a float16 array, or outputs of two shapes: declined (None)."""
+    from polygrad_cupy.fuse import source
+
+    assert source(_nodes(("floor", (("input", 0),), {}, (3,), "float64")), (((3,), np.dtype("float64"), False),), (0,)) is None
+    assert source(_nodes(("exp", (("input", 0),), {}, (3,), "float16")), (((3,), np.dtype("float16"), False),), (0,)) is None
+    two = _nodes(("exp", (("input", 0),), {}, (3, 1), "float64"), ("add", (("node", 0), ("input", 1)), {}, (3, 4), "float64"))
+    assert source(two, (((3, 1), np.dtype("float64"), False), ((3, 4), np.dtype("float64"), False)), (0, 1)) is None
+
+
+@gpu
+def test_fused_kernel_agrees_with_unfused_on_gpu(monkeypatch):
+    """On a GPU the fused elementwise case equals the program run node by node."""
+    from polygrad import symbolic as T
+    from polygrad.compile import fusion
+
+    with pg.using_backend("cupy"):
+        import cupy
+
+        x = T.vector("x")
+        cost = pg.sum(pg.tanh(x) * x + pg.exp(-x * x))
+        outs = [cost, T.grad(cost, x)]
+        xv = cupy.linspace(-2, 2, 100_000)
+        fused = pg.function([x], outs)
+        got = fused(xv)
+        assert "fused" in fused.program_source()
+        monkeypatch.setattr(fusion, "ENABLED", False)
+        want = pg.function([x], outs)(xv)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(cupy.asnumpy(g), cupy.asnumpy(w), rtol=1e-13, atol=1e-13)

@@ -6,23 +6,30 @@ Compiling (once per input shapes and dtypes):
    eager ops (gradients through the ordinary backward engine with
    ``create_graph=True``) while a tracing hook records every kernel call:
    ``(kernel, argument slots or constants, parameters, output slot)``.
-2. *Optimize*: constant folding, common-subexpression elimination, then
-   dead-code removal from the outputs and updates. Rows declared
-   ``deterministic=False`` (random draws) are never folded or merged.
-3. *Generate*: one Python function whose body is the straight-line program,
-   with each intermediate deleted after its last use.
+2. *Optimize*: constant folding, algebraic simplification
+   (:mod:`polygrad.compile.rewrite`) and common-subexpression elimination in one
+   pass, then dead-code removal from the outputs and updates. Rows declared
+   ``deterministic=False`` (random draws) are never folded, rewritten or merged.
+3. *Fuse*: each maximal group of elementwise kernels is offered to its backend
+   as one kernel (:mod:`polygrad.compile.fusion`); a declined group runs node by node.
+4. *Generate*: one Python function whose body is the straight-line program,
+   with each intermediate deleted after its last use, and dead intermediates
+   reused in place where the backend takes writes (:mod:`polygrad.compile.inplace`).
 
-Running is a single call of that function: no graph bookkeeping per call. A
-later fusion step (a backend compiling runs of elementwise kernels into one)
-would slot in between steps 2 and 3.
+Running is a single call of that function: no graph bookkeeping per call.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any, Sequence
 
+from polygrad.compile import fusion as _fusion
+from polygrad.compile import inplace as _inplace
+from polygrad.compile import rewrite as _rewrite
 from polygrad.compile.symbolic import SymbolicArray
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.variable import Variable
@@ -58,6 +65,7 @@ class _Tracer(FunctionHook):
         self.alive: list[Any] = []  # the traced value of each slot (keeps ids unique)
         self.instrs: list[tuple] = []
         self.n_slots = 0
+        self.ones: dict[int, Any] = {}  # id -> constant array known to hold ones (a gradient seed)
 
     def new_slot(self, array: Any) -> int:
         s = self.n_slots
@@ -143,7 +151,13 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 key = (cost.id, tuple(w.id for w in wrt))
                 if key not in grads:
                     # T.grad checked the connection when the gradient was asked for: None means zeros here
-                    gs = _grad(env[cost.id], [env[w.id] for w in wrt], create_graph=True, allow_unused=True)
+                    loss = env[cost.id]
+                    seed = None
+                    if loss._node is None or not loss._node.accepts_no_grad:
+                        # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
+                        seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
+                        tracer.ones[id(seed[0])] = seed[0]  # (held: ids stay unique)
+                    gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
                     grads[key] = [
                         g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
                         for g, w in zip(gs, wrt)
@@ -172,6 +186,13 @@ def _freeze(value: Any) -> Any:
     return ("obj", id(value))
 
 
+#: Kernels that are Python operators, as the text around their operands in generated code.
+_INFIX = {operator.add: ("", " + ", ""), operator.sub: ("", " - ", ""), operator.mul: ("", " * ", ""),
+          operator.truediv: ("", " / ", ""), operator.pow: ("", " ** ", ""), operator.neg: ("-", ""),
+          operator.eq: ("", " == ", ""), operator.ne: ("", " != ", ""), operator.lt: ("", " < ", ""),
+          operator.le: ("", " <= ", ""), operator.gt: ("", " > ", ""), operator.ge: ("", " >= ", "")}
+
+
 class Program:
     """A straight-line program over slots, compiled to one Python function.
 
@@ -182,45 +203,13 @@ class Program:
     def __init__(self, tracer: _Tracer, in_slots: list[int], out_refs: list[tuple], *, optimize: bool = True,
                  borrowed: Sequence[int] = ()) -> None:
         instrs = tracer.instrs
-        # Constant folding: a kernel whose arguments are all constants ran at
-        # trace time; its traced value becomes a constant (a random draw must run at every call).
-        folded: dict[int, Any] = {}
-        live = []
-        for op, impl, args, params, out in instrs:
-            args = tuple(("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in args)
-            if optimize and op.deterministic and all(k == "c" for k, _ in args):
-                folded[out] = tracer.alive[out]
-                continue
-            live.append((op, impl, args, params, out))
-        instrs = live
-        out_refs = [("c", folded[v]) if k == "s" and v in folded else (k, v) for k, v in out_refs]
-        # Common subexpressions: the same kernel on the same arguments and parameters
-        # (two random draws are two draws, however alike).
-        alias: dict[int, int] = {}
-        seen: dict[Any, int] = {}
-        cse = []
-        for op, impl, args, params, out in instrs:
-            args = tuple(("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in args)
-            try:
-                key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args),
-                       _freeze(params or {})) if optimize and op.deterministic else None
-            except TypeError:
-                key = None
-            if key is not None and key in seen:
-                alias[out] = seen[key]
-                continue
-            if key is not None:
-                seen[key] = out
-            cse.append((op, impl, args, params, out))
-        out_refs = [("s", alias.get(v, v)) if k == "s" else (k, v) for k, v in out_refs]
-        # Dead code: keep what the outputs need.
-        needed = {v for k, v in out_refs if k == "s"}
-        kept = []
-        for ins in reversed(cse):
-            if ins[4] in needed:
-                kept.append(ins)
-                needed.update(v for k, v in ins[2] if k == "s")
-        kept.reverse()
+        if optimize:
+            instrs, out_refs = _simplify(instrs, out_refs, tracer.alive, tracer.ones)
+        kept = _live(instrs, out_refs)
+        if optimize and _fusion.ENABLED:
+            kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
+        if optimize:
+            kept = _rewrite.typed_scalars(kept, tracer.alive)
         self.instrs = kept
         self.in_slots = in_slots
         self.out_refs = out_refs
@@ -233,6 +222,8 @@ class Program:
         self.may_alias_input = [k == "c" or v in aliasing for k, v in out_refs]
         self.n_kernels = len(kept)
         self.n_traced = len(tracer.instrs)
+        self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))
+        self._inplace = _inplace.plan(kept, in_slots, out_refs, tracer.alive) if optimize else {}
         self.fn, self.source = self._generate()
 
     def _generate(self) -> tuple[Any, str]:
@@ -243,6 +234,10 @@ class Program:
                 if k == "s":
                     last_use[v] = i
         outputs = {v for k, v in self.out_refs if k == "s"}
+        var: dict[int, str] = {}  # slot -> its variable (a slot computed in place takes its operand's)
+
+        def ref(kind: str, v: Any) -> str:
+            return var.get(v, f"s{v}") if kind == "s" else const(v)
 
         def const(value: Any) -> str:
             if type(value) in (bool, int) or (type(value) is float and value == value and abs(value) != float("inf")):
@@ -253,14 +248,28 @@ class Program:
 
         lines = [f"def program({', '.join(f's{s}' for s in self.in_slots)}):"]
         for i, (op, impl, args, params, out) in enumerate(self.instrs):
-            k = f"k{len(names)}"
-            names[k] = functools.partial(impl, **params) if params else impl
-            call = ", ".join(f"s{v}" if kind == "s" else const(v) for kind, v in args)
-            lines.append(f"    s{out} = {k}({call})  # {op.name}")
-            dead = [v for kind, v in args if kind == "s" and last_use.get(v) == i and v not in outputs]
+            operands = [ref(kind, v) for kind, v in args]
+            reused = None
+            infix = _INFIX.get(impl) if type(impl) is type(operator.add) else None
+            if i in self._inplace:  # a dead intermediate takes the result (see polygrad.compile.inplace)
+                p, symbol = self._inplace[i]
+                reused = args[p][1]
+                lines.append(f"    {operands[p]} {symbol} {operands[1 - p]}  # {op.name}, in place")
+                var[out] = operands[p]
+            elif not params and infix and len(operands) == len(infix) - 1:
+                # an operator row's kernel is the operator itself: written as one, it skips a call
+                expr = infix[0] + "".join(o + t for o, t in zip(operands, infix[1:]))
+                lines.append(f"    s{out} = {expr}  # {op.name}")
+            else:
+                k = f"k{len(names)}"
+                names[k] = functools.partial(impl, **params) if params else impl
+                target = f"s{out}" if not isinstance(out, tuple) else ", ".join(f"s{o}" for o in out) + ("," if len(out) == 1 else "")
+                lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
+            dead = sorted({ref("s", v) for kind, v in args
+                           if kind == "s" and last_use.get(v) == i and v not in outputs and v != reused})
             if dead:
-                lines.append(f"    del {', '.join(f's{v}' for v in sorted(set(dead)))}")
-        rets = ", ".join(f"s{v}" if kind == "s" else const(v) for kind, v in self.out_refs)
+                lines.append(f"    del {', '.join(dead)}")
+        rets = ", ".join(ref(kind, v) for kind, v in self.out_refs)
         lines.append(f"    return ({rets}{',' if len(self.out_refs) == 1 else ''})")
         source = "\n".join(lines)
         code = compile(source, "<polygrad compiled function>", "exec")
@@ -269,6 +278,69 @@ class Program:
 
     def __call__(self, *values: Any) -> tuple:
         return self.fn(*values)
+
+
+def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: dict) -> tuple[list[tuple], list[tuple]]:
+    """One pass in program order: constant folding, algebraic simplification
+    (:mod:`polygrad.compile.rewrite`) and common-subexpression elimination.
+
+    Folding: a kernel whose arguments are all constants ran at trace time; its traced
+    value becomes a constant. Merging: the same kernel on the same arguments and
+    parameters runs once. A random row (``deterministic=False``) is never folded,
+    rewritten or merged: two draws are two draws, however alike.
+    """
+    facts = _rewrite.Facts(alive)
+    facts.uniform.update(dict.fromkeys(ones, 1))
+    folded: dict[int, Any] = {}
+    alias: dict[int, tuple] = {}
+    seen: dict[Any, int] = {}
+    kept = []
+
+    def sub(ref: tuple) -> tuple:
+        k, v = ref
+        if k != "s":
+            return ref
+        if v in folded:
+            return ("c", folded[v])
+        return alias.get(v, ref)
+
+    for op, impl, args, params, out in instrs:
+        args = tuple(sub(a) for a in args)
+        if op.deterministic and all(k == "c" for k, _ in args):
+            folded[out] = alive[out]
+            facts.note_folded(op, args, params, alive[out])
+            continue
+        simpler = _rewrite.simplify(op, args, params, out, facts)
+        if simpler is not None:
+            if simpler[0] == "alias":
+                alias[out] = simpler[1]
+                continue
+            op, impl, args, params = simpler
+        try:
+            key = (op.name, id(impl), tuple((k, v) if k == "s" else (k, _freeze(v)) for k, v in args),
+                   _freeze(params or {})) if op.deterministic else None
+        except TypeError:
+            key = None
+        if key is not None and key in seen:
+            alias[out] = ("s", seen[key])
+            continue
+        if key is not None:
+            seen[key] = out
+        _rewrite.note_kept(op, args, out, facts)
+        kept.append((op, impl, args, params, out))
+    return kept, [sub(r) for r in out_refs]
+
+
+def _live(instrs: list[tuple], out_refs: list[tuple]) -> list[tuple]:
+    """Dead code: the instructions the outputs need."""
+    needed = {v for k, v in out_refs if k == "s"}
+    kept = []
+    for ins in reversed(instrs):
+        if ins[4] in needed:
+            kept.append(ins)
+            needed.update(v for k, v in ins[2] if k == "s")
+    kept.reverse()
+    return kept
 
 
 def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],

@@ -114,3 +114,11 @@ def polygrad_memory_stats():
 
     pool = cupy.get_default_memory_pool()
     return {"used": int(pool.used_bytes()), "total": int(pool.total_bytes())}
+
+
+@hookimpl
+def polygrad_fuse_elementwise(nodes, inputs, outputs):
+    """The group as one ElementwiseKernel (``polygrad_cupy.fuse``)."""
+    from polygrad_cupy import fuse
+
+    return fuse.build(nodes, inputs, outputs)

@@ -405,3 +405,11 @@ class _NoCompute:
 @hookimpl
 def polygrad_forbid_compute():
     return _NoCompute()
+
+
+@hookimpl
+def polygrad_fuse_elementwise(nodes, inputs, outputs):
+    """One blockwise layer running NumPy's fused kernel per block (``polygrad_dask.fuse``)."""
+    from polygrad_dask import fuse
+
+    return fuse.build(nodes, inputs, outputs)

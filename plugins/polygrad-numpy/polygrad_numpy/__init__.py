@@ -126,3 +126,15 @@ def polygrad_kernels():
     # array_api_compat.numpy hands out numpy's own ufuncs (exp, log, sin, ...), so
     # those need no entry; its matmul is a Python wrapper that calls np.matmul.
     return {"matmul": np.matmul}
+
+
+@hookimpl
+def polygrad_fuse_elementwise(nodes, inputs, outputs):
+    """A fused kernel with numexpr (see ``polygrad_numpy.fuse``); declined without numexpr,
+    for small arrays, or where no step would compute more than one node."""
+    from polygrad_numpy import fuse
+
+    numexpr = fuse.numexpr_module()
+    if numexpr is None:
+        return None
+    return fuse.build(nodes, inputs, outputs, numexpr=numexpr)
