@@ -24,25 +24,46 @@ Variable namespace, the differentiable namespace ``o``) include it.
 **A backend** is a plugin: functions marked with :data:`hookimpl` answering the
 hooks of :mod:`polygrad.hookspecs`, which also holds the value types
 (:class:`BackendInfo`, :class:`RandomGenerator`); :class:`BackendLike` lists what
-polygrad reads from a backend object.
+polygrad reads from a backend object; :class:`FusedNode` is what a backend's
+``polygrad_fuse_elementwise`` is offered, and :func:`row` finds a row's kernel
+for a backend (to run single nodes of a fused group, or on another backend's blocks).
 """
 
 from polygrad.core.dispatch import ArrayBackendLike, BackendLike, backend_of_type
 from polygrad.core.function import Function
 from polygrad.core.hooks import FunctionHook
-from polygrad.core.op import Op, def_linear, def_nograd, defvjp
+from polygrad.compile.fusion import FusedNode
+from polygrad.core.op import REGISTRY, Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import Primitive, apply
 from polygrad.core.variable import admit_grad, is_floating
 from polygrad.hookspecs import BackendInfo, RandomGenerator, hookimpl, hookspec
 from polygrad.ops._export import binary, public, unary
 
+
+
+def row(name: str) -> Op:
+    """The row of the op table named ``name`` (every built-in op and every row a user
+    declared); ``row(name).kernel(backend)`` is its forward kernel on that backend, as
+    apply would run it (a backend's own kernel where it declares one).
+
+    :raises KeyError: naming the rows there are, when none has this name.
+    """
+    import polygrad.ops  # noqa: F401 - every built-in row registered
+
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"polygrad: no op row named {name!r}; there are {len(REGISTRY)}, e.g. "
+                       f"{', '.join(sorted(REGISTRY)[:8])}, ...") from None
+
+
 __all__ = [
     # ops
-    "Op", "defvjp", "def_linear", "def_nograd", "apply", "Primitive", "public", "unary", "binary",
+    "Op", "row", "defvjp", "def_linear", "def_nograd", "apply", "Primitive", "public", "unary", "binary",
     # functions and hooks on arrays
     "Function", "FunctionHook",
     # backends
-    "hookimpl", "hookspec", "BackendInfo", "RandomGenerator", "BackendLike", "ArrayBackendLike",
+    "hookimpl", "hookspec", "BackendInfo", "RandomGenerator", "BackendLike", "ArrayBackendLike", "FusedNode",
     # helpers
     "backend_of_type", "is_floating", "admit_grad",
 ]

@@ -362,13 +362,15 @@ def polygrad_fuse_elementwise(backend: str, nodes: tuple, inputs: tuple, outputs
 
     :param backend: the backend's name.
     :param nodes: the group, each node after the nodes it reads; each a named tuple
-        ``(op, args, params, shape, dtype, kernel)`` (:class:`polygrad.compile.fusion.FusedNode`):
+        ``(op, args, params, shape, dtype, kernel)`` (:class:`polygrad.extend.FusedNode`):
         the row's name (``"add"``, ``"exp"``, ``"where"``, ``"astype"``, ``"relu"`` ...),
         its arguments, each ``("input", i)``, ``("node", j)`` (the result of node
         ``j``) or ``("scalar", value)`` (a Python bool, int or float, a weak scalar
         as the standard types it), the row's keyword parameters, the shape and
         dtype of its result, and the row's kernel on this backend
-        (``kernel(*args, **params)``, for the nodes a backend computes one by one).
+        (``kernel(*args, **params)``, for the nodes a backend computes one by one;
+        ``polygrad.extend.row(op).kernel(other_backend)`` is the row's kernel on another
+        backend, as a lazy backend running numpy kernels on its blocks wants).
     :param inputs: ``(shape, dtype, donated)`` of each array the kernel takes, in
         order. ``donated`` is True for an intermediate the program made and reads
         nowhere else: the kernel may write into it (as an output's buffer, say);

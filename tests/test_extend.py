@@ -32,3 +32,27 @@ def test_a_plugin_needs_only_extend():
 
     assert E.hookimpl is H.hookimpl is pg.hookimpl
     assert E.BackendInfo is H.BackendInfo
+
+
+def test_row_finds_a_kernel_for_any_backend():
+    """row(name).kernel(backend) is the kernel apply runs there; an unknown name is a KeyError
+    that names some rows."""
+    import pytest
+
+    numpy_backend = pg.get_backend("numpy")
+    np.testing.assert_allclose(E.row("exp").kernel(numpy_backend)(np.array([0.0, 1.0])), [1.0, np.e])
+    assert E.row("exp") is REGISTRY["exp"]
+    with pytest.raises(KeyError, match="no op row named 'expp'; there are"):
+        E.row("expp")
+
+
+def test_elementwise_rows_are_declared_on_the_row():
+    """Fusion takes the rows that say they are element-wise: the element-wise chapter and nn's
+    pointwise rows; no reduction, view, linear algebra or random row says so."""
+    from polygrad.compile.fusion import elementwise_rows
+
+    rows = elementwise_rows()
+    assert {"add", "exp", "where", "astype", "relu", "sigmoid", "softplus", "erf"} <= rows
+    assert not rows & {"sum", "matmul", "reshape", "getitem", "softmax", "log_softmax", "linear", "dropout_mask"}
+    assert all(REGISTRY[n].elementwise for n in rows)
+    assert E.FusedNode._fields == ("op", "args", "params", "shape", "dtype", "kernel")

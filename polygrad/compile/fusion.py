@@ -37,8 +37,6 @@ from polygrad.core.dispatch import backend_of_type
 #: Off (``POLYGRAD_FUSION=0`` in the environment, or False here): compiled programs run node by node.
 ENABLED = os.environ.get("POLYGRAD_FUSION", "1") not in ("0", "false", "False", "no")
 
-#: Rows of :mod:`polygrad.ops.nn` that act element by element (the others in that module do not).
-_NN_POINTWISE = ("relu", "sigmoid", "softplus", "erf")
 #: Element-wise rows that are not worth a fused node (their result ignores the values).
 _SKIP = frozenset({"zeros_like", "ones_like"})
 
@@ -46,17 +44,16 @@ _rows: frozenset | None = None
 
 
 def elementwise_rows() -> frozenset:
-    """Names of the rows fusion may take: every row of the element-wise chapter
-    (:mod:`polygrad.ops.elementwise`) and nn's pointwise rows, less views other than
-    ``astype`` (their result shares memory), rows of several outputs and random rows."""
+    """Names of the rows fusion may take: the rows declared ``elementwise``, less views
+    other than ``astype`` (their result shares memory), rows of several outputs and
+    random rows."""
     global _rows
     if _rows is None:
-        from polygrad.core.op import REGISTRY, Op
-        from polygrad.ops import elementwise
+        import polygrad.ops  # noqa: F401 - every row registered
+        from polygrad.core.op import REGISTRY
 
-        names = {v.name for v in vars(elementwise).values() if isinstance(v, Op)} | set(_NN_POINTWISE)
-        _rows = frozenset(n for n in names if n in REGISTRY and n not in _SKIP and (n == "astype" or not REGISTRY[n].view)
-                          and not REGISTRY[n].multi and REGISTRY[n].deterministic)
+        _rows = frozenset(n for n, row in REGISTRY.items() if row.elementwise and n not in _SKIP
+                          and (n == "astype" or not row.view) and not row.multi and row.deterministic)
     return _rows
 
 

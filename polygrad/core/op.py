@@ -66,13 +66,14 @@ class Op:
     """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "unview", "casts", "_impl",
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "unview", "casts", "elementwise",
+                 "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
-                 casts: bool = False):
+                 casts: bool = False, elementwise: bool = False):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -93,6 +94,9 @@ class Op:
         # The result's dtype is a parameter (astype, sum(dtype=), ...): an integer or boolean
         # result carries no gradient, checked per call (other rows know theirs: def_nograd).
         self.casts = casts
+        # Each output element depends only on the input elements at its position (after
+        # broadcasting): compiled functions may fuse a group of such rows into one kernel.
+        self.elementwise = elementwise
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()

@@ -42,6 +42,11 @@ from polygrad.core.primitive import apply
 from polygrad.ops._export import binary, names, public, unary
 
 
+def _row(name: str, fwd: Any = None, **facts: Any) -> Op:
+    """A row of this chapter: element-wise (compiled functions may fuse it)."""
+    return Op(name, fwd, elementwise=True, **facts)
+
+
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _COMPLEX_DTYPES: dict = {}
@@ -89,25 +94,25 @@ def _nonzero(o: Any, a: Any) -> Any:
 # ---------------------------------------------------------------------------
 # Arithmetic (broadcasting; Python scalars allowed on either side)
 # ---------------------------------------------------------------------------
-ADD = defvjp(Op("add", operator.add, broadcasts=True, uses_xp=False),
+ADD = defvjp(_row("add", operator.add, broadcasts=True, uses_xp=False),
              lambda o, g, ans, x, y: g,
              lambda o, g, ans, x, y: g)
 add = binary(ADD)
-SUBTRACT = defvjp(Op("subtract", operator.sub, broadcasts=True, uses_xp=False),
+SUBTRACT = defvjp(_row("subtract", operator.sub, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g,
                   lambda o, g, ans, x, y: -g)
 subtract = binary(SUBTRACT)
-MULTIPLY = defvjp(Op("multiply", operator.mul, broadcasts=True, uses_xp=False),
+MULTIPLY = defvjp(_row("multiply", operator.mul, broadcasts=True, uses_xp=False),
                   lambda o, g, ans, x, y: g * _conj(o, y),
                   lambda o, g, ans, x, y: g * _conj(o, x), saves=("y", "x"))
 multiply = binary(MULTIPLY)
-DIVIDE = defvjp(Op("divide", operator.truediv, broadcasts=True, uses_xp=False),
+DIVIDE = defvjp(_row("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / _conj(o, y),
                 lambda o, g, ans, x, y: -g * _conj(o, x) / _conj(o, y * y), saves=("y", "xy"))
 divide = binary(DIVIDE)
-FLOOR_DIVIDE = def_nograd(Op("floor_divide"))  # piecewise constant
+FLOOR_DIVIDE = def_nograd(_row("floor_divide"))  # piecewise constant
 floor_divide = binary(FLOOR_DIVIDE)
-REMAINDER = defvjp(Op("remainder", broadcasts=True),  # x - floor(x / y) * y
+REMAINDER = defvjp(_row("remainder", broadcasts=True),  # x - floor(x / y) * y
                    lambda o, g, ans, x, y: g,
                    lambda o, g, ans, x, y: -g * o.floor_divide(x, y), saves="xy")
 remainder = binary(REMAINDER)
@@ -133,79 +138,79 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
     return o.where(x == 0, 0.0, g * _conj(o, o.log(_nonzero(o, x)) * ans))  # 0 where the base is 0
 
 
-POW = defvjp(Op("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent,
+POW = defvjp(_row("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent,
              saves=("xy", "x ans"))
 pow = binary(POW)
-NEGATIVE = defvjp(Op("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
+NEGATIVE = defvjp(_row("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
 negative = unary(NEGATIVE)
-POSITIVE = defvjp(Op("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
+POSITIVE = defvjp(_row("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
 positive = unary(POSITIVE)
-SQUARE = defvjp(Op("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
+SQUARE = defvjp(_row("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
 square = unary(SQUARE)
-RECIPROCAL = defvjp(Op("reciprocal"),
+RECIPROCAL = defvjp(_row("reciprocal"),
                     lambda o, g, ans, x: -g * _conj(o, ans * ans), saves="ans")
 reciprocal = unary(RECIPROCAL)
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))
 # ---------------------------------------------------------------------------
-EXP = defvjp(Op("exp"), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
+EXP = defvjp(_row("exp"), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
 exp = unary(EXP)
-EXPM1 = defvjp(Op("expm1"), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
+EXPM1 = defvjp(_row("expm1"), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
 expm1 = unary(EXPM1)
-LOG = defvjp(Op("log"), lambda o, g, ans, x: g / _conj(o, x), saves="x")
+LOG = defvjp(_row("log"), lambda o, g, ans, x: g / _conj(o, x), saves="x")
 log = unary(LOG)
-LOG1P = defvjp(Op("log1p"), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
+LOG1P = defvjp(_row("log1p"), lambda o, g, ans, x: g / _conj(o, x + 1), saves="x")
 log1p = unary(LOG1P)
-LOG2 = defvjp(Op("log2"), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
+LOG2 = defvjp(_row("log2"), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="x")
 log2 = unary(LOG2)
-LOG10 = defvjp(Op("log10"), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
+LOG10 = defvjp(_row("log10"), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
 log10 = unary(LOG10)
-LOGADDEXP = defvjp(Op("logaddexp", broadcasts=True),
+LOGADDEXP = defvjp(_row("logaddexp", broadcasts=True),
                    lambda o, g, ans, x, y: g * o.exp(x - ans),
                    lambda o, g, ans, x, y: g * o.exp(y - ans), saves="xy ans")
 logaddexp = binary(LOGADDEXP)
-SQRT = defvjp(Op("sqrt"), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
+SQRT = defvjp(_row("sqrt"), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
 sqrt = unary(SQRT)
 
 # ---------------------------------------------------------------------------
 # Trigonometric and hyperbolic
 # ---------------------------------------------------------------------------
-SIN = defvjp(Op("sin"), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
+SIN = defvjp(_row("sin"), lambda o, g, ans, x: g * _conj(o, o.cos(x)), saves="x")
 sin = unary(SIN)
-COS = defvjp(Op("cos"), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
+COS = defvjp(_row("cos"), lambda o, g, ans, x: -g * _conj(o, o.sin(x)), saves="x")
 cos = unary(COS)
-TAN = defvjp(Op("tan"), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
+TAN = defvjp(_row("tan"), lambda o, g, ans, x: g * _conj(o, 1 + ans * ans), saves="ans")
 tan = unary(TAN)
-ASIN = defvjp(Op("asin"),
+ASIN = defvjp(_row("asin"),
               lambda o, g, ans, x: g / _conj(o, o.sqrt(1 - x * x)), saves="x")
 asin = unary(ASIN)
-ACOS = defvjp(Op("acos"),
+ACOS = defvjp(_row("acos"),
               lambda o, g, ans, x: -g / _conj(o, o.sqrt(1 - x * x)), saves="x")
 acos = unary(ACOS)
-ATAN = defvjp(Op("atan"), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
+ATAN = defvjp(_row("atan"), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
 atan = unary(ATAN)
-ATAN2 = defvjp(Op("atan2", broadcasts=True),  # 0 at (0, 0)
+ATAN2 = defvjp(_row("atan2", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * y / _nonzero(o, x * x + y * y),
                lambda o, g, ans, x, y: -g * x / _nonzero(o, x * x + y * y), saves="xy")
 atan2 = binary(ATAN2)
-HYPOT = defvjp(Op("hypot", broadcasts=True),  # 0 at (0, 0)
+HYPOT = defvjp(_row("hypot", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * x / _nonzero(o, ans),
                lambda o, g, ans, x, y: g * y / _nonzero(o, ans), saves="xy ans")
 hypot = binary(HYPOT)
-SINH = defvjp(Op("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
+SINH = defvjp(_row("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
 sinh = unary(SINH)
-COSH = defvjp(Op("cosh"), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
+COSH = defvjp(_row("cosh"), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
 cosh = unary(COSH)
-TANH = defvjp(Op("tanh"), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
+TANH = defvjp(_row("tanh"), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
 tanh = unary(TANH)
-ASINH = defvjp(Op("asinh"),
+ASINH = defvjp(_row("asinh"),
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x * x + 1)), saves="x")
 asinh = unary(ASINH)
-ACOSH = defvjp(Op("acosh"),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
+ACOSH = defvjp(_row("acosh"),  # sqrt(z-1) sqrt(z+1): the principal branch for complex z
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x - 1) * o.sqrt(x + 1)), saves="x")
 acosh = unary(ACOSH)
-ATANH = defvjp(Op("atanh"), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
+ATANH = defvjp(_row("atanh"), lambda o, g, ans, x: g / _conj(o, 1 - x * x), saves="x")
 atanh = unary(ATANH)
 
 # ---------------------------------------------------------------------------
@@ -223,13 +228,13 @@ def _unview_imag(o: Any, base: Any, value: Any, index: int) -> Any:
     return o.real(base) + 1j * o.astype(value, base.dtype) if _is_complex(base) else None
 
 
-REAL = defvjp(Op("real", shapes=True, view=True, unview=_unview_real),
+REAL = defvjp(_row("real", shapes=True, view=True, unview=_unview_real),
               lambda o, g, ans, x: g if g.dtype == x.dtype else o.astype(g, x.dtype))
 real = unary(REAL)
-IMAG = defvjp(Op("imag", shapes=True, view=True, unview=_unview_imag),  # (numpy also takes real arrays: imag is 0 then)
+IMAG = defvjp(_row("imag", shapes=True, view=True, unview=_unview_imag),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
 imag = unary(IMAG)
-CONJ = def_linear(Op("conj", view=True))
+CONJ = def_linear(_row("conj", view=True))
 conj = unary(CONJ)
 
 # ---------------------------------------------------------------------------
@@ -241,19 +246,19 @@ def _abs_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     return g * o.sign(x)  # abs'(0) = 0
 
 
-ABS = defvjp(Op("abs"), _abs_vjp, saves="x ans")
+ABS = defvjp(_row("abs"), _abs_vjp, saves="x ans")
 abs = unary(ABS)
-SIGN = def_nograd(Op("sign"))
+SIGN = def_nograd(_row("sign"))
 sign = unary(SIGN)
-COPYSIGN = defvjp(Op("copysign", broadcasts=True),  # none w.r.t. the sign source
+COPYSIGN = defvjp(_row("copysign", broadcasts=True),  # none w.r.t. the sign source
                   lambda o, g, ans, x, y: o.where(o.signbit(x) == o.signbit(ans), g, -g),
                   None, saves="x ans")
 copysign = binary(COPYSIGN)
-NEXTAFTER = defvjp(Op("nextafter", broadcasts=True),  # x moved by one ulp
+NEXTAFTER = defvjp(_row("nextafter", broadcasts=True),  # x moved by one ulp
                    lambda o, g, ans, x, y: g,
                    None)
 nextafter = binary(NEXTAFTER)
-WHERE = defvjp(Op("where", broadcasts=True),
+WHERE = defvjp(_row("where", broadcasts=True),
                None,
                lambda o, g, ans, c, x, y: o.where(c, g, 0.0),
                lambda o, g, ans, c, x, y: o.where(c, 0.0, g), saves="x")
@@ -264,11 +269,11 @@ def where(condition, x1, x2, /):
     return apply(WHERE, (condition, x1, x2))
 
 
-MAXIMUM = defvjp(Op("maximum", broadcasts=True),  # ties: to x
+MAXIMUM = defvjp(_row("maximum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x >= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x >= y, 0.0, g), saves="xy")
 maximum = binary(MAXIMUM)
-MINIMUM = defvjp(Op("minimum", broadcasts=True),  # ties: to x
+MINIMUM = defvjp(_row("minimum", broadcasts=True),  # ties: to x
                  lambda o, g, ans, x, y: o.where(x <= y, g, 0.0),
                  lambda o, g, ans, x, y: o.where(x <= y, 0.0, g), saves="xy")
 minimum = binary(MINIMUM)
@@ -291,7 +296,7 @@ def _clip_vjp_x(o: Any, g: Any, ans: Any, x: Any, b1: Any = None, b2: Any = None
 # x < min, to max where x > max. The rules assume min <= max: min > max is implementation-defined in
 # the standard (array_api_strict refuses it). A missing bound is not an input (apply takes no None):
 # clip(x, max=b) passes b as the one bound with upper=True.
-CLIP = defvjp(Op("clip", _clip_kernel, broadcasts=True),
+CLIP = defvjp(_row("clip", _clip_kernel, broadcasts=True),
               _clip_vjp_x,
               lambda o, g, ans, x, b1, b2=None, *, upper=False: o.where(x > b1 if upper else x < b1, g, 0.0),
               lambda o, g, ans, x, b1, b2: o.where(x > b2, g, 0.0), saves="xyz")
@@ -308,67 +313,67 @@ def clip(x, /, min=None, max=None):
 # ---------------------------------------------------------------------------
 # Rounding (zero derivative almost everywhere: no gradient)
 # ---------------------------------------------------------------------------
-FLOOR = def_nograd(Op("floor"))
+FLOOR = def_nograd(_row("floor"))
 floor = unary(FLOOR)
-CEIL = def_nograd(Op("ceil"))
+CEIL = def_nograd(_row("ceil"))
 ceil = unary(CEIL)
-TRUNC = def_nograd(Op("trunc"))
+TRUNC = def_nograd(_row("trunc"))
 trunc = unary(TRUNC)
-ROUND = def_nograd(Op("round"))
+ROUND = def_nograd(_row("round"))
 round = unary(ROUND)
 
 # ---------------------------------------------------------------------------
 # Comparisons and predicates (boolean results: no gradient)
 # ---------------------------------------------------------------------------
-EQUAL = def_nograd(Op("equal", operator.eq, uses_xp=False))
+EQUAL = def_nograd(_row("equal", operator.eq, uses_xp=False))
 equal = binary(EQUAL)
-NOT_EQUAL = def_nograd(Op("not_equal", operator.ne, uses_xp=False))
+NOT_EQUAL = def_nograd(_row("not_equal", operator.ne, uses_xp=False))
 not_equal = binary(NOT_EQUAL)
-LESS = def_nograd(Op("less", operator.lt, uses_xp=False))
+LESS = def_nograd(_row("less", operator.lt, uses_xp=False))
 less = binary(LESS)
-LESS_EQUAL = def_nograd(Op("less_equal", operator.le, uses_xp=False))
+LESS_EQUAL = def_nograd(_row("less_equal", operator.le, uses_xp=False))
 less_equal = binary(LESS_EQUAL)
-GREATER = def_nograd(Op("greater", operator.gt, uses_xp=False))
+GREATER = def_nograd(_row("greater", operator.gt, uses_xp=False))
 greater = binary(GREATER)
-GREATER_EQUAL = def_nograd(Op("greater_equal", operator.ge, uses_xp=False))
+GREATER_EQUAL = def_nograd(_row("greater_equal", operator.ge, uses_xp=False))
 greater_equal = binary(GREATER_EQUAL)
-ISFINITE = def_nograd(Op("isfinite"))
+ISFINITE = def_nograd(_row("isfinite"))
 isfinite = unary(ISFINITE)
-ISINF = def_nograd(Op("isinf"))
+ISINF = def_nograd(_row("isinf"))
 isinf = unary(ISINF)
-ISNAN = def_nograd(Op("isnan"))
+ISNAN = def_nograd(_row("isnan"))
 isnan = unary(ISNAN)
-SIGNBIT = def_nograd(Op("signbit"))
+SIGNBIT = def_nograd(_row("signbit"))
 signbit = unary(SIGNBIT)
 
 # ---------------------------------------------------------------------------
 # Logical and bitwise (boolean and integer results: no gradient)
 # ---------------------------------------------------------------------------
-LOGICAL_AND = def_nograd(Op("logical_and"))
+LOGICAL_AND = def_nograd(_row("logical_and"))
 logical_and = binary(LOGICAL_AND)
-LOGICAL_OR = def_nograd(Op("logical_or"))
+LOGICAL_OR = def_nograd(_row("logical_or"))
 logical_or = binary(LOGICAL_OR)
-LOGICAL_XOR = def_nograd(Op("logical_xor"))
+LOGICAL_XOR = def_nograd(_row("logical_xor"))
 logical_xor = binary(LOGICAL_XOR)
-LOGICAL_NOT = def_nograd(Op("logical_not"))
+LOGICAL_NOT = def_nograd(_row("logical_not"))
 logical_not = unary(LOGICAL_NOT)
-BITWISE_AND = def_nograd(Op("bitwise_and"))
+BITWISE_AND = def_nograd(_row("bitwise_and"))
 bitwise_and = binary(BITWISE_AND)
-BITWISE_OR = def_nograd(Op("bitwise_or"))
+BITWISE_OR = def_nograd(_row("bitwise_or"))
 bitwise_or = binary(BITWISE_OR)
-BITWISE_XOR = def_nograd(Op("bitwise_xor"))
+BITWISE_XOR = def_nograd(_row("bitwise_xor"))
 bitwise_xor = binary(BITWISE_XOR)
-BITWISE_INVERT = def_nograd(Op("bitwise_invert"))
+BITWISE_INVERT = def_nograd(_row("bitwise_invert"))
 bitwise_invert = unary(BITWISE_INVERT)
-BITWISE_LEFT_SHIFT = def_nograd(Op("bitwise_left_shift"))
+BITWISE_LEFT_SHIFT = def_nograd(_row("bitwise_left_shift"))
 bitwise_left_shift = binary(BITWISE_LEFT_SHIFT)
-BITWISE_RIGHT_SHIFT = def_nograd(Op("bitwise_right_shift"))
+BITWISE_RIGHT_SHIFT = def_nograd(_row("bitwise_right_shift"))
 bitwise_right_shift = binary(BITWISE_RIGHT_SHIFT)
 
 # ---------------------------------------------------------------------------
 # Dtype (no gradient, or a cast back)
 # ---------------------------------------------------------------------------
-ZEROS_LIKE = def_nograd(Op("zeros_like"))
+ZEROS_LIKE = def_nograd(_row("zeros_like"))
 
 
 @public
@@ -376,7 +381,7 @@ def zeros_like(x, /, *, dtype=None, device=None):
     return apply(ZEROS_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
 
 
-ONES_LIKE = def_nograd(Op("ones_like"))
+ONES_LIKE = def_nograd(_row("ones_like"))
 
 
 @public
@@ -390,7 +395,7 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return o.astype(g, x.dtype, copy=copy)
 
 
-ASTYPE = defvjp(Op("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True,
+ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True,
                    casts=True),
                 _astype_vjp)
 

@@ -23,7 +23,7 @@ from polygrad.ops._export import names, public
 # ---------------------------------------------------------------------------
 # Activations
 # ---------------------------------------------------------------------------
-RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype))),  # one pass; NaN stays NaN
+RELU = defvjp(Op("relu", lambda xp, x: xp.maximum(x, xp.zeros((), dtype=x.dtype)), elementwise=True),  # one pass; NaN stays NaN
               lambda o, g, ans, x: g * o.astype(ans > 0, g.dtype), saves="ans")  # relu'(0) = 0; a multiply, not a branchy where
 
 
@@ -33,7 +33,7 @@ def relu(x):
     return apply(RELU, (x,))
 
 
-SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5),
+SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5, elementwise=True),
                  lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
 
 
@@ -49,7 +49,7 @@ def _softplus_kernel(xp: Any, x: Any, beta: float = 1.0) -> Any:
     return y / beta if beta != 1.0 else y
 
 
-SOFTPLUS = defvjp(Op("softplus", _softplus_kernel),  # d/dx = sigmoid(beta x), written with tanh
+SOFTPLUS = defvjp(Op("softplus", _softplus_kernel, elementwise=True),  # d/dx = sigmoid(beta x), written with tanh
                   lambda o, g, ans, x, beta=1.0: g * (0.5 * o.tanh((0.5 * beta) * x) + 0.5), saves="x")
 
 
@@ -85,7 +85,7 @@ def _erf_kernel(xp: Any, x: Any) -> Any:
     return xp.where(small, _TWO_OVER_SQRT_PI * xs * series, xp.sign(x) * (1.0 - erfc))
 
 
-ERF = defvjp(Op("erf", _erf_kernel), lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
+ERF = defvjp(Op("erf", _erf_kernel, elementwise=True), lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
 
 
 @public(standard=False)

@@ -23,7 +23,7 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple) -> Callable | None:
     except ImportError:
         return None
     from polygrad.backends import get_backend
-    from polygrad.core.op import REGISTRY
+    from polygrad.extend import row
 
     shape = tuple(nodes[outputs[0]].shape)
     if any(tuple(nodes[j].shape) != shape for j in outputs):
@@ -31,7 +31,7 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple) -> Callable | None:
     if any(d != d for n in nodes for d in n.shape) or any(d != d for s, *_ in inputs for d in s):
         return None  # an unknown (NaN) length
     numpy_backend = get_backend("numpy")
-    on_blocks = tuple(n._replace(kernel=REGISTRY[n.op].kernel(numpy_backend), dtype=np.dtype(n.dtype)) for n in nodes)
+    on_blocks = tuple(n._replace(kernel=row(n.op).kernel(numpy_backend), dtype=np.dtype(n.dtype)) for n in nodes)
     block = numpy_fuse.build(on_blocks, tuple((s, np.dtype(d), False) for s, d, *_ in inputs), outputs,
                              numexpr=numpy_fuse.numexpr_module(), min_bytes=0, require_gain=False)
     if block is None:
