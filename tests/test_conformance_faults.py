@@ -162,7 +162,8 @@ def test_known_failures_file(runs):
     xfails.write_text(
         "# planted\n"
         "test_ops.py::test_forward[exp-2d]       # exp is wrong on purpose\n"
-        "test_ops.py::test_kernel_paths[exp-2d]  # exp is wrong on purpose\n"
+        "test_ops.py::test_forward_dtype[exp-2d] # exp is wrong on purpose (the case at every dtype)\n"
+        "test_ops.py::test_kernel*[exp-2d]       # exp is wrong on purpose (both kernel checks)\n"
         "test_ops.py::test_forward[sin-2d]  # stale: sin is right\n"
         "test_nowhere.py::test_nothing      # matches no test\n"
     )
@@ -176,6 +177,7 @@ def test_known_failures_file(runs):
     assert re.search(r"\d+ xfailed", out)
 
     xfails.write_text("test_ops.py::test_forward[exp-2d]  # exp is wrong on purpose\n"
-                      "test_ops.py::test_kernel_paths[exp-2d]  # exp is wrong on purpose\n")
+                      "test_ops.py::test_forward_dtype[exp-2d]  # exp is wrong on purpose\n"
+                      "test_ops.py::test_kernel*[exp-2d]  # exp is wrong on purpose\n")
     code, failed, out = _finish(_start(args, _env(tmp)))
     assert code == 0, out[-4000:]
