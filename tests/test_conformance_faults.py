@@ -152,17 +152,8 @@ FAULTY = textwrap.dedent('''
             return {**base.polygrad_kernels(), **self.fault.get("kernels", {})}
 
 
-    COPY = NumpyCopy("copy")
-    WRONG_KERNEL = NumpyCopy("wrong_kernel")
-    WRONG_DTYPE = NumpyCopy("wrong_dtype")
-    BROKEN_SCATTER_ADD = NumpyCopy("broken_scatter_add")
-    DROPPED_GRADIENT = NumpyCopy("dropped_gradient")
-    REPEATING_GENERATOR = NumpyCopy("repeating_generator")
-    FLOAT64_MATMUL = NumpyCopy("float64_matmul")
-    SUM_TO_KERNEL = NumpyCopy("sum_to_kernel")
-    FALSE_FLOAT64 = NumpyCopy("false_float64")
-    WRONG_DEFAULT = NumpyCopy("wrong_default")
-    TRANSPOSED_FROM_DLPACK = NumpyCopy("transposed_from_dlpack")
+    for _fault in FAULTS:  # COPY, WRONG_KERNEL, ...: one plugin object per fault
+        globals()[_fault.upper()] = NumpyCopy(_fault)
 
 
     class Squatter:

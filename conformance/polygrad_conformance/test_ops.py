@@ -271,16 +271,37 @@ def test_vjp_of_vjp(vjp_case, xp, float_dtype, tol):
     check_vjp_of_vjp(f, inputs, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol)
 
 
+def _backward_from_every_output(case: Case, xp, args: list) -> list:
+    """The case's inputs (Variables where differentiable), after backward from every output with ones."""
+    diff = case.differentiable_args()
+    ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
+    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
+    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
+    return ins
+
+
+def _grads_to_second_order(case: Case, xp, args: list, second: bool) -> tuple:
+    """``(inputs, first, second)``: the differentiable inputs, pg.grad of every output (ones as
+    output gradients; with create_graph where ``second``) and, where ``second``, the gradients of
+    those first gradients that have a graph (None where nothing was differentiated twice)."""
+    f, inputs = _differentiated(case, xp, args)
+    xs = [pg.Variable(a) for a in inputs]
+    ys = [y for y in _outputs(f(*xs)) if y.requires_grad]
+    firsts = pg.grad(ys, xs, grad_outputs=[xp.ones_like(y.data) for y in ys], create_graph=second, allow_unused=True)
+    graphed = [g for g in firsts if g is not None and g.requires_grad]
+    if not (second and graphed):
+        return inputs, firsts, None
+    seconds = pg.grad(graphed, xs, grad_outputs=[xp.ones_like(g.data) for g in graphed], allow_unused=True)
+    return inputs, firsts, seconds
+
+
 def test_backward_grads_belong_to_backend(grad_case, pg_backend, xp, float_dtype):
     """After backward from every output, each float input has a .grad (but those the case says
     get none): an array of the backend with the input's shape and dtype."""
     case = grad_case
     args = case.make(xp, float_dtype)
-    diff = case.differentiable_args()
-    ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
-    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
-    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
-    for i in diff:
+    ins = _backward_from_every_output(case, xp, args)
+    for i in case.differentiable_args():
         g = ins[i].grad
         if i in case.no_grad:
             assert g is None, f"{case.id}: input {i} has no gradient by design, yet got one"
@@ -360,31 +381,18 @@ def test_grad_dtype(grad_dtype_case, pg_backend, xp):
     backend of their input: x.grad after backward, and (for cases with a second derivative)
     the gradients of pg.grad(..., create_graph=True) and their own gradients."""
     case, name = grad_dtype_case
-    dtype = _declared(xp, name)
-    args = case.make(xp, dtype)
-    diff = case.differentiable_args()
-    ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
-    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
-    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
-    for i in diff:
+    args = case.make(xp, _declared(xp, name))
+    ins = _backward_from_every_output(case, xp, args)
+    for i in case.differentiable_args():
         if i not in case.no_grad and ins[i].grad is not None:
             _assert_grad_like(case, f"the gradient of input {i} at {name}", ins[i].grad, args[i], pg_backend)
     if case.grad_order < 2:
         return
-    f, inputs = _differentiated(case, xp, args)
-    xs = [pg.Variable(a) for a in inputs]
-    ys = [y for y in _outputs(f(*xs)) if y.requires_grad]
-    gs = pg.grad(ys, xs, grad_outputs=[xp.ones_like(y.data) for y in ys], create_graph=True, allow_unused=True)
-    for k, (g, a) in enumerate(zip(gs, inputs)):
-        if g is not None:
-            _assert_grad_like(case, f"pg.grad(create_graph=True) of input {k} at {name}", g, a, pg_backend)
-    firsts = [(g, a) for g, a in zip(gs, inputs) if g is not None and g.requires_grad]
-    if not firsts:
-        return
-    ggs = pg.grad([g for g, _ in firsts], xs, grad_outputs=[xp.ones_like(g.data) for g, _ in firsts], allow_unused=True)
-    for k, (gg, a) in enumerate(zip(ggs, inputs)):
-        if gg is not None:
-            _assert_grad_like(case, f"the second derivative of input {k} at {name}", gg, a, pg_backend)
+    inputs, firsts, seconds = _grads_to_second_order(case, xp, args, second=True)
+    for order, gs in (("pg.grad(create_graph=True)", firsts), ("the second derivative", seconds or ())):
+        for k, (g, a) in enumerate(zip(gs, inputs)):
+            if g is not None:
+                _assert_grad_like(case, f"{order} of input {k} at {name}", g, a, pg_backend)
 
 
 # ---------------------------------------------------------------------------
@@ -474,12 +482,5 @@ def test_kernels_match_generic(traced_case, pg_backend, xp, float_dtype):
         if case.grad_order < 1:
             _call(case, xp, args, requires_grad=False)
         else:
-            f, inputs = _differentiated(case, xp, args)
-            xs = [pg.Variable(a) for a in inputs]
-            ys = [y for y in _outputs(f(*xs)) if y.requires_grad]
-            us = [xp.ones_like(y.data) for y in ys]
-            gs = pg.grad(ys, xs, grad_outputs=us, create_graph=case.grad_order >= 2, allow_unused=True)
-            firsts = [g for g in gs if g is not None and g.requires_grad]
-            if case.grad_order >= 2 and firsts:
-                pg.grad(firsts, xs, grad_outputs=[xp.ones_like(g.data) for g in firsts], allow_unused=True)
+            _grads_to_second_order(case, xp, args, second=case.grad_order >= 2)
     assert not mismatches, f"{case.id}: " + "\n".join(dict.fromkeys(mismatches))

@@ -18,21 +18,20 @@ Faithful in what it models, as ``array_api_compat.torch`` presents torch:
 
 The arrays are numpy arrays wrapped in :class:`Tensor`; the namespace
 (:data:`xp`) is ``array_api_compat.numpy`` with every argument unwrapped and
-every array result wrapped. Register it by hand::
+every array result wrapped (``tests/plugins/_wrapping.py``). Register it by hand::
 
     pg.register_plugin(torchlike_backend, name="torchlike-plugin")
 """
 
 from __future__ import annotations
 
-import operator
-import types
 from typing import Any
 
-import array_api_compat.numpy as _np_xp
 import numpy as np
 
 from polygrad.hookspecs import BackendInfo, hookimpl
+
+from .._wrapping import Generator, Namespace, Wrapped, install_operators, np_xp, unwrap
 
 NAME = "torchlike"
 
@@ -41,14 +40,10 @@ class Size(tuple):
     """The shape, as ``torch.Size``: a tuple."""
 
 
-class Tensor:
+class Tensor(Wrapped):
     """An array whose ``size`` is a method, as a torch tensor's."""
 
-    __slots__ = ("_a",)
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, a: Any):
-        self._a = np.asarray(a)
+    __slots__ = ()
 
     def size(self, dim: int | None = None) -> Any:
         """``x.size()``: the shape; ``x.size(d)``: the length of axis d (torch's)."""
@@ -59,54 +54,16 @@ class Tensor:
 
     def __getitem__(self, key: Any) -> Tensor:
         _refuse_negative_steps(key)
-        return Tensor(self._a[_unwrap(key)])
+        return Tensor(self._a[unwrap(key)])
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _refuse_negative_steps(key)
-        self._a[_unwrap(key)] = _unwrap(value)
-
-    def __array_namespace__(self, api_version: str | None = None) -> Any:
-        return xp
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.array(self._a, dtype=dtype, copy=True)
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._a.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> Any:
-        return self._a.__dlpack_device__()
-
-    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
-        return self
+        self._a[unwrap(key)] = unwrap(value)
 
     def __repr__(self) -> str:
         return f"tensor({self._a!r})"
 
-    def __len__(self) -> int:
-        return len(self._a)
-
-    def __bool__(self) -> bool:
-        return bool(self._a)
-
-    def __int__(self) -> int:
-        return int(self._a)
-
-    def __float__(self) -> float:
-        return float(self._a)
-
-    def __complex__(self) -> complex:
-        return complex(self._a)
-
-    def __index__(self) -> int:
-        return operator.index(self._a)
-
     shape = property(lambda self: Size(self._a.shape))
-    dtype = property(lambda self: self._a.dtype)
-    ndim = property(lambda self: self._a.ndim)
-    device = property(lambda self: "cpu")
-    T = property(lambda self: Tensor(self._a.T))
-    mT = property(lambda self: Tensor(np.swapaxes(self._a, -1, -2)))
 
 
 def _refuse_negative_steps(key: Any) -> None:
@@ -115,60 +72,7 @@ def _refuse_negative_steps(key: Any) -> None:
             raise ValueError("step must be greater than zero")  # torch's message
 
 
-def _binary(name: str) -> Any:
-    def method(self: Tensor, other: Any) -> Any:
-        if not isinstance(other, (Tensor, bool, int, float, complex)):
-            return NotImplemented
-        return _wrap(getattr(self._a, name)(_unwrap(other)))
-
-    method.__name__ = name
-    return method
-
-
-def _unary(name: str) -> Any:
-    def method(self: Tensor) -> Any:
-        return Tensor(getattr(self._a, name)())
-
-    method.__name__ = name
-    return method
-
-
-def _inplace(name: str) -> Any:
-    def method(self: Tensor, other: Any) -> Any:
-        getattr(self._a, name)(_unwrap(other))
-        return self
-
-    method.__name__ = name
-    return method
-
-
-for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
-            "rshift"):
-    setattr(Tensor, f"__{_op}__", _binary(f"__{_op}__"))
-    setattr(Tensor, f"__r{_op}__", _binary(f"__r{_op}__"))
-    setattr(Tensor, f"__i{_op}__", _inplace(f"__i{_op}__"))
-for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
-    setattr(Tensor, f"__{_op}__", _binary(f"__{_op}__"))
-for _op in ("neg", "pos", "abs", "invert"):
-    setattr(Tensor, f"__{_op}__", _unary(f"__{_op}__"))
-
-
-def _unwrap(obj: Any) -> Any:
-    if isinstance(obj, Tensor):
-        return obj._a
-    if isinstance(obj, (tuple, list)) and not isinstance(obj, Size):
-        return type(obj)(_unwrap(o) for o in obj)
-    return obj
-
-
-def _wrap(obj: Any) -> Any:
-    if isinstance(obj, (np.ndarray, np.generic)):
-        return Tensor(obj)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a named tuple (unique_counts, ...)
-        return type(obj)(*(_wrap(o) for o in obj))
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_wrap(o) for o in obj)
-    return obj
+install_operators(Tensor, inplace=True)
 
 
 def _narrow(a: Any) -> Any:
@@ -193,11 +97,19 @@ def _no_array(obj: Any) -> bool:
 _DEFAULT_FLOAT = ("zeros", "ones", "empty", "full", "eye", "linspace", "arange")
 
 
+def _defaults(name: str, out: Any, args: tuple, kwargs: dict) -> Any:
+    """torch's default float (and complex) dtype where no dtype is given."""
+    if kwargs.get("dtype") is None and (
+            name in _DEFAULT_FLOAT or (name == "asarray" and _no_array(args[0] if args else kwargs.get("obj")))):
+        return _narrow(out)
+    return out
+
+
 class _Info:
     """``__array_namespace_info__()``: numpy's, with torch's default dtypes."""
 
     def __init__(self) -> None:
-        self._inner = _np_xp.__array_namespace_info__()
+        self._inner = np_xp.__array_namespace_info__()
 
     def default_dtypes(self, *, device: Any = None) -> dict:
         return {"real floating": np.dtype(np.float32), "complex floating": np.dtype(np.complex64),
@@ -207,57 +119,21 @@ class _Info:
         return getattr(self._inner, name)
 
 
-class _Namespace(types.SimpleNamespace):
-    """``array_api_compat.numpy`` (or its linalg / fft) over Tensors, with torch's defaults."""
-
-    def __init__(self, inner: Any, name: str, top: bool = False):
-        super().__init__()
-        object.__setattr__(self, "_inner", inner)
-        object.__setattr__(self, "_top", top)
-        object.__setattr__(self, "__name__", name)
+class _TorchNamespace(Namespace):
+    """The wrapped namespace with torch's defaults, without ``unique_all``."""
 
     def __getattr__(self, name: str) -> Any:
-        if self._top and name == "unique_all":
+        if name == "unique_all":
             raise AttributeError("module 'torch' has no attribute 'unique_all' (array_api_compat.torch lacks it)")
-        if self._top and name == "__array_namespace_info__":
+        if name == "__array_namespace_info__":
             return _Info
-        obj = getattr(self._inner, name)
-        if isinstance(obj, types.ModuleType):
-            return _Namespace(obj, f"{self.__name__}.{name}")
-        if callable(obj) and not isinstance(obj, type):
-            default_float = self._top and name in _DEFAULT_FLOAT
-
-            def function(*args: Any, **kwargs: Any) -> Any:
-                out = obj(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
-                if kwargs.get("dtype") is None and (
-                        default_float or (self._top and name == "asarray" and _no_array(args[0] if args else kwargs.get("obj")))):
-                    out = _narrow(out)
-                return _wrap(out)
-
-            function.__name__ = name
-            return function
-        return obj
+        return super().__getattr__(name)
 
     def __dir__(self) -> list:
-        names = set(dir(self._inner)) | {"__array_namespace_info__"}
-        return sorted(names - ({"unique_all"} if self._top else set()))
-
-    def __repr__(self) -> str:
-        return f"<namespace {self.__name__}>"
+        return sorted((set(dir(self._inner)) | {"__array_namespace_info__"}) - {"unique_all"})
 
 
-xp = _Namespace(_np_xp, "torchlike_backend.xp", top=True)
-
-
-class _Generator:
-    def __init__(self, seed: int | None):
-        self._rng = np.random.default_rng(seed)
-
-    def normal(self, shape: tuple, *, dtype: Any, mean: float = 0.0, std: float = 1.0) -> Tensor:
-        return Tensor(self._rng.normal(mean, std, size=tuple(shape)).astype(dtype))
-
-    def uniform(self, shape: tuple, *, dtype: Any, low: float = 0.0, high: float = 1.0) -> Tensor:
-        return Tensor(self._rng.uniform(low, high, size=tuple(shape)).astype(dtype))
+xp = Tensor.namespace = _TorchNamespace(np_xp, "torchlike_backend.xp", Tensor, _defaults)
 
 
 @hookimpl
@@ -277,4 +153,4 @@ def polygrad_array_types():
 
 @hookimpl
 def polygrad_random_generator(seed):
-    return _Generator(seed)
+    return Generator(Tensor, seed)
