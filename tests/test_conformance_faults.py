@@ -1,7 +1,9 @@
 """The conformance suite catches faults: copies of the numpy backend, each with
 one planted fault and registered under a new name, FAIL it (run in
-subprocesses, as a third party would run it); a faithful copy passes; a broken
-plugin is one clear failure; known-failure files behave as documented."""
+subprocesses, as a third party would run it), with a failure in the area of
+the fault; a faithful copy passes; a broken plugin is one clear failure; two
+installed plugins claiming one array type fail naming both; known-failure
+files behave as documented (conditions, printed ids, the per-area summary)."""
 
 from __future__ import annotations
 
@@ -29,12 +31,89 @@ FAULTY = textwrap.dedent('''
         return out
 
 
+    class _Repeating:
+        """A generator that restarts from its seed at every call: every draw is the same."""
+
+        def __init__(self, seed):
+            self._seed = seed
+
+        def normal(self, shape, *, dtype, mean=0.0, std=1.0):
+            return np.random.default_rng(self._seed).normal(mean, std, size=shape).astype(dtype)
+
+        def uniform(self, shape, *, dtype, low=0.0, high=1.0):
+            return np.random.default_rng(self._seed).uniform(low, high, size=shape).astype(dtype)
+
+
+    def _float64_matmul(a, b):
+        return np.matmul(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))  # float32 in, float64 out
+
+
+    def _sum_to_first_slice(x, shape):
+        """Right for leading axes, wrong for kept axes of length 1 ((2, 3) -> (2, 1)): takes the first slice."""
+        shape = tuple(shape)
+        lead = x.ndim - len(shape)
+        y = x.sum(axis=tuple(range(lead))) if lead else x
+        for i, n in enumerate(shape):
+            if n == 1 and y.shape[i] != 1:
+                y = np.take(y, [0], axis=i)
+        return y
+
+
+    class _Namespace:
+        """array_api_compat.numpy with some attributes replaced, and its namespace info."""
+
+        def __init__(self, info=None, **replaced):
+            import array_api_compat.numpy as xp
+
+            self._xp, self._info, self._replaced = xp, info, replaced
+
+        def __getattr__(self, name):
+            if name in self._replaced:
+                return self._replaced[name]
+            if name == "__array_namespace_info__" and self._info is not None:
+                return self._info
+            return getattr(self._xp, name)
+
+
+    class _Info:
+        def __init__(self, drop=(), defaults=None):
+            import array_api_compat.numpy as xp
+
+            self._inner, self._drop, self._defaults = xp.__array_namespace_info__(), drop, defaults
+
+        def __call__(self):
+            return self
+
+        def dtypes(self, *, device=None, kind=None):
+            return {k: v for k, v in self._inner.dtypes(kind=kind).items() if k not in self._drop}
+
+        def default_dtypes(self, *, device=None):
+            return {**self._inner.default_dtypes(), **(self._defaults or {})}
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+
+    def _transposed_from_dlpack(x, /, **kw):
+        a = np.from_dlpack(x, **kw)
+        return a.T if a.ndim >= 2 else a
+
+
     FAULTS = {
         "copy": {},
         "wrong_kernel": {"kernels": {"exp": lambda x: np.exp(x) * (1 + 1e-3)}},
         "wrong_dtype": {"kernels": {"tanh": lambda x: np.tanh(x).astype(np.float32)}},
         "broken_scatter_add": {"scatter_add": _last_write_wins},
         "dropped_gradient": {"kernels": {"getitem_grad": lambda g, key, shape: np.zeros(shape, dtype=g.dtype)}},
+        "repeating_generator": {"generator": _Repeating},
+        "float64_matmul": {"kernels": {"matmul": _float64_matmul}},
+        "sum_to_kernel": {"kernels": {"sum_to": _sum_to_first_slice}},
+        # claims float64 (BackendInfo's default) where its namespace declares none (jax's 32-bit mode)
+        "false_float64": {"namespace": lambda: _Namespace(_Info(drop=("float64", "complex128")))},
+        # says its default float is float32, but asarray([1.0]) gives float64
+        "wrong_default": {"namespace": lambda: _Namespace(_Info(defaults={"real floating": np.dtype(np.float32)}))},
+        # the namespace's own from_dlpack transposes (invisible to a reference computed with it)
+        "transposed_from_dlpack": {"namespace": lambda: _Namespace(from_dlpack=_transposed_from_dlpack)},
     }
 
 
@@ -54,7 +133,7 @@ FAULTY = textwrap.dedent('''
 
         @hookimpl
         def polygrad_array_namespace(self):
-            return base.polygrad_array_namespace()
+            return self.fault["namespace"]() if "namespace" in self.fault else base.polygrad_array_namespace()
 
         @hookimpl
         def polygrad_array_types(self):
@@ -62,7 +141,7 @@ FAULTY = textwrap.dedent('''
 
         @hookimpl
         def polygrad_random_generator(self, seed):
-            return base.polygrad_random_generator(seed=seed)
+            return self.fault.get("generator", lambda s: base.polygrad_random_generator(seed=s))(seed)
 
         @hookimpl
         def polygrad_scatter_add(self):
@@ -73,11 +152,31 @@ FAULTY = textwrap.dedent('''
             return {**base.polygrad_kernels(), **self.fault.get("kernels", {})}
 
 
-    COPY = NumpyCopy("copy")
-    WRONG_KERNEL = NumpyCopy("wrong_kernel")
-    WRONG_DTYPE = NumpyCopy("wrong_dtype")
-    BROKEN_SCATTER_ADD = NumpyCopy("broken_scatter_add")
-    DROPPED_GRADIENT = NumpyCopy("dropped_gradient")
+    for _fault in FAULTS:  # COPY, WRONG_KERNEL, ...: one plugin object per fault
+        globals()[_fault.upper()] = NumpyCopy(_fault)
+
+
+    class Squatter:
+        """An installed plugin of another backend that claims numpy's arrays too."""
+
+        @hookimpl
+        def polygrad_backend_info(self):
+            return BackendInfo(name="squatter", module="numpy", device="cpu", priority=-100)
+
+        @hookimpl
+        def polygrad_check_usable(self):
+            return (True, "")
+
+        @hookimpl
+        def polygrad_array_namespace(self):
+            return base.polygrad_array_namespace()
+
+        @hookimpl
+        def polygrad_array_types(self):
+            return (np.ndarray,)
+
+
+    SQUATTER = Squatter()
 ''')
 
 # fault -> (plugin object, test ids that must be among the failures)
@@ -95,6 +194,31 @@ EXPECTED = {
         "test_ops.py::test_grad[getitem-two_arrays_repeated]",
         "test_ops.py::test_grad2[getitem-slice]",
     ]),
+    "repeating_generator": ("REPEATING_GENERATOR", [
+        "test_random.py::test_successive_draws_differ[normal]",
+        "test_random.py::test_draws_differ_and_pg_seed_repeats_them[dropout-eager]",
+        "test_random.py::test_draws_differ_and_pg_seed_repeats_them[dropout-compiled]",
+        "test_random.py::test_draws_differ_and_pg_seed_repeats_them[bernoulli-eager]",
+        "test_random.py::test_layers_get_different_weights",
+    ]),
+    "float64_matmul": ("FLOAT64_MATMUL", [
+        "test_ops.py::test_forward_dtype[matmul-mat_mat-float32]",
+        "test_ops.py::test_forward_dtype[matmul-batch_batch-float32]",
+        "test_ops.py::test_forward_dtype[matmul-mat_vec-float32]",
+    ]),
+    "sum_to_kernel": ("SUM_TO_KERNEL", [
+        "test_ops.py::test_kernels_match_generic[add-bcast_outer]",
+        "test_ops.py::test_kernels_match_generic[multiply-bcast_outer]",
+    ]),
+    "false_float64": ("FALSE_FLOAT64", ["test_discovery.py::test_namespace_declares_what_backend_info_claims"]),
+    "wrong_default": ("WRONG_DEFAULT", ["test_arrays.py::test_asarray_default_float_dtype"]),
+    "transposed_from_dlpack": ("TRANSPOSED_FROM_DLPACK", ["test_ops.py::test_forward[from_dlpack-raw]"]),
+}
+# The failures each of these must NOT have: the fault is in one area, and the suite says which.
+NOT_FAILING = {
+    "float64_matmul": ["test_ops.py::test_forward_dtype[matmul-mat_mat-float64]", "test_ops.py::test_forward[matmul-mat_mat]",
+                       "test_ops.py::test_kernels_match_generic[matmul-mat_mat]"],
+    "sum_to_kernel": ["test_ops.py::test_kernels_match_generic[add-bcast_row]", "test_ops.py::test_forward[add-bcast_outer]"],
 }
 
 
@@ -126,6 +250,13 @@ def runs(tmp_path_factory):
     env = _env(tmp)
     procs = {f: _start([f"numpy_{f}", "--polygrad-plugin", f"faulty_numpy:{obj}"], env) for f, (obj, _) in EXPECTED.items()}
     procs["broken"] = _start(["numpy_broken"], env)
+    # an installed distribution whose plugin claims numpy's arrays for its own backend
+    squat = tmp_path_factory.mktemp("squatter")
+    dist = squat / "polygrad_squatter-0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: polygrad-squatter\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text("[polygrad]\nsquatter = faulty_numpy:SQUATTER\n")
+    procs["squatter"] = _start(["numpy", "-k", "test_discovery"], dict(env, PYTHONPATH=os.pathsep.join([str(squat), env["PYTHONPATH"]])))
     return {name: _finish(p) for name, p in procs.items()} | {"tmp": tmp}
 
 
@@ -137,11 +268,37 @@ def test_faithful_copy_passes(runs):
 
 @pytest.mark.parametrize("fault", [f for f in EXPECTED if f != "copy"])
 def test_planted_fault_fails_the_suite(runs, fault):
-    """Each planted fault (wrong kernel, wrong dtype, broken scatter-add, dropped gradient) fails the suite where it should."""
+    """Each planted fault (wrong kernel, wrong dtype, broken scatter-add, dropped gradient, a generator
+    repeating its draws, a float64 matmul for float32 input, a sum_to kernel wrong for kept axes, a false
+    float64 claim, a wrong default dtype) fails the suite where it should, and only there."""
     code, failed, out = runs[fault]
     assert code == 1, out[-4000:]
     missing = [t for t in EXPECTED[fault][1] if t not in failed]
     assert not missing, f"expected failures not reported: {missing}\n{out[-4000:]}"
+    wrong = [t for t in NOT_FAILING.get(fault, []) if t in failed]
+    assert not wrong, f"failures outside the fault's area: {wrong}"
+
+
+def test_failures_print_as_known_failure_entries_and_the_summary_names_the_area(runs):
+    """Failed ids print as the known-failures file takes them (no path), ready to paste with the error's
+    first line; the summary ends the run with the backend's verdict and its passes per area."""
+    code, failed, out = runs["repeating_generator"]
+    assert re.search(r"^FAILED test_random\.py::test_layers_get_different_weights", out, re.M), out[-3000:]
+    listing = out[out.index("failures, as known-failure entries"):]
+    assert re.search(r"^test_random\.py::test_layers_get_different_weights +# AssertionError: two Linear", listing, re.M)
+    assert "backend 'numpy_repeating_generator' does not conform" in out
+    row = re.search(r"^random +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)/(\d+)", out, re.M)
+    assert row and int(row.group(2)) >= 5 and row.group(5) == row.group(1), out[-3000:]
+    assert re.search(r"^ops +\d+ +0 ", out, re.M)  # the other areas pass
+
+
+def test_two_installed_plugins_claiming_one_array_type_fail_naming_both(runs):
+    """An installed plugin whose backend claims numpy's array type: the numpy run fails one test,
+    naming both backends and both plugins."""
+    code, failed, out = runs["squatter"]
+    assert code == 1 and failed == {"test_discovery.py::test_array_types_are_claimed_by_this_backend_alone"}, out[-4000:]
+    assert "claimed by backend 'numpy' (plugin 'numpy' of polygrad-numpy) and by backend 'squatter'" in out
+    assert "polygrad-squatter" in out
 
 
 def test_broken_plugin_is_one_clear_failure(runs):
@@ -156,13 +313,14 @@ def test_broken_plugin_is_one_clear_failure(runs):
 
 def test_known_failures_file(runs):
     """Entries of a known-failures file become strict xfails; one that passes fails the run and is
-    listed; one matching no test is warned about."""
+    listed; one matching no test is warned about; an entry applies only where its condition holds."""
     tmp = runs["tmp"]
     xfails = tmp / "xfails.txt"
     xfails.write_text(
         "# planted\n"
         "test_ops.py::test_forward[exp-2d]       # exp is wrong on purpose\n"
-        "test_ops.py::test_kernel_paths[exp-2d]  # exp is wrong on purpose\n"
+        "test_ops.py::test_forward_dtype[exp-2d] # exp is wrong on purpose (the case at every dtype)\n"
+        "test_ops.py::test_kernel*[exp-2d]       # exp is wrong on purpose (both kernel checks)\n"
         "test_ops.py::test_forward[sin-2d]  # stale: sin is right\n"
         "test_nowhere.py::test_nothing      # matches no test\n"
     )
@@ -175,7 +333,13 @@ def test_known_failures_file(runs):
     assert "test_nowhere.py::test_nothing" in out and "matches no test" in out
     assert re.search(r"\d+ xfailed", out)
 
-    xfails.write_text("test_ops.py::test_forward[exp-2d]  # exp is wrong on purpose\n"
-                      "test_ops.py::test_kernel_paths[exp-2d]  # exp is wrong on purpose\n")
-    code, failed, out = _finish(_start(args, _env(tmp)))
+    # conditions: an entry applies where its condition holds; one that does not apply marks nothing
+    # (sin passes, and no XPASS follows) and is not warned about
+    xfails.write_text("test_ops.py::test_forward[exp-2d] if float64 and not lazy  # exp is wrong on purpose\n"
+                      "test_ops.py::test_forward_dtype[exp-2d] if float32  # exp is wrong on purpose\n"
+                      "test_ops.py::test_kernel*[exp-2d] if env:PLANTED=yes  # exp is wrong on purpose\n"
+                      "test_ops.py::test_forward[sin-2d] if not float64 or env:PLANTED=no  # does not apply here\n")
+    code, failed, out = _finish(_start(args, dict(_env(tmp), PLANTED="yes")))
     assert code == 0, out[-4000:]
+    assert "matches no test" not in out and "XPASS" not in out
+    assert re.search(r"\b5 xfailed", out), out[-2000:]

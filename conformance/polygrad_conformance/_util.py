@@ -10,6 +10,12 @@ import polygrad as pg
 from polygrad.core.dispatch import backend_of_type
 
 
+def index_dtype(xp: Any) -> Any:
+    """The namespace's default indexing dtype (int64 on numpy, int32 on jax's 32-bit mode): what
+    the suite builds index arrays with, as the standard says (never a fixed ``xp.int64``)."""
+    return xp.__array_namespace_info__().default_dtypes()["indexing"]
+
+
 def data(x: Any) -> Any:
     return x.data if isinstance(x, pg.Variable) else x
 

@@ -51,6 +51,7 @@ from typing import Any, Callable
 
 import polygrad as pg
 import polygrad.functions as F_
+from polygrad_conformance._util import index_dtype
 from polygrad import ops as O
 from polygrad.ops import REGISTRY
 from polygrad.ops import fft as FFT
@@ -171,7 +172,7 @@ def lit(values: Any) -> F:
 
 
 def ints(values: Any) -> C:
-    return C(lambda xp, dt: xp.asarray(values, dtype=xp.int64))
+    return C(lambda xp, dt: xp.asarray(values, dtype=index_dtype(xp)))
 
 
 def bools(values: Any) -> C:
@@ -407,11 +408,11 @@ for _name, _f in [("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a !
          F((3, 4), "grid"), order=0)
 
 case("zeros_like", "plain", lambda xp, x: pg.zeros_like(x), lambda xp, x: xp.zeros_like(x), F((2, 3)), order=0)
-case("zeros_like", "dtype", lambda xp, x: pg.zeros_like(x, dtype=xp.int64), lambda xp, x: xp.zeros_like(x, dtype=xp.int64),
+case("zeros_like", "dtype", lambda xp, x: pg.zeros_like(x, dtype=index_dtype(xp)), lambda xp, x: xp.zeros_like(x, dtype=index_dtype(xp)),
      F((2, 3)), order=0)
 case("ones_like", "plain", lambda xp, x: pg.ones_like(x), lambda xp, x: xp.ones_like(x), F((2, 3)), order=0)
 with depth:
-    case("ones_like", "dtype", lambda xp, x: pg.ones_like(x, dtype=xp.int64), lambda xp, x: xp.ones_like(x, dtype=xp.int64),
+    case("ones_like", "dtype", lambda xp, x: pg.ones_like(x, dtype=index_dtype(xp)), lambda xp, x: xp.ones_like(x, dtype=index_dtype(xp)),
          F((2,)), order=0)
 _TO_F32 = {"eps": 1e-2, "grad_atol": 1e-4, "grad_rtol": 1e-3}  # the float32 result limits the precision
 case("astype", "same", lambda xp, x: pg.astype(x, x.dtype), lambda xp, x: xp.astype(x, x.dtype), F((2, 3)))
@@ -430,7 +431,7 @@ with depth:
 case("zeros", "2d", lambda xp: O.zeros((2, 3), dtype=xp.float32), lambda xp: xp.zeros((2, 3), dtype=xp.float32), order=0)
 with depth:
     case("zeros", "default_dtype", lambda xp: O.zeros((2, 3)), lambda xp: xp.zeros((2, 3)), order=0)
-case("ones", "2d", lambda xp: O.ones((2, 3), dtype=xp.int64), lambda xp: xp.ones((2, 3), dtype=xp.int64), order=0)
+case("ones", "2d", lambda xp: O.ones((2, 3), dtype=index_dtype(xp)), lambda xp: xp.ones((2, 3), dtype=index_dtype(xp)), order=0)
 with depth:
     case("ones", "int32_1d", lambda xp: O.ones(3, dtype=xp.int32), lambda xp: xp.ones(3, dtype=xp.int32), order=0)
 case("full", "2d", lambda xp: O.full((2, 3), 1.5, dtype=xp.float32), lambda xp: xp.full((2, 3), 1.5, dtype=xp.float32), order=0)
@@ -446,13 +447,14 @@ with depth:
     case("empty", "int_shape", lambda xp: O.empty(4), lambda xp: xp.empty(4), order=0, values=False)
 mirror("empty_like", "2d", "empty_like", F((2, 3)), order=0, values=False)
 with depth:
-    case("empty_like", "dtype", lambda xp, x: O.empty_like(x, dtype=xp.int64), lambda xp, x: xp.empty_like(x, dtype=xp.int64),
+    case("empty_like", "dtype", lambda xp, x: O.empty_like(x, dtype=index_dtype(xp)), lambda xp, x: xp.empty_like(x, dtype=index_dtype(xp)),
          F((1, 3)), order=0, values=False)
 case("full_like", "2d", lambda xp, x: O.full_like(x, 2.5), lambda xp, x: xp.full_like(x, 2.5), F((2, 3)), order=0)
 with depth:
     case("full_like", "dtype", lambda xp, x: O.full_like(x, 1, dtype=xp.int32), lambda xp, x: xp.full_like(x, 1, dtype=xp.int32),
          F((2, 2)), order=0)
-mirror("from_dlpack", "raw", "from_dlpack", F((2, 3), raw=True))
+# From an array of the backend itself: the same values and shape, whatever the namespace's from_dlpack says.
+case("from_dlpack", "raw", lambda xp, a: O.from_dlpack(a), lambda xp, a: a, F((2, 3), raw=True))
 mirror("asarray", "raw", "asarray", F((2, 3), raw=True))
 case("asarray", "copy", lambda xp, x: O.asarray(x, copy=True), lambda xp, x: xp.asarray(x, copy=True), F((2, 3)))
 with depth:

@@ -17,6 +17,7 @@ import polygrad.functions as F_
 import polygrad.ops as O
 import polygrad.ops.fft as FFT
 import polygrad.ops.linalg as LA
+from polygrad_conformance._util import index_dtype
 from polygrad.ops import REGISTRY, apply
 from polygrad_conformance.cases import F, _onehot, case, depth, ints, lit, mirror
 
@@ -345,7 +346,7 @@ _T = [0, 2, -1, 2]
 case("softmax_cross_entropy", "ignore_label", lambda xp, x, t: F_.softmax_cross_entropy(x, t),
      lambda xp, x, t: -xp.sum(_log_softmax(xp, x, 1) * _onehot(xp, t, 3, x.dtype)) / 3, F((4, 3)), ints(_T))
 private("softmax_cross_entropy_label_mask", "ignore_label", lambda xp, row, x, t: row(x, t, ignore_label=-1),
-        lambda xp, x, t: _onehot(xp, t, 3, xp.int64) == 1, F((4, 3)), ints(_T), order=0)
+        lambda xp, x, t: _onehot(xp, t, 3, index_dtype(xp)) == 1, F((4, 3)), ints(_T), order=0)
 private("softmax_cross_entropy_valid_count", "ignore_label", lambda xp, row, x, t: row(x, t, ignore_label=-1),
         lambda xp, x, t: xp.asarray(3.0, dtype=x.dtype), F((4, 3)), ints(_T), order=0)
 private("softmax_cross_entropy_valid_count", "all_ignored", lambda xp, row, x, t: row(x, t, ignore_label=-1),
@@ -363,9 +364,9 @@ case("dropout", "grad", lambda xp, x: _seeded_dropout(x), lambda xp, x: _seeded_
 # Random draws (stochastic functions): shapes and dtypes; their REINFORCE gradients are sampled, not differenced.
 case("bernoulli", "shape", lambda xp, p: F_.bernoulli(p), lambda xp, p: xp.empty_like(p), F((3, 4), "unit"),
      values=False)
-case("categorical", "shape", lambda xp, p: F_.categorical(p), lambda xp, p: xp.zeros((2,), dtype=xp.int64),
+case("categorical", "shape", lambda xp, p: F_.categorical(p), lambda xp, p: xp.zeros((2,), dtype=index_dtype(xp)),
      F((2, 3), "pos"), values=False)
-case("multinomial", "shape", lambda xp, p: F_.multinomial(p), lambda xp, p: xp.zeros((2, 1), dtype=xp.int64),
+case("multinomial", "shape", lambda xp, p: F_.multinomial(p), lambda xp, p: xp.zeros((2, 1), dtype=index_dtype(xp)),
      F((2, 3), "pos"), values=False)
 case("normal", "shape", lambda xp, m, s: F_.normal(m, s), lambda xp, m, s: xp.empty_like(m), F((2, 3)), F((2, 3), "pos"),
      values=False)

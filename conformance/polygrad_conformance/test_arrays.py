@@ -24,12 +24,29 @@ def test_asarray_from_lists(pg_backend, xp, info, dtype_name):
     assert_same(a, xp.asarray(VALUES, dtype=getattr(xp, dtype_name)), backend=pg_backend, rtol=0, atol=0)
 
 
-def test_asarray_default_float_dtype(pg_backend, xp, float_dtype):
-    """Python floats become the backend's default floating dtype."""
-    a = pg.asarray([1.0, 2.0])
-    assert a.dtype in (xp.float32, xp.float64)
-    if float_dtype == xp.float64:
-        assert a.dtype == xp.float64
+def test_asarray_default_float_dtype(pg_backend, xp):
+    """Python floats become the namespace's default real floating dtype, Python ints its default
+    integral dtype (``__array_namespace_info__().default_dtypes()``: float64 on numpy, float32 on
+    torch and on jax's 32-bit mode)."""
+    defaults = xp.__array_namespace_info__().default_dtypes()
+    assert pg.asarray([1.0, 2.0]).dtype == defaults["real floating"], (
+        f"pg.asarray([1.0, 2.0]) has dtype {pg.asarray([1.0, 2.0]).dtype}; the namespace's default real floating "
+        f"dtype is {defaults['real floating']}"
+    )
+    assert pg.asarray([1, 2]).dtype == defaults["integral"], (
+        f"pg.asarray([1, 2]) has dtype {pg.asarray([1, 2]).dtype}; the namespace's default integral dtype is "
+        f"{defaults['integral']}"
+    )
+
+
+def test_asarray_at_every_declared_dtype(pg_backend, xp):
+    """pg.asarray(values, dtype=d) keeps d for every real and complex floating dtype the namespace declares."""
+    info = xp.__array_namespace_info__()
+    for kind in ("real floating", "complex floating"):
+        for name, dtype in info.dtypes(kind=kind).items():
+            a = pg.asarray(VALUES, dtype=dtype).data
+            assert backend_of_type(type(a)) is pg_backend and a.dtype == dtype, f"{name}: got {a.dtype}"
+            assert pg.asarray(VALUES, dtype=name).dtype == dtype, f"dtype={name!r} (by name): got {a.dtype}"
 
 
 def test_asarray_of_an_array_of_this_backend(pg_backend, xp, float_dtype):

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -36,7 +37,14 @@ def test_entry_point_loads_the_plugin(pg_backend, conformance_state):
     if conformance_state.by_hand:
         pytest.skip(f"plugin registered by hand (--polygrad-plugin {', '.join(conformance_state.by_hand)})")
     eps = list(importlib.metadata.entry_points(group="polygrad"))
-    loaded = [ep for ep in eps if ep.load() is pg_backend.plugin]
+
+    def loads_it(ep):
+        try:
+            return ep.load() is pg_backend.plugin
+        except Exception:  # another installed plugin that fails to load is not this backend's fault
+            return False
+
+    loaded = [ep for ep in eps if loads_it(ep)]
     assert loaded, (
         f"no entry point of group 'polygrad' loads the plugin of {pg_backend.name!r}; "
         f"entry points: {[f'{ep.name} = {ep.value}' for ep in eps]}"
@@ -78,6 +86,65 @@ def test_namespace_has_the_standard_basics(xp):
               "take", "float32", "int64", "bool"]
     missing = [n for n in needed if not hasattr(xp, n)]
     assert not missing, f"namespace {getattr(xp, '__name__', xp)} lacks {missing}"
+
+
+def test_namespace_declares_what_backend_info_claims(pg_backend, xp, info):
+    """The namespace describes its dtypes (``__array_namespace_info__``), and BackendInfo's
+    ``float64`` and ``complex`` say what it declares: a backend claiming float64 that its
+    namespace lacks (or the reverse) runs the wrong checks, and its users get other dtypes
+    than they asked for."""
+    assert hasattr(xp, "__array_namespace_info__"), (
+        f"namespace {getattr(xp, '__name__', xp)} has no __array_namespace_info__ (Array API 2023.12): polygrad "
+        "reads the default and available dtypes from it"
+    )
+    ns_info = xp.__array_namespace_info__()
+    real = ns_info.dtypes(kind="real floating")
+    complex_ = ns_info.dtypes(kind="complex floating")
+    defaults = ns_info.default_dtypes()
+    assert defaults["real floating"] in real.values(), f"default float {defaults['real floating']} is not among {real}"
+    assert info.float64 == ("float64" in real), (
+        f"BackendInfo.float64={info.float64}, but the namespace's real floating dtypes are {sorted(real)}"
+    )
+    assert info.complex == bool(complex_), (
+        f"BackendInfo.complex={info.complex}, but the namespace's complex floating dtypes are {sorted(complex_)}"
+    )
+    for name, dtype in real.items():
+        a = xp.zeros((2,), dtype=dtype)
+        assert a.dtype == dtype, f"the namespace declares {name}, but xp.zeros((2,), dtype={name}) has dtype {a.dtype}"
+
+
+def test_array_types_are_claimed_by_this_backend_alone(pg_backend, conformance_state):
+    """No other usable backend claims this backend's array types: two backends claiming one
+    type make polygrad give the arrays to one of them (with a PluginWarning), so the other's
+    arrays are not its own. The one exception is the override this run asked for: the backend
+    under test registered by hand (--polygrad-plugin) over an installed plugin, which owns the
+    arrays here (a warning names both)."""
+    from polygrad.core.dispatch import backend_of_type
+
+    mine = set(pg_backend.array_types)
+    clashes, overrides = [], []
+    for name, row in pg.backends().items():
+        if name == pg_backend.name or not row.usable:
+            continue
+        other = pg.get_backend(name)
+        try:
+            theirs = set(other.array_types)
+        except Exception:  # a broken plugin is test_broken_plugin's business
+            continue
+        for t in sorted(mine & theirs, key=lambda t: t.__qualname__):
+            what = (f"arrays of type {t.__module__}.{t.__qualname__} are claimed by backend {pg_backend.name!r} "
+                    f"({pg_backend.origin}) and by backend {name!r} ({other.origin})")
+            by_hand = any(pg_backend.plugin is p for p in conformance_state.by_hand_objects)
+            if by_hand and backend_of_type(t) is pg_backend:
+                overrides.append(what)
+            else:
+                clashes.append(what)
+    for what in overrides:
+        warnings.warn(pytest.PytestWarning(f"polygrad conformance: {what}; the plugin registered by hand "
+                                           f"(--polygrad-plugin) owns them in this run"))
+    assert not clashes, "; ".join(clashes) + (
+        "; uninstall one of the plugins, or make one claim a subclass (the most specific claim wins)"
+    )
 
 
 def test_set_backend_and_using_backend(pg_backend, xp):

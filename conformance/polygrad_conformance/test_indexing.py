@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import polygrad as pg
-from polygrad_conformance._util import assert_same, tolist
+from polygrad_conformance._util import assert_same, index_dtype, tolist
 
 
 def _onehot_scatter(xp, x, lin, values):
@@ -21,13 +21,13 @@ def _onehot_scatter(xp, x, lin, values):
 
 
 def _key_cases(xp):
-    i = xp.asarray([0, 2, 0, 3, 0], dtype=xp.int64)
-    j = xp.asarray([1, 1, 1, 0, 2], dtype=xp.int64)
+    i = xp.asarray([0, 2, 0, 3, 0], dtype=index_dtype(xp))
+    j = xp.asarray([1, 1, 1, 0, 2], dtype=index_dtype(xp))
     return {
         "two_arrays": ((i, j), i * 3 + j, (5,)),
         "array_and_int": ((i, 2), i * 3 + 2, (5,)),
-        "basic": ((slice(1, 3), slice(None)), xp.asarray([3, 4, 5, 6, 7, 8], dtype=xp.int64), (2, 3)),
-        "int_and_slice": ((2, slice(None)), xp.asarray([6, 7, 8], dtype=xp.int64), (3,)),
+        "basic": ((slice(1, 3), slice(None)), xp.asarray([3, 4, 5, 6, 7, 8], dtype=index_dtype(xp)), (2, 3)),
+        "int_and_slice": ((2, slice(None)), xp.asarray([6, 7, 8], dtype=index_dtype(xp)), (3,)),
     }
 
 
@@ -48,8 +48,8 @@ def test_scatter_add_sums_repeated_indices(pg_backend, xp, float_dtype, tol, key
 
 def test_scatter_add_broadcasts_values(pg_backend, xp, float_dtype, tol):
     """A scalar-shaped value is broadcast to x[key]'s shape before adding."""
-    i = xp.asarray([1, 1, 3], dtype=xp.int64)
-    j = xp.asarray([0, 0, 2], dtype=xp.int64)
+    i = xp.asarray([1, 1, 3], dtype=index_dtype(xp))
+    j = xp.asarray([0, 0, 2], dtype=index_dtype(xp))
     x = xp.zeros((4, 3), dtype=float_dtype)
     out = pg_backend.scatter_add(x, (i, j), xp.asarray(2.0, dtype=float_dtype))
     expected = _onehot_scatter(xp, x, i * 3 + j, xp.full((3,), 2.0, dtype=float_dtype))
@@ -59,8 +59,8 @@ def test_scatter_add_broadcasts_values(pg_backend, xp, float_dtype, tol):
 def test_getitem_backward_counts_repeats(xp, float_dtype):
     """sum(x[i, j]).backward(): each element's gradient is how often (i, j) names it."""
     x = pg.Variable(xp.zeros((3, 2), dtype=float_dtype))
-    i = xp.asarray([0, 0, 2, 0], dtype=xp.int64)
-    j = xp.asarray([1, 1, 0, 1], dtype=xp.int64)
+    i = xp.asarray([0, 0, 2, 0], dtype=index_dtype(xp))
+    j = xp.asarray([1, 1, 0, 1], dtype=index_dtype(xp))
     pg.sum(x[i, j]).backward()
     assert tolist(x.grad) == [[0.0, 3.0], [0.0, 0.0], [1.0, 0.0]]
 

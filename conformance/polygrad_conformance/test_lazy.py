@@ -8,7 +8,7 @@ import pytest
 import polygrad as pg
 import polygrad.functions as F
 from polygrad.core.dispatch import backend_of_type
-from polygrad_conformance._util import tolist
+from polygrad_conformance._util import index_dtype, tolist
 
 
 def _mlp_loss(xp, dtype):
@@ -17,7 +17,7 @@ def _mlp_loss(xp, dtype):
     w1 = pg.Variable(gen.normal((3, 4), dtype=dtype))
     b1 = pg.Variable(gen.normal((3,), dtype=dtype))
     w2 = pg.Variable(gen.normal((2, 3), dtype=dtype))
-    t = xp.asarray([0, 1, 1, 0, 1, 0], dtype=xp.int64)
+    t = xp.asarray([0, 1, 1, 0, 1, 0], dtype=index_dtype(xp))
     h = F.tanh(F.linear(x, w1, b1))
     loss = F.softmax_cross_entropy(F.linear(h, w2), t) + pg.mean(h[1:4, :] * h[1:4, :])
     return loss, [w1, b1, w2]

@@ -1,16 +1,23 @@
 """Every op: forward against the backend's own namespace, both kernel paths,
-and gradients checked numerically (first and second order).
+gradients checked numerically (first and second order), and result and
+gradient dtypes at every floating dtype the backend declares.
 
 Each test takes its cases through the name of its argument: ``case`` (every
 case), ``grad_case`` (a gradient to check), ``grad2_case`` (a second
-derivative too), ``vjp_case`` (the vjp checked in the output gradient) and
-``kernel_case`` (an op whose kernel the backend overrides); see
-:func:`cases_for`. The table's in-depth cases run with ``--polygrad-depth``.
+derivative too), ``vjp_case`` (the vjp checked in the output gradient),
+``kernel_case`` (an op whose kernel the backend overrides), ``traced_case``
+(every case that runs a kernel the backend overrides, forward or backward),
+and ``dtype_case`` / ``grad_dtype_case`` (a case and a floating dtype the
+namespace declares, ids ``<case>-<dtype>``); see :func:`cases_for`. The
+table's in-depth cases run with ``--polygrad-depth``.
 polygrad's own tests run these same functions, on every case, in-process
 (``tests/test_op_cases.py``).
 """
 
 from __future__ import annotations
+
+import contextlib
+import functools
 
 import pytest
 
@@ -19,19 +26,22 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.ops import REGISTRY
 from polygrad.testing import check_grads
 from polygrad_conformance._util import assert_same
-from polygrad_conformance.cases import CASES, Case, by_op
+from polygrad_conformance.cases import CASES, Case, F, by_op
 from polygrad_conformance.gradcheck import check_vjp, check_vjp_of_vjp, involves_complex
-from polygrad_conformance.plugin import state_of
+from polygrad_conformance.plugin import float_dtype_names, state_of, tolerance_for
 
-CASE_ARGUMENTS = ("case", "grad_case", "grad2_case", "vjp_case", "kernel_case")
+CASE_ARGUMENTS = ("case", "grad_case", "grad2_case", "vjp_case", "kernel_case", "traced_case")
+DTYPE_ARGUMENTS = ("dtype_case", "grad_dtype_case")
 
 
 def cases_for(argument: str, backend, depth: bool = False) -> list[Case]:
     """The cases a test taking ``argument`` runs on ``backend`` (a ``polygrad.Backend``, or None);
     the in-depth ones too with ``depth``."""
     cases = [c for c in CASES if depth or not c.depth]
-    if argument == "kernel_case":
+    if argument in ("kernel_case", "traced_case"):
         kernels = backend.kernels if backend is not None else {}
+        if argument == "traced_case":  # backward may run any kernel: every gradient case, where there are kernels
+            return [c for c in cases if kernels and (c.grad_order >= 1 or c.op in kernels)]
         return [c for c in cases if c.op in kernels]
     if argument == "grad_case":
         return [c for c in cases if c.grad_order >= 1]
@@ -47,11 +57,18 @@ def _params(cases: list[Case]) -> list:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = state_of(metafunc.config)
+    backend, depth = (state.backend, state.depth) if state is not None else (None, False)
     for argument in CASE_ARGUMENTS:
         if argument in metafunc.fixturenames:
-            state = state_of(metafunc.config)
-            backend, depth = (state.backend, state.depth) if state is not None else (None, False)
             metafunc.parametrize(argument, _params(cases_for(argument, backend, depth)))
+    for argument in DTYPE_ARGUMENTS:
+        if argument in metafunc.fixturenames:
+            cases = cases_for("grad_case" if argument == "grad_dtype_case" else "case", backend, depth)
+            metafunc.parametrize(argument, [
+                pytest.param((c, name), id=f"{c.id}-{name}", marks=[pytest.mark.requires(*c.requires)] if c.requires else [])
+                for c in cases for name in float_dtype_names(metafunc.config)
+            ])
 
 
 def _call(c: Case, xp, args: list, requires_grad: bool):
@@ -223,8 +240,17 @@ def _check(case: Case, xp, dtype, tol, order: int) -> None:
     """The dot-product test: polygrad.testing.check_grads, or its complex form where an input or output is complex."""
     f, inputs = _differentiated(case, xp, case.make(xp, dtype))
     t = case.tolerance(tol, dtype, xp)
+    if dtype != getattr(xp, "float64", None) or not state_of_backend_has_float64(xp):
+        # narrower than float64: host sums and Richardson extrapolation (see gradcheck.py)
+        check_vjp(f, inputs, order=order, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol, extrapolate=True)
+        return
     check = check_vjp if case.is_complex or involves_complex(f, inputs) else check_grads
     check(f, inputs, order=order, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol)
+
+
+def state_of_backend_has_float64(xp) -> bool:
+    """Whether ``xp`` declares float64 (jax's 32-bit mode has ``jnp.float64``, which gives float32)."""
+    return "float64" in xp.__array_namespace_info__().dtypes(kind="real floating")
 
 
 def test_grad(grad_case, xp, float_dtype, tol):
@@ -245,16 +271,37 @@ def test_vjp_of_vjp(vjp_case, xp, float_dtype, tol):
     check_vjp_of_vjp(f, inputs, eps=t.eps, atol=t.grad_atol, rtol=t.grad_rtol)
 
 
+def _backward_from_every_output(case: Case, xp, args: list) -> list:
+    """The case's inputs (Variables where differentiable), after backward from every output with ones."""
+    diff = case.differentiable_args()
+    ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
+    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
+    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
+    return ins
+
+
+def _grads_to_second_order(case: Case, xp, args: list, second: bool) -> tuple:
+    """``(inputs, first, second)``: the differentiable inputs, pg.grad of every output (ones as
+    output gradients; with create_graph where ``second``) and, where ``second``, the gradients of
+    those first gradients that have a graph (None where nothing was differentiated twice)."""
+    f, inputs = _differentiated(case, xp, args)
+    xs = [pg.Variable(a) for a in inputs]
+    ys = [y for y in _outputs(f(*xs)) if y.requires_grad]
+    firsts = pg.grad(ys, xs, grad_outputs=[xp.ones_like(y.data) for y in ys], create_graph=second, allow_unused=True)
+    graphed = [g for g in firsts if g is not None and g.requires_grad]
+    if not (second and graphed):
+        return inputs, firsts, None
+    seconds = pg.grad(graphed, xs, grad_outputs=[xp.ones_like(g.data) for g in graphed], allow_unused=True)
+    return inputs, firsts, seconds
+
+
 def test_backward_grads_belong_to_backend(grad_case, pg_backend, xp, float_dtype):
     """After backward from every output, each float input has a .grad (but those the case says
     get none): an array of the backend with the input's shape and dtype."""
     case = grad_case
     args = case.make(xp, float_dtype)
-    diff = case.differentiable_args()
-    ins = [pg.Variable(a) if i in diff else a for i, a in enumerate(args)]
-    ys = [y for y in _outputs(case.fn(xp, *ins)) if y.requires_grad]
-    pg.backward(ys, [xp.ones_like(y.data) for y in ys])
-    for i in diff:
+    ins = _backward_from_every_output(case, xp, args)
+    for i in case.differentiable_args():
         g = ins[i].grad
         if i in case.no_grad:
             assert g is None, f"{case.id}: input {i} has no gradient by design, yet got one"
@@ -263,3 +310,180 @@ def test_backward_grads_belong_to_backend(grad_case, pg_backend, xp, float_dtype
         assert backend_of_type(type(g)) is pg_backend, f"{case.id}: grad of input {i} is a {type(g).__name__}"
         assert tuple(g.shape) == tuple(args[i].shape), f"{case.id}: grad of input {i} has shape {tuple(g.shape)}"
         assert g.dtype == args[i].dtype, f"{case.id}: grad of input {i} has dtype {g.dtype}, input {args[i].dtype}"
+
+
+# ---------------------------------------------------------------------------
+# Every floating dtype the backend declares: result and gradient dtypes
+# ---------------------------------------------------------------------------
+
+
+def _declared(xp, name: str):
+    return xp.__array_namespace_info__().dtypes(kind="real floating")[name]
+
+
+def test_forward_dtype(dtype_case, pg_backend, xp):
+    """At every real floating dtype the namespace declares (complex inputs at the matching
+    complex dtype), the op gives what the namespace gives: dtype, shape and values (a kernel
+    returning float64 for float32 input fails here); and its floating outputs have the dtypes
+    the numpy backend gives (a namespace function returning float64 fails here)."""
+    case, name = dtype_case
+    dtype = _declared(xp, name)
+    args = case.make(xp, dtype)
+    try:
+        expected = case.ref(xp, *args)
+    except Exception as exc:
+        pytest.skip(f"the namespace itself cannot compute {case.id} at {name} ({type(exc).__name__}: {exc})")
+    out = _call(case, xp, args, requires_grad=True)
+    _assert_outputs(case, out, expected, pg_backend, tolerance_for(xp, dtype))
+    _assert_numpy_dtypes(case, name, out)
+
+
+def _assert_numpy_dtypes(case: Case, name: str, out) -> None:
+    """The floating outputs have the dtypes the numpy backend gives at the same input dtype
+    (a namespace function that widens or narrows, which the reference alone cannot see)."""
+    from polygrad_conformance.plugin import dtype_name
+
+    row = pg.backends().get("numpy")
+    backend = backend_of_type(type(_outputs(out)[0].data))
+    if row is None or not row.usable or backend.name == "numpy" or not any(
+            isinstance(s, F) for s in case.args):  # only cases with floating inputs: defaults may differ
+        return
+    np_backend = pg.get_backend("numpy")
+    if set(np_backend.array_types) & set(backend.array_types):
+        return
+    np_xp = np_backend.xp
+    np_dtypes = np_xp.__array_namespace_info__().dtypes()
+    if name not in np_dtypes:  # float16, bfloat16: nothing of numpy's namespace to compare with
+        return
+    with pg.using_backend("numpy"):
+        np_args = case.make(np_xp, np_dtypes[name])
+        try:
+            theirs = _call(case, np_xp, np_args, requires_grad=False)
+        except Exception:
+            return
+    for k, (o, t) in enumerate(zip(_outputs(out), _outputs(theirs))):
+        if not np_xp.isdtype(t.dtype, ("real floating", "complex floating")):
+            continue
+        mine, want = dtype_name(backend.xp, o.dtype), dtype_name(np_xp, t.dtype)
+        assert mine == want, (
+            f"{case.id} at {name}: output {k} has dtype {mine}; the numpy backend gives {want} "
+            "(the namespace's own function changes the precision)"
+        )
+
+
+def _assert_grad_like(case: Case, what: str, g, a, backend) -> None:
+    g = g.data if isinstance(g, pg.Variable) else g
+    owner = backend_of_type(type(g))
+    assert owner is backend, f"{case.id}: {what} is an array of backend {owner.name!r}, the input of {backend.name!r}"
+    assert tuple(g.shape) == tuple(a.shape), f"{case.id}: {what} has shape {tuple(g.shape)}, the input {tuple(a.shape)}"
+    assert g.dtype == a.dtype, f"{case.id}: {what} has dtype {g.dtype}, the input {a.dtype}"
+
+
+def test_grad_dtype(grad_dtype_case, pg_backend, xp):
+    """At every real floating dtype the namespace declares, gradients keep the shape, dtype and
+    backend of their input: x.grad after backward, and (for cases with a second derivative)
+    the gradients of pg.grad(..., create_graph=True) and their own gradients."""
+    case, name = grad_dtype_case
+    args = case.make(xp, _declared(xp, name))
+    ins = _backward_from_every_output(case, xp, args)
+    for i in case.differentiable_args():
+        if i not in case.no_grad and ins[i].grad is not None:
+            _assert_grad_like(case, f"the gradient of input {i} at {name}", ins[i].grad, args[i], pg_backend)
+    if case.grad_order < 2:
+        return
+    inputs, firsts, seconds = _grads_to_second_order(case, xp, args, second=True)
+    for order, gs in (("pg.grad(create_graph=True)", firsts), ("the second derivative", seconds or ())):
+        for k, (g, a) in enumerate(zip(gs, inputs)):
+            if g is not None:
+                _assert_grad_like(case, f"{order} of input {k} at {name}", g, a, pg_backend)
+
+
+# ---------------------------------------------------------------------------
+# Kernels, on every call forward and backward make
+# ---------------------------------------------------------------------------
+
+
+def _describe(args: tuple, params: dict) -> str:
+    def one(a):
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            return f"<array {tuple(a.shape)} {a.dtype}>"
+        if isinstance(a, (tuple, list)):
+            return type(a)((one(b) for b in a)) if not hasattr(a, "_fields") else repr(a)
+        return repr(a)
+
+    return ", ".join([str(one(a)) for a in args] + [f"{k}={one(v)}" for k, v in params.items()])
+
+
+def _differs(backend, got, want) -> str:
+    """Why ``got`` (an override's result) is not ``want`` (the generic kernel's), or ''."""
+    xp = backend.xp
+    got_t = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+    want_t = tuple(want) if isinstance(want, (tuple, list)) else (want,)
+    if len(got_t) != len(want_t):
+        return f"{len(got_t)} outputs, the generic kernel gives {len(want_t)}"
+    for k, (o, w) in enumerate(zip(got_t, want_t)):
+        if not hasattr(w, "shape"):
+            if o != w:
+                return f"output {k} is {o!r}, the generic kernel gives {w!r}"
+            continue
+        floating = xp.isdtype(w.dtype, ("real floating", "complex floating"))
+        t = tolerance_for(xp, xp.real(w).dtype if xp.isdtype(w.dtype, "complex floating") else w.dtype) if floating else None
+        try:
+            assert_same(o, w, backend=backend, rtol=t.rtol if t else 0, atol=t.atol if t else 0, what=f"output {k}")
+        except AssertionError as exc:
+            return str(exc)
+    return ""
+
+
+@contextlib.contextmanager
+def _comparing_kernels(backend, mismatches: list):
+    """Inside, every kernel the backend overrides also runs the generic kernel on the same
+    arguments, and each difference is appended to ``mismatches``."""
+    from polygrad.core.op import NamespaceKernel
+
+    installed = []
+    for name, kernel in backend.kernels.items():
+        op = REGISTRY.get(name)
+        if op is None or not op.deterministic or name in ("empty", "empty_like"):
+            continue
+        if type(op.fwd) is NamespaceKernel:
+            generic = op.fwd.resolve(backend.xp)
+        else:
+            generic = functools.partial(op.fwd, backend.xp) if op.uses_xp else op.fwd
+
+        def compare(*args, _kernel=kernel, _generic=generic, _name=name, **params):
+            try:
+                want = _generic(*args, **params)
+            except Exception:  # the override may do more than the generic kernel can here
+                return _kernel(*args, **params)
+            got = _kernel(*args, **params)
+            why = _differs(backend, got, want)
+            if why:
+                mismatches.append(f"kernel {_name!r} for {_name}({_describe(args, params)}): {why}")
+            return got
+
+        installed.append((op, op._impl.get(backend)))
+        op._impl[backend] = compare
+    try:
+        yield
+    finally:
+        for op, previous in installed:
+            if previous is None:
+                op._impl.pop(backend, None)
+            else:
+                op._impl[backend] = previous
+
+
+def test_kernels_match_generic(traced_case, pg_backend, xp, float_dtype):
+    """Each kernel of polygrad_kernels computes what the generic kernel computes on every call the
+    case makes: forward, backward and (for cases with a second derivative) double backward, so on
+    every shape the gradient checks use (a sum_to kernel wrong for one broadcast fails here)."""
+    case = traced_case
+    mismatches: list[str] = []
+    args = case.make(xp, float_dtype)
+    with _comparing_kernels(pg_backend, mismatches):
+        if case.grad_order < 1:
+            _call(case, xp, args, requires_grad=False)
+        else:
+            _grads_to_second_order(case, xp, args, second=case.grad_order >= 2)
+    assert not mismatches, f"{case.id}: " + "\n".join(dict.fromkeys(mismatches))

@@ -1,13 +1,22 @@
 """Random numbers (polygrad_random_generator): reproducible from a seed, of the
-requested shape and dtype, with sane statistics."""
+requested shape and dtype, with sane statistics; a stream that moves on at
+every draw (initializers, dropout masks and the stochastic functions, eagerly
+and in compiled functions), which pg.seed restarts."""
 
 from __future__ import annotations
 
 import pytest
 
 import polygrad as pg
+import polygrad.functions as F
 from polygrad.core.dispatch import backend_of_type
 from polygrad_conformance._util import assert_same, tolist
+from polygrad_conformance.plugin import dtype_name, float_dtype_names
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "dtype_name" in metafunc.fixturenames:
+        metafunc.parametrize("dtype_name", float_dtype_names(metafunc.config))
 
 
 @pytest.mark.parametrize("kind", ["normal", "uniform"])
@@ -26,12 +35,10 @@ def test_different_seeds_differ(pg_backend, float_dtype, xp):
     assert not bool(xp.all(x == y))
 
 
-@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
-def test_shape_dtype_and_owner(pg_backend, xp, info, dtype_name):
-    """Random arrays have the requested shape and dtype and belong to the backend."""
-    if dtype_name == "float64" and not info.float64:
-        pytest.skip(f"backend {pg_backend.name!r} declares float64=False in its BackendInfo")
-    dtype = getattr(xp, dtype_name)
+def test_shape_dtype_and_owner(pg_backend, xp, dtype_name):
+    """Random arrays have the requested shape and dtype and belong to the backend, at every
+    real floating dtype the namespace declares."""
+    dtype = xp.__array_namespace_info__().dtypes(kind="real floating")[dtype_name]
     gen = pg_backend.random_generator(0)
     for x in (gen.normal((2, 3), dtype=dtype), gen.uniform((2, 3), dtype=dtype)):
         assert backend_of_type(type(x)) is pg_backend
@@ -57,3 +64,99 @@ def test_pg_seed_makes_the_shared_generator_repeatable(pg_backend, float_dtype):
     again = tolist(pg_backend.rng().normal((4,), dtype=float_dtype))
     pg.seed(None)
     assert first == again
+
+
+# ---------------------------------------------------------------------------
+# Streams: successive draws differ, and pg.seed repeats them
+# ---------------------------------------------------------------------------
+
+
+def _draw_pair(pg_backend, float_dtype, kind):
+    gen = pg_backend.random_generator(5)
+    return [tolist(getattr(gen, kind)((16,), dtype=float_dtype)) for _ in range(2)]
+
+
+@pytest.mark.parametrize("kind", ["normal", "uniform"])
+def test_successive_draws_differ(pg_backend, float_dtype, kind):
+    """One generator gives new numbers at every call: a generator that repeats its draws
+    gives two layers the same weights and every dropout the same mask."""
+    first, second = _draw_pair(pg_backend, float_dtype, kind)
+    assert first != second, (
+        f"two successive {kind}((16,)) draws of one generator (seed 5) are equal: {first}; the generator "
+        "must advance its state at every call"
+    )
+
+
+def _vector(xp, dtype, n, value):
+    return xp.full((n,), value, dtype=dtype)
+
+
+def _probs(xp, dtype):
+    return xp.full((32, 4), 0.25, dtype=dtype)
+
+
+# What draws random numbers, each called on the backend's arrays: (inputs, function).
+DRAWS = {
+    "rng_normal": None,  # the backend's shared generator itself (pg.seed resets it)
+    "rng_uniform": None,
+    "dropout": (lambda xp, dt: [_vector(xp, dt, 64, 1.0)], lambda x: F.dropout(x, 0.5)),
+    "bernoulli": (lambda xp, dt: [_vector(xp, dt, 64, 0.5)], lambda p: F.bernoulli(p)),
+    "categorical": (lambda xp, dt: [_probs(xp, dt)], lambda p: F.categorical(p)),
+    "multinomial": (lambda xp, dt: [_probs(xp, dt)], lambda p: F.multinomial(p)),
+    "normal": (lambda xp, dt: [_vector(xp, dt, 32, 0.0), _vector(xp, dt, 32, 1.0)], lambda m, s: F.normal(m, s)),
+}
+
+
+def _sampler(pg_backend, xp, float_dtype, draw, mode):
+    """A function of no arguments that draws once, the way ``mode`` says (eager or compiled)."""
+    if draw.startswith("rng_"):
+        kind = draw[4:]
+        return lambda: getattr(pg_backend.rng(), kind)((32,), dtype=float_dtype)
+    make, fn = DRAWS[draw]
+    args = make(xp, float_dtype)
+    if mode == "eager":
+        return lambda: fn(*[pg.Variable(a, requires_grad=False) for a in args])
+    from polygrad import symbolic as T
+
+    name = dtype_name(xp, float_dtype)
+    syms = [T.tensor(name, tuple(a.shape), f"in{i}") for i, a in enumerate(args)]
+    compiled = pg.function(syms, fn(*syms))
+    return lambda: compiled(*args)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("draw", list(DRAWS))
+def test_draws_differ_and_pg_seed_repeats_them(pg_backend, xp, float_dtype, draw, mode):
+    """Two successive draws differ; after pg.seed(s) the same two draws come again (the
+    shared generator, dropout masks, F.bernoulli, F.categorical, F.multinomial, F.normal),
+    eagerly and inside a compiled function (pg.function draws at every call)."""
+    if mode == "compiled" and draw.startswith("rng_"):
+        pytest.skip("the shared generator is no op: nothing to compile")
+    pg.seed(11)
+    try:
+        sample = _sampler(pg_backend, xp, float_dtype, draw, mode)
+        first = [tolist(sample()) for _ in range(2)]
+        pg.seed(11)
+        sample = _sampler(pg_backend, xp, float_dtype, draw, mode)
+        again = [tolist(sample()) for _ in range(2)]
+    finally:
+        pg.seed(None)
+    how = "eagerly" if mode == "eager" else "in a compiled function"
+    assert first[0] != first[1], f"{draw}, {how}: two successive draws are equal ({first[0]}): the random stream repeats"
+    assert again == first, f"{draw}, {how}: pg.seed(11) does not repeat the draws:\nfirst {first}\nagain {again}"
+
+
+def test_layers_get_different_weights(pg_backend):
+    """Two Linear layers made one after the other get different weights; pg.seed repeats them."""
+    import polygrad.links as L
+
+    pg.seed(4)
+    try:
+        with pg.using_backend(pg_backend.name):
+            w1, w2 = tolist(L.Linear(3, 4).W), tolist(L.Linear(3, 4).W)
+            pg.seed(4)
+            again = tolist(L.Linear(3, 4).W)
+    finally:
+        pg.seed(None)
+    assert w1 != w2, "two Linear(3, 4) layers got identical weights: the random stream repeats"
+    assert again == w1, "pg.seed(4) does not repeat the first layer's weights"

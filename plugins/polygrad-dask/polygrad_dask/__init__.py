@@ -281,6 +281,8 @@ def scatter_add(x, key, values):
     keys = _normalize_key(key)
     values = da.asarray(values, dtype=x.dtype) if not isinstance(values, da.Array) else values.astype(x.dtype)
     if x.ndim == 0 or _is_basic(keys):  # no repeats possible: dask's setitem is exact and lazy
+        if 0 in tuple(x[key].shape):  # an empty selection adds nothing (dask's setitem refuses an empty value)
+            return x.copy()
         out = x.copy()
         out[key] = out[key] + values
         return out
@@ -305,7 +307,8 @@ def _getitem_grad(g, key, shape):
     keys = _normalize_key(key)
     if not shape or _is_basic(keys):
         out = da.zeros_like(g, shape=shape, chunks=chunks) if shape else da.zeros_like(g, shape=())
-        out[key] = g
+        if 0 not in tuple(g.shape):  # an empty selection adds nothing (dask's setitem refuses an empty value)
+            out[key] = g
         return out
     return _scatter_sum(shape, chunks, key, g, g._meta)
 
