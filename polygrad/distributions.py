@@ -17,6 +17,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import default_dtypes
 from polygrad.ops.elementwise import log, subtract, where
 from polygrad.ops.statistical import sum
 
@@ -89,8 +90,9 @@ class Categorical(Distribution):
         xp = self._backend().xp
         cum = xp.cumulative_sum(probs, axis=-1)
         u = self._rng(rng).uniform(tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
-        k = xp.sum(xp.astype(cum < u * cum[..., -1:], xp.int64), axis=-1)
-        return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=xp.int64))
+        index = default_dtypes(xp)["indexing"]  # not int64: a namespace may have none
+        k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
+        return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))
 
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
@@ -114,7 +116,7 @@ class Normal(Distribution):
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
         shape = tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float) else ()
-        dtype = ref.dtype if type(ref) not in (int, float) else xp.float64
+        dtype = ref.dtype if type(ref) not in (int, float) else default_dtypes(xp)["real floating"]
         eps = self._rng(rng).normal(shape, dtype=dtype)
         return m + s * eps
 

@@ -817,3 +817,12 @@ def test_backends_identity_output_is_a_copy(xp):
     r = pg.function([x], x)(a)
     r[0] = 99.0
     np.testing.assert_array_equal(to_np(a), [1.0, 2.0])
+
+
+def test_symbolic_dtype_may_be_a_namespace_dtype_object():
+    """T.vector(dtype=np.float32) (a scalar type, which prints as "<class ...>") means float32, as dtype="float32" does."""
+    x = T.vector("x", dtype=np.float32)
+    f = pg.function([x], 2 * x)
+    out = to_np(f(np.array([1.0, 2.0], dtype=np.float32)))
+    assert out.dtype == np.float32 and out.tolist() == [2.0, 4.0]
+    assert T.vector("y", dtype=np.dtype("float32")).data.dtype == "float32"

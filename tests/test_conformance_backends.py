@@ -33,7 +33,7 @@ BY_HAND = [LEGACY, ("immutable", "plugins.immutable_backend", HERE),
 JAX = ("jax", "plugins.jax_backend", HERE)
 # jax's "Explicitly requested dtype int64 ... truncated to int32" warning as an error: polygrad
 # asking a 32-bit jax for a dtype it does not declare fails the test (its known-failures file
-# lists polygrad's remaining cases under this condition).
+# lists only jax's own gap: polygrad asks for no dtype the namespace lacks).
 JAX_ENV = {"PYTHONWARNINGS": "error:Explicitly:UserWarning", "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0"}
 # The dask backend's in-depth cases its known-failures file lists (dask's linalg gaps, repeat,
 # searchsorted) by their forward test, and the second derivative of prod over an empty axis
@@ -123,10 +123,10 @@ def test_torch_like_array_object_passes_with_torch_gaps_only(runs):
 
 def test_jax_plugin_from_the_guide_passes(runs):
     """A jax plugin written from docs/plugins-and-conformance.md alone (no setitem, scatter-add or
-    kernels) passes on jax's 32-bit mode with jax's genuine gap (no int64) and polygrad's listed bugs
-    as its only known failures."""
+    kernels) passes on jax's 32-bit mode with jax's genuine gap (no int64) as its only
+    known failure: polygrad asks the namespace for no dtype it does not declare."""
     if "jax" not in runs:
         pytest.skip("jax is not installed (pip install 'jax[cpu]', a test extra)")
     out, code = runs["jax"]
     _assert_conforms(out, code)
-    assert "test_arrays.py::test_asarray_from_lists[int64]" in _xfailed_ids(out)
+    assert _xfailed_ids(out) == {"test_arrays.py::test_asarray_from_lists[int64]"}

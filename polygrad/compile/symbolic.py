@@ -73,7 +73,9 @@ class SymbolicArray:
 def _dtype_name(dtype: Any) -> str | None:
     if dtype is None or isinstance(dtype, str):
         return dtype
-    text = str(dtype)
+    # a dtype object prints as its name (numpy.dtype, torch.float32); a scalar type
+    # (numpy.float32, jax.numpy.float32) prints as "<class ...>" but names itself
+    text = getattr(dtype, "__name__", None) or str(dtype)
     for name in DTYPES:
         if text.endswith(name):
             return name

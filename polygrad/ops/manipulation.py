@@ -125,7 +125,10 @@ PERMUTE_DIMS = defvjp(Op("permute_dims", view=True,
 
 @public
 def permute_dims(x, /, axes):
-    return apply(PERMUTE_DIMS, (x,), {"axes": tuple(axes)})
+    axes = tuple(axes)
+    if any(a < 0 for a in axes):  # the standard's namespaces take only a permutation of 0..ndim-1
+        axes = tuple(a + x.ndim if a < 0 else a for a in axes)
+    return apply(PERMUTE_DIMS, (x,), {"axes": axes})
 
 
 REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True,

@@ -11,7 +11,7 @@ A test plugin (jax is a test extra, not a dependency): register it by hand::
 
 or run the suite on it from ``tests/``, with jax's dtype-truncation warning as an
 error, as tests/test_conformance_backends.py does (its known-failures file lists
-polygrad's own remaining requests for int64 under that condition)::
+jax's own gap, no int64 in 32-bit mode)::
 
     PYTHONWARNINGS=error:Explicitly:UserWarning polygrad-conformance jax --polygrad-plugin plugins.jax_backend
 """

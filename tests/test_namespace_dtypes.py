@@ -1,0 +1,55 @@
+"""polygrad asks a backend only for dtypes its namespace declares: on jax's
+default 32-bit mode (no int64, no float64; a third-party style plugin,
+tests/plugins/jax_backend) draws come in the default indexing and floating
+dtypes, and axes are handed over as the standard asks. jax's "requested dtype
+... truncated" warning is an error here, so a request for int64 fails."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from registry_state import registry_state  # noqa: F401 (a fixture)
+
+jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (pip install 'jax[cpu]', a test extra)")
+
+
+@pytest.fixture
+def jax32(registry_state, monkeypatch):
+    import jax
+
+    from plugins import jax_backend
+
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("jax runs in 64-bit mode here (JAX_ENABLE_X64): int64 exists")
+    pg.register_plugin(jax_backend, name="jax-plugin")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Explicitly requested dtype")
+        yield pg.get_backend(jax_backend.NAME)
+
+
+def test_categorical_draws_in_the_default_indexing_dtype(jax32):
+    """Categorical(probs).sample() on a 32-bit namespace is int32 (its default indexing dtype), not a request for int64."""
+    probs = jnp.asarray([[0.2, 0.8], [1.0, 0.0]], dtype=jnp.float32)
+    k = pg.distributions.Categorical(probs).sample()
+    assert k.dtype == jnp.int32 and k.shape == (2,) and int(k[1]) == 0
+
+
+def test_normal_of_python_floats_draws_in_the_default_float_dtype(jax32):
+    """Normal(0.0, 1.0).sample() on a namespace without float64 draws float32."""
+    with pg.using_backend(jax32.name):
+        z = pg.distributions.Normal(0.0, 1.0).sample()
+    assert z.dtype == jnp.float32
+
+
+def test_permute_dims_hands_the_namespace_nonnegative_axes(jax32):
+    """pg.permute_dims(x, (-1, 0, 1)) works on jax, which takes only a permutation of 0..ndim-1, and its gradient too."""
+    x = pg.Variable(jnp.arange(24.0, dtype=jnp.float32).reshape(2, 3, 4))
+    y = pg.permute_dims(x, (-1, 0, 1))
+    assert y.shape == (4, 2, 3)
+    np.testing.assert_array_equal(np.asarray(y.data), np.transpose(np.arange(24.0).reshape(2, 3, 4), (2, 0, 1)))
+    pg.sum(y * y).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), 2 * np.arange(24.0).reshape(2, 3, 4))
