@@ -158,11 +158,20 @@ def asarray(obj: Any, dtype: Any = None, *, backend: str | None = None, copy: bo
     return xp.asarray(obj, dtype=dtype, copy=copy)
 
 
+def _default_device(xp: Any) -> Any:
+    """The namespace's default device, or None where its inspection API says nothing."""
+    try:
+        return xp.__array_namespace_info__().default_device()
+    except Exception:
+        return None
+
+
 def to_backend(x: Any, name: str) -> Any:
     """Move an array (or a Variable's data, returning a new Variable) to backend ``name``.
 
-    Uses DLPack where both sides support it, else the target's ``asarray``
-    (buffer and ``__array__`` protocols). A lazy source is materialized first.
+    Uses DLPack where both sides support it (asking for a copy on the target's default
+    device where the array lives on another, e.g. a GPU array to numpy), else the target's
+    ``asarray`` (buffer and ``__array__`` protocols). A lazy source is materialized first.
     """
     if isinstance(x, Variable):
         return Variable(to_backend(x._data, name), requires_grad=x.requires_grad, name=x.name)
@@ -179,6 +188,14 @@ def to_backend(x: Any, name: str) -> Any:
             return xp.from_dlpack(x)
         except Exception as exc:
             errors.append(f"from_dlpack: {exc}")
+        # On another device (a GPU array to a CPU library): ask the producer for a copy on the
+        # target's default device (from_dlpack's ``device``, standard 2023.12).
+        device = _default_device(xp)
+        if device is not None:
+            try:
+                return xp.from_dlpack(x, device=device)
+            except Exception as exc:
+                errors.append(f"from_dlpack(device={device!r}): {exc}")
     try:
         return xp.asarray(x)
     except Exception as exc:

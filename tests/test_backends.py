@@ -279,6 +279,48 @@ def test_to_backend_round_trip_arrays():
     np.testing.assert_array_equal(back, a)
 
 
+class _DeviceArray:
+    """Stands in for a GPU array (cupy's): DLPack export only as a copy to the CPU when asked
+    (``dl_device``), and no implicit conversion."""
+
+    def __init__(self, a):
+        self._a = np.asarray(a)
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if dl_device is None or tuple(dl_device)[0] != 1:
+            raise BufferError("device memory: ask for a copy to the CPU (dl_device)")
+        return self._a.copy().__dlpack__(max_version=max_version)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed")
+
+
+class _DeviceArrays:
+    @hookimpl
+    def polygrad_backend_info(self):
+        return BackendInfo(name="fakegpu", module="numpy", device="gpu")
+
+    @hookimpl
+    def polygrad_array_namespace(self, backend):
+        import array_api_compat.numpy as xp
+
+        return xp if backend == "fakegpu" else None
+
+    @hookimpl
+    def polygrad_array_types(self, backend):
+        return (_DeviceArray,) if backend == "fakegpu" else None
+
+
+def test_to_backend_copies_a_device_array_to_the_cpu(registry_state):
+    """A GPU array whose plain DLPack export refuses (cupy's) reaches numpy through from_dlpack(device="cpu")."""
+    pg.register_plugin(_DeviceArrays(), name="fakegpu-plugin")
+    back = pg.to_backend(_DeviceArray([[1.5, 2.0]]), "numpy")
+    assert isinstance(back, np.ndarray) and back.tolist() == [[1.5, 2.0]]
+
+
 def test_to_backend_same_backend_returns_same_array():
     """Moving an array to its own backend returns it unchanged."""
     a = np.array([1.0])
