@@ -95,6 +95,9 @@ class Case:
     no_grad: tuple = ()  # argument positions that get no gradient by design
     grad_of_vjp: bool = False
     depth: bool = False  # checks polygrad's own rules in depth (see the module docstring)
+    # right up to the signs of vectors (eigenvectors, singular vectors, QR's factors): another
+    # backend's library may flip them, so values are compared across backends by magnitude
+    up_to_sign: bool = False
 
     @property
     def composed(self) -> bool:

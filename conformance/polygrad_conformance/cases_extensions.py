@@ -6,7 +6,8 @@ rows (neural-network functions, private rows): the rest of
 Decompositions are checked through quantities their derivative is defined
 for: symmetric positive-definite or symmetric inputs, and for eigh / svd
 values that do not depend on the signs of the eigenvectors or singular
-vectors.
+vectors; the raw decompositions are marked ``up_to_sign`` (another backend's
+library may flip a vector's sign).
 """
 
 from __future__ import annotations
@@ -194,7 +195,8 @@ with depth:
     case("linalg_eigvalsh", "spd", lambda xp, x: LA.eigvalsh(_spd(O, x)), lambda xp, x: xp.linalg.eigvalsh(_spd(xp, x)), F((3, 3)))
     case("linalg_eigvalsh", "symmetric_batched", lambda xp, x: LA.eigvalsh(x + O.matrix_transpose(x)),
            lambda xp, x: xp.linalg.eigvalsh(x + xp.matrix_transpose(x)), F((2, 3, 3)))
-case("linalg_eigh", "sym", lambda xp, x: LA.eigh(_sym(O, x)), lambda xp, x: xp.linalg.eigh(_sym(xp, x)), F((3, 3)), order=0)
+case("linalg_eigh", "sym", lambda xp, x: LA.eigh(_sym(O, x)), lambda xp, x: xp.linalg.eigh(_sym(xp, x)), F((3, 3)), order=0,
+     up_to_sign=True)
 case("linalg_eigh", "grad", lambda xp, x: _eigh_invariant(O, LA.eigh(_sym(O, x))),
        lambda xp, x: _eigh_invariant(xp, xp.linalg.eigh(_sym(xp, x))), F((3, 3)))
 with depth:
@@ -205,7 +207,7 @@ with depth:
     case("linalg_eigh", "symmetric_indefinite_vectors", lambda xp, x: _scaled(O, LA.eigh(x + O.matrix_transpose(x))[1]),
            lambda xp, x: _scaled(xp, xp.linalg.eigh(x + xp.matrix_transpose(x))[1]), F((3, 3)))
 case("linalg_svd", "tall", lambda xp, x: LA.svd(x, full_matrices=False), lambda xp, x: xp.linalg.svd(x, full_matrices=False),
-       F((3, 2), "distinct"), order=0)
+       F((3, 2), "distinct"), order=0, up_to_sign=True)
 case("linalg_svd", "grad", lambda xp, x: _svd_invariant(O, LA.svd(x, full_matrices=False)),
        lambda xp, x: _svd_invariant(xp, xp.linalg.svd(x, full_matrices=False)), F((3, 2), "distinct"))
 with depth:
@@ -220,14 +222,14 @@ with depth:
            F((4, 2)))
     case("linalg_svd", "wide_full_matrices", lambda xp, x: _svd_parts(O, LA.svd(x)), lambda xp, x: _svd_parts(xp, xp.linalg.svd(x)),
            F((2, 4)))
-case("linalg_qr", "tall", lambda xp, x: LA.qr(x), lambda xp, x: xp.linalg.qr(x), F((3, 2), "distinct"))
+case("linalg_qr", "tall", lambda xp, x: LA.qr(x), lambda xp, x: xp.linalg.qr(x), F((3, 2), "distinct"), up_to_sign=True)
 with depth:
-    case("linalg_qr", "square", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((3, 3)))
-    case("linalg_qr", "tall_batched", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((2, 4, 3)))
-    case("linalg_qr", "wide", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((2, 4)))
-    case("linalg_qr", "r_only", lambda xp, x: LA.qr(x)[1], lambda xp, x: xp.linalg.qr(x)[1], F((4, 3)))
+    case("linalg_qr", "square", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((3, 3)), up_to_sign=True)
+    case("linalg_qr", "tall_batched", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((2, 4, 3)), up_to_sign=True)
+    case("linalg_qr", "wide", lambda xp, x: tuple(LA.qr(x)), lambda xp, x: tuple(xp.linalg.qr(x)), F((2, 4)), up_to_sign=True)
+    case("linalg_qr", "r_only", lambda xp, x: LA.qr(x)[1], lambda xp, x: xp.linalg.qr(x)[1], F((4, 3)), up_to_sign=True)
     case("linalg_qr", "complete_square", lambda xp, x: tuple(LA.qr(x, mode="complete")),
-           lambda xp, x: tuple(xp.linalg.qr(x, mode="complete")), F((3, 3)))
+           lambda xp, x: tuple(xp.linalg.qr(x, mode="complete")), F((3, 3)), up_to_sign=True)
 
 
 # ---------------------------------------------------------------------------
