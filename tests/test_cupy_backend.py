@@ -155,6 +155,24 @@ def test_gpu_gradients_equal_numpy():
 
 
 @gpu
+def test_gpu_arrays_move_to_numpy_and_back():
+    """pg.to_backend, x.numpy(), to_cpu() and to_gpu() move data (and gradient) between the GPU and numpy."""
+    import cupy
+
+    a = cupy.asarray([[1.5, -2.0]], dtype=cupy.float32)
+    back = pg.to_backend(a, "numpy")
+    assert isinstance(back, np.ndarray) and back.dtype == np.float32 and back.tolist() == [[1.5, -2.0]]
+    assert isinstance(pg.to_backend(back, "cupy"), cupy.ndarray)
+    x = pg.Variable(a)
+    pg.sum(x * x).backward()
+    assert x.detach().numpy().tolist() == [[1.5, -2.0]]
+    x.to_cpu()
+    assert isinstance(x.data, np.ndarray) and isinstance(x.grad, np.ndarray) and x.grad.tolist() == [[3.0, -4.0]]
+    x.to_gpu()
+    assert isinstance(x.data, cupy.ndarray) and isinstance(x.grad, cupy.ndarray)
+
+
+@gpu
 def test_gpu_memory_stats_and_synchronize():
     """memory_stats() reports the default pool's used/total bytes; synchronize() returns."""
     import cupy
@@ -181,6 +199,20 @@ def _nodes(*specs):
     from polygrad.compile.fusion import FusedNode
 
     return tuple(FusedNode(op, args, params, shape, np.dtype(dtype), None) for op, args, params, shape, dtype in specs)
+
+
+def test_solve_kernel_broadcasts_the_batch_dimensions():
+    """The plugin's linalg.solve kernel (cupy's own needs equal batch shapes) broadcasts them as the
+    standard asks; it is written with the standard, so it is checked here on numpy arrays."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 1, 3, 3)) + 3 * np.eye(3)
+    b = rng.normal(size=(4, 3, 2))
+    got = polygrad_cupy.solve(a, b)
+    assert got.shape == (2, 4, 3, 2)
+    np.testing.assert_allclose(got, np.linalg.solve(np.broadcast_to(a, (2, 4, 3, 3)), np.broadcast_to(b, (2, 4, 3, 2))))
+    np.testing.assert_allclose(polygrad_cupy.solve(a[0, 0], b[0, :, 0]), np.linalg.solve(a[0, 0], b[0, :, 0]))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        polygrad_cupy.solve(rng.normal(size=(2, 3, 3)), rng.normal(size=(5, 3, 2)))
 
 
 def test_fused_source_of_relu_backward():

@@ -8,8 +8,10 @@ raises ``CUDARuntimeError`` where a first allocation would). It allocates
 nothing.
 
 What the standard lacks: random numbers (``cupy.random.default_rng``),
-scatter-add with repeated indices summed (``cupyx.scatter_add``), a device
+scatter-add with repeated indices summed (``cupy.add.at``), a device
 synchronize for timing, and memory statistics from cupy's default memory pool.
+Where cupy departs from the standard, a kernel says so: ``linalg.solve``
+broadcasts the batch dimensions.
 """
 
 from __future__ import annotations
@@ -90,8 +92,38 @@ def scatter_add(x, key, values):
     import cupyx
 
     out = cupy.array(x, copy=True)
-    cupyx.scatter_add(out, key, values)
+    add_at = getattr(cupy.add, "at", None)  # cupy >= 14; cupyx.scatter_add is deprecated there
+    if add_at is not None:
+        add_at(out, key, values)
+    else:
+        cupyx.scatter_add(out, key, values)
     return out
+
+
+def solve(x1, x2):
+    """``linalg.solve`` with the standard's broadcasting of the batch dimensions (cupy's own
+    needs them equal: ``solve(a[2, 3, 3], b[3, 2])`` raises). Written with the standard."""
+    from array_api_compat import array_namespace
+
+    xp = array_namespace(x1, x2)
+    if x2.ndim >= 2 and tuple(x1.shape[:-2]) != tuple(x2.shape[:-2]):
+        batch = _broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+        x1 = xp.broadcast_to(x1, batch + tuple(x1.shape[-2:]))
+        x2 = xp.broadcast_to(x2, batch + tuple(x2.shape[-2:]))
+    return xp.linalg.solve(x1, x2)
+
+
+def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    if any(i != j and 1 not in (i, j) for i, j in zip(a, b)):
+        raise ValueError(f"linalg.solve: batch shapes {a} and {b} do not broadcast")
+    return tuple(j if i == 1 else i for i, j in zip(a, b))
+
+
+@hookimpl
+def polygrad_kernels():
+    return {"linalg_solve": solve}
 
 
 @hookimpl
