@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from polygrad.core import dispatch as _dispatch
 from polygrad.hookspecs import hookimpl
+from polygrad.ops._dtypes import index_dtype
 
 
 class LibraryCheck:
@@ -120,7 +121,7 @@ def scatter_add(x: Any, key: Any, values: Any) -> Any:
             f"polygrad: backend {backend.name!r} has no polygrad_scatter_add hook, and the standard-only "
             f"fallback handles basic keys, or integer arrays and ints on the leading axes, only (got {key!r})"
         )
-    key = tuple(xp.asarray(k, dtype=_index_dtype(xp)) if _is_int(k) else k for k in key)
+    key = tuple(xp.asarray(k, dtype=index_dtype(xp)) if _is_int(k) else k for k in key)
     return x + _summed_at_integer_arrays(xp, x, key, values)
 
 
@@ -128,22 +129,11 @@ def _is_int(k: Any) -> bool:
     return isinstance(k, int) and not isinstance(k, bool)
 
 
-def _index_dtype(xp: Any) -> Any:
-    """The namespace's default index dtype (``default_dtypes()["indexing"]``), else int64."""
-    info = getattr(xp, "__array_namespace_info__", None)
-    if info is not None:
-        try:
-            return info().default_dtypes()["indexing"]
-        except (AttributeError, KeyError, TypeError):
-            pass
-    return xp.int64
-
-
 def _summed_at_integer_arrays(xp: Any, x: Any, key: tuple, values: Any) -> Any:
     """Zeros shaped like ``x`` plus ``values`` at the integer arrays ``key`` (one per
     leading axis), repeated positions summed: a one-hot matrix of the flat
     positions, transposed, times the values."""
-    index = _index_dtype(xp)
+    index = index_dtype(xp)
     idx = xp.broadcast_arrays(*key)
     lead = tuple(x.shape[: len(key)])
     flat = xp.zeros(idx[0].shape, dtype=index)
@@ -168,7 +158,7 @@ def _placed_at_basic_key(backend: Any, xp: Any, x: Any, key: tuple, values: Any)
     block_shape = tuple(len(p) for p in picks)
     block = xp.broadcast_to(xp.asarray(values, dtype=x.dtype), selected)
     block = xp.reshape(block, block_shape)
-    index = _index_dtype(xp)
+    index = index_dtype(xp)
     for axis, (positions, n) in enumerate(zip(picks, shape)):
         if positions == list(range(n)):
             continue
