@@ -31,6 +31,7 @@ from polygrad.backends import get_backend, using_backend
 from polygrad.core.dispatch import backend_of_type, current_backend, is_array
 from polygrad.core.variable import Variable
 from polygrad.ops import *  # noqa: F403  (the standard's functions; __all__ below picks them)
+from polygrad.ops.manipulation import broadcast_shapes
 from polygrad.ops import asarray as _asarray
 from polygrad.ops._export import EXPORTS
 
@@ -138,29 +139,6 @@ def _extension(ext: str) -> types.ModuleType:
         if e.standard and ext in (e.ext, e.also):
             setattr(mod, e.name, e.fn)
     return mod
-
-
-def broadcast_shapes(*shapes: tuple) -> tuple:
-    """The standard's ``broadcast_shapes``: the shape the arrays of ``shapes`` broadcast to
-    (a dimension may be None, unknown, where the other is 1 or None). Plain Python, so
-    every backend has it."""
-    ndim = builtins.max((len(s) for s in shapes), default=0)
-    out: list = []
-    for k in range(-ndim, 0):
-        dim: Any = 1
-        for shape in shapes:
-            n = shape[k] if len(shape) >= -k else 1
-            if n == 1 or n == dim:
-                continue
-            if dim == 1:
-                dim = n
-            elif n is None or dim is None:
-                dim = None
-            else:
-                raise ValueError(f"polygrad.broadcast_shapes: shapes {', '.join(str(tuple(s)) for s in shapes)} "
-                                 f"do not broadcast (dimension {k}: {dim} and {n})")
-        out.append(dim)
-    return tuple(out)
 
 
 class NamespaceInfo:

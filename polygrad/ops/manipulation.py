@@ -446,21 +446,33 @@ def _untouched_mask(g: Any, key: Any) -> Any:
     return hit == 0
 
 
-def _broadcast_shapes(*shapes: tuple) -> tuple:
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    """The standard's ``broadcast_shapes``: the shape the arrays of ``shapes`` broadcast to
+    (a dimension may be None, unknown, where the other is 1 or None). Plain Python, so
+    every backend has it."""
     ndim = builtins.max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(ndim):
-        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
-        if len(sizes) > 1:
-            raise ValueError(f"polygrad: broadcast_arrays: shapes {shapes} cannot be broadcast together")
-        out.append(sizes.pop() if sizes else 1)
+    out: list = []
+    for k in range(-ndim, 0):
+        dim: Any = 1
+        for shape in shapes:
+            n = shape[k] if len(shape) >= -k else 1
+            if n == 1 or n == dim:
+                continue
+            if dim == 1:
+                dim = n
+            elif n is None or dim is None:
+                dim = None
+            else:
+                raise ValueError(f"polygrad.broadcast_shapes: shapes {', '.join(str(tuple(s)) for s in shapes)} "
+                                 f"do not broadcast (dimension {k}: {dim} and {n})")
+        out.append(dim)
     return tuple(out)
 
 
 @public
 def broadcast_arrays(*arrays):
     """Composed: ``broadcast_to`` each array to the common shape."""
-    shape = _broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    shape = broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return tuple(broadcast_to(a, shape) for a in arrays)
 
 

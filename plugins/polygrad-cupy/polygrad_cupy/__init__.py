@@ -105,20 +105,14 @@ def solve(x1, x2):
     needs them equal: ``solve(a[2, 3, 3], b[3, 2])`` raises). Written with the standard."""
     from array_api_compat import array_namespace
 
+    from polygrad import broadcast_shapes
+
     xp = array_namespace(x1, x2)
     if x2.ndim >= 2 and tuple(x1.shape[:-2]) != tuple(x2.shape[:-2]):
-        batch = _broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+        batch = broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
         x1 = xp.broadcast_to(x1, batch + tuple(x1.shape[-2:]))
         x2 = xp.broadcast_to(x2, batch + tuple(x2.shape[-2:]))
     return xp.linalg.solve(x1, x2)
-
-
-def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    if any(i != j and 1 not in (i, j) for i, j in zip(a, b)):
-        raise ValueError(f"linalg.solve: batch shapes {a} and {b} do not broadcast")
-    return tuple(j if i == 1 else i for i, j in zip(a, b))
 
 
 @hookimpl
