@@ -304,3 +304,15 @@ def test_mixing_an_eager_array_into_a_symbolic_graph_advises_a_shared_variable()
     with pytest.raises(TypeError, match=r"pg\.shared") as err:
         T.vector("v") * np.ones(3)
     assert "to_backend" not in str(err.value)
+
+
+@pytest.mark.parametrize("call", [lambda x: pg.moveaxis(x, 5, 0), lambda x: pg.moveaxis(x, 0, -4),
+                                  lambda x: pg.permute_dims(x, (0, 1, 5)), lambda x: pg.permute_dims(x, (0, 1, -4))],
+                         ids=["moveaxis_source", "moveaxis_destination", "permute_dims_positive", "permute_dims_negative"])
+def test_an_axis_out_of_bounds_is_an_error_never_wrapped_around(call):
+    """moveaxis(x, 5, 0) on 3 dimensions used to move axis 2 (5 % 3): an axis outside [-ndim, ndim)
+    is an error naming the function; negative axes in bounds still count from the end."""
+    x = pg.Variable(np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"polygrad\.(moveaxis|permute_dims): axis -?\d is out of bounds .* 3 dimensions"):
+        call(x)
+    assert pg.moveaxis(x, -1, 0).shape == (4, 2, 3) and pg.permute_dims(x, (-1, 0, 1)).shape == (4, 2, 3)

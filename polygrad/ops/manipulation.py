@@ -19,12 +19,19 @@ from polygrad.ops._export import names, public
 # ---------------------------------------------------------------------------
 # Helpers shared by the chapters
 # ---------------------------------------------------------------------------
-def _normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _normalize_axes(axis: Any, ndim: int, fn: str = "") -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple) as non-negative axes; one outside [-ndim, ndim) is an
+    error here, never wrapped around (``moveaxis(x, 5, 0)`` on 3 dimensions must not move axis 2)."""
     if axis is None:
         return tuple(range(ndim))
     if not isinstance(axis, tuple):
         axis = (axis,)
-    return tuple(a % ndim if ndim else a for a in axis)
+    if not ndim:
+        return axis
+    bad = [a for a in axis if not -ndim <= a < ndim]
+    if bad:
+        raise ValueError(f"polygrad{'.' + fn if fn else ''}: axis {bad[0]} is out of bounds for an array of {ndim} dimensions")
+    return tuple(a % ndim for a in axis)
 
 
 def _along(axis: int, index: Any, ndim: int) -> tuple:
@@ -125,10 +132,8 @@ PERMUTE_DIMS = defvjp(Op("permute_dims", view=True,
 
 @public
 def permute_dims(x, /, axes):
-    axes = tuple(axes)
-    if any(a < 0 for a in axes):  # the standard's namespaces take only a permutation of 0..ndim-1
-        axes = tuple(a + x.ndim if a < 0 else a for a in axes)
-    return apply(PERMUTE_DIMS, (x,), {"axes": axes})
+    # the standard's namespaces take only a permutation of 0..ndim-1
+    return apply(PERMUTE_DIMS, (x,), {"axes": _normalize_axes(tuple(axes), x.ndim, "permute_dims")})
 
 
 REVERSE_DIMS = defvjp(Op("reverse_dims", lambda xp, x: xp.permute_dims(x, tuple(range(x.ndim))[::-1]), view=True,
@@ -480,8 +485,8 @@ def broadcast_arrays(*arrays):
 def moveaxis(x, source, destination, /):
     """Composed: the permutation that moves ``source`` axes to ``destination``."""
     ndim = x.ndim
-    src = _normalize_axes(source, ndim)
-    dst = _normalize_axes(destination, ndim)
+    src = _normalize_axes(source, ndim, "moveaxis")
+    dst = _normalize_axes(destination, ndim, "moveaxis")
     if len(src) != len(dst):
         raise ValueError(f"polygrad: moveaxis: source {source!r} and destination {destination!r} differ in length")
     order = [a for a in range(ndim) if a not in src]
