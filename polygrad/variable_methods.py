@@ -162,8 +162,10 @@ def _scalar(a: Any) -> Any:
 
 
 def _item(x: Variable) -> Any:
-    if x.size != 1:
-        raise ValueError(f"polygrad: item() needs one element; {x._describe()} has {int(x.size)}")
+    n = x.size
+    if n != 1:  # None: a dimension is unknown (a lazy backend)
+        raise ValueError(f"polygrad: item() needs one element; {x._describe()} has "
+                         f"{'an unknown number of' if n is None else int(n)} elements")
     return _scalar(x.data)
 
 

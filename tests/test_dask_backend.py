@@ -238,3 +238,13 @@ def test_distributed_workers_compute_numpy_gradients(numpy_result):
     assert np.allclose(out[0], numpy_result[0], rtol=1e-12)
     for name, got, want in zip(NAMES, out[1:], numpy_result[1]):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=name)
+
+
+def test_a_size_dask_has_not_computed_is_unknown():
+    """A boolean selection on dask has a NaN length: x.size is None (the standard's unknown), and
+    item() says the number of elements is unknown instead of failing to convert NaN."""
+    a = da.from_array(np.arange(6.0), chunks=3)
+    v = pg.Variable(a[a > 2])
+    assert v.size is None
+    with pytest.raises(ValueError, match="item\\(\\) needs one element.*an unknown number of elements"):
+        v.item()

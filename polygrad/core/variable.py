@@ -104,10 +104,11 @@ class _Size(int):
 
 
 def _size(shape: tuple) -> int | None:
-    """The number of elements of ``shape``; None when a dimension is unknown (the standard allows None)."""
+    """The number of elements of ``shape``; None when a dimension is unknown (the standard's None,
+    or the NaN that dask writes for a size it has not computed)."""
     n = 1
     for d in shape:
-        if d is None:
+        if d is None or d != d:
             return None
         n *= d
     return n
