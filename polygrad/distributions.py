@@ -17,7 +17,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import default_dtypes
+from polygrad.ops._dtypes import default_dtypes, index_dtype
 from polygrad.ops.elementwise import log, subtract, where
 from polygrad.ops.statistical import sum
 
@@ -90,7 +90,7 @@ class Categorical(Distribution):
         xp = self._backend().xp
         cum = xp.cumulative_sum(probs, axis=-1)
         u = self._rng(rng).uniform(tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
-        index = default_dtypes(xp)["indexing"]  # not int64: a namespace may have none
+        index = index_dtype(xp)  # not int64: a namespace may have none
         k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
         return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))
 
