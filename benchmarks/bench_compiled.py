@@ -61,8 +61,8 @@ def compile_mlp(arrays):
     return pg.function([x, t], loss, updates=[(p, p - LR * g) for p, g in zip(params, grads)]), params
 
 
-def compile_elementwise():
-    x = T.vector("x")
+def compile_elementwise(dtype=None):
+    x = T.vector("x", dtype=dtype)
     cost = pg.sum(pg.tanh(x) * x + pg.exp(-x * x))
     return pg.function([x], [cost, T.grad(cost, x)], trust_input=True)
 

@@ -34,8 +34,8 @@ from _common import print_results, result, timeit_pair  # noqa: E402
 import numpy as np  # noqa: E402
 
 import polygrad as pg  # noqa: E402
-from polygrad import symbolic as T  # noqa: E402
 
+import bench_compiled  # noqa: E402
 import bench_large  # noqa: E402
 import bench_overhead  # noqa: E402
 from bench_mlp import NumpyMLP, PolygradMLP, init_params  # noqa: E402
@@ -118,9 +118,7 @@ def _compiled(fuse: bool, x):
     was, fusion.ENABLED = fusion.ENABLED, fuse
     try:
         with pg.using_backend("cupy"):
-            v = T.vector("x", dtype=x.dtype)
-            cost = pg.sum(pg.tanh(v) * v + pg.exp(-v * v))
-            f = pg.function([v], [cost, T.grad(cost, v)], trust_input=True)
+            f = bench_compiled.compile_elementwise(x.dtype)
         f(x)
         return f
     finally:
