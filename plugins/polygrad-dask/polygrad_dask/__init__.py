@@ -113,15 +113,16 @@ def _is_basic(key):
 
 
 def _add_at(out, index, values):
-    """``out[index] += values`` with repeats summed, for numpy or cupy blocks."""
-    if type(out).__module__.split(".")[0] == "cupy":
+    """``out[index] += values`` with repeats summed, for numpy or cupy blocks: the block's
+    library's ``add.at`` (cupyx.scatter_add before cupy 14)."""
+    import importlib
+
+    add_at = getattr(importlib.import_module(type(out).__module__.split(".")[0]).add, "at", None)
+    if add_at is None:
         import cupyx
 
-        cupyx.scatter_add(out, index, values)
-    else:
-        import numpy as np
-
-        np.add.at(out, index, values)
+        add_at = cupyx.scatter_add
+    add_at(out, index, values)
 
 
 def _scatter_block(values, *parts):
