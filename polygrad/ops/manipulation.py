@@ -455,6 +455,11 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
     """The standard's ``broadcast_shapes``: the shape the arrays of ``shapes`` broadcast to
     (a dimension may be None, unknown, where the other is 1 or None). Plain Python, so
     every backend has it."""
+    return _broadcast_shapes(shapes, "broadcast_shapes")
+
+
+def _broadcast_shapes(shapes: tuple, fn: str) -> tuple:
+    """:func:`broadcast_shapes`, its error naming ``fn``, the function the user called."""
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out: list = []
     for k in range(-ndim, 0):
@@ -468,7 +473,7 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
             elif n is None or dim is None:
                 dim = None
             else:
-                raise ValueError(f"polygrad.broadcast_shapes: shapes {', '.join(str(tuple(s)) for s in shapes)} "
+                raise ValueError(f"polygrad.{fn}: shapes {', '.join(str(tuple(s)) for s in shapes)} "
                                  f"do not broadcast (dimension {k}: {dim} and {n})")
         out.append(dim)
     return tuple(out)
@@ -477,7 +482,7 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
 @public
 def broadcast_arrays(*arrays):
     """Composed: ``broadcast_to`` each array to the common shape."""
-    shape = broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    shape = _broadcast_shapes(tuple(tuple(a.shape) for a in arrays), "broadcast_arrays")
     return tuple(broadcast_to(a, shape) for a in arrays)
 
 
