@@ -32,16 +32,19 @@ _ACCUMULATE = threading.Lock()
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     """The initial gradient of output ``y``: ``g``, or ones for a one-element ``y``."""
-    if g is None and y._node is not None and y._node.accepts_no_grad:
-        # e.g. a stochastic sample: its node ignores output gradients (the reward drives it)
-        g = backend_of_type(type(y._data)).xp.zeros_like(y._data)
-    if g is None:
-        if y.size != 1:
+    if g is None:  # made here, like y: only a gradient the caller gives passes the gate
+        xp = backend_of_type(type(y._data)).xp
+        if y._node is not None and y._node.accepts_no_grad:
+            # e.g. a stochastic sample: its node ignores output gradients (the reward drives it)
+            g = xp.zeros_like(y._data)
+        elif y.size != 1:
             raise RuntimeError(
                 f"polygrad: backward from {y._describe()} needs a gradient argument: an initial gradient "
                 f"is created implicitly only for outputs of one element (a scalar loss)"
             )
-        g = backend_of_type(type(y._data)).xp.ones_like(y._data)
+        else:
+            g = xp.ones_like(y._data)
+        return Variable._make(g) if create_graph else g
     g = admit_grad(g, y._data, f"the gradient given to backward for {y._describe()}")
     if create_graph:
         return g if isinstance(g, Variable) else Variable._make(g)
@@ -227,14 +230,15 @@ def backward(
         pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
     token = config.enable_backprop.set(create_graph)
     node = None
+    route, visit, heap, pop = run.route, run.visit, run.heap, heapq.heappop
     try:
         while True:
-            run.route(pending)
+            route(pending)
             pending = None  # let gradients already routed go
-            if not run.heap:
+            if not heap:
                 break
-            node = heapq.heappop(run.heap)[1]
-            pending = run.visit(node)
+            node = pop(heap)[1]
+            pending = visit(node)
     except BaseException as exc:
         where = f" at {node.label}" if node is not None else ""
         run.failure = f"{where}: {type(exc).__name__}: {exc}"

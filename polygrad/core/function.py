@@ -70,7 +70,7 @@ class _FunctionRow:
     Function is applied: every input kept, several outputs, differentiable."""
 
     name = "function"
-    keep = _Everything()
+    keep = keep_always = _Everything()
     keep_for = None
     keep_output = False
     casts = False

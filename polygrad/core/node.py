@@ -42,19 +42,24 @@ class Version:
     the live Variables recorded as views over this data (by id), which follow
     their base when it is written in place."""
 
-    __slots__ = ("n", "site", "views")
+    # Class-level defaults and no ``__init__``: one is made per saved Variable on the hot
+    # path of apply, where an instance without a constructor call costs half as much.
+    n: int = 0
+    site: tuple[str, str] | None = None
+    views: dict[int, Any] | None = None
 
-    def __init__(self, n: int = 0) -> None:
-        self.n = n
-        self.site: tuple[str, str] | None = None
-        self.views: dict[int, Any] | None = None
+    @classmethod
+    def at(cls, n: int) -> "Version":
+        """A counter of its own that starts at ``n``."""
+        box = cls()
+        box.n = n
+        return box
 
     def __getstate__(self) -> tuple:
         return self.n, self.site  # the views are live objects of this process: they do not travel
 
     def __setstate__(self, state: tuple) -> None:
         self.n, self.site = state
-        self.views = None
 
     def add_view(self, v: Any) -> None:
         """Remember ``v``, a view over this data with a graph, while it lives."""
@@ -255,7 +260,7 @@ def version_error(node: Node, what: str, shape: Any, saved: int, box: Version) -
     where = ""
     if config.debug.get():
         site, op = box.site or ("<unknown>", "in-place")
-        where = f" (debug: {node.label} was called at {node.site or '<unknown>'}; the in-place {op} at {site})"
+        where = f" (debug: {node.label} was called at {getattr(node, 'site', None) or '<unknown>'}; the in-place {op} at {site})"
     return RuntimeError(
         f"polygrad: one of the arrays needed for backward was modified by an in-place operation: "
         f"{node.label} saved its {what} (shape {tuple(shape)}) at version {saved}, "

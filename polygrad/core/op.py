@@ -66,7 +66,7 @@ class Op:
     """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "unview", "casts", "elementwise",
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "unview", "casts", "elementwise",
                  "_impl",
                  "__weakref__")
 
@@ -104,6 +104,8 @@ class Op:
         # When the rules read different things: indexed by the bit mask of the inputs that need
         # a gradient, (input indexes to keep, keep the output?) (None: every rule reads ``keep``).
         self.keep_for: tuple | None = None
+        # What every application keeps: ``keep``, or nothing where ``keep_for`` decides per call.
+        self.keep_always: frozenset = frozenset()
         self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
@@ -147,6 +149,7 @@ def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -
     if isinstance(saves, str):
         op.keep, op.keep_output = _parse_saves(saves)
         op.keep_for = None
+        op.keep_always = op.keep
     else:
         per_rule = [_parse_saves(s) for s in saves]
         op.keep = frozenset().union(*(k for k, _ in per_rule))
@@ -155,6 +158,7 @@ def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -
             (tuple(sorted(frozenset().union(*(k for i, (k, _) in enumerate(per_rule) if mask >> i & 1)))),
              any(out for i, (_, out) in enumerate(per_rule) if mask >> i & 1))
             for mask in range(1 << len(per_rule)))
+        op.keep_always = frozenset()
     return op
 
 

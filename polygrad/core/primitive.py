@@ -148,8 +148,9 @@ class Primitive(Node):
         fit = op.broadcasts and self.in_shapes is not None
         vjps = op.vjps
         out = []
+        n_rules = len(vjps)
         for i, edge in enumerate(edges):
-            rule = vjps[i] if edge is not None and i < len(vjps) else None
+            rule = vjps[i] if edge is not None and i < n_rules else None
             if rule is None:
                 out.append(None)
                 continue
@@ -199,7 +200,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     saved = []
     checks = None
     mixed = False
-    keep = op.keep if op.keep_for is None else ()  # rows whose rules read different things keep theirs below
+    keep = op.keep_always  # rows whose rules read different things (keep_for) keep theirs below
     i = 0
     for a in args:
         if isinstance(a, Variable):
@@ -277,7 +278,6 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
             node._local_hooks = None
             node._var_hooks = False
             node._freed = False
-            node.site = None
             node.edges = ()
             node.seq = next_seq()
         impl = op._impl.get(backend) or op.kernel(backend)

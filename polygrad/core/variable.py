@@ -656,7 +656,7 @@ class Variable:
                 if self._node is node:  # ... unless it was not remembered (a base taken again)
                     self._follow(base)
                 return self
-            self._vb = Version(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
+            self._vb = Version.at(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
         return self._write(result, opname)
 
     def _write(self, result: "Variable", opname: str) -> "Variable":
@@ -680,7 +680,7 @@ class Variable:
             # Rebind: the old array stays as it was for whatever saved it; this variable (and the
             # views that follow it) count the change on a counter of their own.
             self._data = new
-            self._vb = Version(box.n)
+            self._vb = Version.at(box.n)
             self._vb.bump(opname)
         self._leave_node()
         if node is not None:
