@@ -200,6 +200,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     saved = []
     checks = None
     mixed = False
+    mask = 0
     keep = op.keep_always  # rows whose rules read different things (keep_for) keep theirs below
     i = 0
     for a in args:
@@ -207,6 +208,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
             d = a._data
             if a._requires_grad:
                 record = True
+                mask |= 1 << i
                 n = a._node
                 edges.append((None, a) if n is None else (n, a._index))
             else:
@@ -249,10 +251,6 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         record = False
     keep_output = op.keep_output
     if record and op.keep_for is not None:  # keep only what the rules of the inputs needing a gradient read
-        mask = 0
-        for j, e in enumerate(edges):
-            if e is not None:
-                mask |= 1 << j
         need, keep_output = op.keep_for[mask]
         for j in need:
             a = args[j]
@@ -388,11 +386,24 @@ def _record_inputs(node: Any, datas: list) -> None:
 
 
 def _floating(a: Any) -> bool:
-    """Whether ``a`` is an array of a real or complex floating dtype (False for anything else)."""
+    """Whether ``a`` is an array of a real or complex floating dtype (False for anything else);
+    the answer is kept per dtype (it runs after every call of a row that ``casts``)."""
     try:
-        return is_floating(a)
-    except Exception:
-        return False
+        key = (type(a), a.dtype)  # per array type: the same dtype is "unknown" on a symbolic array
+        known = _FLOATING_DTYPES.get(key)
+    except Exception:  # no dtype, or an unhashable one
+        key = known = None
+    if known is None:
+        try:
+            known = is_floating(a)
+        except Exception:
+            known = False
+        if key is not None:
+            _FLOATING_DTYPES[key] = known
+    return known
+
+
+_FLOATING_DTYPES: dict = {}
 
 
 def _op_error(label: str, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:

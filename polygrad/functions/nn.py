@@ -14,6 +14,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
+from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import astype, exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
 from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, softplus, valid_count
 
@@ -116,13 +117,12 @@ def dtype_kind(a: Any) -> str | None:
     if not is_array(d):
         return None
     dtype = d.dtype
-    try:
-        xp = backend_of_type(type(d)).xp
-    except TypeError:  # a symbolic array: no namespace, a dtype name
+    kind = _core_dtype_kind(dtype, backend_of_type(type(d)))  # cached per dtype
+    if kind == "unknown":  # a symbolic array: no namespace, a dtype name
         name = str(dtype)
         return ("bool" if name == "bool" else "integral" if "int" in name else
                 "complex floating" if name.startswith("complex") else "real floating" if name.startswith("float") else None)
-    return next((k for k in _KINDS if xp.isdtype(dtype, k)), None)
+    return kind if kind in _KINDS else None
 
 
 def check_option(fname: str, arg: str, value: Any, allowed: tuple) -> None:
@@ -137,16 +137,7 @@ def check_labels(fname: str, arg: str, t: Any, kinds: tuple = ("integral",)) -> 
     """The dtype kind of labels ``t``, which must be an array (or Variable) of one of ``kinds``:
     else a TypeError (not an array) or ValueError (another dtype) naming the function and argument."""
     d = _data(t)
-    if is_array(d):
-        try:
-            xp = backend_of_type(type(d)).xp
-        except TypeError:  # a symbolic array: no namespace
-            xp = None
-        if xp is not None:
-            for kind in kinds:
-                if xp.isdtype(d.dtype, kind):
-                    return kind
-    kind = dtype_kind(t)
+    kind = dtype_kind(d)
     if kind in kinds:
         return kind
     want = " or ".join({"integral": "integers", "real floating": "floating-point numbers"}.get(k, k) for k in kinds)

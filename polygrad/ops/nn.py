@@ -198,11 +198,15 @@ def check_values(t: Any, is_bad: Any, rule: str) -> None:
 def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> None:
     """Refuse values of ``t`` outside ``[0, n_classes)`` other than ``ignore_label``;
     ``where`` names the function and argument (``"embed_id: ids x"``)."""
+    v, xp = _readable(t)
+    if v is None or math.prod(v.shape) == 0:
+        return
+    if 0 <= int(xp.min(v)) and int(xp.max(v)) < n_classes:  # the usual case: two reductions, no temporaries
+        return
+
     def is_bad(xp: Any, v: Any) -> Any:
         bad = xp.logical_or(v < 0, v >= n_classes)
-        if ignore_label is None or not bool(xp.any(bad)):  # the usual case: one reduction
-            return bad
-        return xp.logical_and(bad, v != ignore_label)
+        return bad if ignore_label is None else xp.logical_and(bad, v != ignore_label)
 
     ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
     check_values(t, is_bad, f"{where} must be in [0, {n_classes}){ignored}")
