@@ -122,8 +122,9 @@ def phases(m_np: NumpyMLP, m_pg: PolygradMLP, x: np.ndarray, t: np.ndarray, repe
     """Median time of forward / backward / update for each side (interleaved)."""
     c = time.perf_counter
     acc: dict = {k: [] for k in ("np_fwd", "np_bwd", "np_upd", "pg_fwd", "pg_bwd", "pg_upd")}
+    gc.collect()  # once, as _common.timeit does: a collection before each step would leave the caches cold
     for _ in range(repeat):
-        gc.collect()
+        gc.disable()
         t0 = c()
         loss, saved = m_np.forward(x, t)
         t1 = c()
@@ -137,6 +138,7 @@ def phases(m_np: NumpyMLP, m_pg: PolygradMLP, x: np.ndarray, t: np.ndarray, repe
         t5 = c()
         m_pg.update()
         t6 = c()
+        gc.enable()
         for k, dt in zip(acc, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
             acc[k].append(dt)
     return {k: statistics.median(v) for k, v in acc.items()}
