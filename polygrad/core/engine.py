@@ -84,6 +84,9 @@ class _Pass:
         self.exposed: set[int] = set()
         self.failure: str | None = None  # set when the pass raised: what freed nodes then say
         self.starts: set[int] = set()  # the variables backward starts from keep their .grad
+        # Whether anything watches every node (hooks, debug mode, retained or captured gradients);
+        # a node's own variable or function hooks are asked per node.
+        self.watched = bool(self.hooks or self.debug or retain_grad or self.targets)
 
     def _sum(self, a: Any, b: Any) -> Any:
         """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
@@ -120,12 +123,24 @@ class _Pass:
             slot[where] = gx if slot[where] is None else self._sum(slot[where], gx)
 
     def visit(self, node: Any) -> Any:
-        """Run one node's backward, bracketed by its hooks; returns ``(edge, gradient)`` pairs."""
+        """Run one node's backward (bracketed by its hooks, if any watch); returns ``(edge, gradient)`` pairs."""
         gys = self.grads.pop(node)
         owned = self.owned
         if owned:
             for g in gys:
                 owned.pop(id(g), None)
+        if self.watched or node._var_hooks or node._local_hooks:
+            gxs = self._run_watched(node, gys)
+        else:  # nothing watches: the node's rules only
+            # A node cut off by unchain() has no edges: nowhere to send gradients.
+            gxs = node._backward(tuple(gys), self.create_graph) if node.edges else ()
+        if not self.retain_graph:
+            node._release(self)  # if this pass fails, the node can say so (see freed_error)
+        return zip(node.edges, gxs)
+
+    def _run_watched(self, node: Any, gys: list) -> Any:
+        """``node``'s backward with what watches it: retained, captured or hooked output
+        gradients, function hooks around it, debug mode's finiteness check after it."""
         if self.retain_grad or node._var_hooks or self.targets:
             self._outputs_seen(node, gys)
         gys = tuple(gys)
@@ -134,16 +149,13 @@ class _Pass:
             in_data = node._hook_in_data()
             for h in hooks:
                 h.backward_preprocess(node, in_data, gys)
-        # A node cut off by unchain() has no edges: nowhere to send gradients.
         gxs = node._backward(gys, self.create_graph) if node.edges else ()
         if hooks:
             for h in hooks:
                 h.backward_postprocess(node, in_data, gys)
         if self.debug:
             check_finite(gxs, "backward result for input", node)
-        if not self.retain_graph:
-            node._release(self)  # if this pass fails, the node can say so (see freed_error)
-        return zip(node.edges, gxs)
+        return gxs
 
     def _outputs_seen(self, node: Any, gys: list) -> None:
         """The gradients of ``node``'s outputs, complete now: capture, hook, retain them (and,
