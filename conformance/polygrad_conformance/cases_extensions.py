@@ -18,6 +18,7 @@ import polygrad.functions as F_
 import polygrad.ops as O
 import polygrad.ops.fft as FFT
 import polygrad.ops.linalg as LA
+import polygrad.ops.nn as NN
 from polygrad_conformance._util import index_dtype
 from polygrad.ops import REGISTRY, apply
 from polygrad_conformance.cases import F, _onehot, case, depth, ints, lit, mirror
@@ -353,6 +354,9 @@ private("softmax_cross_entropy_valid_count", "ignore_label", lambda xp, row, x, 
         lambda xp, x, t: xp.asarray(3.0, dtype=x.dtype), F((4, 3)), ints(_T), order=0)
 private("softmax_cross_entropy_valid_count", "all_ignored", lambda xp, row, x, t: row(x, t, ignore_label=-1),
         lambda xp, x, t: xp.asarray(1.0, dtype=x.dtype), F((2, 3)), ints([-1, -1]), order=0)
+private("softmax_cross_entropy_masked_nll", "ignore_label",
+        lambda xp, row, x, t: row(x, NN.label_mask(x, t, -1), NN.valid_count(x, t, -1)),
+        lambda xp, x, t: -xp.sum(_log_softmax(xp, x, 1) * _onehot(xp, t, 3, x.dtype)) / 3, F((4, 3)), ints(_T))
 case("mean_squared_error", "plain", lambda xp, x, y: F_.mean_squared_error(x, y),
      lambda xp, x, y: xp.mean((x - y) * (x - y)), F((2, 3)), F((2, 3)))
 private("sigmoid_cross_entropy_target", "ints", lambda xp, row, x, t: row(x, t),

@@ -255,6 +255,32 @@ def valid_count(x, t, ignore_label=-1):
     return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
 
 
+def _masked_nll_kernel(xp: Any, x: Any, mask: Any, count: Any) -> Any:
+    """``-sum(log_softmax(x, axis=1) where mask) / count``: softmax cross-entropy's mean in one node."""
+    logp = _log_softmax_kernel(xp, x, 1)
+    return -xp.sum(xp.where(mask, logp, xp.zeros_like(logp))) / count
+
+
+def _masked_nll_vjp(o: Any, g: Any, ans: Any, x: Any, mask: Any, count: Any) -> Any:
+    # The composed functions' rules in their order (divide, negative, sum, where, log_softmax),
+    # so the gradient is the same to the last bit: (softmax(x) * rows - mask) * g / count.
+    picked = o.astype(mask, x.dtype) * -(g / count)
+    return picked - o.exp(o.log_softmax(x, axis=1)) * o.sum(picked, axis=1, keepdims=True)
+
+
+# The same values as log_softmax, where, sum, negative and divide composed, in one node and one
+# rule: softmax_cross_entropy's usual case costs 3 applications and 1 backward node instead of 7 and 5.
+MASKED_NLL = defvjp(Op("softmax_cross_entropy_masked_nll", _masked_nll_kernel), _masked_nll_vjp, None, None,
+                    saves="xyz")
+
+
+@public(standard=False)
+def masked_nll(x, mask, count):
+    """``-sum(log_softmax(x, axis=1)[mask]) / count`` for scores ``x`` (N, C), a boolean ``mask``
+    of x's shape (see :func:`label_mask`) and ``count`` (see :func:`valid_count`)."""
+    return apply(MASKED_NLL, (x, mask, count))
+
+
 # ---------------------------------------------------------------------------
 # Random draws (deterministic=False: a compiled function draws at every call)
 # ---------------------------------------------------------------------------
