@@ -189,7 +189,9 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     to ``ignore_label`` (None: no label is ignored), and contributes nothing
     then. With ``reduce="mean"`` the loss is averaged over non-ignored labels
     (``normalize=True``) or over the batch; ``reduce="no"`` returns per-example
-    losses. Built from ops only, so it works on lazy and symbolic inputs too.
+    losses. Built from rows of the op table (the usual case, mean and
+    normalized, is the one row ``masked_nll``), so it works on lazy and
+    symbolic inputs too.
 
     :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
     :raises ValueError: ``t`` not of an integer dtype, an unknown ``reduce``,
