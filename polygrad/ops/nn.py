@@ -190,9 +190,14 @@ def check_values(t: Any, is_bad: Any, rule: str) -> None:
     holds anywhere (values read only as :func:`_readable` allows)."""
     v, xp = _readable(t)
     if v is not None:
-        bad = is_bad(xp, v)
-        if bool(xp.any(bad)):
-            raise ValueError(f"polygrad.functions.{rule}, got {_offending(xp, v, bad)}")
+        _refuse_bad(v, xp, is_bad, rule)
+
+
+def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str) -> None:
+    """:func:`check_values` on values already read."""
+    bad = is_bad(xp, v)
+    if bool(xp.any(bad)):
+        raise ValueError(f"polygrad.functions.{rule}, got {_offending(xp, v, bad)}")
 
 
 def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> None:
@@ -209,7 +214,7 @@ def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) ->
         return bad if ignore_label is None else xp.logical_and(bad, v != ignore_label)
 
     ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
-    check_values(t, is_bad, f"{where} must be in [0, {n_classes}){ignored}")
+    _refuse_bad(v, xp, is_bad, f"{where} must be in [0, {n_classes}){ignored}")  # v read once, above
 
 
 def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
