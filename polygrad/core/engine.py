@@ -3,16 +3,19 @@
 Nodes are visited newest first (a node is created after the creators of its
 inputs), so every node runs once, after all gradients flowing into it have
 been summed, and a branch is finished (its arrays freed) before the next.
-One pass (:class:`_Pass`) repeats two steps until no node is left:
+One pass (:func:`backward`, its state a :class:`_Pass`) repeats two steps
+until no node is left:
 
-* ``route``: send each new gradient to a leaf's running sum, or to the slot of
+* route: send each new gradient to a leaf's running sum, or to the slot of
   the node that made the variable it belongs to;
-* ``visit``: take the newest node, run the variable hooks of its outputs, the
-  function hooks around its ``_backward``, free what it saved;
+* visit: take the newest node, run its rules (with, where anything watches it,
+  the variable hooks of its outputs and the function hooks around it:
+  ``_Pass._run_watched``), free what it saved;
 
 and then ``deliver``s the leaves' sums to their ``.grad`` (or to ``pg.grad``'s
 result). Gradients of intermediate outputs live only until their node has run.
-"""
+The two steps are written inline in :func:`backward`'s loop, which runs them
+once per node; everything else a node may need is in the methods of ``_Pass``."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from typing import Any, Sequence
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable, admit_grad
+from polygrad.core.variable import Variable, _size, admit_grad
 
 #: Serializes accumulation into ``.grad``: backward passes running in several threads
 #: into one leaf all land (numpy releases the GIL inside ``+``).
@@ -37,7 +40,7 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
         if y._node is not None and y._node.accepts_no_grad:
             # e.g. a stochastic sample: its node ignores output gradients (the reward drives it)
             g = xp.zeros_like(y._data)
-        elif y.size != 1:
+        elif _size(y._data.shape) != 1:
             raise RuntimeError(
                 f"polygrad: backward from {y._describe()} needs a gradient argument: an initial gradient "
                 f"is created implicitly only for outputs of one element (a scalar loss)"
@@ -88,6 +91,26 @@ class _Pass:
         # a node's own variable or function hooks are asked per node.
         self.watched = bool(self.hooks or self.debug or retain_grad or self.targets)
 
+    def seeds(self, outputs: Sequence[Variable], grad_outputs: Sequence[Any]) -> list:
+        """The pass's starting gradients, as ``(edge, gradient)`` pairs: one per output."""
+        pending = []
+        for y, g in zip(outputs, grad_outputs):
+            if not y._requires_grad and y._node is None:
+                if self.targets is not None:  # pg.grad: a constant output contributes nothing to any input
+                    continue
+                raise RuntimeError(
+                    f"polygrad: backward from {y._describe()}, which does not require grad and was made by no "
+                    f"function (a constant, or made in no_backprop_mode or from volatile inputs): there is "
+                    f"nothing to differentiate"
+                )
+            seed = _seed(y, g, self.create_graph)
+            self.starts.add(id(y))
+            if g is not None:
+                self.exposed.add(id(seed))
+            # (an output need not require grad: a stochastic sample)
+            pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
+        return pending
+
     def _sum(self, a: Any, b: Any) -> Any:
         """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
         owned = self.owned
@@ -101,42 +124,6 @@ class _Pass:
         if owned is not None and not isinstance(c, Variable):
             owned[id(c)] = c
         return c
-
-    def route(self, pending: Any) -> None:
-        """Send gradients to a leaf's running sum or to the slot of the node that made them."""
-        grads, leaves = self.grads, self.leaves
-        for edge, gx in pending:
-            if edge is None or gx is None:
-                continue
-            node, where = edge
-            if node is None:
-                slot = leaves.get(id(where))
-                if slot is None:
-                    leaves[id(where)] = [where, gx]
-                else:
-                    slot[1] = self._sum(slot[1], gx)
-                continue
-            slot = grads.get(node)
-            if slot is None:
-                slot = grads[node] = [None] * len(node.outputs)
-                heapq.heappush(self.heap, (-node.seq, node))
-            slot[where] = gx if slot[where] is None else self._sum(slot[where], gx)
-
-    def visit(self, node: Any) -> Any:
-        """Run one node's backward (bracketed by its hooks, if any watch); returns ``(edge, gradient)`` pairs."""
-        gys = self.grads.pop(node)
-        owned = self.owned
-        if owned:
-            for g in gys:
-                owned.pop(id(g), None)
-        if self.watched or node._var_hooks or node._local_hooks:
-            gxs = self._run_watched(node, gys)
-        else:  # nothing watches: the node's rules only
-            # A node cut off by unchain() has no edges: nowhere to send gradients.
-            gxs = node._backward(tuple(gys), self.create_graph) if node.edges else ()
-        if not self.retain_graph:
-            node._release(self)  # if this pass fails, the node can say so (see freed_error)
-        return zip(node.edges, gxs)
 
     def _run_watched(self, node: Any, gys: list) -> Any:
         """``node``'s backward with what watches it: retained, captured or hooked output
@@ -202,55 +189,67 @@ class _Pass:
                 if i is not None:
                     self.captured[i] = g
                 continue
-            if not self.create_graph and self.owned.get(id(g)) is not g and (
-                    firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
-                # The user gets an array of their own: not shared with another leaf or with
-                # an array the caller holds, not a view.
-                g = _copy(g)
             with _ACCUMULATE:
-                v._grad = g if v._grad is None else v._grad + g
+                if v._grad is not None:  # the sum is a new array
+                    v._grad = v._grad + g
+                    continue
+                if not self.create_graph and self.owned.get(id(g)) is not g and (
+                        firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
+                    # The user gets an array of their own: not shared with another leaf or with
+                    # an array the caller holds, not a view.
+                    g = _copy(g)
+                v._grad = g
         return self.captured if self.targets is not None else None
 
 
-def backward(
-    outputs: Sequence[Variable],
-    grad_outputs: Sequence[Any],
-    *,
-    retain_grad: bool = False,
-    retain_graph: bool = False,
-    create_graph: bool = False,
-    inputs: Sequence[Variable] | None = None,
-) -> list | None:
+def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain_grad: bool = False,
+             retain_graph: bool = False, create_graph: bool = False, inputs: Sequence[Variable] | None = None) -> list | None:
     """Backprop from ``outputs``. Accumulates into leaves' ``.grad``; or, with
     ``inputs``, returns their gradients and touches no ``.grad`` (``pg.grad``)."""
     run = _Pass(create_graph, retain_grad, retain_graph, inputs)
-    pending = []
-    for y, g in zip(outputs, grad_outputs):
-        if not y._requires_grad and y._node is None:
-            if inputs is not None:  # pg.grad: a constant output contributes nothing to any input
-                continue
-            raise RuntimeError(
-                f"polygrad: backward from {y._describe()}, which does not require grad and was made by no "
-                f"function (a constant, or made in no_backprop_mode or from volatile inputs): there is "
-                f"nothing to differentiate"
-            )
-        seed = _seed(y, g, create_graph)
-        run.starts.add(id(y))
-        if g is not None:
-            run.exposed.add(id(seed))
-        # (an output need not require grad: a stochastic sample)
-        pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
+    pending = run.seeds(outputs, grad_outputs)
     token = config.enable_backprop.set(create_graph)
     node = None
-    route, visit, heap, pop = run.route, run.visit, run.heap, heapq.heappop
+    grads, leaves, heap, owned, add, pop, push = run.grads, run.leaves, run.heap, run.owned, run._sum, heapq.heappop, heapq.heappush
+    watched = run.watched
     try:
         while True:
-            route(pending)
-            pending = None  # let gradients already routed go
+            # Route each new gradient: to a leaf's running sum, or to the slot of the node that
+            # made the variable it belongs to (inlined: it runs once per node).
+            for edge, gx in pending:
+                if edge is None or gx is None:
+                    continue
+                n, where = edge
+                if n is None:
+                    slot = leaves.get(id(where))
+                    if slot is None:
+                        leaves[id(where)] = [where, gx]
+                    else:
+                        slot[1] = add(slot[1], gx)
+                    continue
+                slot = grads.get(n)
+                if slot is None:
+                    slot = grads[n] = [None] * len(n.outputs)
+                    push(heap, (-n.seq, n))
+                slot[where] = gx if slot[where] is None else add(slot[where], gx)
+            pending = gx = None  # let gradients already routed go
             if not heap:
                 break
+            # Visit the newest node: its rules (with what watches it, if anything does), then
+            # free what it saved (if this pass fails, the node can say so: see freed_error).
             node = pop(heap)[1]
-            pending = visit(node)
+            gys = grads.pop(node)
+            if owned:  # a gradient handed to a rule is no longer this pass's to write into
+                for g in gys:
+                    owned.pop(id(g), None)
+            if watched or node._var_hooks or node._local_hooks:
+                gxs = run._run_watched(node, gys)
+            else:  # a node cut off by unchain() has no edges: nowhere to send gradients
+                gxs = node._backward(tuple(gys), create_graph) if node.edges else ()
+            if not retain_graph:
+                node._release(run)
+            pending = zip(node.edges, gxs)
+            gys = None
     except BaseException as exc:
         where = f" at {node.label}" if node is not None else ""
         run.failure = f"{where}: {type(exc).__name__}: {exc}"

@@ -66,7 +66,7 @@ class Op:
     """
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
-                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "unview", "casts", "elementwise",
+                 "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
                  "_impl",
                  "__weakref__")
 
@@ -106,6 +106,9 @@ class Op:
         self.keep_for: tuple | None = None
         # What every application keeps: ``keep``, or nothing where ``keep_for`` decides per call.
         self.keep_always: frozenset = frozenset()
+        # Whether an application may keep arrays for backward, which a backward without
+        # retain_graph frees (a row that keeps nothing can run backward again).
+        self.frees = False
         self.broadcasts = broadcasts  # the engine sums gradients back to the input shapes
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
@@ -159,6 +162,7 @@ def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -
              any(out for i, (_, out) in enumerate(per_rule) if mask >> i & 1))
             for mask in range(1 << len(per_rule)))
         op.keep_always = frozenset()
+    op.frees = bool(op.keep) or op.keep_output
     return op
 
 

@@ -51,7 +51,7 @@ class Primitive(Node):
 
     def _release(self, by: Any = True) -> None:
         self._freed = by
-        if self.saved is not None and (self.op.keep or self.op.keep_output):
+        if self.op.frees:
             self.saved = None
 
     def _input_meta(self, i: int) -> tuple:

@@ -204,15 +204,17 @@ class Variable:
                 )
             box = data._vbox  # a new leaf over the same data: in-place changes are seen by both
             data = data._data
+            kind = dtype_kind(data.dtype, backend_of_type(type(data)))
         elif data is not None:
             try:
-                backend_of_type(type(data))
+                backend = backend_of_type(type(data))
             except TypeError as exc:
                 raise TypeError(
                     f"polygrad.Variable: data must be an array of a registered backend, got {type(data).__name__}; "
                     f"create one with pg.asarray(...). ({exc})"
                 ) from None
-            if dtype_kind(data.dtype, backend_of_type(type(data))) == "other":
+            kind = dtype_kind(data.dtype, backend)
+            if kind == "other":
                 raise TypeError(
                     f"polygrad.Variable: data has dtype {data.dtype}, which is no dtype of the Array API standard; "
                     f"polygrad computes on bool, integer, real and complex floating arrays"
@@ -226,9 +228,9 @@ class Variable:
         self._vb = box
         self._hooks: list | None = None
         if requires_grad is None:  # the default follows the dtype: floating data requires grad
-            requires_grad = data is None or dtype_kind(data.dtype, backend_of_type(type(data))) in _FLOATING + ("unknown",)
+            requires_grad = data is None or kind in _FLOATING + ("unknown",)
         elif requires_grad and not volatile:
-            self._requireis_floating()
+            self._require_floating()
         self._requires_grad = bool(requires_grad) and not volatile
 
     @classmethod
@@ -345,10 +347,10 @@ class Variable:
         if value and self._volatile:
             raise RuntimeError("polygrad: a volatile variable cannot require grad; set volatile=False first")
         if value:
-            self._requireis_floating()
+            self._require_floating()
         self._requires_grad = bool(value)
 
-    def _requireis_floating(self) -> None:
+    def _require_floating(self) -> None:
         if self._data is not None and not is_floating(self._data):
             raise TypeError(
                 f"polygrad: {self._describe()} has dtype {self._data.dtype}; only floating (real or complex) "
