@@ -249,7 +249,7 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
             if not retain_graph:
                 node._release(run)
             pending = zip(node.edges, gxs)
-            gys = None
+            gys = gxs = None  # the gradients live on only in pending, until routed
     except BaseException as exc:
         where = f" at {node.label}" if node is not None else ""
         run.failure = f"{where}: {type(exc).__name__}: {exc}"
