@@ -26,6 +26,7 @@ from polygrad import ops
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import dtype_named
 
 
 def get_backend_of(a: Any) -> Any:
@@ -179,7 +180,8 @@ def _tolist(x: Variable) -> Any:
 def _astype(name: str) -> Any:
     def method(x: Variable) -> Variable:
         """A copy of another dtype (PyTorch's float(), double(), long(), int())."""
-        return ops.astype(x, getattr(x.xp, name))
+        return ops.astype(x, dtype_named(x.xp, name, f"converting {x._describe()} of dtype {x.dtype} on backend "
+                                                  f"{backend_of_type(type(x.data)).name!r}"))
 
     method.__name__ = name
     return method

@@ -53,3 +53,13 @@ def test_permute_dims_hands_the_namespace_nonnegative_axes(jax32):
     np.testing.assert_array_equal(np.asarray(y.data), np.transpose(np.arange(24.0).reshape(2, 3, 4), (2, 0, 1)))
     pg.sum(y * y).backward()
     np.testing.assert_allclose(np.asarray(x.grad), 2 * np.arange(24.0).reshape(2, 3, 4))
+
+
+def test_double_refuses_a_dtype_the_namespace_does_not_declare(jax32):
+    """x.double() on a namespace without float64 (jax in 32-bit mode, which would quietly make
+    float32 of it) is an error naming the dtype; x.float() works there."""
+    x = pg.Variable(jnp.ones(3, dtype=jnp.float32))
+    with pytest.raises(TypeError, match="asks for float64, which the namespace .* does not have"):
+        x.double()
+    assert x.float().dtype == jnp.float32
+    assert pg.Variable(np.ones(3, dtype=np.float32)).double().dtype == np.float64

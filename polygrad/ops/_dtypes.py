@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["default_dtypes", "index_dtype"]
+__all__ = ["default_dtypes", "dtype_named", "index_dtype"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -35,3 +35,21 @@ def default_dtypes(xp: Any) -> dict:
 def index_dtype(xp: Any) -> Any:
     """The dtype of the namespace's indices (``argmax``, ``nonzero``...): what positions are written in."""
     return default_dtypes(xp)["indexing"]
+
+
+def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
+    """The namespace's dtype called ``name`` (``"float64"``...), where the namespace declares it
+    (``__array_namespace_info__().dtypes()``; a namespace before 2023.12: where it has the
+    attribute). A name it does not declare is refused, not handed over: jax in 32-bit mode has a
+    ``float64`` attribute but makes float32 of it. ``asked_by`` names the caller for the error."""
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        declared = info().dtypes()
+        if name in declared:
+            return declared[name]
+    elif hasattr(xp, name):
+        return getattr(xp, name)
+    else:
+        declared = {}
+    raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
+                    f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
