@@ -13,6 +13,7 @@ import pytest
 import polygrad as pg
 import polygrad.functions as F
 from polygrad import symbolic as T
+from polygrad.compile import fusion
 from polygrad.core.op import REGISTRY
 from polygrad.core.primitive import apply
 
@@ -160,8 +161,10 @@ def test_random_draw_of_constants_is_not_folded():
     assert program_of("sin").n_kernels == 0  # a deterministic one is folded
 
 
-def test_equal_deterministic_calls_are_still_merged():
-    """Common-subexpression elimination still merges two equal deterministic calls."""
+def test_equal_deterministic_calls_are_still_merged(monkeypatch):
+    """Common-subexpression elimination still merges two equal deterministic calls (fusion off:
+    the program's own kernels)."""
+    monkeypatch.setattr(fusion, "ENABLED", False)
     x = T.vector("x")
     f = pg.function([x], pg.sin(x) + pg.sin(x))
     f(np.ones(3))

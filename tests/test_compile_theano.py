@@ -15,6 +15,7 @@ import polygrad as pg
 import polygrad.functions as F
 from polygrad import In, Out
 from polygrad import symbolic as T
+from polygrad.compile import fusion
 from polygrad.compile import Container
 from polygrad.compile.compiled import ProfileStats, UnusedInputError
 from polygrad.compile.symbolic import DisconnectedInputError
@@ -218,8 +219,10 @@ def test_input_used_only_by_its_update_is_used():
 # ---------------------------------------------------------------------------
 # The other function keywords
 # ---------------------------------------------------------------------------
-def test_mode_fast_compile_skips_merging():
-    """mode='FAST_COMPILE' gives the same values without merging common subexpressions; FAST_RUN merges."""
+def test_mode_fast_compile_skips_merging(monkeypatch):
+    """mode='FAST_COMPILE' gives the same values without merging common subexpressions; FAST_RUN merges
+    (fusion off: the program's own kernels)."""
+    monkeypatch.setattr(fusion, "ENABLED", False)
     x, y = T.vectors("xy")
     out = (x * y) + (x * y)
     fast_run = pg.function([x, y], out, mode="FAST_RUN")

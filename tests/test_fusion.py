@@ -215,15 +215,77 @@ def test_nan_and_signed_zero_follow_numpy():
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
 
 
-def test_small_arrays_are_not_fused_on_numpy(monkeypatch):
-    """Below the numpy plugin's threshold a group is declined and runs node by node."""
+def test_cache_sized_arrays_are_not_fused_on_numpy(monkeypatch):
+    """Between the tiny size and the numpy plugin's threshold a group is declined (NumPy's
+    vectorized loops beat numexpr there) and runs node by node."""
     from polygrad_numpy import fuse
 
     monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
     x = T.vector("x")
     fn = pg.function([x], pg.tanh(x) * 2 + 1)
-    np.testing.assert_allclose(fn(np.linspace(-1, 1, 10)), np.tanh(np.linspace(-1, 1, 10)) * 2 + 1)
+    xv = np.linspace(-1, 1, 4096)
+    assert xv.nbytes > fuse.TINY_BYTES
+    np.testing.assert_allclose(fn(xv), np.tanh(xv) * 2 + 1)
     assert "fused" not in fn.program_source()
+
+
+def tiny_kernel(fn):
+    """The fused kernel of a compiled function's only program."""
+    (program,) = fn._programs.values()
+    kernels = [impl for op, impl, *_ in program.instrs if op.name.startswith("fused")]
+    assert len(kernels) == 1, fn.program_source()
+    return kernels[0]
+
+
+def test_tiny_arrays_are_fused_into_few_numexpr_calls(monkeypatch):
+    """On arrays of a few hundred bytes every call is overhead: a whole expression, transcendental
+    functions included, is one numexpr call."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    x = T.vector("x")
+    fn = pg.function([x], pg.tanh(x) * 2 + 1)
+    xv = np.linspace(-1, 1, 10)
+    np.testing.assert_allclose(fn(xv), np.tanh(xv) * 2 + 1, rtol=0, atol=16 * np.finfo(float).eps)
+    assert "fused tanh, multiply, add" in fn.program_source()
+    assert tiny_kernel(fn).steps == 1
+
+
+def test_tiny_chain_computes_each_shared_value_once(monkeypatch):
+    """A value read by several expressions gets an array; one read twice inside one expression
+    is inlined (numexpr computes it once): the backward of ``y + sin(y) * 0.01`` takes several
+    steps per numexpr call, the forward one per step (each ``y`` is read by the backward too)."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    x = T.vector("x")
+    y = x
+    for _ in range(12):
+        y = y + pg.sin(y) * 0.01
+    cost = pg.sum(y)
+    fn = pg.function([x], [cost, T.grad(cost, x)])
+    xv = np.random.default_rng(0).standard_normal(10)
+    c, g = fn(xv)
+    monkeypatch.setattr(fusion, "ENABLED", False)
+    c0, g0 = pg.function([x], [cost, T.grad(cost, x)])(xv)
+    assert_agree([c, g], [c0, g0], "float64")
+    steps = tiny_kernel(fn).steps
+    assert 12 < steps <= 12 + 6, steps  # 12 forward steps, the 12 backward steps in few calls
+    lines = tiny_kernel(fn).source.splitlines()
+    assert sum("sin(" in line for line in lines) == 12 and sum("cos(" in line for line in lines) <= 6
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ROWS)
+def test_numpy_tiny_fused_row_agrees(name, dtype, monkeypatch):
+    """Each fusable row on tiny arrays (numexpr for every expression, transcendental functions
+    included) gives the unfused program's values and dtypes."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    inputs, values, outs = case(name, dtype, (3, 8), np.random.default_rng(2))
+    fn, got, want = run_both(inputs, values, outs, monkeypatch)
+    assert_agree(got, want, dtype)
 
 
 def test_random_rows_are_never_fused():

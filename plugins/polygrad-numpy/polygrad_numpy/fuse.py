@@ -28,7 +28,9 @@ scalars are typed as NumPy types them (``x_float32 * 0.5`` stays float32).
 
 from __future__ import annotations
 
+import functools
 import operator
+import re
 from typing import Any, Callable
 
 #: Below this many bytes in its largest node, a group is declined on the numpy backend: on
@@ -36,9 +38,17 @@ from typing import Any, Callable
 #: blocked virtual machine, whose cost per call is tens of microseconds (measured: two ops on
 #: 65,536 float32 take 13 us in NumPy, 45 us in numexpr; on 4,000,000 float64, 8 ms and 3-6 ms).
 MIN_BYTES = 4 * 2**20
-#: Below this many bytes a group is always declined: the fused kernel's Python steps (about a
-#: microsecond each) cost more than the passes they save.
+#: Below this many bytes a group is declined, unless it is tiny (:data:`TINY_BYTES`): the
+#: passes a fused kernel saves cost less than its steps.
 MIN_SMALL_BYTES = 64 * 2**10
+#: At most this many bytes in its largest node, a group is *tiny*: every call is overhead (NumPy's
+#: about 0.7 us, numexpr's about 1.2 us), so a numexpr step that computes several nodes pays,
+#: transcendental functions included (measured: ``y + sin(y) * 0.01`` on 10 float64 takes
+#: 2.3 us in NumPy, 1.1-1.5 us in numexpr; past 64 float64 or 128 float32 numexpr's ``tanh`` and
+#: ``exp`` fall behind NumPy's vectorized loops). A value read by several expressions gets an
+#: array (numexpr computes a repeated subexpression once), and a node alone in its expression is
+#: a NumPy call.
+TINY_BYTES = 512
 #: A numexpr expression holds at most this many nodes and distinct variables; larger
 #: subtrees are materialized (numexpr's programs are limited, and shared subtrees are repeated).
 MAX_EXPRESSION_NODES = 48
@@ -81,9 +91,10 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
 
     min_bytes = MIN_BYTES if min_bytes is None else min_bytes
     largest = max(_size(n.shape) * np.dtype(n.dtype).itemsize for n in nodes)
-    if min_bytes and largest < min(min_bytes, MIN_SMALL_BYTES):
+    tiny = bool(min_bytes) and numexpr is not None and largest <= TINY_BYTES
+    if min_bytes and not tiny and largest < min(min_bytes, MIN_SMALL_BYTES):
         return None  # a few kilobytes: the kernels cost less than the fused kernel's own steps
-    if min_bytes and largest < min_bytes:
+    if min_bytes and not tiny and largest < min_bytes:
         # Cache-sized arrays: NumPy alone, where a cast can be left to the ufunc reading it
         # (ReLU's backward: g * (ans > 0) in one multiply, no float mask) or a donated array
         # can take a result (the SGD update W - lr * g writes into g: no new array).
@@ -98,7 +109,7 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
     if numexpr is not None:
         vml = bool(getattr(numexpr, "use_vml", False))
         for j, n in enumerate(nodes):
-            templates[j] = _template(np, n, arg_dtypes[j], vml)
+            templates[j] = _template(np, n, arg_dtypes[j], vml or tiny)
     users: list[list[int]] = [[] for _ in nodes]
     for j, n in enumerate(nodes):
         for kind, v in n.args:
@@ -108,6 +119,14 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
     # Which node values get an array (see the module's docstring).
     stored = [j in out_set or templates[j] is None or any(templates[u] is None for u in users[j])
               for j in range(len(nodes))]
+    if tiny:  # a value read by several expressions gets an array: nothing is computed twice
+        root = list(range(len(nodes)))  # the stored node whose expression computes a node
+        for j in reversed(range(len(nodes))):
+            roots = {root[u] for u in users[j]}
+            if not stored[j] and len(roots) == 1:
+                root[j] = roots.pop()
+            else:
+                stored[j] = True
     size = [0] * len(nodes)
     leaves: list[set] = [set() for _ in nodes]
     for j, n in enumerate(nodes):
@@ -120,15 +139,15 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
                 leaves[j] |= leaves[v]
             elif kind != "scalar":
                 leaves[j].add((kind, v))
-        if size[j] > MAX_EXPRESSION_NODES or len(leaves[j]) > MAX_EXPRESSION_VARIABLES:
+        if tiny and stored[j] and size[j] == 1:
+            templates[j] = None  # alone in its expression: NumPy's call is the cheaper
+        elif size[j] > MAX_EXPRESSION_NODES or len(leaves[j]) > MAX_EXPRESSION_VARIABLES:
             stored[j] = True
             size[j], leaves[j] = 1, {("node", j)}
-        elif stored[j]:
-            pass
     steps = [j for j in range(len(nodes)) if stored[j]]
     if require_gain and len(steps) >= len(nodes):
         return None
-    plan = _Plan(np, numexpr, nodes, inputs, outputs, templates, stored, arg_dtypes)
+    plan = _Plan(np, numexpr, nodes, inputs, outputs, templates, stored, arg_dtypes, tiny)
     try:
         kernel = plan.kernel(steps)
     except Exception:  # an expression numexpr refuses: run unfused
@@ -254,9 +273,9 @@ class _Plan:
     """Turns the stored nodes into steps over registers: the inputs, then one per stored node."""
 
     def __init__(self, np: Any, numexpr: Any, nodes: tuple, inputs: tuple, outputs: tuple, templates: list,
-                 stored: list, arg_dtypes: list) -> None:
+                 stored: list, arg_dtypes: list, tiny: bool = False) -> None:
         self.np, self.numexpr, self.nodes, self.inputs, self.outputs = np, numexpr, nodes, inputs, outputs
-        self.templates, self.stored, self.arg_dtypes = templates, stored, arg_dtypes
+        self.templates, self.stored, self.arg_dtypes, self.tiny = templates, stored, arg_dtypes, tiny
 
     def _scalar(self, value: Any, j: int, variables: dict, constants: list, dtype: Any = None) -> str:
         """A Python scalar of node ``j``, typed as NumPy types it against the node's arrays
@@ -296,7 +315,7 @@ class _Plan:
         np, nodes = self.np, self.nodes
         n_in = len(self.inputs)
         constants: list = []
-        program = []  # (kind, callable, [register or ("c", value)], out register, reuse register or None)
+        program = []  # (kind, numexpr's (compiled, uses_vml, text) or None, [register or ("k" | "c", value)], node)
         reads: list[list[int]] = []
         for j in steps:
             node = nodes[j]
@@ -304,16 +323,17 @@ class _Plan:
                 variables: dict = {}
                 text = self._text(j, variables, constants)
                 names = sorted(variables)
-                signature = [(name, _numexpr_type(np, self._var_dtype(variables[name], constants))) for name in names]
-                compiled = self.numexpr.NumExpr(text, signature=signature)
-                uses_vml = bool(self.numexpr.necompiler.getExprNames(text, {})[1])
+                signature = tuple(_numexpr_type(np, self._var_dtype(variables[name], constants)) for name in names)
+                text = _canonical(text, names)
+                compiled, uses_vml, dtype = _numexpr_program(self.numexpr, text, signature)
+                if dtype != np.dtype(node.dtype):
+                    raise TypeError(f"numexpr gives {dtype} for {node.op}, NumPy {node.dtype}")
                 operands = [self._register(variables[name], n_in, constants) for name in names]
-                program.append(("ne", (compiled, uses_vml), operands, j))
-                self._check_dtype(compiled, uses_vml, signature, node)
+                program.append(("ne", (compiled, uses_vml, text), operands, j))
             else:
                 operands = [self._register(a, n_in, constants) if a[0] != "scalar" else ("c", a[1])
                             for a in node.args]
-                program.append(("call", node, operands, j))
+                program.append(("call", None, operands, j))
             reads.append([r for r in program[-1][2] if isinstance(r, int)])
         register_of = {j: n_in + k for k, j in enumerate(steps)}
         outputs = [register_of[j] for j in self.outputs]
@@ -326,44 +346,66 @@ class _Plan:
         protected = set(outputs) | {i for i in range(n_in) if not _donated(self.inputs[i])}
         free_after: list[list[int]] = [[] for _ in program]
         reuse: list[int | None] = [None] * len(program)
-        for k, (kind, fn, operands, j) in enumerate(program):
-            for r in set(reads[k]):
+        for k, (kind, _, operands, j) in enumerate(program):
+            for r in sorted(set(reads[k])):
                 if last[r] == k and r not in protected:
                     free_after[k].append(r)
             node = nodes[j]
-            ufunc = self._ufunc(node) if kind == "call" else None
-            if kind == "ne" or ufunc is not None:
+            if self.tiny:
+                continue  # a new array of a few hundred bytes costs less than numexpr's keywords
+            if kind == "ne" or self._ufunc(node) is not None:
                 for r in free_after[k]:
                     shape, dtype = ((self.inputs[r][0], self.inputs[r][1]) if r < n_in
                                     else (nodes[steps[r - n_in]].shape, nodes[steps[r - n_in]].dtype))
                     if tuple(shape) == tuple(node.shape) and np.dtype(dtype) == np.dtype(node.dtype):
                         reuse[k] = r
                         break
-        compiled_steps = []
-        for k, (kind, fn, operands, j) in enumerate(program):
-            node = nodes[j]
+        fused = self._generate(program, reuse, free_after, outputs, constants)
+        fused.steps = len(program)  # for inspection: how many passes the group makes
+        return fused
+
+    def _generate(self, program: list, reuse: list, free_after: list, outputs: list, constants: list) -> Callable:
+        """The kernel as one straight-line Python function over registers ``r0, r1, ...``: no
+        interpreter loop, so a step costs its call alone. numexpr's lock (one evaluation at a
+        time: dask runs blocks on several threads, and two concurrent evaluations crash it) is
+        taken per numexpr step, or once for the whole kernel where it is tiny."""
+        n_in = len(self.inputs)
+        env: dict[str, Any] = {"_lock": None if self.numexpr is None else self.numexpr.necompiler.evaluate_lock}
+
+        def operand(o: Any) -> str:
+            if type(o) is int:
+                return f"r{o}"
+            name = f"c{len(env)}"
+            env[name] = constants[o[1]] if o[0] == "k" else o[1]
+            return name
+
+        body = []
+        for k, (kind, compiled, operands, j) in enumerate(program):
+            node, into, f = self.nodes[j], reuse[k], f"f{k}"
+            args = [operand(o) for o in operands]
             if kind == "ne":
-                compiled_steps.append((_run_numexpr(fn, self.numexpr.necompiler.evaluate_lock), operands, reuse[k],
-                                       free_after[k]))
+                env[f] = compiled[0]
+                # numexpr wants ex_uses_vml whenever a keyword is given (and costs 0.7 us a keyword)
+                if into is not None or compiled[1]:
+                    args += [f"out=r{into}", "order='K'", "casting='safe'"] if into is not None else []
+                    args.append(f"ex_uses_vml={compiled[1]}")
             else:
                 ufunc = self._ufunc(node)
-                call = ufunc if ufunc is not None else (lambda *a, _n=node: _n.kernel(*a, **_n.params))
-                compiled_steps.append((_run_call(call, ufunc is not None), operands, reuse[k], free_after[k]))
-        n_registers = n_in + len(program)
-        consts = constants
-
-        def fused(*arrays: Any) -> tuple:
-            regs = list(arrays) + [None] * (n_registers - n_in)
-            r = n_in
-            for run, operands, into, free in compiled_steps:
-                args = [regs[o] if type(o) is int else (consts[o[1]] if o[0] == "k" else o[1]) for o in operands]
-                regs[r] = run(args, regs[into] if into is not None else None)
-                for f in free:
-                    regs[f] = None
-                r += 1
-            return tuple(regs[o] for o in outputs)
-
-        fused.steps = len(program)  # for inspection: how many passes the group makes
+                env[f] = ufunc if ufunc is not None else (
+                    functools.partial(node.kernel, **node.params) if node.params else node.kernel)
+                args += [f"out=r{into}"] if into is not None else []
+            lock = "with _lock: " if kind == "ne" and not self.tiny else ""
+            what = f"{node.op}: numexpr {compiled[2]}" if kind == "ne" else node.op  # over v0, v1, ... as passed
+            body.append(f"{lock}r{n_in + k} = {f}({', '.join(args)})  # {what}")
+            if free_after[k]:
+                body.append("del " + ", ".join(f"r{r}" for r in free_after[k]))
+        if self.tiny:
+            body = ["with _lock:"] + ["    " + line for line in body]
+        lines = [f"def fused({', '.join(f'r{i}' for i in range(n_in))}):"] + ["    " + line for line in body]
+        lines.append(f"    return ({''.join(f'r{o}, ' for o in outputs)})")
+        exec(compile("\n".join(lines), "<polygrad_numpy fused kernel>", "exec"), env)
+        fused = env["fused"]
+        fused.source = "\n".join(lines)
         return fused
 
     def _register(self, ref: tuple, n_in: int, constants: list) -> Any:
@@ -381,14 +423,6 @@ class _Plan:
         if kind == "const":
             return constants[v].dtype
         return self.nodes[v].dtype
-
-    def _check_dtype(self, compiled: Any, uses_vml: bool, signature: list, node: Any) -> None:
-        """Evaluate on zeros: numexpr must give the node's dtype (else the group is declined)."""
-        np = self.np
-        sample = [np.zeros((), dtype=_numpy_of(np, t)) for _, t in signature]
-        got = compiled(*sample, ex_uses_vml=uses_vml)
-        if np.asarray(got).dtype != np.dtype(node.dtype):
-            raise TypeError(f"numexpr gives {np.asarray(got).dtype} for {node.op}, NumPy {node.dtype}")
 
     def _ufunc(self, node: Any) -> Any:
         """NumPy's ufunc for a node whose kernel is it, or the Python operator that calls it
@@ -411,25 +445,24 @@ def _numpy_of(np: Any, t: type) -> Any:
     return {bool: np.bool_, float: np.float32}.get(t, t)
 
 
-def _run_numexpr(fn: tuple, lock: Any) -> Callable:
-    compiled, uses_vml = fn
-
-    # numexpr's virtual machine and its thread pool are shared: one evaluation at a time
-    # (dask runs blocks on several threads; two concurrent evaluations crash it).
-    def run(args: list, out: Any) -> Any:
-        with lock:
-            if out is not None:
-                return compiled(*args, out=out, order="K", casting="safe", ex_uses_vml=uses_vml)
-            return compiled(*args, ex_uses_vml=uses_vml)
-
-    return run
+_NAME = re.compile(r"\b[ink]\d+\b")
 
 
-def _run_call(fn: Callable, takes_out: bool) -> Callable:
-    if takes_out:
-        def run(args: list, out: Any) -> Any:
-            return fn(*args, out=out) if out is not None else fn(*args)
-    else:
-        def run(args: list, out: Any) -> Any:
-            return fn(*args)
-    return run
+def _canonical(text: str, names: list[str]) -> str:
+    """The expression with its variables renamed ``v0, v1, ...`` in signature order, so that the
+    same expression over other registers is one numexpr program."""
+    rename = {name: f"v{k}" for k, name in enumerate(names)}
+    return _NAME.sub(lambda m: rename.get(m.group(0), m.group(0)), text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _numexpr_program(numexpr: Any, text: str, signature: tuple) -> tuple:
+    """numexpr's program for ``text`` over ``v0, v1, ...`` of the given types: ``(compiled,
+    uses_vml, dtype of its result)``, the dtype found by evaluating it on zeros."""
+    import numpy as np
+
+    names = [f"v{k}" for k in range(len(signature))]
+    compiled = numexpr.NumExpr(text, signature=list(zip(names, signature)))
+    uses_vml = bool(numexpr.necompiler.getExprNames(text, {})[1])
+    sample = [np.zeros((), dtype=_numpy_of(np, t)) for t in signature]
+    return compiled, uses_vml, np.asarray(compiled(*sample, ex_uses_vml=uses_vml)).dtype
