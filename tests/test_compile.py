@@ -828,3 +828,31 @@ def test_symbolic_dtype_may_be_a_namespace_dtype_object():
     out = to_np(f(np.array([1.0, 2.0], dtype=np.float32)))
     assert out.dtype == np.float32 and out.tolist() == [2.0, 4.0]
     assert T.vector("y", dtype=np.dtype("float32")).data.dtype == "float32"
+
+
+def test_program_key_takes_a_dtype_that_is_not_hashable():
+    """The standard asks dtypes only for ==: a value whose dtype cannot be hashed still finds
+    its program (keyed by the dtype's name), and equal calls share one key."""
+    from polygrad.compile.compiled import _signature
+
+    class Dtype:
+        __hash__ = None
+
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            return isinstance(other, Dtype) and other.name == self.name
+
+        def __str__(self):
+            return self.name
+
+    class Value:
+        def __init__(self, shape, dtype):
+            self.shape, self.dtype = shape, dtype
+
+    a = _signature([Value((2, 3), Dtype("float32")), np.ones(3)])
+    b = _signature([Value((2, 3), Dtype("float32")), np.ones(3)])
+    assert a == b and hash(a) == hash(b)
+    assert a != _signature([Value((2, 3), Dtype("float64")), np.ones(3)])
+    assert _signature([np.ones(3)]) == ((np.ndarray, (3,), np.dtype("float64")),)

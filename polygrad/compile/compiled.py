@@ -371,7 +371,7 @@ class CompiledFunction:
         return outs
 
     def _program(self, values: list) -> Program:
-        key = tuple((type(v), tuple(v.shape), str(v.dtype)) for v in values)
+        key = _signature(values)
         program = self._programs.get(key)
         if program is None:
             start = time.perf_counter()
@@ -480,6 +480,18 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<polygrad compiled function {self.name or ''} inputs={[i.name for i in self.inputs]}>"
+
+
+def _signature(values: list) -> tuple:
+    """The key of a call's program: each value's type, shape and dtype. A dtype is the key
+    itself where it is hashable (``str(dtype)`` costs NumPy 5 us), else its name (the
+    standard asks dtypes only for ``==``)."""
+    key = tuple([(type(v), tuple(v.shape), v.dtype) for v in values])
+    try:
+        hash(key)
+    except TypeError:
+        key = tuple([(type(v), tuple(v.shape), str(v.dtype)) for v in values])
+    return key
 
 
 def _backend_of(values: list, results: tuple) -> Any:
