@@ -342,8 +342,8 @@ class CompiledFunction:
         # Check every update before writing any: a failing call changes nothing.
         for (idx, expr), new in zip(self._updates, ups):
             old = self._containers[idx].value
-            label = self.inputs[idx].name or f"input {idx}"
             if old is not None and (tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype):
+                label = self.inputs[idx].name or f"input {idx}"
                 raise ValueError(
                     f"polygrad: the update of {label} has shape {tuple(new.shape)} and dtype {new.dtype}, but {label} "
                     f"has shape {tuple(old.shape)} and dtype {old.dtype}"
@@ -506,14 +506,10 @@ def _backend_of(values: list, results: tuple) -> Any:
 
 def _own(value: Any, copy: bool) -> Any:
     """Return ``value`` as an array the caller owns (copied when it may alias), 0-d results as arrays."""
-    if type(value) in (bool, int, float, complex):
+    if type(value) in (bool, int, float, complex) or (not copy and value.ndim != 0):
         return value
     xp = backend_of_type(type(value)).xp
-    if copy:
-        return xp.asarray(value, copy=True)
-    if value.ndim == 0:
-        return xp.asarray(value)
-    return value
+    return xp.asarray(value, copy=True) if copy else xp.asarray(value)
 
 
 def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updates: Any = None, givens: Any = None,
