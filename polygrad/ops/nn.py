@@ -200,14 +200,17 @@ def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str) -> None:
         raise ValueError(f"polygrad.functions.{rule}, got {_offending(xp, v, bad)}")
 
 
-def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> None:
+def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> bool:
     """Refuse values of ``t`` outside ``[0, n_classes)`` other than ``ignore_label``;
-    ``where`` names the function and argument (``"embed_id: ids x"``)."""
+    ``where`` names the function and argument (``"embed_id: ids x"``). True where every
+    value was read and lies in ``[0, n_classes)``."""
     v, xp = _readable(t)
-    if v is None or math.prod(v.shape) == 0:
-        return
+    if v is None:
+        return False
+    if math.prod(v.shape) == 0:
+        return True
     if 0 <= int(xp.min(v)) and int(xp.max(v)) < n_classes:  # the usual case: two reductions, no temporaries
-        return
+        return True
 
     def is_bad(xp: Any, v: Any) -> Any:
         bad = xp.logical_or(v < 0, v >= n_classes)
@@ -215,6 +218,7 @@ def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) ->
 
     ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
     _refuse_bad(v, xp, is_bad, f"{where} must be in [0, {n_classes}){ignored}")  # v read once, above
+    return False
 
 
 def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
@@ -223,11 +227,11 @@ def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
     n, c = x.shape
-    check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
+    in_range = check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
     classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
     hit = xp.reshape(t, (n, 1)) == classes
-    if ignore_label is None:
-        return hit
+    if ignore_label is None or (in_range and not 0 <= ignore_label < c):
+        return hit  # no label equals ignore_label: the mask is the hits
     return xp.logical_and(hit, xp.reshape(t != ignore_label, (n, 1)))
 
 
