@@ -6,9 +6,9 @@ list of *steps*:
 * a **numexpr step** evaluates in one pass a whole subtree of nodes numexpr
   computes exactly as NumPy does: arithmetic, comparisons, ``where``, casts from
   bool, ``maximum``/``minimum``/``relu`` written with ``where`` (NumPy's NaN and
-  tie rules), ``sqrt``, ``abs``. Transcendental functions join only where
-  numexpr uses Intel's VML (``numexpr.use_vml``): its own ``exp`` or ``tanh``
-  is several times slower than NumPy's vectorized loops;
+  tie rules), ``sqrt``, ``abs``. Transcendental functions join where numexpr
+  uses Intel's VML (``numexpr.use_vml``) or the group is tiny (:data:`TINY_BYTES`);
+  elsewhere numexpr's own ``exp`` or ``tanh`` is slower than NumPy's loops;
 * a **call step** runs one node with NumPy (its ufunc writing into a dead
   temporary where one fits, else the row's kernel).
 
@@ -19,6 +19,9 @@ dropped after their last use, and a dead one of the right shape and dtype
 receives the next result (``out=``): never an input of the group and never an
 output (outputs are new arrays); the same for an input the program donates (an
 intermediate of its own that nothing else reads).
+
+The steps become one generated Python function (its text is the kernel's
+``source``), so a step costs its call alone.
 
 Only homogeneous nodes join a numexpr expression (the operands have the
 result's dtype, or booleans as conditions; bool, int32, int64, float32, float64):
