@@ -372,7 +372,11 @@ class CompiledFunction:
 
     def _program(self, values: list) -> Program:
         key = _signature(values)
-        program = self._programs.get(key)
+        try:
+            program = self._programs.get(key)
+        except TypeError:  # a dtype that is not hashable: by its name
+            key = _signature(values, by_name=True)
+            program = self._programs.get(key)
         if program is None:
             start = time.perf_counter()
             targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
@@ -482,16 +486,13 @@ class CompiledFunction:
         return f"<polygrad compiled function {self.name or ''} inputs={[i.name for i in self.inputs]}>"
 
 
-def _signature(values: list) -> tuple:
-    """The key of a call's program: each value's type, shape and dtype. A dtype is the key
-    itself where it is hashable (``str(dtype)`` costs NumPy 5 us), else its name (the
+def _signature(values: list, by_name: bool = False) -> tuple:
+    """The key of a call's program: each value's type, shape and dtype. The dtype object
+    itself (``str(dtype)`` costs NumPy 5 us), or its name where it is not hashable (the
     standard asks dtypes only for ``==``)."""
-    key = tuple([(type(v), tuple(v.shape), v.dtype) for v in values])
-    try:
-        hash(key)
-    except TypeError:
-        key = tuple([(type(v), tuple(v.shape), str(v.dtype)) for v in values])
-    return key
+    if by_name:
+        return tuple([(type(v), tuple(v.shape), str(v.dtype)) for v in values])
+    return tuple([(type(v), tuple(v.shape), v.dtype) for v in values])
 
 
 def _backend_of(values: list, results: tuple) -> Any:
