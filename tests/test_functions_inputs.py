@@ -72,6 +72,39 @@ def test_softmax_cross_entropy_still_ignores_its_ignore_label(xp):
     assert_close(loss, np.array(np.log(3.0)))
 
 
+def _counting(monkeypatch, xp, names):
+    """Count the calls of the namespace functions ``names`` (wrapped in place)."""
+    calls = dict.fromkeys(names, 0)
+    for name in names:
+        def counted(*a, _f=getattr(xp, name), _n=name, **k):
+            calls[_n] += 1
+            return _f(*a, **k)
+        monkeypatch.setattr(xp, name, counted)
+    return calls
+
+
+def test_softmax_cross_entropy_checks_the_usual_labels_with_one_reduction(monkeypatch):
+    """Labels all in [0, C): the label mask counts the class hits, one reduction and one read
+    of its value (one synchronization on a GPU), no min and max of the labels."""
+    from polygrad.ops.nn import label_mask
+
+    xp = pg.get_backend("numpy").xp
+    calls = _counting(monkeypatch, xp, ("count_nonzero", "min", "max"))
+    mask = label_mask(zeros(xp, (3, 4)), labels(xp, [0, 3, 1]))
+    assert calls == {"count_nonzero": 1, "min": 0, "max": 0}
+    assert to_np(mask).tolist() == [[True, False, False, False], [False, False, False, True],
+                                    [False, True, False, False]]
+
+
+def test_softmax_cross_entropy_checks_labels_without_count_nonzero(monkeypatch):
+    """A namespace of a standard before 2023.12 (no count_nonzero): labels are checked all the same."""
+    xp = pg.get_backend("numpy").xp
+    monkeypatch.delattr(xp, "count_nonzero")
+    assert_close(F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, 2])), np.array(np.log(3.0)))
+    with pytest.raises(ValueError, match=r"in \[0, 3\).*got 3"):
+        F.softmax_cross_entropy(zeros(xp, (2, 3)), labels(xp, [0, 3]))
+
+
 def test_compiled_softmax_cross_entropy_checks_labels_at_each_call():
     """A compiled loss checks the labels of every call (the check is a row of the op table)."""
     from polygrad import symbolic as T

@@ -221,15 +221,25 @@ def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) ->
     return False
 
 
+def _every_row_hits(hit: Any, n: int) -> bool:
+    """Whether each of the ``n`` rows of the boolean ``hit`` holds a True (values read only
+    as :func:`_readable` allows; False where they may not be read)."""
+    v, xp = _readable(hit)
+    count = None if v is None else getattr(xp, "count_nonzero", None)  # standard 2023.12
+    return count is not None and int(count(v)) == n
+
+
 def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label
     (labels checked to lie in [0, C) or equal ignore_label)."""
     if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
     n, c = x.shape
-    in_range = check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
     classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
     hit = xp.reshape(t, (n, 1)) == classes
+    # The usual case in one reduction and one read of the device: every label hits a class
+    # (one outside [0, C) hits none). Otherwise the labels are checked one by one.
+    in_range = _every_row_hits(hit, n) or check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
     if ignore_label is None or (in_range and not 0 <= ignore_label < c):
         return hit  # no label equals ignore_label: the mask is the hits
     return xp.logical_and(hit, xp.reshape(t != ignore_label, (n, 1)))
