@@ -12,7 +12,8 @@ sample ends with a device synchronize. Cases:
 
 * chain: the 200-step scalar chain, eager (per-op overhead: here a kernel launch costs
   more than polygrad's bookkeeping).
-* mlp: one SGD step of the 784-512-512-10 MLP, batch 128, float32, eager.
+* mlp: one SGD step of the 784-512-512-10 MLP, batch 128, float32, eager and as a compiled
+  function with the updates (bench_compiled's ``compile_mlp``).
 * elementwise: ``sum(tanh(x) * x + exp(-x * x))`` and its gradient on float64[4,000,000]
   (and float32[64,000,000]): eager, compiled node by node, and compiled with the cupy
   plugin's fused ``ElementwiseKernel`` (the fusion hook). Peak memory is the most
@@ -105,10 +106,17 @@ def mlp_rows(repeat: int) -> list[dict]:
     t = cupy.asarray(rng.integers(0, 10, 128))
     arrays = [cupy.asarray(a) for a in init_params()]
     a, b = NumpyMLP(arrays), PolygradMLP(arrays)
-    for _ in range(3):
-        np.testing.assert_allclose(b.step(x, t), a.step(x, t), rtol=1e-4)
+    with pg.using_backend("cupy"):
+        compiled, _ = bench_compiled.compile_mlp(arrays)
+    for _ in range(3):  # the three take the same steps
+        want = a.step(x, t)
+        np.testing.assert_allclose(b.step(x, t), want, rtol=1e-4)
+        np.testing.assert_allclose(float(compiled(x, t)), want, rtol=1e-4)
+    compiled.trust_input = True
     t_np, t_pg = timeit_pair(_synced(a.step, x, t), _synced(b.step, x, t), repeat=repeat)
-    return [result("gpu-mlp", "eager SGD step time", t_np, t_pg, None)]
+    t_np2, t_c = timeit_pair(_synced(a.step, x, t), _synced(compiled, x, t), repeat=repeat)
+    return [result("gpu-mlp", "eager SGD step time", t_np, t_pg, None),
+            result("gpu-mlp", "compiled SGD step time", t_np2, t_c, None)]
 
 
 def _compiled(fuse: bool, x):

@@ -21,7 +21,7 @@ import importlib.util
 from polygrad.hookspecs import BackendInfo, hookimpl
 
 NAME = "cupy"
-INSTALL_HINT = "pip install 'polygrad-cupy[cuda12]', or [cuda11] for CUDA 11"
+INSTALL_HINT = "pip install 'polygrad-cupy[cuda12]', or [cuda13] or [cuda11] for CUDA 13 or 11"
 
 
 @hookimpl
