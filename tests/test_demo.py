@@ -36,7 +36,7 @@ def test_digits_demo_reaches_accuracy_and_writes_pictures(tmp_path):
     assert curve.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dot = graph.dump()
-    assert "softmax_cross_entropy_masked_nll" in dot and "linear" in dot and "relu" in dot
+    assert "softmax_cross_entropy_nll" in dot and "linear" in dot and "relu" in dot
 
 
 def test_chainer_style_script_trains_on_numpy():

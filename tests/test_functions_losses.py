@@ -93,25 +93,29 @@ def test_softmax_cross_entropy_gradients(xp, kwargs):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("ignore_label", [-1, None])
-def test_softmax_cross_entropy_one_node_matches_the_composed_functions_bit_for_bit(xp, dtype, ignore_label):
-    """The usual case (mean, normalized) is one node, masked_nll: its loss, gradient and
-    second-order gradient are those of log_softmax, where, sum, negative and divide composed,
-    to the last bit (a training run takes the same path either way)."""
-    from polygrad.ops.nn import label_mask, log_softmax, valid_count
+def test_softmax_cross_entropy_two_nodes_match_the_composed_functions_bit_for_bit(xp, dtype, ignore_label):
+    """The usual case (mean, normalized) is two nodes, log_softmax and nll (log_softmax's output is
+    kept for backward, not computed again); its loss, gradient and second-order gradient are
+    those of log_softmax, where, sum, negative and divide composed, to the last bit (a training
+    run takes the same path either way). So are those of masked_nll, the one-node row."""
+    from polygrad.ops.nn import label_mask, log_softmax, masked_nll, valid_count
 
     x = pg.Variable(arr(xp, X, dtype))
     t = ints(xp, [2, 1, 0] if ignore_label is None else [2, -1, 0])
     fused = F.softmax_cross_entropy(x, t, ignore_label=ignore_label)
     assert {f.label for f in pg.build_computational_graph(fused, remove_variable=True).nodes} == {
-        "softmax_cross_entropy_masked_nll"}
+        "log_softmax", "softmax_cross_entropy_nll"}
     mask = label_mask(x, t, ignore_label)
-    composed = -pg.sum(pg.where(mask, log_softmax(x, axis=1), 0.0)) / valid_count(x, t, ignore_label)
+    count = valid_count(x, t, ignore_label)
+    one_node = masked_nll(x, mask, count)
     w = arr(xp, np.arange(12.0).reshape(3, 4) / 7, dtype)
-    for a, b in [(fused, composed), *zip(*(pg.grad(y, x, create_graph=True) for y in (fused, composed)))]:
-        assert np.array_equal(np.asarray(a.data), np.asarray(b.data))
-        if a is not fused:
-            (ha,), (hb,) = (pg.grad(pg.sum(g * w), x) for g in (a, b))
-            assert np.array_equal(np.asarray(ha.data), np.asarray(hb.data))
+    for other in (fused, one_node):
+        composed = -pg.sum(pg.where(mask, log_softmax(x, axis=1), 0.0)) / count  # the second order frees it
+        for a, b in [(other, composed), *zip(*(pg.grad(y, x, create_graph=True) for y in (other, composed)))]:
+            assert np.array_equal(np.asarray(a.data), np.asarray(b.data))
+            if a is not other:
+                (ha,), (hb,) = (pg.grad(pg.sum(g * w), x) for g in (a, b))
+                assert np.array_equal(np.asarray(ha.data), np.asarray(hb.data))
 
 
 def test_softmax_cross_entropy_float32(xp):

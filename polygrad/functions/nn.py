@@ -16,7 +16,7 @@ from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import astype, exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
-from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, masked_nll, softplus, valid_count
+from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, nll, softplus, valid_count
 
 
 # ---------------------------------------------------------------------------
@@ -190,7 +190,7 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     then. With ``reduce="mean"`` the loss is averaged over non-ignored labels
     (``normalize=True``) or over the batch; ``reduce="no"`` returns per-example
     losses. Built from rows of the op table (the usual case, mean and
-    normalized, is the one row ``masked_nll``), so it works on lazy and
+    normalized, is ``log_softmax`` and the row ``nll``), so it works on lazy and
     symbolic inputs too.
 
     :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
@@ -208,9 +208,10 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     if xs is not None and ts is not None and (len(xs) != 2 or len(ts) != 1 or not _same(xs[:1], ts)):
         raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C) and t of shape (N,), got x {xs} and t {ts}")
     mask = label_mask(x, t, ignore_label)
-    if reduce == "mean" and normalize:  # the usual case: one node
-        return masked_nll(x, mask, valid_count(x, t, ignore_label))
-    picked = where(mask, log_softmax(x, axis=1), 0.0)
+    logp = log_softmax(x, axis=1)
+    if reduce == "mean" and normalize:  # the usual case: two nodes
+        return nll(logp, mask, valid_count(x, t, ignore_label))
+    picked = where(mask, logp, 0.0)
     if reduce == "no":
         return -sum(picked, axis=1)
     return -mean(sum(picked, axis=1))

@@ -274,21 +274,39 @@ def valid_count(x, t, ignore_label=-1):
     return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
 
 
-def _masked_nll_kernel(xp: Any, x: Any, mask: Any, count: Any) -> Any:
-    """``-sum(log_softmax(x, axis=1) where mask) / count``: softmax cross-entropy's mean in one node."""
-    logp = _log_softmax_kernel(xp, x, 1)
+def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
+    """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities."""
     return -xp.sum(xp.where(mask, logp, xp.zeros_like(logp))) / count
 
 
+def _nll_vjp(o: Any, g: Any, ans: Any, logp: Any, mask: Any, count: Any) -> Any:
+    # The rules of divide, negative, sum and where composed, in their order: the same bits.
+    return o.astype(mask, logp.dtype) * -(g / count)
+
+
+# softmax_cross_entropy's usual case is log_softmax (which keeps its output for backward) and
+# this row: 4 applications and 2 backward nodes, the same values as the 7 composed functions.
+NLL = defvjp(Op("softmax_cross_entropy_nll", _nll_kernel), _nll_vjp, None, None, saves="xyz")
+
+
+@public(standard=False)
+def nll(logp, mask, count):
+    """``-sum(logp[mask]) / count`` for log-probabilities ``logp`` (N, C) (see :func:`log_softmax`),
+    a boolean ``mask`` of its shape (see :func:`label_mask`) and ``count`` (see :func:`valid_count`)."""
+    return apply(NLL, (logp, mask, count))
+
+
+def _masked_nll_kernel(xp: Any, x: Any, mask: Any, count: Any) -> Any:
+    """:func:`nll` of ``log_softmax(x, axis=1)`` in one node."""
+    return _nll_kernel(xp, _log_softmax_kernel(xp, x, 1), mask, count)
+
+
 def _masked_nll_vjp(o: Any, g: Any, ans: Any, x: Any, mask: Any, count: Any) -> Any:
-    # The composed functions' rules in their order (divide, negative, sum, where, log_softmax),
-    # so the gradient is the same to the last bit: (softmax(x) * rows - mask) * g / count.
-    picked = o.astype(mask, x.dtype) * -(g / count)
-    return picked - o.exp(o.log_softmax(x, axis=1)) * o.sum(picked, axis=1, keepdims=True)
+    # The rules of nll and log_softmax in their order, log_softmax's output computed again.
+    logp = o.log_softmax(x, axis=1)
+    return LOG_SOFTMAX.vjps[0](o, _nll_vjp(o, g, None, logp, mask, count), logp, x, axis=1)
 
 
-# The same values as log_softmax, where, sum, negative and divide composed, in one node and one
-# rule: softmax_cross_entropy's usual case costs 3 applications and 1 backward node instead of 7 and 5.
 MASKED_NLL = defvjp(Op("softmax_cross_entropy_masked_nll", _masked_nll_kernel), _masked_nll_vjp, None, None,
                     saves="xyz")
 
@@ -296,7 +314,8 @@ MASKED_NLL = defvjp(Op("softmax_cross_entropy_masked_nll", _masked_nll_kernel), 
 @public(standard=False)
 def masked_nll(x, mask, count):
     """``-sum(log_softmax(x, axis=1)[mask]) / count`` for scores ``x`` (N, C), a boolean ``mask``
-    of x's shape (see :func:`label_mask`) and ``count`` (see :func:`valid_count`)."""
+    of x's shape (see :func:`label_mask`) and ``count`` (see :func:`valid_count`): :func:`nll` and
+    :func:`log_softmax` in one node, which computes ``log_softmax(x)`` again in backward."""
     return apply(MASKED_NLL, (x, mask, count))
 
 
