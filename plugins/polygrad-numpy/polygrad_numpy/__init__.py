@@ -119,13 +119,26 @@ def polygrad_owns_memory():
     return _owns_memory
 
 
+def _sum(x, /, *, axis=None, dtype=None, keepdims=False):
+    """``numpy.sum`` as the array's method: the function's own Python path costs about 2 us
+    a call (numpy.sum calls this very method, or a subclass's)."""
+    return x.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+def _matrix_transpose(x, /):
+    """The view with the last two axes swapped (ValueError below two dimensions), without
+    array_api_compat's wrapper: 0.2 us against 1.4 us. Every matmul backward calls it."""
+    return x.mT
+
+
 @hookimpl
 def polygrad_kernels():
     import numpy as np
 
     # array_api_compat.numpy hands out numpy's own ufuncs (exp, log, sin, ...), so
-    # those need no entry; its matmul is a Python wrapper that calls np.matmul.
-    return {"matmul": np.matmul}
+    # those need no entry; its matmul is a Python wrapper that calls np.matmul, and
+    # sum and matrix_transpose (which the gradient rules call often) have cheaper forms.
+    return {"matmul": np.matmul, "sum": _sum, "matrix_transpose": _matrix_transpose}
 
 
 @hookimpl
