@@ -17,7 +17,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import default_dtypes, index_dtype
+from polygrad.ops._dtypes import default_dtypes, index_dtype, positions
 from polygrad.ops.elementwise import log, subtract, where
 from polygrad.ops.statistical import sum
 
@@ -99,7 +99,7 @@ class Categorical(Distribution):
         probs = self.probs
         n = _data(probs).shape[-1]
         xp = self._backend().xp
-        onehot = xp.reshape(v, tuple(v.shape) + (1,)) == xp.arange(n, dtype=v.dtype)
+        onehot = xp.reshape(v, tuple(v.shape) + (1,)) == positions(xp, n, v.dtype)
         return sum(where(onehot, log(probs), 0.0), axis=-1)
 
 

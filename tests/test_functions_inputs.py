@@ -221,3 +221,43 @@ def test_huber_loss_refuses_different_shapes_and_nonpositive_delta(xp):
         F.huber_loss(x, arr(xp, np.ones(2)), 1.0)
     with pytest.raises(ValueError, match="huber_loss: delta must be positive, got 0"):
         F.huber_loss(x, arr(xp, np.ones((4, 2))), 0)
+
+
+# ---------------------------------------------------------------------------
+# Narrow integer labels and ids: positions past their dtype's range never wrap around
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_embed_id_with_narrow_ids_reads_every_column(dtype):
+    """ids of uint8 or int8 beside a W of 300 columns: every column of the row, as with int64 ids
+    (an arange of the columns in the ids' dtype wrapped past 255 or 127: silently wrong rows)."""
+    W = np.arange(4 * 300, dtype=np.float64).reshape(4, 300)
+    ids = np.array([[1, 3], [0, 2]], dtype=dtype)
+    y = F.embed_id(ids, pg.Variable(W))
+    assert np.array_equal(to_np(y), W[ids.astype(np.int64)])
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_softmax_cross_entropy_with_narrow_labels_over_many_classes(dtype):
+    """Labels of uint8 or int8 over 300 classes: the same loss and gradient as int64 labels (each
+    label marks one class, not also the class 256 places further)."""
+    x = np.random.default_rng(0).standard_normal((3, 300))
+    t = np.array([1, 44, 0], dtype=dtype)
+    losses, grads = [], []
+    for labels in (t, t.astype(np.int64)):
+        v = pg.Variable(x)
+        loss = F.softmax_cross_entropy(v, labels)
+        loss.backward()
+        losses.append(float(to_np(loss)))
+        grads.append(to_np(v.grad))
+    assert losses[0] == losses[1]
+    assert np.array_equal(grads[0], grads[1])
+
+
+def test_categorical_log_prob_of_narrow_values_over_many_classes():
+    """Categorical.log_prob of uint8 values over 300 categories picks one category each."""
+    from polygrad.distributions import Categorical
+
+    probs = np.random.default_rng(1).dirichlet(np.ones(300), size=2)
+    values = np.array([1, 7], dtype=np.uint8)
+    got = to_np(Categorical(pg.Variable(probs)).log_prob(values))
+    assert np.allclose(got, np.log(probs[[0, 1], values.astype(np.int64)]))

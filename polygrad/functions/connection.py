@@ -7,6 +7,7 @@ from polygrad.functions import _im2col
 from polygrad.functions.array import _data, stack, static_shape
 from polygrad.functions.nn import check_ignore_label, check_labels
 from polygrad.ops import getitem, matmul, reshape, where
+from polygrad.ops._dtypes import positions
 from polygrad.ops.nn import check_class_labels
 
 __all__ = ["convolution_2d", "embed_id"]
@@ -65,7 +66,7 @@ def embed_id(x, W, ignore_label=None):
         ignore = ids == ignore_label
         ids = xp.where(ignore, xp.zeros_like(ids), ids)
     # Two integer arrays, one per axis of W, keep the key within the standard.
-    key = (xp.reshape(ids, tuple(ids.shape) + (1,)), xp.arange(vs[1], dtype=ids.dtype))
+    key = (xp.reshape(ids, tuple(ids.shape) + (1,)), positions(xp, vs[1], ids.dtype))
     y = getitem(W, key)
     if ignore is not None:
         y = where(xp.reshape(ignore, tuple(ids.shape) + (1,)), 0.0, y)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["default_dtypes", "dtype_named", "index_dtype"]
+__all__ = ["default_dtypes", "dtype_named", "index_dtype", "positions"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -35,6 +35,16 @@ def default_dtypes(xp: Any) -> dict:
 def index_dtype(xp: Any) -> Any:
     """The dtype of the namespace's indices (``argmax``, ``nonzero``...): what positions are written in."""
     return default_dtypes(xp)["indexing"]
+
+
+def positions(xp: Any, n: int, dtype: Any) -> Any:
+    """``arange(n)`` to compare labels of ``dtype`` with, or to index beside them: in ``dtype``
+    itself, unless it is an integer dtype too narrow for ``n - 1``, then in the index dtype
+    (``arange(300)`` in uint8 would wrap around to ..., 255, 0, 1, ...; a label of 1 would then
+    match two classes)."""
+    if n > 0 and xp.isdtype(dtype, "integral") and xp.iinfo(dtype).max < n - 1:
+        dtype = index_dtype(xp)
+    return xp.arange(n, dtype=dtype)
 
 
 def dtype_named(xp: Any, name: str, asked_by: str) -> Any:

@@ -17,6 +17,7 @@ from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
+from polygrad.ops._dtypes import positions
 from polygrad.ops._export import names, public
 
 
@@ -235,7 +236,7 @@ def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
         raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
     n, c = x.shape
-    classes = xp.reshape(xp.arange(c, dtype=t.dtype), (1, c))
+    classes = xp.reshape(positions(xp, c, t.dtype), (1, c))
     hit = xp.reshape(t, (n, 1)) == classes
     # The usual case in one reduction and one read of the device: every label hits a class
     # (one outside [0, C) hits none). Otherwise the labels are checked one by one.
