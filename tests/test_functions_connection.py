@@ -104,6 +104,38 @@ def test_embed_id_gradients(xp):
     check_grads(lambda w: F.embed_id(ids, w) * F.embed_id(ids, w), [arr(xp, EW)], order=2)
 
 
+def test_compiled_embed_id_matches_eager_and_checks_ids_at_each_call():
+    """pg.function of embed_id (ids a symbolic vector, W shared): the rows and W's gradient of
+    eager embed_id (repeated ids add up, ignored ids give zero rows and no gradient), and an id
+    out of range is refused at the call that passes it."""
+    from polygrad import symbolic as T
+
+    ids = T.vector("ids", dtype="int64")
+    W = pg.shared(EW.copy())
+    y = F.embed_id(ids, W, ignore_label=-1)
+    f = pg.function([ids], [y, T.grad(pg.sum(y * y), W)])
+    for values in ([1, 2, 1], [0, -1, 3, 0]):
+        got_y, got_g = f(np.array(values))
+        v = pg.Variable(EW.copy())
+        want = F.embed_id(np.array(values), v, ignore_label=-1)
+        pg.sum(want * want).backward()
+        assert np.array_equal(got_y, to_np(want))
+        assert np.allclose(got_g, to_np(v.grad), rtol=1e-14, atol=0)
+    with pytest.raises(ValueError, match=r"embed_id: ids x must be in \[0, 5\) or equal ignore_label=-1, got -2"):
+        f(np.array([1, -2]))
+
+
+def test_compiled_embed_id_needs_a_known_shape_beyond_one_dimension():
+    """Ids of two dimensions of unknown sizes: a ValueError naming embed_id, not a TypeError about
+    namespaces; of a declared shape, the rows of W."""
+    from polygrad import symbolic as T
+
+    with pytest.raises(ValueError, match=r"embed_id \(ids of more than one dimension\) needs inputs of known shape"):
+        F.embed_id(T.matrix("ids", dtype="int64"), pg.shared(EW.copy()))
+    ids = T.tensor("int64", IDS.shape, "ids")
+    assert np.array_equal(pg.function([ids], F.embed_id(ids, pg.shared(EW.copy())))(IDS), EW[IDS])
+
+
 def test_embed_id_rejects_float_ids(xp):
     """Float ids raise ValueError naming embed_id."""
     with pytest.raises(ValueError, match="embed_id"):

@@ -360,6 +360,18 @@ private("softmax_cross_entropy_nll", "ignore_label",
 private("softmax_cross_entropy_masked_nll", "ignore_label",
         lambda xp, row, x, t: row(x, NN.label_mask(x, t, -1), NN.valid_count(x, t, -1)),
         lambda xp, x, t: -xp.sum(_log_softmax(xp, x, 1) * _onehot(xp, t, 3, x.dtype)) / 3, F((4, 3)), ints(_T))
+
+
+def _embedded(xp, t, w):
+    """Rows of w at t, zero where t is -1 (ignored)."""
+    ignored = t == -1
+    rows = xp.take(w, xp.where(ignored, xp.zeros_like(t), t), axis=0)
+    return xp.where(xp.reshape(ignored, (-1, 1)), xp.zeros_like(rows), rows)
+
+
+case("embed_id", "ignore_label", lambda xp, t, w: F_.embed_id(t, w, ignore_label=-1), _embedded, ints(_T), F((3, 2)))
+private("embed_id_ids", "ignore_label", lambda xp, row, t: row(t, n_rows=3, ignore_label=-1),
+        lambda xp, t: xp.where(t == -1, xp.zeros_like(t), t), ints(_T), order=0)
 case("mean_squared_error", "plain", lambda xp, x, y: F_.mean_squared_error(x, y),
      lambda xp, x, y: xp.mean((x - y) * (x - y)), F((2, 3)), F((2, 3)))
 private("sigmoid_cross_entropy_target", "ints", lambda xp, row, x, t: row(x, t),

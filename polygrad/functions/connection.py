@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from polygrad.core.dispatch import backend_of_type
 from polygrad.functions import _im2col
-from polygrad.functions.array import _data, stack, static_shape
-from polygrad.functions.nn import check_ignore_label, check_labels
-from polygrad.ops import getitem, matmul, reshape, where
-from polygrad.ops._dtypes import positions
-from polygrad.ops.nn import check_class_labels
+from polygrad.functions.array import stack, static_shape
+from polygrad.functions.nn import _shape, check_ignore_label, check_labels
+from polygrad.ops import equal, expand_dims, matmul, reshape, take, where
+from polygrad.ops.nn import embed_ids
 
 __all__ = ["convolution_2d", "embed_id"]
 
@@ -47,27 +45,25 @@ def embed_id(x, W, ignore_label=None):
     """Rows of ``W`` (V, D) picked by the integer ids ``x`` (any shape): shape ``x.shape + (D,)``.
 
     The gradient of ``W`` is the scatter-add of the output gradient at the
-    ids (repeated ids add up), from getitem's rule. Ids equal to
+    ids (repeated ids add up), from take's rule. Ids equal to
     ``ignore_label`` give zero rows and no gradient; any other id must be in
     ``[0, V)`` (a ValueError otherwise, checked as the labels of
-    :func:`softmax_cross_entropy`: a negative id would silently pick a row
-    from the end).
+    :func:`softmax_cross_entropy`, also at each call of a compiled function: a
+    negative id would silently pick a row from the end). Compiled, ids of more
+    than one dimension need a known shape.
     """
     check_ignore_label("embed_id", ignore_label)
     check_labels("embed_id", "x", x)
-    ids = _data(x)
     vs = static_shape(W, "embed_id")
-    xp = backend_of_type(type(ids)).xp
     if len(vs) != 2:
         raise ValueError(f"polygrad.functions.embed_id: expects W of shape (V, D), got {vs}")
-    check_class_labels(ids, vs[0], ignore_label, "embed_id: ids x")
-    ignore = None
+    rows = embed_ids(x, vs[0], ignore_label)
+    xs = _shape(x)
+    if len(xs) == 1:
+        y = take(W, rows, axis=0)
+    else:  # take reads a vector of indices
+        shape = static_shape(x, "embed_id (ids of more than one dimension)")
+        y = reshape(take(W, reshape(rows, (-1,)), axis=0), shape + (vs[1],))
     if ignore_label is not None:
-        ignore = ids == ignore_label
-        ids = xp.where(ignore, xp.zeros_like(ids), ids)
-    # Two integer arrays, one per axis of W, keep the key within the standard.
-    key = (xp.reshape(ids, tuple(ids.shape) + (1,)), positions(xp, vs[1], ids.dtype))
-    y = getitem(W, key)
-    if ignore is not None:
-        y = where(xp.reshape(ignore, tuple(ids.shape) + (1,)), 0.0, y)
+        y = where(expand_dims(equal(x, ignore_label), axis=-1), 0.0, y)
     return y

@@ -275,6 +275,27 @@ def valid_count(x, t, ignore_label=-1):
     return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
 
 
+def _embed_ids_kernel(xp: Any, ids: Any, n_rows: int, ignore_label: Any = None) -> Any:
+    """The rows :func:`polygrad.functions.embed_id` reads: ``ids`` checked to lie in ``[0, n_rows)``
+    or equal ``ignore_label``, which becomes row 0 (embed_id zeroes it). A new array: a compiled
+    function may write into what a kernel returns, never into its caller's ids."""
+    check_class_labels(ids, n_rows, ignore_label, "embed_id: ids x")
+    if ignore_label is None:
+        return xp.asarray(ids, copy=True)
+    return xp.where(ids == ignore_label, xp.zeros_like(ids), ids)
+
+
+EMBED_IDS = def_nograd(Op("embed_id_ids", _embed_ids_kernel))
+
+
+@public(standard=False)
+def embed_ids(ids, n_rows, ignore_label=None):
+    """``ids`` checked as rows of a table of ``n_rows`` (each in ``[0, n_rows)`` or equal to
+    ``ignore_label``, which becomes 0): a row of the op table, so a compiled function checks the
+    ids of every call. Raises ValueError naming the ids outside."""
+    return apply(EMBED_IDS, (ids,), {"n_rows": n_rows, "ignore_label": ignore_label})
+
+
 def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
     """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities."""
     return -xp.sum(xp.where(mask, logp, xp.zeros_like(logp))) / count
