@@ -261,3 +261,23 @@ def test_categorical_log_prob_of_narrow_values_over_many_classes():
     values = np.array([1, 7], dtype=np.uint8)
     got = to_np(Categorical(pg.Variable(probs)).log_prob(values))
     assert np.allclose(got, np.log(probs[[0, 1], values.astype(np.int64)]))
+
+
+def test_labels_and_ids_written_after_forward_leave_backward_alone():
+    """A data loader that reuses its label and id buffers may refill them before backward: the
+    gradients of softmax_cross_entropy and embed_id are those of the values at the call."""
+    x0 = np.random.default_rng(2).standard_normal((3, 4))
+    W0 = np.random.default_rng(3).standard_normal((5, 2))
+
+    def grads(refill):
+        t, ids = np.array([0, 3, 1]), np.array([4, 0, 4])
+        x, W = pg.Variable(x0), pg.Variable(W0)
+        loss = F.softmax_cross_entropy(x, t) + pg.sum(F.embed_id(ids, W) ** 2)
+        if refill:
+            t[:] = [2, 2, 2]
+            ids[:] = [1, 1, 1]
+        loss.backward()
+        return to_np(x.grad), to_np(W.grad)
+
+    for a, b in zip(grads(False), grads(True)):
+        assert np.array_equal(a, b)
