@@ -253,6 +253,17 @@ def test_softmax_cross_entropy_with_narrow_labels_over_many_classes(dtype):
     assert np.array_equal(grads[0], grads[1])
 
 
+@pytest.mark.parametrize("n, widened", [(128, False), (129, True)])
+def test_positions_leave_a_narrow_dtype_exactly_where_it_ends(n, widened):
+    """ops._dtypes.positions: arange(n) stays int8 up to 128 positions, in the index dtype from 129."""
+    from polygrad.ops._dtypes import index_dtype, positions
+
+    xp = pg.get_backend("numpy").xp
+    p = positions(xp, n, xp.int8)
+    assert p.dtype == (index_dtype(xp) if widened else xp.int8)
+    assert to_np(p).tolist() == list(range(n))
+
+
 def test_categorical_log_prob_of_narrow_values_over_many_classes():
     """Categorical.log_prob of uint8 values over 300 categories picks one category each."""
     from polygrad.distributions import Categorical

@@ -41,8 +41,8 @@ def positions(xp: Any, n: int, dtype: Any) -> Any:
     """``arange(n)`` to compare labels of ``dtype`` with, or to index beside them: in ``dtype``
     itself, unless it is an integer dtype too narrow for ``n - 1``, then in the index dtype
     (``arange(300)`` in uint8 would wrap around to ..., 255, 0, 1, ...; a label of 1 would then
-    match two classes)."""
-    if n > 0 and xp.isdtype(dtype, "integral") and xp.iinfo(dtype).max < n - 1:
+    match two classes). Every integer dtype holds 127, so up to 128 positions ask nothing."""
+    if n > 128 and xp.isdtype(dtype, "integral") and xp.iinfo(dtype).max < n - 1:
         dtype = index_dtype(xp)
     return xp.arange(n, dtype=dtype)
 
