@@ -193,3 +193,37 @@ def test_view_rows_share_the_version_counter(name):
     x = pg.Variable(_value(shape, dtype), requires_grad=False)
     out = _apply(name, x, params)
     assert out._vbox is x._vbox
+
+
+# --- One array given for two inputs while a program is traced --------------------------------
+# The tracer tells values apart by identity; a program traced on a call that passed one array
+# for two inputs (``train(batch, batch)``), or on shared variables made with borrow=True from
+# one array, used to read one input for the other at every later call.
+
+
+def test_one_array_for_two_inputs_at_the_first_call():
+    x, y = T.vectors("x", "y")
+    f = pg.function([x, y], x - 2 * y)
+    a = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(f(a, a), [-1.0, -2.0])
+    np.testing.assert_array_equal(f(np.array([10.0, 10.0]), np.array([1.0, 1.0])), [8.0, 8.0])
+
+
+def test_two_shared_variables_borrowing_one_array():
+    a = np.array([1.0, 2.0])
+    w1, w2 = pg.shared(a, borrow=True), pg.shared(a, borrow=True)
+    h = pg.function([], w1 + 10 * w2)
+    np.testing.assert_array_equal(h(), [11.0, 22.0])
+    w2.set_value(np.zeros(2))
+    np.testing.assert_array_equal(h(), [1.0, 2.0])
+
+
+def test_one_array_for_an_input_and_its_update():
+    a = np.array([1.0, 2.0])
+    w = pg.shared(a, borrow=True)
+    x = T.vector("x")
+    f = pg.function([x], w * x, updates=[(w, w + x)])
+    np.testing.assert_array_equal(f(a), [1.0, 4.0])
+    np.testing.assert_array_equal(w.get_value(), [2.0, 4.0])
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 4.0])
+    np.testing.assert_array_equal(w.get_value(), [3.0, 5.0])

@@ -108,6 +108,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     in_slots = []
     givens = givens or {}
     for sym, value in zip(inputs, values):
+        value = _distinct(value)
         if sym.id not in givens:  # a replaced input is never read
             env[sym.id] = Variable(value)  # requires grad where the dtype allows
         in_slots.append(tracer.new_slot(value))
@@ -170,6 +171,17 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     refs = [tracer.ref(r._data) for r in results]
     tracer.alive.extend(r._data for r in results)
     return tracer, in_slots, refs
+
+
+def _distinct(value: Any) -> Any:
+    """``value`` as an array object of its own for tracing: the tracer tells values apart by
+    identity, and one array may be given for two inputs (``f(batch, batch)``, two shared
+    variables borrowing one array). A view (``value[...]``) where the library makes a new
+    object for it, else a copy."""
+    view = value[...]
+    if view is value:
+        view = backend_of_type(type(value)).xp.asarray(value, copy=True)
+    return view
 
 
 def _freeze(value: Any) -> Any:
