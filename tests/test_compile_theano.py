@@ -465,3 +465,40 @@ def test_borrowed_output_and_borrow_input_keep_values():
     a = np.array([[1.0, 2.0], [3.0, 4.0]])
     r = pg.function([In(x, borrow=True)], Out(x.T, borrow=True))(a)
     np.testing.assert_array_equal(r, a.T)
+
+
+# --- In-place writes to symbolic inputs and shared variables ---------------------------------
+# They name the values a compiled function is given at each call. `w *= 2` on a shared variable
+# used to rebind it to an expression, which pg.function then fed with the old value: the write
+# was lost without an error. Intermediates of a symbolic graph may still be written in place.
+
+
+@pytest.mark.parametrize("write", [
+    lambda w: w.__imul__(2),
+    lambda w: w.__setitem__(0, 5.0),
+    lambda w: w.add_(1),
+], ids=["*=", "setitem", "add_"])
+def test_in_place_write_to_a_shared_variable_is_refused(write):
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    with pytest.raises(TypeError, match=r"in-place .* on the shared variable w: .*set_value"):
+        write(w)
+    np.testing.assert_array_equal(pg.function([], w * 1)(), [1.0, 2.0])  # nothing changed
+
+
+def test_in_place_write_to_a_symbolic_input_is_refused():
+    x = T.vector("x")
+    with pytest.raises(TypeError, match=r"in-place \+= on the symbolic input x"):
+        x += 1
+    np.testing.assert_array_equal(pg.function([x], x * 3)(np.array([1.0, 2.0])), [3.0, 6.0])
+
+
+def test_out_of_place_and_intermediate_writes_still_work():
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    x = T.vector("x")
+    v = w * 2  # Theano's `w *= 2`: a new expression
+    h = x * 2
+    h += 1  # an intermediate takes the write
+    f = pg.function([x], [v, h])
+    a, b = f(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(a, [2.0, 4.0])
+    np.testing.assert_array_equal(b, [3.0, 5.0])

@@ -181,6 +181,21 @@ class SymbolicBackend:
     #: What to do instead of moving an eager array onto this pseudo-backend (for the mixed-backends error).
     mixing_advice = "an array in a symbolic graph is a shared variable: wrap it with pg.shared(value)"
 
+    def refuse_write(self, v: Variable, opname: str) -> None:
+        """Refuse an in-place write (``x += 1``, ``x[0] = 5``, ``x.add_(1)``) to a symbolic input or
+        shared variable: it names the value a compiled function is given at each call, and a
+        write would rebind it to an expression that pg.function then takes for the input."""
+        data = v._data
+        if isinstance(data, SymbolicArray) and data.kind in ("input", "shared"):
+            what = "shared variable" if data.kind == "shared" else "symbolic input"
+            instead = ("give pg.function updates=[(w, new_value)], or call w.set_value(...)" if data.kind == "shared"
+                       else "pass the changed value at the call")
+            raise TypeError(
+                f"polygrad: in-place {opname} on the {what} {data!r}: it names the value a compiled function is given "
+                f"at each call and cannot be written; write the expression out of place (y = x * 2 makes a new "
+                f"expression, as in Theano) or, to change the value, {instead}"
+            )
+
     def grad(self, outputs: tuple, inputs: tuple, grad_outputs: tuple, *, disconnected_inputs: str = "raise",
              allow_unused: bool | None = None, label: str = "polygrad.grad") -> list:
         """Symbolic gradients of one scalar cost (``outputs``) with respect to ``inputs``.

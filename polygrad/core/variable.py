@@ -620,6 +620,9 @@ class Variable:
 
     # -- in-place support for polygrad.ops -----------------------------------
     def _check_inplace(self, opname: str) -> None:
+        refuse = getattr(backend_of_type(type(self._data)), "refuse_write", None)  # a backend's own rule
+        if refuse is not None:
+            refuse(self, opname)
         if self._node is None and self._requires_grad and config.enable_backprop.get():
             raise RuntimeError(
                 f"polygrad: {self._describe()} is a leaf that requires grad and is used in an in-place "
