@@ -33,6 +33,7 @@ the parameter and leaves everything as it was, gradients included.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
@@ -124,16 +125,20 @@ class GradientMethod(Optimizer):
 
     Subclasses set ``state_names`` and implement :meth:`step`, the rule without side
     effects (updates are then all or nothing), or Chainer's in-place ``update_one``.
-    State is per parameter, keyed by its path in the link (``"/l1/W"``): a
-    dict with the rule's count ``"t"`` and one array per name in
-    ``state_names``, each ``zeros_like(param.data)`` on the parameter's backend.
+    State belongs to the parameter object, as a Chainer ``Parameter``'s update rule
+    and PyTorch's per-tensor state do: a dict with the rule's count ``"t"`` and one
+    array per name in ``state_names``, each ``zeros_like(param.data)`` on the
+    parameter's backend. A parameter that replaces another (a new head assigned
+    to a link) starts with fresh state, and a layer whose path changes (a
+    Sequential renumbered) keeps its own; paths (``"/l1/W"``) name the states
+    only when they are saved and loaded.
     """
 
     state_names: tuple[str, ...] = ()
 
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
-        self._states: dict[str, dict[str, Any]] = {}
+        self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
         return self
 
     def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
@@ -162,6 +167,7 @@ class GradientMethod(Optimizer):
         self.t += 1
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
+        self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
 
@@ -185,6 +191,7 @@ class GradientMethod(Optimizer):
                 param.data = next(done)
                 for k in self.state_names:
                     state[k] = next(done)
+        self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
 
@@ -264,18 +271,41 @@ class GradientMethod(Optimizer):
                 seen.add(id(param))
                 yield name, param
 
+    def _state_of(self, param: Variable) -> dict | None:
+        """The state of the parameter object ``param``, or None (never updated)."""
+        entry = self._states.get(id(param))
+        return entry[1] if entry is not None and entry[0]() is param else None
+
+    def _forget_dead(self, n_params: int) -> None:
+        """Drop the states of parameters that no longer exist (a replaced layer, freed)."""
+        if len(self._states) > n_params:
+            self._states = {k: e for k, e in self._states.items() if e[0]() is not None}
+
     def _state(self, name: str, param: Variable) -> dict:
-        """The state of ``param``, created (or moved to the parameter's backend) on demand."""
+        """The state of ``param``, created (or moved to the parameter's backend) on demand;
+        a ValueError naming the parameter where its data changed shape since its state was made."""
         backend = backend_of_type(type(param.data))
-        state = self._states.get(name)
+        state = self._state_of(param)
         if state is None:
-            state = self._states[name] = self.init_state(param, backend)
-        elif state["backend"] is not backend:
+            state = self.init_state(param, backend)
+            self._states[id(param)] = (weakref.ref(param), state)
+            return state
+        if state["backend"] is not backend:
             from polygrad.backends import to_backend
 
             for k in self.state_names:
                 state[k] = to_backend(state[k], backend.name)
             state["backend"] = backend
+        shape = tuple(param.data.shape)
+        for k in self.state_names:
+            have = getattr(state[k], "shape", None)
+            if have is not None and tuple(have) != shape:
+                raise ValueError(
+                    f"polygrad: {type(self).__name__} cannot update parameter {name!r}: its data is now of shape "
+                    f"{shape}, but its state {k!r} is of shape {tuple(have)} (the data was replaced by an array of "
+                    f"another shape); give the link a new parameter for it (which starts with fresh state), or set "
+                    f"the optimizer up again"
+                )
         return state
 
     def init_state(self, param: Variable, backend: Any) -> dict:
@@ -296,14 +326,14 @@ class GradientMethod(Optimizer):
         loading = getattr(serializer, "loading", False)
         t = serializer("t", self.t)
         epoch = serializer("epoch", self.epoch)
-        new_states: dict[str, dict | None] = {}
+        new_states: dict[int, tuple | None] = {}
         seen = set()
         for name, param in self.target.namedparams(include_uninit=True):
             if id(param) in seen:
                 continue
             seen.add(id(param))
             sub = serializer[name]
-            state = self._states.get(name)
+            state = self._state_of(param)
             param_t = sub("t", 0 if state is None else state["t"])
             if not loading:
                 if state is not None:
@@ -311,7 +341,7 @@ class GradientMethod(Optimizer):
                         sub(k, state[k])
                 continue
             if param_t == 0:
-                new_states[name] = None
+                new_states[id(param)] = None
                 continue
             if param.data is None:
                 raise ValueError(
@@ -323,14 +353,14 @@ class GradientMethod(Optimizer):
             new = {"t": int(param_t), "backend": backend}
             for k in self.state_names:
                 new[k] = sub(k, template[k])
-            new_states[name] = new
+            new_states[id(param)] = (weakref.ref(param), new)
         if loading:
             self.t, self.epoch = int(t), int(epoch)
-            for name, state in new_states.items():
-                if state is None:
-                    self._states.pop(name, None)
+            for key, entry in new_states.items():
+                if entry is None:
+                    self._states.pop(key, None)
                 else:
-                    self._states[name] = state
+                    self._states[key] = entry
 
 
 # ---------------------------------------------------------------------------

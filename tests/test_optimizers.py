@@ -107,7 +107,7 @@ def test_state_lives_on_the_parameters_backend(xp):
     opt = optimizers.Adam().setup(link)
     link.w.grad = arr(xp, [1.0, 1.0], dtype="float32")
     opt.update()
-    state = opt._states["/w"]
+    state = opt._state_of(link.w)
     for k in ("m", "v"):
         assert type(state[k]) is type(link.w.data)
         assert state[k].dtype == xp.float32
@@ -123,7 +123,7 @@ def test_state_follows_a_parameter_moved_to_another_backend():
     link.to_backend("array_api_strict")
     with pg.using_backend("array_api_strict") as b:
         step(opt, link, G2, b.xp)
-        assert type(opt._states["/w"]["v"]) is type(link.w.data)
+        assert type(opt._state_of(link.w)["v"]) is type(link.w.data)
     v1 = -0.1 * np.array(G1)
     np.testing.assert_allclose(to_np(link.w), W0 + v1 + 0.9 * v1 - 0.1 * np.array(G2))
 
@@ -297,3 +297,71 @@ def test_lazily_initialized_parameters_are_updated(xp):
 
     opt.update(loss_fun)
     np.testing.assert_allclose(to_np(layer.W), initial[0] - 0.1 * np.array([[1.0, 2.0, 3.0]] * 2), rtol=1e-6)
+
+
+# --- State belongs to the parameter object, not to its path ----------------------------------
+# It used to be keyed by the path in the link: a head replaced after some steps inherited the
+# old head's moments and count, and a Sequential renumbered by pop(0) gave its remaining layer
+# the removed layer's momentum. A parameter whose data changed shape got broadcast state.
+
+
+def test_a_replaced_parameter_starts_with_fresh_state():
+    model = pg.Chain(fc=L.Linear(2, 2))
+    opt = optimizers.Adam(alpha=0.1).setup(model)
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    for _ in range(3):
+        opt.update(lambda: pg.sum(model.fc(x)))
+    with model.init_scope():
+        model.fc = L.Linear(2, 2, initialW=np.zeros((2, 2), dtype=np.float32))
+    for p in model.params():
+        p.grad = np.zeros_like(p.data)
+    opt.update()  # fresh moments and a zero gradient: no change
+    np.testing.assert_array_equal(model.fc.W.data, np.zeros((2, 2)))
+    assert opt._state_of(model.fc.W)["t"] == 1
+
+
+def test_a_renumbered_layer_keeps_its_own_state():
+    first, second = L.Linear(2, 2), L.Linear(2, 2)
+    seq = pg.Sequential(first, second)
+    opt = optimizers.MomentumSGD(lr=0.1, momentum=0.9).setup(seq)
+    for p in seq.params():
+        p.grad = np.ones_like(p.data)
+    opt.update()  # v = -0.1 for every parameter of both layers
+    with pg.no_backprop_mode():
+        first.W.data = first.W.data * 0 + 5.0
+    velocity = opt._state_of(second.W)["v"].copy()
+    seq.pop(0)
+    assert [name for name, _ in seq.namedparams()] == ["/0/W", "/0/b"]
+    W = second.W.data.copy()
+    second.W.grad = np.zeros_like(W)
+    second.b.grad = np.zeros_like(second.b.data)
+    opt.update()
+    np.testing.assert_allclose(second.W.data, W + 0.9 * velocity)  # its own momentum
+
+
+def test_a_parameter_whose_data_changed_shape_is_refused():
+    q = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    opt = optimizers.MomentumSGD(lr=0.1).setup(pg.Link(q=q))
+    q.grad = np.ones(3)
+    opt.update()
+    q.data = np.array([5.0])
+    q.grad = np.array([0.0])
+    with pytest.raises(ValueError, match=r"parameter '/q'.*shape \(1,\).*'v' is of shape \(3,\)"):
+        opt.update()
+    np.testing.assert_array_equal(q.data, [5.0])  # nothing changed
+    assert opt.t == 1
+
+
+def test_states_of_freed_parameters_are_dropped():
+    model = pg.Chain(fc=L.Linear(2, 2))
+    opt = optimizers.MomentumSGD().setup(model)
+    for _ in range(2):
+        for p in model.params():
+            p.grad = np.ones_like(p.data)
+        opt.update()
+        with model.init_scope():
+            model.fc = L.Linear(2, 2)
+    for p in model.params():
+        p.grad = np.ones_like(p.data)
+    opt.update()
+    assert len(opt._states) == 2  # the new W and b; the replaced layers' states went with them

@@ -91,7 +91,7 @@ def test_numpy_to_strict_to_numpy(tmp_path):
         serializers.load_npz(tmp_path / "o.npz", mid_opt)
         strict_type = type(b.xp.asarray(0.0))
         assert type(mid.l1.W.data) is strict_type
-        assert type(mid_opt._states["/l1/W"]["m"]) is strict_type
+        assert type(mid_opt._state_of(mid.l1.W)["m"]) is strict_type
         serializers.save_npz(tmp_path / "m2.npz", mid)
         serializers.save_npz(tmp_path / "o2.npz", mid_opt)
     with pg.using_backend("numpy"):
@@ -102,9 +102,10 @@ def test_numpy_to_strict_to_numpy(tmp_path):
         assert isinstance(back.l1.W.data, np.ndarray)
     for k, v in params(src).items():
         np.testing.assert_array_equal(params(back)[k], v)
-    for name in opt._states:
+    back_params = dict(back.namedparams())
+    for name, p in src.namedparams():
         for k in ("m", "v"):
-            np.testing.assert_array_equal(to_np(back_opt._states[name][k]), to_np(opt._states[name][k]))
+            np.testing.assert_array_equal(to_np(back_opt._state_of(back_params[name])[k]), to_np(opt._state_of(p)[k]))
 
 
 def test_shape_mismatch_names_the_key_and_shapes_and_changes_nothing(xp, tmp_path):
