@@ -66,7 +66,8 @@ class SerialIterator:
 
     Each ``next(iterator)`` is a list of examples. With ``repeat=True`` it runs
     forever, the last minibatch of an epoch completed from the start of the
-    next one; with ``repeat=False`` it stops after one epoch (the last
+    next one (from as many epochs as it takes, where ``batch_size`` exceeds the
+    dataset: every minibatch has ``batch_size`` examples); with ``repeat=False`` it stops after one epoch (the last
     minibatch may be shorter), and ``reset()`` starts it again.
 
     >>> import polygrad as pg
@@ -116,17 +117,24 @@ class SerialIterator:
         i_end = i + self.batch_size
         batch = self._examples(i, min(i_end, n))
         if i_end >= n:
-            if self._repeat:
-                rest = i_end - n
-                if self._order is not None:
-                    self._order = self._next_order(i)
-                if rest > 0:
-                    batch.extend(self._examples(0, min(rest, n)))
-                self.current_position = rest
-            else:
-                self.current_position = 0
             self.epoch += 1
             self.is_new_epoch = True
+            self.current_position = 0
+            if self._repeat and n:
+                # Complete the minibatch from the next epochs: several of them when batch_size
+                # exceeds the dataset (every minibatch has batch_size examples).
+                rest = i_end - n
+                while True:
+                    if self._order is not None:
+                        self._order = self._next_order(i)
+                    i = 0
+                    if rest < n:
+                        break
+                    batch.extend(self._examples(0, n))
+                    self.epoch += 1
+                    rest -= n
+                batch.extend(self._examples(0, rest))
+                self.current_position = rest
         else:
             self.is_new_epoch = False
             self.current_position = i_end

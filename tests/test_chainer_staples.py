@@ -232,6 +232,24 @@ def test_serial_iterator_in_order_repeats_and_counts_epochs():
     assert next(it) == [0, 1]
 
 
+def test_serial_iterator_with_a_batch_larger_than_the_dataset():
+    """batch_size past the dataset's length: every minibatch still has batch_size examples, taken
+    from as many epochs as it needs, each epoch a whole pass (shuffled: a permutation each). The
+    first minibatch used to stop after one wrap: 6 of 8 examples, then 3."""
+    it = SerialIterator([0, 1, 2], 8, shuffle=False)
+    assert next(it) == [0, 1, 2, 0, 1, 2, 0, 1]
+    assert (it.epoch, it.current_position, it.is_new_epoch) == (2, 2, True)
+    assert it.epoch_detail == pytest.approx(2 + 2 / 3)
+    assert next(it) == [2, 0, 1, 2, 0, 1, 2, 0]
+    assert (it.epoch, it.current_position) == (5, 1) and it.epoch_detail == pytest.approx(5 + 1 / 3)
+    pg.seed(0)
+    shuffled = SerialIterator(list(range(3)), 7)
+    seen = next(shuffled) + next(shuffled)  # 14 examples: four whole epochs, then two of the fifth
+    assert all(sorted(seen[k:k + 3]) == [0, 1, 2] for k in range(0, 12, 3))
+    assert shuffled.epoch == 4 and shuffled.current_position == 2
+    assert list(SerialIterator([0, 1, 2], 8, repeat=False, shuffle=False)) == [[0, 1, 2]]
+
+
 def test_serial_iterator_without_repeat_stops_after_one_epoch():
     """repeat=False gives one epoch, the last batch shorter, then StopIteration; a for loop sees it whole."""
     it = SerialIterator(list(range(5)), 2, repeat=False, shuffle=False)
