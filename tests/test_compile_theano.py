@@ -502,3 +502,13 @@ def test_out_of_place_and_intermediate_writes_still_work():
     a, b = f(np.array([1.0, 2.0]))
     np.testing.assert_array_equal(a, [2.0, 4.0])
     np.testing.assert_array_equal(b, [3.0, 5.0])
+
+
+def test_an_update_of_a_shared_variable_that_givens_replaces():
+    """givens replace k in the outputs and in the update expression (Theano's); the update still
+    writes k's container. It used to raise a bare StopIteration while compiling."""
+    k = pg.shared(np.array([1.0]), name="k")
+    v = T.vector("v")
+    f = pg.function([v], pg.sum(k), givens=[(k, v)], updates=[(k, k + 1)])
+    assert float(f(np.array([5.0]))) == 5.0
+    np.testing.assert_array_equal(k.get_value(), [6.0])

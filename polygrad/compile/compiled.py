@@ -610,9 +610,10 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"polygrad.function: the outputs depend on the symbolic input {s!r}, which is not among the inputs; "
                 f"add it to the inputs (or use pg.shared for state)"
             )
-    # Shared variables the graph reads or updates are implicit inputs holding their containers.
-    for s in [s for s in reached if s.kind == "shared"] + [var._data for var, _ in ups]:
-        if s.id not in known and s.id not in give_map:
+    # Shared variables the graph reads or updates are implicit inputs holding their containers
+    # (one replaced by givens is read nowhere, but an update of it still writes its container).
+    for s in [s for s in reached if s.kind == "shared" and s.id not in give_map] + [var._data for var, _ in ups]:
+        if s.id not in known:
             var = s.container.variable
             in_name = var.name if var.name not in seen_names else None
             ins.append(In(var, name=in_name, value=s.container, implicit=True, autoname=False))
