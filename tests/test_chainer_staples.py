@@ -43,6 +43,18 @@ def test_accuracy_ignore_label_leaves_examples_out(xp):
     assert_close(F.accuracy(arr(xp, Y), ints(xp, [-1, -1, -1, -1]), ignore_label=-1), np.array(0.0))
 
 
+def test_accuracy_with_ignore_label_compiles():
+    """On symbolic inputs too: it compared the labels' raw array with ignore_label by operator,
+    which a symbolic array does not have (Python's identity test gave True, then a mixed-backends error)."""
+    from polygrad import symbolic as T
+
+    y, t = T.matrix("y"), T.vector("t", dtype="int64")
+    f = pg.function([y, t], F.accuracy(y, t, ignore_label=-1))
+    labels = np.array([1, -1, 2, 0])
+    assert float(f(np.asarray(Y), labels)) == pytest.approx(2.0 / 3.0)
+    assert float(f(np.asarray(Y), np.array([-1, -1, -1, -1]))) == 0.0
+
+
 def test_accuracy_takes_extra_axes_and_y_dtype(xp):
     """y (N, C, d) against t (N, d) compares along axis 1; float32 scores give a float32 accuracy."""
     y = arr(xp, np.stack([Y, Y[::-1]], axis=2), "float32")  # (4, 3, 2): argmax along 1 is [[1, 1], [0, 2], [2, 0], [1, 1]]

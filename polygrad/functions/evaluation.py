@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from polygrad.core.variable import Variable
 from polygrad.functions.nn import _data, _same, _shape, check_ignore_label, check_labels, dtype_kind
-from polygrad.ops import argmax, astype, logical_and, maximum, mean, reshape, sum, where
+from polygrad.ops import argmax, astype, equal, logical_and, maximum, mean, not_equal, reshape, sum, where
 
 __all__ = ["accuracy"]
 
@@ -38,11 +38,11 @@ def accuracy(y, t, ignore_label=None):
     pred = argmax(y, axis=1)
     if ts is not None and len(ts) == 1 and pred.ndim != 1:  # symbolic inputs of unknown rank
         pred = reshape(pred, (-1,))
-    hit = pred == t
+    hit = equal(pred, t)  # functions, not operators: a symbolic t's array has none (== would compare identity)
     if ignore_label is None:
         out = mean(astype(hit, dtype))
     else:
-        valid = t != ignore_label
+        valid = not_equal(t, ignore_label)
         count = sum(astype(logical_and(hit, valid), dtype))
         total = sum(astype(valid, dtype))
         out = where(total > 0, count / maximum(total, 1.0), 0.0)
