@@ -512,3 +512,15 @@ def test_an_update_of_a_shared_variable_that_givens_replaces():
     f = pg.function([v], pg.sum(k), givens=[(k, v)], updates=[(k, k + 1)])
     assert float(f(np.array([5.0]))) == 5.0
     np.testing.assert_array_equal(k.get_value(), [6.0])
+
+
+def test_raw_symbolic_arrays_refuse_comparison_operators():
+    """Python's default == on the raw data of a symbolic Variable is an identity test: it gave
+    True or False silently (F.accuracy compared labels that way). It raises now; Variables record."""
+    t = T.vector("t")
+    with pytest.raises(TypeError, match="cannot compare the symbolic array t"):
+        t.data != -1
+    with pytest.raises(TypeError, match="cannot compare"):
+        t.data == t.data
+    assert isinstance((t != -1).data, type(t.data))  # on the Variable: an op
+    assert len({t.data, t.data}) == 1  # still hashable, by identity

@@ -69,6 +69,17 @@ class SymbolicArray:
     def __bool__(self) -> bool:
         raise TypeError("polygrad: the truth value of a symbolic variable is not known until the function is called")
 
+    def _no_comparison(self, other: Any) -> Any:
+        # Python's default == is identity: a comparison written on the raw data of a symbolic
+        # Variable would silently give True or False instead of recording an op.
+        raise TypeError(
+            f"polygrad: cannot compare the symbolic array {self!r} with an operator; compare Variables "
+            f"(x == y records an op) or use pg.equal / pg.not_equal"
+        )
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_comparison
+    __hash__ = object.__hash__
+
 
 def _dtype_name(dtype: Any) -> str | None:
     if dtype is None or isinstance(dtype, str):
