@@ -210,6 +210,7 @@ class CompiledFunction:
             idx = next(i for i, inp in enumerate(inputs) if inp.variable is var)
             self._updates.append((idx, expr))
         targets = [idx for idx, _ in self._updates]
+        self._take_locks()
         for idx in targets:
             if targets.count(idx) > 1:
                 label = inputs[idx].name or repr(inputs[idx].variable._data)
@@ -329,7 +330,29 @@ class CompiledFunction:
                 self.profile.call_time += time.perf_counter() - start
         return self._call(args, kwargs)
 
+    def _take_locks(self) -> None:
+        """The locks of the containers a call reads as state or writes: shared variables, inputs
+        whose value is a Container, and whatever an update writes. Taken in one order (by id) by
+        every function, they make each call's read, run and write one step for the other
+        threads (no update lost, no mix of old and new values read), without deadlock."""
+        state = {id(self._containers[i]): self._containers[i] for i in
+                 [idx for idx, _ in self._updates]
+                 + [i for i, inp in enumerate(self.inputs) if inp.implicit or isinstance(inp.value, Container)]}
+        self._locks = tuple(state[k].lock for k in sorted(state))
+
     def _call(self, args: tuple, kwargs: dict) -> Any:
+        locks = self._locks
+        if not locks:
+            return self._run(args, kwargs)
+        for lock in locks:
+            lock.acquire()
+        try:
+            return self._run(args, kwargs)
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    def _run(self, args: tuple, kwargs: dict) -> Any:
         values, writes = self._bind(args, kwargs)
         program = self._program(values)
         results = program(*values)
@@ -469,6 +492,7 @@ class CompiledFunction:
             new._programs = {}
         else:
             new._programs = dict(self._programs)  # programs are pure: the copy starts with this one's
+        new._take_locks()
         new.value = _Lookup(new, True)
         new.container = _Lookup(new, False)
         return new

@@ -3,6 +3,8 @@ and shared variables (Theano's ``compile.io`` and ``shared``)."""
 
 from __future__ import annotations
 
+import threading
+
 from typing import Any
 
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic
@@ -15,10 +17,12 @@ class Container:
     """A box holding one value between calls; functions that share it see the same value.
 
     ``value`` is read and written from Python; writes are converted to an array
-    of the variable's dtype (a copy, unless ``borrow``).
+    of the variable's dtype (a copy, unless ``borrow``). ``lock`` is held by a
+    compiled function's call that writes the container, from reading the old
+    value to storing the new one, so that calls from several threads lose no update.
     """
 
-    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast")
+    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast", "lock")
 
     def __init__(self, variable: Variable, value: Any = None, name: str | None = None, *,
                  allow_downcast: bool | None = None) -> None:
@@ -26,6 +30,7 @@ class Container:
         self.name = name
         self.readonly = False
         self.allow_downcast = allow_downcast
+        self.lock = threading.Lock()
         self._value = None
         if value is not None:
             self.set(value)
