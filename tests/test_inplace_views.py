@@ -190,3 +190,25 @@ def test_copy_policy_is_scoped_and_checked():
         y.backward()
     with pytest.raises(ValueError, match="one of"):
         pg.inplace_policy("always")
+
+
+@pytest.mark.parametrize("key", [np.int64(1), np.int32(1), np.uint8(1), (np.intp(1), slice(None)), (Ellipsis, np.int64(1))],
+                         ids=["int64", "int32", "uint8", "tuple", "ellipsis"])
+def test_write_through_a_numpy_integer_key_reaches_the_base_graph(key):
+    """A numpy integer key is indexed as an int (numpy gives a view), so a write through it is a
+    write through a view: h's graph sees it. It was taken for a copy: x.grad stayed 1 where h had
+    been multiplied by 10, and a saved h changed without the version error."""
+    x = pg.Variable(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    h = x * 1.0
+    v = h[key]
+    v *= 10.0
+    pg.sum(h).backward()
+    expected = np.ones((2, 2))
+    expected[(1, slice(None)) if not isinstance(key, tuple) or key[0] is not Ellipsis else (slice(None), 1)] = 10.0
+    np.testing.assert_array_equal(x.grad, expected)
+    x.cleargrad()
+    h = x * 1.0
+    y = pg.sum(h * h)
+    h[np.int64(0)] *= 100.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import numbers
+import operator
 import sys
 from typing import Any, Callable
 
@@ -378,11 +380,21 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
 
 
 def _unwrap_key(key: Any) -> Any:
-    if isinstance(key, Variable):
-        return key._data
+    """The key as the kernels take it: Variables become their arrays, and integer scalars of
+    other types (``numpy.int64(1)``) Python ints. numpy indexes with those by a view, as with an
+    int, so they must be seen as basic keys (an in-place write through ``h[np.int64(0)]``
+    reached h's memory behind its graph's back, with a wrong gradient and no version error)."""
     if isinstance(key, tuple):
-        return tuple(k._data if isinstance(k, Variable) else k for k in key)
-    return key
+        return tuple(_unwrap_key_part(k) for k in key)
+    return _unwrap_key_part(key)
+
+
+def _unwrap_key_part(k: Any) -> Any:
+    if isinstance(k, Variable):
+        return k._data
+    if isinstance(k, numbers.Integral) and not isinstance(k, (int, bool)):
+        return operator.index(k)
+    return k
 
 
 def _is_basic(key: Any) -> bool:
