@@ -212,3 +212,13 @@ def test_logsumexp_gradient_is_softmax(xp):
     pg.sum(F.logsumexp(x, axis=1)).backward()
     e = np.exp(xs)
     assert_close(x.grad, e / e.sum(axis=1, keepdims=True), rtol=1e-12)
+
+
+def test_logsumexp_of_infinite_slices(xp):
+    """A slice of all -inf gives -inf and one holding +inf gives +inf (scipy's and jax's values);
+    the shift by the maximum made both NaN."""
+    x = np.array([[-np.inf, -np.inf], [np.inf, 0.0], [0.0, 1.0]])
+    with np.errstate(divide="ignore"):
+        got = to_np(F.logsumexp(arr(xp, x), axis=1))
+    np.testing.assert_array_equal(got[:2], [-np.inf, np.inf])
+    assert got[2] == pytest.approx(np.log(1 + np.e))

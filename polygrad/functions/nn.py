@@ -15,7 +15,7 @@ from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
-from polygrad.ops import astype, exp, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
+from polygrad.ops import astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
 from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, nll, softplus, valid_count
 
 
@@ -72,12 +72,15 @@ def logsumexp(x, axis=None):
     """``log(sum(exp(x), axis))``, shifted by the maximum so that it never overflows.
 
     The shift is detached: the value does not depend on it, and so the
-    gradient is exactly ``softmax(x)`` along ``axis``.
+    gradient is exactly ``softmax(x)`` along ``axis``. Where the maximum is not
+    finite the shift is 0, so that a slice of all ``-inf`` gives ``-inf`` and one
+    holding ``+inf`` gives ``+inf`` (``-inf - -inf`` would make them NaN).
     """
     x = as_variable(x)
     m = max(x, axis=axis, keepdims=True)
     if isinstance(m, Variable):
         m = m.detach()
+    m = where(isfinite(m), m, 0.0)
     s = log(sum(exp(x - m), axis=axis))
     ndim = _data(x).ndim
     axes = tuple(range(ndim)) if axis is None else tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
