@@ -617,10 +617,12 @@ class View(pg.Function):
 
 
 def test_mark_shared_storage_shares_version_counter():
-    """An output declared as sharing storage with an input shares its version counter (numpy view)."""
+    """An output declared as sharing storage with an input shares its version counter (numpy view).
+    (Made outside recording: a recorded one refuses in-place writes, see below.)"""
     w = pg.Variable(np.array([1.0, 2.0]))
     x = w * 1.0
-    v = View()(x)
+    with pg.no_backprop_mode():
+        v = View()(x)
     assert np.shares_memory(v.data, x.data)
     v += 1
     assert x.version == 1 and v.version == 1
@@ -631,7 +633,8 @@ def test_mark_shared_storage_detects_modification_of_saved_input():
     w = pg.Variable(np.array([1.0, 2.0]))
     x = w * 1.0
     z = x * x
-    v = View()(x)
+    with pg.no_backprop_mode():
+        v = View()(x)
     v += 1
     with pytest.raises(RuntimeError, match="in-place"):
         pg.sum(z).backward()
@@ -642,11 +645,28 @@ def test_output_that_is_an_input_array_shares_its_version_counter():
     w = pg.Variable(np.array([1.0, 2.0]))
     x = w * 1.0
     z = x * x  # saves x
-    y = F.identity(x)
+    with pg.no_backprop_mode():
+        y = F.identity(x)
     assert y.data is x.data
     y += 1  # writes into x's array
     with pytest.raises(RuntimeError, match="in-place"):
         pg.sum(z).backward()
+
+
+@pytest.mark.parametrize("make", ["identity", "declared view"])
+def test_recorded_output_sharing_an_input_refuses_in_place_writes(make):
+    """A recorded output that shares an input's memory (returned as is, or declared with
+    mark_shared_storage) refuses an in-place write, as PyTorch does: the input would change
+    behind its graph's back. It used to be taken: sum(h).backward() then gave x.grad = 3
+    where h had become 30 x, without an error."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 3.0
+    v = F.identity(h) if make == "identity" else View()(h)
+    with pytest.raises(RuntimeError, match=r"output 0 of (Identity|View), which shares its memory with an input"):
+        v *= 10.0
+    np.testing.assert_array_equal(h.data, [3.0, 6.0])  # nothing written
+    pg.sum(h).backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0])
 
 
 # ---------------------------------------------------------------------------

@@ -623,7 +623,15 @@ class Variable:
         refuse = getattr(backend_of_type(type(self._data)), "refuse_write", None)  # a backend's own rule
         if refuse is not None:
             refuse(self, opname)
-        if self._node is None and self._requires_grad and config.enable_backprop.get():
+        node = self._node
+        if node is not None and self._index in getattr(node, "_aliased_outputs", ()):
+            raise RuntimeError(
+                f"polygrad: {self._describe()} is output {self._index} of {node.label}, which shares its memory with "
+                f"an input of it (returned as is, or declared with mark_shared_storage), and is used in an in-place "
+                f"operation ({opname}): the input would change behind its graph's back, and its gradient would be "
+                f"wrong (PyTorch refuses this too). Change a copy instead (pg.asarray(y, copy=True))."
+            )
+        if node is None and self._requires_grad and config.enable_backprop.get():
             raise RuntimeError(
                 f"polygrad: {self._describe()} is a leaf that requires grad and is used in an in-place "
                 f"operation ({opname}); its gradient would be lost. Change x.data instead, or do it inside "
