@@ -433,3 +433,27 @@ def test_first_linear_layer_keeps_only_its_input():
     assert node.saved[0] is x.data and node.saved[1] is None
     pg.sum(y).backward()
     np.testing.assert_allclose(W.grad, np.full((4, 3), 2.0))
+
+
+def test_item_assignment_with_repeated_indices_refuses_the_values_gradient():
+    """h[[0, 0]] = v keeps one of v's values at position 0 (the backend's choice), so v has no
+    gradient there: backward raises. It used to give each of v's values the gradient of
+    position 0 (v.grad [1, 1] where numpy kept v[1]: [0, 1] would have been right). x's
+    gradient and the values' gradient without repeats are unchanged."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    v = pg.Variable(np.array([10.0, 20.0]))
+    h = x * 1.0
+    h[np.array([0, 0])] = v
+    with pytest.raises(ValueError, match=r"more than once \(repeated indices\)"):
+        pg.sum(h * np.array([1.0, 2.0, 3.0])).backward()
+    x.cleargrad()
+    h = x * 1.0
+    h[np.array([0, 2])] = v
+    pg.sum(h * np.array([1.0, 2.0, 3.0])).backward()
+    np.testing.assert_array_equal(v.grad, [1.0, 3.0])
+    np.testing.assert_array_equal(x.grad, [0.0, 2.0, 0.0])
+    x.cleargrad()
+    h = x * 1.0
+    h[np.array([0, 0])] = np.array([10.0, 20.0])  # values that need no gradient: fine
+    pg.sum(h).backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 1.0, 1.0])

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager, Protocol
 
+from polygrad.core import config
+
 
 class KernelTable(Protocol):
     """``backend.kernels``: a faster kernel by op name, or None (a dict will do)."""
@@ -182,6 +184,23 @@ def is_array(obj: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+def readable(t: Any) -> tuple[Any, Any]:
+    """``(t, its namespace)`` where the values of array ``t`` may be read for a check: ``t`` itself
+    on an eager backend; on a lazy one ``t`` computed, in debug mode only; else ``(None, None)``
+    (a lazy backend outside debug mode, or a symbolic array, whose values exist only when a
+    compiled function runs)."""
+    backend = backend_of_type(type(t))
+    if not backend.lazy:
+        try:
+            return t, backend.xp
+        except TypeError:
+            return None, None
+    if not config.debug.get():
+        return None, None
+    (t,) = backend.materialize((t,))
+    return t, backend_of_type(type(t)).xp
 
 
 def describe(a: Any) -> str:

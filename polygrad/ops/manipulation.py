@@ -10,7 +10,7 @@ import operator
 import sys
 from typing import Any, Callable
 
-from polygrad.core.dispatch import backend_of_type, is_array
+from polygrad.core.dispatch import backend_of_type, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -444,9 +444,15 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     return xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
 
 
+def _setitem_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, key: Any) -> Any:
+    if not _is_basic(key):
+        _refuse_repeated_positions(g, key)
+    return o.sum_to(o.getitem(g, key), tuple(v.shape))
+
+
 SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
                  lambda o, g, ans, x, v, key: o.where(_untouched_mask(g, key), g, 0.0),
-                 lambda o, g, ans, x, v, key: o.sum_to(o.getitem(g, key), tuple(v.shape)))
+                 _setitem_value_vjp)
 
 
 @public(standard=False)
@@ -455,12 +461,29 @@ def setitem(x, key, value):
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
 
 
-def _untouched_mask(g: Any, key: Any) -> Any:
+def _hits(g: Any, key: Any) -> Any:
+    """How many times ``x[key] = v`` writes each position of an array shaped like ``g``."""
     data = g._data if isinstance(g, Variable) else g
-    backend = backend_of_type(type(data))
-    xp = backend.xp
-    hit = _getitem_grad_kernel(xp, xp.ones_like(data[key]), key, tuple(data.shape))
-    return hit == 0
+    xp = backend_of_type(type(data)).xp
+    return _getitem_grad_kernel(xp, xp.ones_like(data[key]), key, tuple(data.shape))
+
+
+def _untouched_mask(g: Any, key: Any) -> Any:
+    return _hits(g, key) == 0
+
+
+def _refuse_repeated_positions(g: Any, key: Any) -> None:
+    """A ValueError where an index array of ``key`` writes one position twice: which value the
+    position keeps is the backend's choice (numpy keeps one, cupy an arbitrary one, an immutable
+    backend their mean), so the values' gradient is not defined. Values read as
+    :func:`~polygrad.core.dispatch.readable` allows (on a lazy backend, in debug mode)."""
+    hits, xp = readable(_hits(g, key))
+    if hits is not None and bool(xp.any(hits > 1)):
+        raise ValueError(
+            f"polygrad: setitem (x[key] = v) wrote some positions of x more than once (repeated indices), so which "
+            f"value each keeps is up to the backend and v has no gradient there; use indices without repeats, or "
+            f"compute v's contribution with a scatter-add (the gradient of take)"
+        )
 
 
 def broadcast_shapes(*shapes: tuple) -> tuple:

@@ -13,8 +13,7 @@ import builtins
 import math
 from typing import Any
 
-from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._dtypes import positions
@@ -161,21 +160,6 @@ def linear_op(x, W, b=None):
 # computes values anyway); a plugin may answer ``polygrad_kernels`` with its own
 # kernel for ``softmax_cross_entropy_label_mask`` that checks lazily.
 # ---------------------------------------------------------------------------
-def _readable(t: Any) -> tuple[Any, Any]:
-    """``(t, its namespace)`` with values that may be read: ``t`` itself on an eager
-    backend; on a lazy one, ``t`` computed in debug mode, else ``(None, None)``."""
-    backend = backend_of_type(type(t))
-    if not backend.lazy:
-        try:
-            return t, backend.xp
-        except TypeError:  # a symbolic array: its values exist only when a compiled function runs
-            return None, None
-    if not config.debug.get():
-        return None, None
-    (t,) = backend.materialize((t,))
-    return t, backend_of_type(type(t)).xp
-
-
 def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
     """``"5, -2 (2 of 4 values)"``: the first distinct values of ``t`` where ``bad`` holds."""
     picked = t[bad]
@@ -188,8 +172,8 @@ def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
 
 def check_values(t: Any, is_bad: Any, rule: str) -> None:
     """Raise ``ValueError("polygrad.functions.<rule>, got <values>")`` where ``is_bad(xp, t)``
-    holds anywhere (values read only as :func:`_readable` allows)."""
-    v, xp = _readable(t)
+    holds anywhere (values read only as :func:`readable` allows)."""
+    v, xp = readable(t)
     if v is not None:
         _refuse_bad(v, xp, is_bad, rule)
 
@@ -205,7 +189,7 @@ def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) ->
     """Refuse values of ``t`` outside ``[0, n_classes)`` other than ``ignore_label``;
     ``where`` names the function and argument (``"embed_id: ids x"``). True where every
     value was read and lies in ``[0, n_classes)``."""
-    v, xp = _readable(t)
+    v, xp = readable(t)
     if v is None:
         return False
     if math.prod(v.shape) == 0:
@@ -224,8 +208,8 @@ def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) ->
 
 def _every_row_hits(hit: Any, n: int) -> bool:
     """Whether each of the ``n`` rows of the boolean ``hit`` holds a True (values read only
-    as :func:`_readable` allows; False where they may not be read)."""
-    v, xp = _readable(hit)
+    as :func:`readable` allows; False where they may not be read)."""
+    v, xp = readable(hit)
     count = None if v is None else getattr(xp, "count_nonzero", None)  # standard 2023.12
     return count is not None and int(count(v)) == n
 
