@@ -524,3 +524,59 @@ def test_raw_symbolic_arrays_refuse_comparison_operators():
         t.data == t.data
     assert isinstance((t != -1).data, type(t.data))  # on the Variable: an op
     assert len({t.data, t.data}) == 1  # still hashable, by identity
+
+
+# --- Indexing by symbolic integer arrays (Theano's W[i], log_p[arange(n), y]) ----------------
+# An index given as a Variable is an input of the node (the row getitem_at): a compiled function
+# reads it at each call. It used to be kept as a parameter: pg.function reported the index as
+# unused, and with on_unused_input="ignore" the first call raised an IndexError.
+
+
+def test_indexing_by_a_symbolic_integer_vector_and_its_gradient():
+    W = pg.shared(np.arange(12.0).reshape(4, 3), name="W")
+    i = T.vector("i", dtype="int64")
+    cost = pg.sum(W[i] * W[i])
+    f = pg.function([i], [W[i], T.grad(cost, W)])
+    Wn = np.arange(12.0).reshape(4, 3)
+    for idx in ([0, 2], [3, 3, 1]):  # different values and lengths, repeats summed
+        rows, gW = f(np.array(idx))
+        expected = np.zeros_like(Wn)
+        np.add.at(expected, np.array(idx), 2 * Wn[np.array(idx)])
+        np.testing.assert_array_equal(rows, Wn[np.array(idx)])
+        np.testing.assert_array_equal(gW, expected)
+
+
+def test_negative_log_likelihood_as_in_the_theano_tutorial():
+    """-mean(log(p)[arange(n), y]), the deeplearning.net logistic regression's cost (the rows
+    as a constant numpy array: arange of a symbolic length is not supported)."""
+    x, y = T.matrix("x"), T.vector("y", dtype="int64")
+    W = pg.shared(np.zeros((3, 2)), name="W")
+    p = pg.exp(F.log_softmax(x @ W))
+    cost = -pg.mean(pg.log(p)[np.arange(3), y])
+    train = pg.function([x, y], cost, updates=[(W, W - 0.5 * T.grad(cost, W))])
+    xs = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    ys = np.array([0, 1, 0])
+    first = float(train(xs, ys))
+    assert first == pytest.approx(np.log(2))
+    for _ in range(20):
+        last = float(train(xs, ys))
+    assert last < first
+    Wv = pg.Variable(W.get_value())  # the same cost eagerly, at the trained W
+    eager = -pg.mean(pg.log(pg.exp(F.log_softmax(pg.asarray(xs) @ Wv)))[pg.arange(3), pg.asarray(ys)])
+    assert float(pg.function([x, y], cost)(xs, ys)) == pytest.approx(float(eager.data), rel=1e-12)
+
+
+def test_tuple_keys_with_symbolic_arrays():
+    x, j = T.matrix("x"), T.vector("j", dtype="int64")
+    f = pg.function([x, j], [x[j, :], x[:, j], x[j, j]])
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([2, 0])
+    for got, want in zip(f(a, idx), (a[idx, :], a[:, idx], a[idx, idx])):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_item_assignment_by_a_symbolic_index_is_refused_clearly():
+    x, i, v = T.vector("x"), T.vector("i", dtype="int64"), T.scalar("v")
+    h = x * 1.0
+    with pytest.raises(NotImplementedError, match="item assignment by a symbolic index array"):
+        h[i] = v

@@ -457,3 +457,19 @@ def test_item_assignment_with_repeated_indices_refuses_the_values_gradient():
     h[np.array([0, 0])] = np.array([10.0, 20.0])  # values that need no gradient: fine
     pg.sum(h).backward()
     np.testing.assert_array_equal(x.grad, [0.0, 1.0, 1.0])
+
+
+def test_an_index_variable_changed_before_backward_is_refused():
+    """An index array given as a Variable is an input of the getitem node, kept for backward
+    and checked like any other: a refilled index buffer is refused instead of moving W's
+    gradient to the new rows (a raw index array is a parameter: docs/inplace.md)."""
+    W = pg.Variable(np.arange(6.0).reshape(3, 2))
+    ids = pg.Variable(np.array([0, 1]), requires_grad=False)
+    loss = pg.sum(W[ids])
+    ids[...] = pg.asarray(np.array([2, 2]))
+    with pytest.raises(RuntimeError, match="getitem_at saved its input 1"):
+        loss.backward()
+    W.cleargrad()
+    ids = pg.Variable(np.array([2, 2, 0]), requires_grad=False)
+    pg.sum(W[ids]).backward()
+    np.testing.assert_array_equal(W.grad, [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]])

@@ -54,6 +54,7 @@ import polygrad.functions as F_
 from polygrad_conformance._util import index_dtype
 from polygrad import ops as O
 from polygrad.ops import REGISTRY
+from polygrad.ops.manipulation import KeyArg
 from polygrad.ops import fft as FFT
 
 
@@ -586,6 +587,11 @@ with depth:
 # ---------------------------------------------------------------------------
 # Indexing: x[key] (backward: scatter-add, repeated indices summed)
 # ---------------------------------------------------------------------------
+def _index(a):
+    """An index array as a Variable (no gradient): getitem takes it as an input of the node."""
+    return pg.Variable(a, requires_grad=False)
+
+
 def _take2(xp, x, i, j):
     """``x[i, j]`` for a 2-D ``x``, written with ``take`` (the reference for integer-array indexing)."""
     i, j = xp.broadcast_arrays(i, j)
@@ -631,12 +637,22 @@ case("getitem", "np_slice_and_array", lambda xp, x, i: x[:, i], lambda xp, x, i:
 case("getitem", "bool_mask", lambda xp, x, m: x[m], lambda xp, x, m: x[m], F((2, 3)),
      bools([[True, False, True], [False, True, True]]), requires=_DDS)
 with depth:
-    case("getitem", "bool_mask_from_values", lambda xp, x: x[x > 0.0], lambda xp, x: x[x > 0.0], F((3, 4), "nonzero"),
-         requires=_DDS)
     case("getitem", "bool_mask_leading_axes", lambda xp, x, m: x[m], lambda xp, x, m: x[m], F((2, 3, 2)),
          bools([[True, False, True], [False, False, True]]), requires=_DDS)
     case("getitem", "bool_0d", lambda xp, x, m: x[m], lambda xp, x, m: x[m], F((3, 4)), bools(True), requires=_DDS)
     case("getitem", "bool_0d_false", lambda xp, x, m: x[m], lambda xp, x, m: x[m], F((3, 4)), bools(False), requires=_DDS)
+# Index arrays given as Variables are inputs of the node: the row getitem_at (and its vjp's row).
+case("getitem_at", "arrays_repeated", lambda xp, x, i, j: x[_index(i), _index(j)], _take2, F((4, 3)),
+     ints([0, 1, 0, 0]), ints([2, 2, 2, 1]))
+case("getitem_at", "array_and_int", lambda xp, x, i: x[_index(i), 1], lambda xp, x, i: xp.take(x[:, 1], i), F((4, 3)),
+     ints(_IDX))
+with depth:
+    case("getitem_at", "bool_mask_from_values", lambda xp, x: x[x > 0.0], lambda xp, x: x[x > 0.0], F((3, 4), "nonzero"),
+         requires=_DDS)
+case("getitem_grad_at", "arrays_repeated",
+     lambda xp, g, i, j: O.getitem_grad_at(g, _index(i), _index(j), key=(KeyArg(0), KeyArg(1)), shape=(4, 3)),
+     lambda xp, g, i, j: xp.reshape(xp.matmul(g, _onehot(xp, i * 3 + j, 12, g.dtype)), (4, 3)), F((5,)), ints(_IDX),
+     ints([1, 2, 1, 0, 1]))
 case("getitem_grad", "arrays_repeated", lambda xp, g, i, j: O.getitem_grad(g, (i, j), (4, 3)),
      lambda xp, g, i, j: xp.reshape(xp.matmul(g, _onehot(xp, i * 3 + j, 12, g.dtype)), (4, 3)), F((5,)), ints(_IDX), ints([1, 2, 1, 0, 1]))
 with depth:

@@ -8,7 +8,7 @@ import math
 import numbers
 import operator
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from polygrad.core.dispatch import backend_of_type, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
@@ -379,6 +379,30 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
         return xp.reshape(flat, shape)
 
 
+class KeyArg(NamedTuple):
+    """In the key of :func:`getitem_at`: the place of its ``k``-th index array input."""
+
+    k: int
+
+
+def _split_key(key: Any) -> tuple[Any, tuple]:
+    """``(template, variables)``: ``key`` with each Variable in it replaced by a :class:`KeyArg`."""
+    parts = key if isinstance(key, tuple) else (key,)
+    variables = tuple(k for k in parts if isinstance(k, Variable))
+    if not variables:
+        return key, ()
+    it = iter(range(len(variables)))
+    template = tuple(KeyArg(next(it)) if isinstance(k, Variable) else _unwrap_key_part(k) for k in parts)
+    return (template if isinstance(key, tuple) else template[0]), variables
+
+
+def _fill_key(template: Any, arrays: tuple) -> Any:
+    """The key of :func:`getitem_at` with its index arrays in their places."""
+    if isinstance(template, KeyArg):
+        return arrays[template.k]
+    return tuple(arrays[t.k] if isinstance(t, KeyArg) else t for t in template)
+
+
 def _unwrap_key(key: Any) -> Any:
     """The key as the kernels take it: Variables become their arrays, and integer scalars of
     other types (``numpy.int64(1)``) Python ints. numpy indexes with those by a view, as with an
@@ -411,7 +435,14 @@ GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True
 
 @public(standard=False)
 def getitem(x, key):
-    """``x[key]``, differentiable: integers, slices, ``...``, None, integer arrays and boolean masks."""
+    """``x[key]``, differentiable: integers, slices, ``...``, None, integer arrays and boolean masks.
+
+    Index arrays given as Variables are inputs of the node (:func:`getitem_at`): a compiled
+    function reads them at each call, and an in-place change before backward is refused;
+    raw index arrays are parameters, kept as they are."""
+    template, arrays = _split_key(key)
+    if arrays:
+        return apply(GETITEM_AT, (x, *arrays), {"key": template})
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
 
@@ -423,6 +454,38 @@ GETITEM_GRAD = defvjp(Op("getitem_grad", _getitem_grad_kernel),
 def getitem_grad(g, key, shape):
     """Zeros of ``shape`` with ``g`` scattered (added) at ``[key]``: the vjp of getitem."""
     return apply(GETITEM_GRAD, (g,), {"key": _unwrap_key(key), "shape": tuple(shape)})
+
+
+def _getitem_at_kernel(xp: Any, x: Any, *arrays: Any, key: Any) -> Any:
+    return GETITEM.kernel(backend_of_type(type(x)))(x, key=_fill_key(key, arrays))
+
+
+def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tuple) -> Any:
+    return GETITEM_GRAD.kernel(backend_of_type(type(g)))(g, key=_fill_key(key, arrays), shape=shape)
+
+
+# getitem with index arrays as inputs (given as Variables): the same kernels as getitem and
+# getitem_grad (a backend's own among them), with the arrays read from the inputs. No gradient
+# for the index arrays; each rule reads them, and x's shape.
+GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True),
+                    lambda o, g, ans, x, *arrays, key: o.getitem_grad_at(g, *arrays, key=key, shape=tuple(x.shape)))
+GETITEM_GRAD_AT = defvjp(Op("getitem_grad_at", _getitem_grad_at_kernel),
+                         lambda o, g, ans, gy, *arrays, key, shape: o.getitem_at(g, *arrays, key=key))
+for _row in (GETITEM_AT, GETITEM_GRAD_AT):
+    _row.keep = _row.keep_always = frozenset(range(1, 33))  # the index arrays (inputs 1, 2, ...)
+    _row.frees = True
+
+
+@public(standard=False)
+def getitem_at(x, *arrays, key):
+    """``x[key]`` where ``key`` holds :class:`KeyArg` places filled by ``arrays`` (see :func:`getitem`)."""
+    return apply(GETITEM_AT, (x, *arrays), {"key": key})
+
+
+@public(standard=False)
+def getitem_grad_at(g, *arrays, key, shape):
+    """:func:`getitem_grad` with the index arrays as inputs: the vjp of :func:`getitem_at`."""
+    return apply(GETITEM_GRAD_AT, (g, *arrays), {"key": key, "shape": tuple(shape)})
 
 
 def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
@@ -457,8 +520,27 @@ SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
 
 @public(standard=False)
 def setitem(x, key, value):
-    """A copy of ``x`` with ``x[key] = value``, differentiable in both."""
+    """A copy of ``x`` with ``x[key] = value``, differentiable in both.
+
+    :raises NotImplementedError: an index array of ``key`` is symbolic (a compiled
+        function would bake its first value into the program).
+    """
+    _, arrays = _split_key(key)
+    if any(_has_no_namespace(a._data) for a in arrays):
+        raise NotImplementedError(
+            "polygrad: item assignment by a symbolic index array (h[i] = v with i an input of pg.function) is not "
+            "supported yet; index with constant arrays, or build the result with where() or take_grad()"
+        )
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
+
+
+def _has_no_namespace(a: Any) -> bool:
+    """Whether ``a`` is an array whose backend has no namespace (pg.function's symbolic arrays)."""
+    try:
+        backend_of_type(type(a)).xp
+    except TypeError:
+        return True
+    return False
 
 
 def _hits(g: Any, key: Any) -> Any:
