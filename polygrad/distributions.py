@@ -19,6 +19,7 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import default_dtypes, index_dtype, positions
 from polygrad.ops.elementwise import log, subtract, where
+from polygrad.ops.nn import check_values
 from polygrad.ops.statistical import sum
 
 __all__ = ["Distribution", "Bernoulli", "Categorical", "Normal"]
@@ -39,9 +40,16 @@ def _backend(*xs: Any) -> Any:
 
 
 class Distribution:
-    """Base class: parameters are Variables, arrays or Python numbers."""
+    """Base class: parameters are Variables, arrays or Python numbers.
+
+    ``validate_args`` (True, as in ``torch.distributions``): ``log_prob`` refuses a
+    value outside the support with a ValueError naming the values (read where they
+    may be, see :func:`polygrad.core.dispatch.readable`). The stochastic functions'
+    ``reinforce`` switches it off for their own samples.
+    """
 
     params: tuple[str, ...] = ()
+    validate_args = True
 
     def sample(self, rng: Any = None) -> Any:
         """Draw a sample (a raw array of the parameters' backend)."""
@@ -74,7 +82,12 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
-        return where(v != 0, log(self.p), log(1 - self.p))
+        if self.validate_args:
+            check_values(v, lambda xp, v: xp.logical_and(v != 0, v != 1), "Bernoulli.log_prob: value must be 0 or 1",
+                         "polygrad.distributions")
+        # The probability picked first, then its log: log(p) and log(1 - p) both taken would send
+        # 0 * inf = NaN back where the other one is 0 (p of 0 or 1, a certain outcome).
+        return log(where(v != 0, self.p, 1 - self.p))
 
 
 class Categorical(Distribution):
@@ -99,8 +112,13 @@ class Categorical(Distribution):
         probs = self.probs
         n = _data(probs).shape[-1]
         xp = self._backend().xp
+        if self.validate_args:
+            check_values(v, lambda xp, v: xp.logical_or(xp.logical_or(v < 0, v >= n), v != xp.floor(v)),
+                         f"Categorical.log_prob: value must be an index in [0, {n})", "polygrad.distributions")
         onehot = xp.reshape(v, tuple(v.shape) + (1,)) == positions(xp, n, v.dtype)
-        return sum(where(onehot, log(probs), 0.0), axis=-1)
+        # The probability picked first, then its log (a class of probability 0 that was not
+        # picked would otherwise send 0 * inf = NaN to every probability through softmax).
+        return log(sum(where(onehot, probs, 0.0), axis=-1))
 
 
 class Normal(Distribution):

@@ -201,3 +201,44 @@ def test_bernoulli_and_categorical_reinforce_on_dask_match_exact_gradients():
     probs = np.exp(logits) / np.exp(logits).sum()
     exact = -(probs * (rewards - (probs * rewards).sum()))
     assert np.all(np.abs(np.asarray(est) - exact) < 0.05)
+
+
+# --- Probabilities of exactly 0 or 1, and values outside the support -------------------------
+# log_prob took the log of every probability and then picked: an unpicked probability of 0
+# sent 0 * inf = NaN back (to every logit through softmax); a value outside the support
+# picked nothing and gave log-probability 0, i.e. probability 1.
+
+
+def test_log_prob_gradients_stay_finite_at_probabilities_0_and_1():
+    P = pg.Variable(np.array([[0.5, 0.5, 0.0]]))
+    pg.sum(pg.distributions.Categorical(P).log_prob(np.array([0]))).backward()
+    np.testing.assert_array_equal(P.grad, [[2.0, 0.0, 0.0]])
+    logits = pg.Variable(np.array([[0.0, 1.0, -1e4]]))  # a masked action
+    pg.sum(pg.distributions.Categorical(F.softmax(logits)).log_prob(np.array([0]))).backward()
+    s = np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum()
+    np.testing.assert_allclose(logits.grad, [[1 - s[0], -s[1], 0.0]], rtol=1e-12)
+    p = pg.Variable(np.array([0.0, 1.0]))
+    pg.sum(pg.distributions.Bernoulli(p).log_prob(np.array([0.0, 1.0]))).backward()
+    np.testing.assert_array_equal(p.grad, [-1.0, 1.0])
+    pg.seed(0)
+    P = pg.Variable(np.array([[0.5, 0.5, 0.0]]))
+    a = F.categorical(P)
+    a.reinforce(1.0)
+    a.backward()
+    assert np.isfinite(P.grad).all() and P.grad[0, 2] == 0.0
+
+
+@pytest.mark.parametrize("dist, value", [
+    (lambda: pg.distributions.Categorical(np.array([0.2, 0.3, 0.5])), 3),
+    (lambda: pg.distributions.Categorical(np.array([0.2, 0.3, 0.5])), -1),
+    (lambda: pg.distributions.Categorical(np.array([0.2, 0.3, 0.5])), 1.5),
+    (lambda: pg.distributions.Bernoulli(np.array(0.3)), 0.5),
+    (lambda: pg.distributions.Bernoulli(np.array(0.3)), 2.0),
+], ids=["categorical-3", "categorical-neg", "categorical-1.5", "bernoulli-0.5", "bernoulli-2"])
+def test_log_prob_refuses_values_outside_the_support(dist, value):
+    with pytest.raises(ValueError, match=r"polygrad\.distributions\.(Categorical|Bernoulli)\.log_prob: value must"):
+        dist().log_prob(np.asarray(value))
+    d = dist()
+    d.validate_args = False  # as torch.distributions' validate_args=False: no check
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d.log_prob(np.asarray(value))

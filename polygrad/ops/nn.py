@@ -170,19 +170,19 @@ def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
     return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} values)"
 
 
-def check_values(t: Any, is_bad: Any, rule: str) -> None:
-    """Raise ``ValueError("polygrad.functions.<rule>, got <values>")`` where ``is_bad(xp, t)``
+def check_values(t: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> None:
+    """Raise ``ValueError("<module>.<rule>, got <values>")`` where ``is_bad(xp, t)``
     holds anywhere (values read only as :func:`readable` allows)."""
     v, xp = readable(t)
     if v is not None:
-        _refuse_bad(v, xp, is_bad, rule)
+        _refuse_bad(v, xp, is_bad, rule, module)
 
 
-def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str) -> None:
+def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> None:
     """:func:`check_values` on values already read."""
     bad = is_bad(xp, v)
     if bool(xp.any(bad)):
-        raise ValueError(f"polygrad.functions.{rule}, got {_offending(xp, v, bad)}")
+        raise ValueError(f"{module}.{rule}, got {_offending(xp, v, bad)}")
 
 
 def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> bool:

@@ -91,7 +91,9 @@ class StochasticFunction(Primitive):
                 if reward.ndim > sample.ndim:
                     reward = backend_of_type(type(reward)).xp.reshape(reward, tuple(sample.shape))
                 reward = Variable._make(reward)
-            surrogate = -sum(reward * self.dist_class(*params).log_prob(sample))
+            dist = self.dist_class(*params)
+            dist.validate_args = False  # its own sample: in the support
+            surrogate = -sum(reward * dist.log_prob(sample))
             wrt = [p for p, e in zip(params, self.edges) if e is not None]
             gs = iter(_grad(surrogate, wrt, create_graph=create_graph))
         return [None if e is None else (lambda g: g if create_graph or g is None else g._data)(next(gs))
