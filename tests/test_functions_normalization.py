@@ -152,3 +152,19 @@ def test_batchnormalization_link_moves_running_statistics():
     for a in (link.gamma.data, link.beta.data, link.avg_mean, link.avg_var):
         assert type(a).__module__.startswith("array_api_strict")
     assert_close(link(pg.asarray(BX4.tolist(), backend="array_api_strict")), np_batch_norm(BX4, np.ones(3), np.zeros(3), 2e-5, (0, 2, 3)), rtol=1e-10)
+
+
+def test_running_statistics_written_in_place_move_their_version():
+    """F.batch_normalization writes the running statistics into their arrays: a Variable's
+    version moves, so backward refuses what saved the old values (it wrote without a bump:
+    a multiply that had saved running_mean gave w the gradient of the new values)."""
+    rm = pg.Variable(np.zeros(3), requires_grad=False)
+    rv = pg.Variable(np.ones(3), requires_grad=False)
+    w = pg.Variable(np.ones(3))
+    y = pg.sum(rm * w)  # saves rm for w's gradient
+    x = np.arange(12.0).reshape(4, 3)
+    F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
+    assert (rm.version, rv.version) == (1, 1)
+    np.testing.assert_allclose(rm.data, 0.1 * x.mean(axis=0))
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()

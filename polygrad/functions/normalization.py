@@ -62,6 +62,8 @@ def _update_in_place(target: Any, stat: Any, decay: float) -> None:
             "updated in place; use L.BatchNormalization, which rebinds them"
         )
     data[...] = running_average(data, stat, decay)
+    if isinstance(target, Variable):  # a write into a Variable's array: its version moves (a saved copy is refused)
+        target._vbox.bump("batch_normalization running statistics")
 
 
 def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var=None, decay=0.9):
