@@ -7,6 +7,7 @@ and :func:`polygrad.dataset.concat_examples` stacks them into arrays.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 __all__ = ["TupleDataset"]
@@ -22,6 +23,28 @@ def _length(data: Any) -> int:
     if shape[0] is None or shape[0] != shape[0]:  # unknown (a lazy array of unknown size) or NaN
         raise ValueError(f"polygrad.datasets: the length of this {type(data).__name__} is not known yet; compute it first")
     return int(shape[0])
+
+
+def _is_bool(k: Any) -> bool:
+    """Whether ``k`` is a boolean: Python's, or a 0-d array (or scalar) of a boolean dtype."""
+    if isinstance(k, bool):
+        return True
+    dtype = getattr(k, "dtype", None)
+    return dtype is not None and str(dtype) == "bool" and len(getattr(k, "shape", ())) == 0
+
+
+def _integer(index: Any) -> int:
+    """``index`` as an int: an integer (or 0-d integer array), never a float or a boolean truncated
+    (``int(2.9)`` would read example 2)."""
+    if not _is_bool(index):
+        try:
+            return operator.index(index)
+        except TypeError:
+            pass
+        dtype = getattr(index, "dtype", None)
+        if dtype is not None and "int" in str(dtype) and len(getattr(index, "shape", (1,))) == 0:
+            return int(index)  # a 0-d integer array of a library without __index__
+    raise IndexError(f"polygrad.datasets.TupleDataset: indices must be integers (or a boolean mask), got {index!r}")
 
 
 def _row(data: Any, i: int) -> Any:
@@ -63,14 +86,21 @@ class TupleDataset:
         return self._length
 
     def __getitem__(self, index: Any) -> Any:
+        """One example for an integer; a list of them for a slice, a sequence or 1-D array of
+        integers, or a boolean mask of the data set's length (numpy's meanings). Other
+        indices (floats, a mask of another length) raise IndexError."""
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self._length))]
-        if isinstance(index, (list, tuple)):
-            return [self[i] for i in index]
         shape = getattr(index, "shape", None)
-        if shape is not None and len(shape) == 1:  # an integer array of indices, of any backend
-            return [self[int(index[k])] for k in range(shape[0])]
-        index = int(index)
+        if isinstance(index, (list, tuple)) or (shape is not None and len(shape) == 1):
+            items = list(index) if shape is None else [index[k] for k in range(shape[0])]
+            if items and all(_is_bool(k) for k in items):  # a mask: the examples where it is True
+                if len(items) != self._length:
+                    raise IndexError(f"polygrad.datasets.TupleDataset: a boolean mask of length {len(items)} for a "
+                                     f"data set of length {self._length}")
+                return [self[i] for i, k in enumerate(items) if bool(k)]
+            return [self[k] for k in items]
+        index = _integer(index)
         if not -self._length <= index < self._length:
             raise IndexError(f"polygrad.datasets.TupleDataset: index {index} is out of range for length {self._length}")
         return tuple(_row(dataset, index) for dataset in self._datasets)

@@ -231,6 +231,20 @@ def test_tuple_dataset_zips_arrays_and_lists(xp):
 # ---------------------------------------------------------------------------
 
 
+def test_tuple_dataset_indices_follow_numpy():
+    """A boolean mask picks the examples where it is True; floats and masks of another length
+    raise. Every index went through int(): a mask read examples 1 and 0, 2.9 read example 2."""
+    td = TupleDataset(np.arange(5) * 10, np.arange(5))
+    mask = [True, False, True, False, False]
+    for key in (np.array(mask), mask):
+        assert [int(b) for _, b in td[key]] == [0, 2]
+    assert [int(b) for _, b in td[np.array([4, 0, 4])]] == [4, 0, 4]
+    assert int(td[np.int64(1)][1]) == 1 and int(td[-1][1]) == 4
+    for bad in (2.9, np.array([0.5, 3.7]), np.array([True, False]), True):
+        with pytest.raises(IndexError, match="TupleDataset"):
+            td[bad]
+
+
 def test_serial_iterator_in_order_repeats_and_counts_epochs():
     """Without shuffling: batches in order, the last one of an epoch filled from the next (Chainer's)."""
     it = SerialIterator(list(range(5)), 2, shuffle=False)
