@@ -92,3 +92,35 @@ def test_item_assignment_on_a_variable_builds_the_result_without_writes(immutabl
     np.testing.assert_array_equal(np.asarray(h.data), [10.0, 0.0, 0.0, 8.0])
     pg.sum(h * h).backward()
     np.testing.assert_array_equal(np.asarray(x.grad), [0.0, 0.0, 0.0, 32.0])
+
+
+# --- Views made outside recording, on arrays that do not share writes -----------------------
+# A view made under no_backprop_mode (or of a base that requires no gradient) has no graph
+# node to name its base. On a backend without in-place writes a write through it used to
+# rebind the view alone (editing a parameter's row left the parameter unchanged), and a
+# write to the base left such views with the old values: on numpy the shared memory hid it.
+
+
+def test_a_write_through_an_unrecorded_view_reaches_its_base(immutable):
+    W = pg.Variable(_frozen(np.arange(6.0).reshape(2, 3)))
+    with pg.no_backprop_mode():
+        row = W[0, :]
+        row *= 0.0
+        col = W[:, 1:2]  # a view of another part, taken before the next write
+        W += 1.0
+    np.testing.assert_array_equal(np.asarray(W.data), [[1.0, 1.0, 1.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(np.asarray(row.data), [1.0, 1.0, 1.0])  # views follow their base
+    np.testing.assert_array_equal(np.asarray(col.data), [[1.0], [5.0]])
+
+
+def test_unrecorded_views_of_views_and_several_outputs(immutable):
+    c = pg.Variable(_frozen(np.arange(6.0).reshape(2, 3)), requires_grad=False)
+    inner = c[1, :][0:2]  # a view of a view
+    inner += 10.0
+    np.testing.assert_array_equal(np.asarray(c.data), [[0.0, 1.0, 2.0], [13.0, 14.0, 5.0]])
+    a, b = pg.unstack(c, axis=0)
+    b *= 0.0
+    np.testing.assert_array_equal(np.asarray(c.data), [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]])
+    c -= 1.0
+    np.testing.assert_array_equal(np.asarray(a.data), [-1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(inner.data), [-1.0, -1.0])

@@ -212,3 +212,16 @@ def test_write_through_a_numpy_integer_key_reaches_the_base_graph(key):
     h[np.int64(0)] *= 100.0
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         y.backward()
+
+
+def test_unrecorded_views_under_the_copy_policy():
+    """Under pg.inplace_policy("copy") writes rebind, as on a backend without in-place writes: a
+    view made outside recording still writes its base, and follows it (the write used to stay
+    in the view's new array)."""
+    c = pg.Variable(np.ones(4), requires_grad=False)
+    with pg.inplace_policy("copy"):
+        cv = c[0:2]
+        cv *= 3.0
+        np.testing.assert_array_equal(c.data, [3.0, 3.0, 1.0, 1.0])
+        c += 1.0
+        np.testing.assert_array_equal(cv.data, [4.0, 4.0])

@@ -23,7 +23,7 @@ from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
-from polygrad.core.variable import Variable, is_floating
+from polygrad.core.variable import Variable, is_floating, note_unrecorded_view
 
 
 class Primitive(Node):
@@ -292,7 +292,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     if record and op.casts and not _floating(out):  # cast to an integer or boolean dtype: no gradient
         record = False
     if op.multi:
-        vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile)
+        vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile, params)
         return _finish(node, out, vs, datas, record, edges, saved, checks, hooks, keep_output)
     v = Variable.__new__(Variable)
     v._data = out
@@ -300,7 +300,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     v._index = 0
     v._volatile = volatile
     v.name = None
-    v._vb = _view_counter(args[0], v, record) if op.view else None
+    v._vb = _view_counter(args[0], v, record, op, params, 0) if op.view else None
     v._hooks = None
     if not record:
         v._node = None
@@ -334,27 +334,29 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     return v
 
 
-def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: bool) -> tuple:
+def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: bool, params: dict | None) -> tuple:
     """Variables for the outputs of a row of several outputs: only floating ones carry a gradient."""
     vs = []
     for k, o in enumerate(outs):
         diff = record and _floating(o)
         v = Variable._make(o, node if diff else None, k, diff, volatile)
         if op.view:
-            v._vb = _view_counter(args[0], v, diff)
+            v._vb = _view_counter(args[0], v, diff, op, params, k)
         vs.append(v)
     return tuple(vs)
 
 
-def _view_counter(base: Any, v: Variable, record: bool) -> Any:
-    """The version counter of ``v``, the output of a view row: its base's, shared (an in-place
-    change through either is seen by both); a recorded view is also remembered, so that it
-    follows its base's graph when the base is written in place."""
+def _view_counter(base: Any, v: Variable, record: bool, op: Op, params: dict | None, index: int) -> Any:
+    """The version counter of ``v``, output ``index`` of a view row: its base's, shared (an
+    in-place change through either is seen by both). The view is also remembered, so that it
+    follows its base when the base is written in place (a recorded one, its graph too); one made
+    outside recording keeps its row and base (see ``variable.note_unrecorded_view``)."""
     if not isinstance(base, Variable):
         return None
     box = base._vbox
-    if record:
-        box.add_view(v)
+    if not record:
+        note_unrecorded_view(v, base, op, params, index)
+    box.add_view(v)
     return box
 
 

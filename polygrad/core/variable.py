@@ -44,6 +44,39 @@ def _view_base(node: Any) -> tuple | None:
     return None
 
 
+# Views made outside recording (under no_backprop_mode, or of a base that requires no
+# gradient) have no graph node to name their base: id(view) -> (weak reference to the view,
+# base, row, parameters, output index), while the view lives. A write through one reaches
+# its base, and a write to the base makes them follow, on every backend (where arrays take
+# writes, memory sharing does that already; elsewhere the data are rebound).
+_UNRECORDED: dict[int, tuple] = {}
+
+
+def note_unrecorded_view(v: "Variable", base: "Variable", op: Any, params: dict | None, index: int) -> None:
+    key = id(v)
+    ref = weakref.ref(v, lambda _, key=key: _UNRECORDED.pop(key, None))
+    _UNRECORDED[key] = (ref, base, op, params or {}, index)
+
+
+def _unrecorded(v: "Variable") -> tuple | None:
+    """``(ref, base, op, params, index)`` of ``v``, a view made outside recording, or None."""
+    entry = _UNRECORDED.get(id(v))
+    return entry if entry is not None and entry[0]() is v else None
+
+
+def _unrecorded_base(v: "Variable") -> tuple | None:
+    """:func:`_view_base` for a view made outside recording: ``(base, unview, params, index)``."""
+    entry = _unrecorded(v)
+    if entry is None:
+        return None
+    _, base, op, params, index = entry
+    if op.unview is not None:
+        return base, op.unview, params, index
+    if base._data is v._data:
+        return base, _same_array, {}, index
+    return None
+
+
 def _revive(node: Any, index: int) -> "Variable | None":
     """A stand-in for output ``index`` of the view ``node`` whose Variable is gone: the same
     graph position, its data taken again from its own base (None if ``node`` is no view)."""
@@ -655,10 +688,16 @@ class Variable:
                 f"polygrad: in-place {opname} would change {self._describe()} from dtype {old.dtype} to "
                 f"shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
+        index = self._index
         view = _view_base(self._node)
+        if view is None and self._node is None and not self._writes_in_place():
+            # A view made outside recording, on arrays that will not share the write: through its base.
+            view = _unrecorded_base(self)
+            if view is not None:
+                *view, index = view
         if view is not None:
             base, unview, params = view
-            new_base = unview(GRAPH_OPS, base, result, self._index, **params)
+            new_base = unview(GRAPH_OPS, base, result, index, **params)
             if new_base is not None:
                 if result._node is not None:  # result's node saved this view's array: keep its values
                     result._node._protect_saved(old, copy=backend_of_type(type(old)).inplace)
@@ -671,6 +710,10 @@ class Variable:
                 return self
             self._vb = Version.at(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
         return self._write(result, opname)
+
+    def _writes_in_place(self) -> bool:
+        """Whether an in-place operation writes into this variable's array (else it rebinds)."""
+        return backend_of_type(type(self._data)).inplace and config.inplace_policy.get() != "copy"
 
     def _write(self, result: "Variable", opname: str) -> "Variable":
         """The in-place write itself (see :meth:`_assign_inplace`), for a variable that is no view."""
@@ -723,7 +766,12 @@ class Variable:
         out = []
         for ref in list(box.views.values()):
             w = ref()
-            if w is None or w is self or w._node is None or not w._node.edges or w._node.edges[0] is None:
+            if w is not None and w is not self and w._node is None:  # made outside recording
+                entry = _unrecorded(w)
+                if entry is not None and entry[1] is self:
+                    out.append(w)
+                continue
+            if w is None or w is self or not w._node.edges or w._node.edges[0] is None:
                 continue
             base_node, where = w._node.edges[0]
             if base_node is node and (where is self if node is None else where == index):
@@ -733,11 +781,24 @@ class Variable:
     def _follow(self, base: "Variable") -> None:
         """Take this view again from ``base``, just written in place: new data (where the
         backend rebinds), a new graph position, the base's counter; views of it follow too."""
+        from polygrad.core.primitive import apply  # the engine's apply imports this module
+
         node = self._node
         views = self._direct_views()
+        if node is None:  # a view made outside recording: taken again the same way
+            _, _, op, params, index = _unrecorded(self)
+            with config.no_backprop_mode():
+                fresh = apply(op, (base,), params or None)
+            if op.multi:
+                fresh = fresh[index]
+            self._data = fresh._data
+            self._vb = fresh._vb
+            note_unrecorded_view(self, base, op, params, index)
+            self._vb.add_view(self)
+            for w in views:
+                w._follow(self)
+            return
         with config.force_backprop_mode():
-            from polygrad.core.primitive import apply  # the engine's apply imports this module
-
             fresh = apply(node.op, (base,), node.params)
         if node.op.multi:
             fresh = fresh[self._index]
