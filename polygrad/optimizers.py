@@ -159,7 +159,7 @@ class GradientMethod(Optimizer):
             self.reallocate_cleared_grads()
             self.call_hooks("pre")
             plan = [self._plan(name, param) for name, param in params]
-            self._materialize(plan)
+            buffers = self._materialize(plan, self._lazy_buffers())
         except BaseException:
             for (_, p), g in zip(params, grads):
                 p._grad = g
@@ -167,6 +167,8 @@ class GradientMethod(Optimizer):
         self.t += 1
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
+        for link, attr, value in buffers:
+            setattr(link, attr, value)
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
@@ -184,13 +186,19 @@ class GradientMethod(Optimizer):
             self.update_one(param, state)
             if state["backend"].lazy:
                 lazy.setdefault(state["backend"], []).append((param, state))
+        buffers = self._lazy_buffers()
+        for link, attr, value, backend in buffers:
+            lazy.setdefault(backend, [])
         for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
             arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
-            done = iter(backend.persist(tuple(arrays)))
+            mine = [b for b in buffers if b[3] is backend]
+            done = iter(backend.persist(tuple(arrays + [b[2] for b in mine])))
             for param, state in items:
                 param.data = next(done)
                 for k in self.state_names:
                     state[k] = next(done)
+            for link, attr, _, _ in mine:
+                setattr(link, attr, next(done))
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
@@ -219,26 +227,49 @@ class GradientMethod(Optimizer):
             raise type(exc)(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: {exc}") from exc
         return name, param, state, delta, new_state
 
+    def _lazy_buffers(self) -> list:
+        """``(link, name, value, backend)`` for the target's persistent arrays (running statistics)
+        on lazy backends: persisted with the parameters at each update, so that their graphs do
+        not grow step after step (each step's statistics reach back to every earlier batch)."""
+        out = []
+        for link in self.target.links():
+            for name in getattr(link, "_persistent", ()):
+                value = getattr(link, name, None)
+                try:
+                    backend = backend_of_type(type(value))
+                except TypeError:
+                    continue
+                if backend.lazy:
+                    out.append((link, name, value, backend))
+        return out
+
     @staticmethod
-    def _materialize(plan: list) -> None:
+    def _materialize(plan: list, buffers: list = ()) -> list:
         """On lazy backends, compute every new parameter and state now (one pass per backend),
-        so that a failure raises here, before anything is replaced."""
+        so that a failure raises here, before anything is replaced; the persistent ``buffers``
+        (see :meth:`_lazy_buffers`) in the same pass. Returns ``(link, name, value)`` to store."""
         lazy: dict[Any, list] = {}
         for entry in plan:
             backend = entry[2]["backend"]
             if backend.lazy:
                 lazy.setdefault(backend, []).append(entry)
+        for buffer in buffers:
+            lazy.setdefault(buffer[3], [])
+        stored = []
         for backend, entries in lazy.items():
             arrays = []
             for _, param, _, delta, new_state in entries:
                 arrays.append(param.data - delta)
                 arrays.extend(new_state.values())
-            done = iter(backend.persist(tuple(arrays)))
+            mine = [b for b in buffers if b[3] is backend]
+            done = iter(backend.persist(tuple(arrays + [b[2] for b in mine])))
             for k, (name, param, state, delta, new_state) in enumerate(entries):
                 new_data = next(done)
                 for key in new_state:
                     new_state[key] = next(done)
                 entries[k][4]["__data__"] = new_data
+            stored.extend((link, attr, next(done)) for link, attr, _, _ in mine)
+        return stored
 
     @staticmethod
     def _commit(param: Variable, state: dict, delta: Any, new_state: dict) -> None:
