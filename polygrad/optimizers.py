@@ -232,7 +232,8 @@ class GradientMethod(Optimizer):
         on lazy backends: persisted with the parameters at each update, so that their graphs do
         not grow step after step (each step's statistics reach back to every earlier batch)."""
         out = []
-        for link in self.target.links():
+        links = getattr(self.target, "links", None)  # a target that is no Link (torch-style optim) has none
+        for link in links() if links is not None else ():
             for name in getattr(link, "_persistent", ()):
                 value = getattr(link, name, None)
                 try:
