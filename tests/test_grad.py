@@ -127,3 +127,24 @@ def test_grad_refuses_non_variable_inputs(xp):
     x = pg.Variable(arr(xp, [1.0]))
     with pytest.raises(TypeError, match="Variable"):
         pg.grad(pg.sum(x), [arr(xp, [1.0])])
+
+
+def test_an_input_listed_twice_gets_its_gradient_twice():
+    """pg.grad(y, [x, x]) gave [None, g] (or an error): the pass kept one place per position."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    g1, g2 = pg.grad(pg.sum(x * x), [x, x])
+    np.testing.assert_array_equal(g1.data, [2.0, 4.0])
+    np.testing.assert_array_equal(g2.data, [2.0, 4.0])
+    assert g1.data is not g2.data
+    h1, h2 = pg.grad(pg.sum(x * x * x), [x, x], create_graph=True)
+    np.testing.assert_array_equal(pg.grad(pg.sum(h2), [x])[0].data, [6.0, 12.0])
+
+
+def test_pg_grad_leaves_a_retained_grad_alone():
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 2.0
+    y = pg.sum(h * h)
+    y.backward(retain_grad=True, retain_graph=True)
+    np.testing.assert_array_equal(h.grad, [4.0, 8.0])
+    pg.grad(y, [x])
+    np.testing.assert_array_equal(h.grad, [4.0, 8.0])  # was cleared: pg.grad touches no .grad

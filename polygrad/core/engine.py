@@ -155,8 +155,8 @@ class _Pass:
             y = ref()
             if y is None:
                 continue
-            if not self.retain_grad and y._grad is not None and id(y) not in self.starts:
-                y._grad = None
+            if not self.retain_grad and self.targets is None and y._grad is not None and id(y) not in self.starts:
+                y._grad = None  # (pg.grad touches no .grad)
             if gys[i] is None:
                 continue
             if y._hooks:
@@ -315,7 +315,19 @@ def grad(
         return override(outputs, inputs_t, tuple(grad_outputs), allow_unused=allow_unused)
     if retain_graph is None:
         retain_graph = create_graph
-    gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=inputs_t)
+    # An input listed twice gets its gradient twice (the pass tells inputs apart by graph position).
+    unique = list({id(v): v for v in inputs_t}.values())
+    gs = backward(outputs, tuple(grad_outputs), retain_graph=retain_graph, create_graph=create_graph, inputs=unique)
+    if len(unique) != len(inputs_t):
+        by_id = {id(v): g for v, g in zip(unique, gs)}
+        seen: set[int] = set()
+        gs = []
+        for v in inputs_t:
+            g = by_id[id(v)]
+            if id(v) in seen and g is not None and not create_graph:
+                g = _copy(g)  # two results never share an array
+            seen.add(id(v))
+            gs.append(g)
     if not allow_unused:
         for i, (v, g) in enumerate(zip(inputs_t, gs)):
             if g is None:
