@@ -103,10 +103,23 @@ def _squeeze(x: Variable, dim: Any = None) -> Variable:
 
 
 def _expand(x: Variable, *sizes: Any) -> Variable:
-    """Broadcast to ``sizes`` (-1 keeps a size)."""
+    """Broadcast to ``sizes`` (-1 keeps a size; not for a new leading dimension, as in PyTorch)."""
     sizes = _shape(sizes)
     lead = len(sizes) - x.ndim
+    if any(n == -1 for n in sizes[:max(lead, 0)]):
+        raise ValueError(f"polygrad: expand{sizes}: -1 keeps a dimension of {x._describe()}, and the new leading "
+                         f"dimensions have none to keep; give their sizes")
     return ops.broadcast_to(x, tuple(x.shape[i - lead] if n == -1 else n for i, n in enumerate(sizes)))
+
+
+def _dot(x: Variable, y: Any) -> Variable:
+    """PyTorch's ``dot``: the inner product of two vectors, without conjugation (``vdot`` and the
+    standard's ``vecdot`` conjugate ``x``); other ranks raise, as in PyTorch."""
+    ndims = (x.ndim, getattr(y, "ndim", 0))
+    if ndims != (1, 1):
+        raise ValueError(f"polygrad: x.dot(y) takes two vectors (PyTorch's dot), got {ndims[0]} and {ndims[1]} "
+                         f"dimensions; use x @ y or pg.matmul for matrices, pg.vecdot along an axis")
+    return ops.matmul(x, y)
 
 
 def _t(x: Variable) -> Variable:
@@ -118,11 +131,14 @@ def _t(x: Variable) -> Variable:
 
 def _transpose(x: Variable, *axes: Any) -> Variable:
     """Permute the axes (Chainer's ``transpose(*axes)``; reversed without arguments)."""
-    axes = _shape(axes)
+    given = axes = _shape(axes)
+    if all(isinstance(a, int) for a in axes):
+        axes = tuple(a % x.ndim if x.ndim else a for a in axes)  # x.transpose(-2, -1) is (0, 1) on a matrix
     if len(axes) == 2 and axes == (0, 1):
+        text = ", ".join(map(str, given))
         raise ValueError(
-            "polygrad: x.transpose(0, 1) is ambiguous: Chainer's transpose(*axes) permutes (here: changes nothing), "
-            "PyTorch's transpose(dim0, dim1) swaps; write x.T or x.swapaxes(0, 1) to swap, or nothing to keep x"
+            f"polygrad: x.transpose({text}) is ambiguous: Chainer's transpose(*axes) permutes (here: changes nothing), "
+            f"PyTorch's transpose(dim0, dim1) swaps; write x.T or x.swapaxes({text}) to swap, or nothing to keep x"
         )
     return ops.transpose(x, axes or None)
 
@@ -269,7 +285,7 @@ METHODS = {
     "round": ops.round, "reciprocal": ops.reciprocal, "pow": ops.pow, "clamp": _clamp,
     "sigmoid": lambda x: ops.nn.sigmoid(x),
     "add": ops.add, "sub": ops.subtract, "mul": ops.multiply, "div": ops.divide,
-    "dot": lambda x, y: ops.vecdot(x, y), "mm": ops.matmul, "matmul": ops.matmul,
+    "dot": _dot, "mm": ops.matmul, "matmul": ops.matmul,
     # shapes
     "view": _view, "view_as": lambda x, other: ops.reshape(x, tuple(other.shape)), "unsqueeze": _unsqueeze,
     "squeeze": _squeeze, "expand": _expand, "expand_as": lambda x, other: ops.broadcast_to(x, tuple(other.shape)),

@@ -203,3 +203,49 @@ def test_every_method_is_tested_here():
     text = Path(__file__).read_text()
     untested = [name for name in METHODS if not re.search(rf"\.{name}\(", text)]
     assert not untested, untested
+
+
+# --- Found by an adversarial pass: methods that silently did something else ------------------
+
+
+def test_transpose_with_negative_axes_is_seen_as_the_ambiguous_pair():
+    m = pg.Variable(np.arange(6.0).reshape(2, 3))
+    for axes in ((-2, -1), (0, -1)):  # both (0, 1) on a matrix: used to change nothing, silently
+        with pytest.raises(ValueError, match=r"x\.transpose\(.*\) is ambiguous"):
+            m.transpose(*axes)
+    assert m.transpose(1, 0).shape == (3, 2) and m.transpose(-1, 0).shape == (3, 2)
+
+
+def test_iteration_and_reversed_go_along_the_first_axis():
+    m = pg.Variable(np.arange(6.0).reshape(2, 3))
+    assert [r.data.tolist() for r in m] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert [r.data.tolist() for r in reversed(m)] == [[3.0, 4.0, 5.0], [0.0, 1.0, 2.0]]  # was []
+    with pytest.raises(TypeError, match="no dimensions"):
+        list(pg.Variable(np.array(3.0)))  # was [], silently
+    assert len(m) == 6  # the number of elements, as the Chainer seed specifies
+
+
+def test_dot_is_pytorchs():
+    c = pg.Variable(np.array([1 + 1j, 2 - 1j]))
+    assert complex(c.dot(c).data) == 3 - 2j  # no conjugation (vecdot's gave 7)
+    with pytest.raises(ValueError, match="two vectors"):
+        pg.Variable(np.ones((2, 2))).dot(pg.Variable(np.ones((2, 2))))
+
+
+def test_expand_minus_one_in_a_new_leading_dimension_raises():
+    v = pg.Variable(np.arange(3.0))
+    with pytest.raises(ValueError, match="new leading"):
+        v.expand(-1, 3)  # took v's length for the new dimension
+    assert v.expand(2, -1).shape == (2, 3)
+
+
+def test_a_shallow_copy_shares_the_version_counter():
+    import copy
+
+    a = pg.Variable(np.array([1.0, 2.0]))
+    h = a * 2.0
+    hc = copy.copy(h)
+    e = h * h  # saves h
+    hc.add_(1.0)  # writes the array h and e share
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        pg.sum(e).backward()  # gave [12, 20] for [8, 16], silently

@@ -445,6 +445,36 @@ class Variable:
             raise TypeError(f"polygrad: len() of {self._describe()}: a dimension is unknown")
         return n
 
+    def __iter__(self) -> Any:
+        """The variables along the first axis (as numpy's and PyTorch's arrays iterate; ``len()``
+        is the number of elements, as the Chainer seed specifies, so the sequence fallback
+        would not do: ``reversed()`` gave nothing, a 0-d variable iterated as empty)."""
+        return (self[i] for i in range(self._first_length("iterate over")))
+
+    def __reversed__(self) -> Any:
+        return (self[i] for i in reversed(range(self._first_length("reverse"))))
+
+    def _first_length(self, what: str) -> int:
+        shape = tuple(self._data.shape)
+        if not shape:
+            raise TypeError(f"polygrad: cannot {what} {self._describe()}: it has no dimensions")
+        if shape[0] is None:
+            raise TypeError(f"polygrad: cannot {what} {self._describe()}: its first dimension is unknown")
+        return shape[0]
+
+    def __copy__(self) -> "Variable":
+        """A shallow copy: the same array, and the same in-place version counter (made now if
+        there is none yet: a counter made later by each would not see the other's writes)."""
+        self._vbox
+        new = type(self).__new__(type(self))
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name != "__weakref__" and hasattr(self, name):
+                    setattr(new, name, getattr(self, name))
+        if hasattr(self, "__dict__"):
+            new.__dict__.update(self.__dict__)
+        return new
+
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
@@ -685,8 +715,8 @@ class Variable:
         new, old = result._data, self._data
         if tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
             raise ValueError(
-                f"polygrad: in-place {opname} would change {self._describe()} from dtype {old.dtype} to "
-                f"shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
+                f"polygrad: in-place {opname} would change {self._describe()} (shape {tuple(old.shape)}, dtype "
+                f"{old.dtype}) to shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
         index = self._index
         view = _view_base(self._node)
