@@ -59,3 +59,19 @@ def test_debug_version_error_shows_both_sites():
         x += 1.0
         with pytest.raises(RuntimeError, match=r"sin was called at .*test_debug\.py:\d+.*in-place \+= at .*test_debug\.py:\d+"):
             pg.sum(y).backward()
+
+
+@pytest.mark.parametrize("make", ["two uses of a leaf", "two uses of an intermediate", "two backward passes"])
+def test_debug_mode_catches_gradients_that_overflow_when_summed(make):
+    """Each rule's result was checked, their sums were not: 1e308 + 1e308 reached x.grad as inf
+    without an error (found by an adversarial pass)."""
+    x = pg.Variable(np.array([0.0]))
+    with pg.debug_mode(), np.errstate(over="ignore"), pytest.raises(FloatingPointError, match="their sum overflowed"):
+        if make == "two uses of a leaf":
+            pg.sum(pg.sin(x) * 1e308 + pg.sin(x) * 1e308).backward()
+        elif make == "two uses of an intermediate":
+            s = pg.sin(x)
+            pg.sum(s * 1e308 + s * 1e308).backward()
+        else:
+            pg.sum(pg.sin(x) * 1e308).backward()
+            pg.sum(pg.sin(x) * 1e308).backward()

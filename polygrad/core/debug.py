@@ -33,16 +33,19 @@ def user_site() -> str:
     return "<unknown>"
 
 
+def is_finite(a: Any) -> bool:
+    """False where ``a`` (an array or Variable) is floating and holds NaN or Inf."""
+    if a is None or not hasattr(a, "dtype"):
+        return True
+    a = getattr(a, "_data", a)
+    xp = backend_of_type(type(a)).xp
+    return not xp.isdtype(a.dtype, ("real floating", "complex floating")) or bool(xp.all(xp.isfinite(a)))
+
+
 def check_finite(values: Any, what: str, function: Any) -> None:
     """Raise FloatingPointError if any array in ``values`` has NaN or Inf."""
     for k, a in enumerate(values):
-        if a is None or not hasattr(a, "dtype"):
-            continue
-        a = getattr(a, "_data", a)
-        xp = backend_of_type(type(a)).xp
-        if not xp.isdtype(a.dtype, ("real floating", "complex floating")):
-            continue
-        if not bool(xp.all(xp.isfinite(a))):
+        if not is_finite(a):
             site = getattr(function, "site", None) or "<unknown>"
             raise FloatingPointError(
                 f"polygrad debug: {what} {k} of {function.label} contains NaN or Inf; {function.label} was called "

@@ -24,7 +24,7 @@ import threading
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
-from polygrad.core.debug import check_finite
+from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable, _size, admit_grad
 
@@ -125,12 +125,24 @@ class _Pass:
             owned[id(c)] = c
         return c
 
+    def check_sum(self, g: Any, what: str, node: Any = None) -> None:
+        """Debug mode: a FloatingPointError where the sum of finite gradients reaching ``what``
+        overflowed (each rule's result is checked after it runs; their sums are checked here)."""
+        if not is_finite(g):
+            site = "" if node is None else f" ({node.label} was called at {getattr(node, 'site', None) or '<unknown>'})"
+            raise FloatingPointError(f"polygrad debug: the gradient reaching {what} contains NaN or Inf, where each "
+                                     f"gradient summed into it was finite: their sum overflowed (or the seed "
+                                     f"given to backward holds them){site}")
+
     def _run_watched(self, node: Any, gys: list) -> Any:
         """``node``'s backward with what watches it: retained, captured or hooked output
         gradients, function hooks around it, debug mode's finiteness check after it."""
         if self.retain_grad or node._var_hooks or self.targets:
             self._outputs_seen(node, gys)
         gys = tuple(gys)
+        if self.debug:  # each rule's result was checked: a sum of them may still overflow
+            for i, g in enumerate(gys):
+                self.check_sum(g, f"output {i} of {node.label}", node)
         hooks = self.hooks + tuple(node._local_hooks.values()) if node._local_hooks else self.hooks
         if hooks:
             in_data = node._hook_in_data()
@@ -177,6 +189,8 @@ class _Pass:
         for v, g in self.leaves.values():
             firsts[id(g)] = firsts.get(id(g), 0) + 1
         for v, g in self.leaves.values():
+            if self.debug:
+                self.check_sum(g, v._describe())
             d = v._data
             if g.dtype != d.dtype or g.shape != d.shape:  # a rule's gradient of another precision: cast it
                 g = admit_grad(g, d, f"the gradient backward computed for {v._describe()}")
@@ -191,7 +205,10 @@ class _Pass:
                 continue
             with _ACCUMULATE:
                 if v._grad is not None:  # the sum is a new array
-                    v._grad = v._grad + g
+                    total = v._grad + g
+                    if self.debug:
+                        self.check_sum(total, f"the .grad of {v._describe()} (accumulated over backward passes)")
+                    v._grad = total
                     continue
                 if not self.create_graph and self.owned.get(id(g)) is not g and (
                         firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
