@@ -61,10 +61,16 @@ def _prod(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
 
 def _extreme(values: Any, indices: Any) -> Any:
     def method(x: Variable, dim: Any = None, keepdim: bool = False) -> Any:
-        """The extreme element; with ``dim``, PyTorch's ``(values, indices)`` along it."""
+        """The extreme element; with ``dim``, PyTorch's ``(values, indices)`` along it. The values
+        are read at the indices, so that their gradient goes to the element the index names, as
+        in PyTorch (``pg.max`` splits it among ties)."""
         if dim is None:
             return values(x)
-        return values(x, axis=dim, keepdims=keepdim), indices(x, axis=dim, keepdims=keepdim)
+        idx = indices(x, axis=dim, keepdims=True)
+        picked = ops.take_along_axis(x, idx, axis=dim)
+        if keepdim:
+            return picked, idx
+        return ops.squeeze(picked, axis=dim), ops.squeeze(idx, axis=dim)
 
     return method
 
@@ -270,6 +276,8 @@ def _addgrad(x: Variable, other: Variable) -> None:
         return
     if other.backend is not x.backend:
         g = to_backend(g, x.backend.name)
+    elif x._grad is None:
+        g = x.xp.asarray(g, copy=True)  # x.grad never shares other.grad's array
     x.grad = g if x._grad is None else x.grad + g
 
 

@@ -148,3 +148,14 @@ def test_pg_grad_leaves_a_retained_grad_alone():
     np.testing.assert_array_equal(h.grad, [4.0, 8.0])
     pg.grad(y, [x])
     np.testing.assert_array_equal(h.grad, [4.0, 8.0])  # was cleared: pg.grad touches no .grad
+
+
+def test_pg_grad_of_an_intermediate_with_a_hook_applies_the_hook():
+    """A hook on h changes the gradient pg.grad returns for h, as for a leaf (and as it changes
+    what reaches x): h's result used to leave the hook out."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 3.0
+    h.register_hook(lambda g: g * 10)
+    gh, gx = pg.grad(pg.sum(h * h), [h, x])
+    np.testing.assert_array_equal(gh.data, [60.0, 120.0])
+    np.testing.assert_array_equal(gx.data, [180.0, 360.0])

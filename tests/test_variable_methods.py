@@ -249,3 +249,26 @@ def test_a_shallow_copy_shares_the_version_counter():
     hc.add_(1.0)  # writes the array h and e share
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         pg.sum(e).backward()  # gave [12, 20] for [8, 16], silently
+
+
+def test_max_dim_sends_the_gradient_to_the_returned_index():
+    """PyTorch's max(dim): the values are x at the indices, so ties do not split the gradient."""
+    x = pg.Variable(np.array([[1.0, 3.0, 3.0], [5.0, 2.0, 5.0]]))
+    values, idx = x.max(1)
+    np.testing.assert_array_equal(values.data, [3.0, 5.0])
+    np.testing.assert_array_equal(idx.data, [1, 0])
+    pg.sum(values).backward()
+    np.testing.assert_array_equal(x.grad, [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])  # was [0, .5, .5], [.5, 0, .5]
+    x.cleargrad()
+    values, idx = x.min(1, keepdim=True)
+    assert values.shape == (2, 1) and idx.shape == (2, 1)
+    pg.sum(values).backward()
+    np.testing.assert_array_equal(x.grad, [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def test_addgrad_gives_a_gradient_of_its_own():
+    a, b = pg.Variable(np.zeros(2)), pg.Variable(np.zeros(2))
+    b.grad = np.array([1.0, 2.0])
+    a.addgrad(b)
+    assert a.grad is not b.grad and not np.shares_memory(a.grad, b.grad)  # was the same array
+    np.testing.assert_array_equal(a.grad, [1.0, 2.0])

@@ -162,19 +162,19 @@ class _Pass:
         gradients of intermediate variables to None)."""
         targets = self.targets
         for i, ref in enumerate(node.outputs):
+            y = ref()
+            if y is not None and y._hooks and gys[i] is not None:  # before capture, as for a leaf
+                self.exposed.add(id(gys[i]))
+                gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
+                self.exposed.add(id(gys[i]))
             if targets and (node, i) in targets:
                 self.captured[targets[(node, i)]] = gys[i]
-            y = ref()
             if y is None:
                 continue
             if not self.retain_grad and self.targets is None and y._grad is not None and id(y) not in self.starts:
                 y._grad = None  # (pg.grad touches no .grad)
             if gys[i] is None:
                 continue
-            if y._hooks:
-                self.exposed.add(id(gys[i]))
-                gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
-                self.exposed.add(id(gys[i]))
             if self.retain_grad:
                 g = gys[i]
                 if id(g) in self.exposed and not self.create_graph:
