@@ -159,3 +159,35 @@ def test_pg_grad_of_an_intermediate_with_a_hook_applies_the_hook():
     gh, gx = pg.grad(pg.sum(h * h), [h, x])
     np.testing.assert_array_equal(gh.data, [60.0, 120.0])
     np.testing.assert_array_equal(gx.data, [180.0, 360.0])
+
+
+def test_pg_grad_runs_only_what_the_requested_inputs_need():
+    """pg.grad(y, [h]) for an intermediate h ran the whole graph behind h: x's hooks fired, and
+    exp's saved value was freed, so a later backward through it raised "a second time". Now, as
+    in PyTorch, the nodes below h are not visited and h's own node only gives its gradient."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    fired = []
+    x.register_hook(lambda g: fired.append(g))
+    h = pg.exp(x)
+    y = pg.sum(h * h)
+    (gh,) = pg.grad(y, [h])
+    np.testing.assert_allclose(gh.data, 2 * np.exp([1.0, 2.0]))
+    assert fired == [] and x.grad is None
+    pg.sum(h).backward()  # through exp: what it saved is still there
+    np.testing.assert_allclose(x.grad, np.exp([1.0, 2.0]))
+    assert len(fired) == 1
+    with pytest.raises(RuntimeError, match="second time"):
+        pg.grad(y, [h])  # the nodes above h ran and were freed, as before
+
+
+def test_pg_grad_with_inputs_on_one_path_and_second_order():
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 3.0
+    gh, gx = pg.grad(pg.sum(h * h), [h, x])  # h's node must run for x, and gives h's gradient too
+    np.testing.assert_array_equal(gh.data, [6.0, 12.0])
+    np.testing.assert_array_equal(gx.data, [18.0, 36.0])
+    s = pg.sin(x)
+    (gs,) = pg.grad(pg.sum(s ** 3), [s], create_graph=True)
+    np.testing.assert_allclose(gs.data, 3 * np.sin([1.0, 2.0]) ** 2)
+    (gx2,) = pg.grad(pg.sum(gs), [x])  # through the graph of gs: 6 sin(x) cos(x)
+    np.testing.assert_allclose(gx2.data, 6 * np.sin([1.0, 2.0]) * np.cos([1.0, 2.0]))

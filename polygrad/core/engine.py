@@ -82,6 +82,7 @@ class _Pass:
         self.targets = None if inputs is None else {
             (v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
         self.captured: list = [None] * (0 if inputs is None else len(inputs))
+        self.capture_only: set = set()  # pg.grad: nodes visited to capture a gradient, not run (see _prune)
         # ids of gradient arrays the user holds too (seeds, retained grads, what hooks saw):
         # a leaf never gets one of them as its .grad, but a copy
         self.exposed: set[int] = set()
@@ -109,7 +110,39 @@ class _Pass:
                 self.exposed.add(id(seed))
             # (an output need not require grad: a stochastic sample)
             pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
+        if self.targets is not None:
+            self._prune(outputs)
         return pending
+
+    def _prune(self, outputs: Sequence[Variable]) -> None:
+        """pg.grad: run only the nodes between the outputs and the requested inputs (as PyTorch
+        does). A node runs its rules when one of its inputs leads to a requested input; a node
+        that only makes one is visited to capture the gradient, not run (nor freed); the rest is
+        never visited (a placeholder slot keeps it off the heap): their hooks do not fire and
+        what they saved stays for a later backward."""
+        targets = self.targets
+        order: list = []  # every node reachable from the outputs, each after the nodes it reads
+        seen: set = set()
+        stack = [(y._node, False) for y in outputs if y._node is not None]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+                continue
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            stack.extend((e[0], False) for e in n.edges if e is not None and e[0] is not None and e[0] not in seen)
+        runs: set = set()
+        for n in order:
+            if any(e is not None and ((e[0], e[1]) in targets or e[0] in runs if e[0] is not None
+                                      else (None, id(e[1])) in targets) for e in n.edges):
+                runs.add(n)
+            elif any((n, i) in targets for i in range(len(n.outputs))):
+                self.capture_only.add(n)
+            else:
+                self.grads[n] = [None] * len(n.outputs)
 
     def _sum(self, a: Any, b: Any) -> Any:
         """a + b, in place into ``a`` when this pass allocated ``a`` itself."""
@@ -148,12 +181,15 @@ class _Pass:
             in_data = node._hook_in_data()
             for h in hooks:
                 h.backward_preprocess(node, in_data, gys)
-        gxs = node._backward(gys, self.create_graph) if node.edges else ()
+        captures_only = node in self.capture_only
+        gxs = node._backward(gys, self.create_graph) if node.edges and not captures_only else ()
         if hooks:
             for h in hooks:
                 h.backward_postprocess(node, in_data, gys)
         if self.debug:
             check_finite(gxs, "backward result for input", node)
+        if not self.retain_graph and not captures_only:
+            node._release(self)
         return gxs
 
     def _outputs_seen(self, node: Any, gys: list) -> None:
@@ -260,11 +296,11 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
                 for g in gys:
                     owned.pop(id(g), None)
             if watched or node._var_hooks or node._local_hooks:
-                gxs = run._run_watched(node, gys)
+                gxs = run._run_watched(node, gys)  # (it frees what the node saved)
             else:  # a node cut off by unchain() has no edges: nowhere to send gradients
                 gxs = node._backward(tuple(gys), create_graph) if node.edges else ()
-            if not retain_graph:
-                node._release(run)
+                if not retain_graph:
+                    node._release(run)
             pending = zip(node.edges, gxs)
             gys = gxs = None  # the gradients live on only in pending, until routed
     except BaseException as exc:
