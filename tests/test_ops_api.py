@@ -308,3 +308,53 @@ def test_composed_functions_name_themselves_in_errors(xp, message):
     """meshgrid, broadcast_arrays and moveaxis refuse bad arguments with ValueError naming the function."""
     with pytest.raises(ValueError, match=message):
         BAD_ARGUMENTS[message](xp)
+
+
+# --- Found by a differential pass against array_api_strict -----------------------------------
+
+
+def test_diff_refuses_an_axis_out_of_range_and_a_negative_n(xp):
+    x = pg.Variable(arr(xp, [[1.0, 2.0, 4.0], [10.0, 20.0, 40.0]]))
+    for axis in (2, -3):  # wrapped around: differences along another axis, silently
+        with pytest.raises(ValueError, match=f"diff: axis {axis} is out of bounds"):
+            pg.diff(x, axis=axis)
+    with pytest.raises(ValueError, match="n must be a non-negative int"):
+        pg.diff(x, n=-1)  # returned x unchanged
+    assert pg.diff(x, n=4).shape == (2, 0)  # past the length: empty (strict refused the slice)
+    assert pg.diff(pg.Variable(arr(xp, [1.0, 4.0, 9.0])), n=4).shape == (0,)
+
+
+def test_moveaxis_refuses_repeated_axes(xp):
+    a = pg.Variable(arr(xp, np.zeros((2, 3, 4))))
+    with pytest.raises(ValueError, match="repeat an axis"):
+        pg.moveaxis(a, (0, 1), (2, 2))  # gave shape (4, 2, 3)
+    assert pg.moveaxis(a, (0, 1), (2, 1)).shape == (4, 3, 2)
+
+
+@pytest.mark.parametrize("reduce, expected", [
+    (lambda t, d: pg.sum(t, dtype=d), [1.0, 1.0, 1.0, 1.0]),
+    (lambda t, d: pg.prod(t, dtype=d), [24.0, 12.0, 8.0, 6.0]),
+    (lambda t, d: pg.sum(pg.cumulative_sum(t, dtype=d)), [4.0, 3.0, 2.0, 1.0]),
+], ids=["sum", "prod", "cumulative_sum"])
+def test_a_real_input_reduced_in_a_complex_dtype_has_a_real_gradient(xp, reduce, expected):
+    """The gradient comes out complex; the input's is its real part. The rules cast complex to
+    real, which array_api_strict refuses (backward raised a TypeError there)."""
+    t = pg.Variable(arr(xp, [1.0, 2.0, 3.0, 4.0]))
+    (g,) = pg.grad(pg.real(reduce(t, xp.complex128)), [t])
+    assert g.dtype == xp.float64
+    assert_close(g, np.array(expected))
+
+
+def test_vecdot_with_an_axis_counted_from_the_front(xp):
+    a = pg.Variable(arr(xp, np.ones((2, 2, 3))))
+    b = pg.Variable(arr(xp, np.arange(12.0).reshape(2, 2, 3)))
+    pg.sum(pg.vecdot(a, b, axis=1)).backward()  # backward failed: shapes (1, 2, 3) and (2, 2, 3)
+    assert_close(a.grad, np.arange(12.0).reshape(2, 2, 3))
+    with pytest.raises(ValueError, match="ambiguous"):
+        pg.vecdot(pg.Variable(arr(xp, np.ones((2, 3)))), b, axis=1)
+
+
+def test_astype_without_a_copy_to_the_same_dtype_is_the_input(xp):
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    assert pg.astype(x, x.dtype, copy=False) is x  # the standard's rule
+    assert pg.astype(x, x.dtype) is not x

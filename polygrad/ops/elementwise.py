@@ -39,6 +39,7 @@ from typing import Any
 
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
+from polygrad.core.variable import Variable
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -389,6 +390,17 @@ def ones_like(x, /, *, dtype=None, device=None):
     return apply(ONES_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
 
 
+def cast_grad(o: Any, g: Any, like: Any) -> Any:
+    """``g`` in ``like``'s dtype, for a rule whose gradient came out in another (a reduction
+    with ``dtype=``): a real input's gradient from a complex one is its real part (a cast from
+    complex to real is not one the standard promises: array_api_strict refuses it)."""
+    if g.dtype == like.dtype:
+        return g
+    if _is_complex(g) and not _is_complex(like):
+        g = o.real(g)
+    return g if g.dtype == like.dtype else o.astype(g, like.dtype)
+
+
 def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True) -> Any:
     if _is_complex(g) and not _is_complex(x):
         g = o.real(g)  # a real array cast to complex: its gradient is the real part
@@ -402,6 +414,8 @@ ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtyp
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
+    if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
+        return x  # the standard: with copy=False and the same dtype, the input itself
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
 
 

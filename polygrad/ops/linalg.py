@@ -42,6 +42,7 @@ from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import binary, names, public, unary
+from polygrad.ops.elementwise import cast_grad
 
 
 # ---------------------------------------------------------------------------
@@ -205,6 +206,12 @@ VECDOT = defvjp(Op("vecdot", broadcasts=True),
 
 @public(also="linalg")
 def vecdot(x1, x2, /, *, axis=-1):
+    if axis >= 0:  # the standard's axis is in [-N, -1]; numpy also takes one counted from the front
+        n1, n2 = x1.ndim, x2.ndim
+        if n1 != n2:
+            raise ValueError(f"polygrad: vecdot: axis {axis} counted from the front is ambiguous for arrays of "
+                             f"{n1} and {n2} dimensions; give it counted from the end (axis={axis - max(n1, n2)}?)")
+        axis -= n1  # the same axis, counted from the end, as the rules count it
     return apply(VECDOT, (x1, x2), {"axis": axis})
 
 
@@ -221,7 +228,7 @@ def _diagonal_vjp(o: Any, g: Any, ans: Any, x: Any, offset: int = 0) -> Any:
 
 def _trace_vjp(o: Any, g: Any, ans: Any, x: Any, offset: int = 0, dtype: Any = None) -> Any:
     gx = _mat(o, g) * _eye(g, x.shape[-2], x.shape[-1], k=offset)
-    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+    return cast_grad(o, gx, x)
 
 
 DIAGONAL = defvjp(Op("linalg_diagonal", shapes=True, view=True),

@@ -14,6 +14,7 @@ from polygrad.core.dispatch import backend_of_type, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+from polygrad.ops.elementwise import cast_grad
 from polygrad.ops._dtypes import index_dtype
 from polygrad.ops._export import names, public
 
@@ -33,7 +34,10 @@ def _normalize_axes(axis: Any, ndim: int, fn: str = "") -> tuple[int, ...]:
     bad = [a for a in axis if not -ndim <= a < ndim]
     if bad:
         raise ValueError(f"polygrad{'.' + fn if fn else ''}: axis {bad[0]} is out of bounds for an array of {ndim} dimensions")
-    return tuple(a % ndim for a in axis)
+    axes = tuple(a % ndim for a in axis)
+    if len(set(axes)) != len(axes):  # moveaxis(x, (0, 1), (2, 2)) would build a valid-looking permutation
+        raise ValueError(f"polygrad{'.' + fn if fn else ''}: the axes {axis} repeat an axis")
+    return axes
 
 
 def _along(axis: int, index: Any, ndim: int) -> tuple:
@@ -92,8 +96,6 @@ def defvjp_each(op: Op, rule: Callable, saves: str = "") -> Op:
     return op
 
 
-def _cast_to(o: Any, g: Any, like: Any) -> Any:
-    return g if g.dtype == like.dtype else o.astype(g, like.dtype)
 
 
 def _sum_to_kernel(xp: Any, x: Any, shape: tuple) -> Any:
@@ -283,15 +285,15 @@ def _concat_vjp(i: int, o: Any, g: Any, ans: Any, *arrays: Any, axis: Any = 0) -
     a = arrays[i]
     if axis is None:
         start = builtins.sum(math.prod(b.shape) for b in arrays[:i])
-        return _cast_to(o, o.reshape(o.getitem(g, slice(start, start + math.prod(a.shape))), tuple(a.shape)), a)
+        return cast_grad(o, o.reshape(o.getitem(g, slice(start, start + math.prod(a.shape))), tuple(a.shape)), a)
     ax = axis % a.ndim
     start = builtins.sum(b.shape[ax] for b in arrays[:i])
-    return _cast_to(o, o.getitem(g, _along(ax, slice(start, start + a.shape[ax]), a.ndim)), a)
+    return cast_grad(o, o.getitem(g, _along(ax, slice(start, start + a.shape[ax]), a.ndim)), a)
 
 
 def _stack_vjp(i: int, o: Any, g: Any, ans: Any, *arrays: Any, axis: int = 0) -> Any:
     ax = axis % g.ndim
-    return _cast_to(o, o.getitem(g, _along(ax, i, g.ndim)), arrays[i])
+    return cast_grad(o, o.getitem(g, _along(ax, i, g.ndim)), arrays[i])
 
 
 def _unstack_vjp(o: Any, g: tuple, ans: Any, x: Any, axis: int = 0) -> Any:

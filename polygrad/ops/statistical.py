@@ -15,6 +15,7 @@ from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import names, public
+from polygrad.ops.elementwise import cast_grad
 from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
 
 
@@ -29,7 +30,7 @@ def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
 
 def _sum_vjp(o: Any, g: Any, x: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
     gx = _restore(o, g, tuple(x.shape), axis, keepdims)
-    return gx if dtype is None or gx.dtype == x.dtype else o.astype(gx, x.dtype)
+    return gx if dtype is None else cast_grad(o, gx, x)
 
 
 def _count(shape: tuple, axis: Any) -> int:
@@ -65,7 +66,7 @@ def _prod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = N
     shape = tuple(x.shape)
     nd = len(shape)
     if nd == 0:
-        return g if g.dtype == x.dtype else o.astype(g, x.dtype)
+        return cast_grad(o, g, x)
     axes = _normalize_axes(axis, nd)
     kept = tuple(i for i in range(nd) if i not in axes)
     perm = kept + axes
@@ -75,7 +76,7 @@ def _prod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = N
     after = o.flip(_exclusive_cumprod(o, o.flip(xt, axis=-1), len(lead)), axis=-1)
     gx = o.reshape(g, lead + (1,)) * (before * after)
     gx = o.permute_dims(o.reshape(gx, tuple(shape[i] for i in perm)), _inverse_perm(perm, nd))
-    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+    return cast_grad(o, gx, x)
 
 
 def _var_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
@@ -111,7 +112,7 @@ def _cumsum_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any =
     if include_initial:
         g = o.getitem(g, _along(ax, slice(1, None), x.ndim))
     gx = _reverse_cumsum(o, g, ax)
-    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+    return cast_grad(o, gx, x)
 
 
 def _shift_down_the_axis(o: Any, v: Any, m: int, axis: int) -> Any:
@@ -141,7 +142,7 @@ def _cumprod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any 
             scale = scale * _shift_down_the_axis(o, scale, m, ax)
         m *= 2
     gx = _exclusive_cumprod(o, x, ax) * total
-    return gx if gx.dtype == x.dtype else o.astype(gx, x.dtype)
+    return cast_grad(o, gx, x)
 
 
 def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
