@@ -14,6 +14,7 @@ import polygrad as pg
 import polygrad.functions as F
 from polygrad import symbolic as T
 from polygrad.compile import fusion
+from polygrad.compile import fusion as fusion_module
 from polygrad.core.op import REGISTRY
 from polygrad.core.primitive import apply
 
@@ -227,3 +228,52 @@ def test_one_array_for_an_input_and_its_update():
     np.testing.assert_array_equal(w.get_value(), [2.0, 4.0])
     np.testing.assert_array_equal(f(np.ones(2)), [2.0, 4.0])
     np.testing.assert_array_equal(w.get_value(), [3.0, 5.0])
+
+
+# --- Found by a differential pass of compiled functions against eager ------------------------
+
+
+def test_scalar_comparisons_keep_slots_of_their_own():
+    """NumPy's comparisons of 0-d arrays return the singletons True_ and False_, and the tracer
+    tells values apart by identity: the second result took the first one's slot, and later
+    calls gave the first call's answer (also in the gradients of clip, maximum, where)."""
+    s = T.scalar("s")
+    f = pg.function([s], [s > 0, s < 1])
+    assert [bool(v) for v in f(0.5)] == [True, True]
+    assert [bool(v) for v in f(2.0)] == [True, False]
+    v = T.vector("v")
+    g = pg.function([v], [pg.any(v > 0), pg.all(v > 0)])
+    g(np.array([1.0, 2.0]))
+    assert [bool(r) for r in g(np.array([1.0, -2.0]))] == [True, False]
+    h = pg.function([s], T.grad(pg.clip(s, -0.5, 2.0), s))
+    assert float(h(1.0)) == 1.0 and float(h(-3.0)) == 0.0
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+def test_negative_constants_and_constant_powers_compute_as_numpy(monkeypatch, fusion):
+    """A negative constant was written without parentheses (-1 ** s0 is -(1 ** s0)), and numexpr
+    rewrote constant powers (x ** -0.5 as 1 / sqrt(x): nan at -inf, -inf at -0.0)."""
+    monkeypatch.setattr(fusion_module, "ENABLED", fusion)
+    y = T.vector("y")
+    values = np.array([-np.inf, -0.0, 0.5, 2.0, 4.0])
+    with np.errstate(all="ignore"):  # the expected values as eager polygrad computes them: numpy's **
+        cases = [(pg.pow(-1, y), (-1.0) ** values),
+                 (pg.pow(-0.0, y * 1.0 - 2.5) + 1, (-0.0) ** (values - 2.5) + 1),
+                 ((y * 2) ** -0.5, (values * 2) ** -0.5),
+                 ((y * 2) ** 0.5 + 0, (values * 2) ** 0.5 + 0),
+                 ((y * 2) ** 3 - 1, (values * 2) ** 3 - 1)]
+        for expr, expected in cases:
+            got = pg.function([y], expr)(values)
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_empty_arrays_broadcast_as_numpy_in_compiled_functions():
+    a, v = T.matrix("a"), T.vector("v")
+    g = pg.function([a, v], pg.exp(a) + pg.exp(v))
+    assert g(np.zeros((3, 0)), np.zeros((0,))).shape == (3, 0)  # numexpr gave (0,)
+
+
+def test_a_constant_output_is_refused_clearly():
+    x = T.vector("x")
+    with pytest.raises(TypeError, match="output 1 is not a symbolic expression"):
+        pg.function([x], [x * 2, pg.asarray([1.0, 2.0])])  # was an AttributeError about .id

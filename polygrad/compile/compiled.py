@@ -9,7 +9,7 @@ from typing import Any, Iterator, Sequence
 from polygrad.compile.program import MissingInputError, Program, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, describe
 from polygrad.core.variable import Variable
 
 __all__ = ["function", "CompiledFunction", "ProfileStats", "UnusedInputError"]
@@ -620,7 +620,13 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
     explicit = list(ins)
     known = {inp.variable._data.id for inp in ins}
     outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-    roots = [(o.variable if isinstance(o, Out) else o)._data for o in outs]
+    roots = [getattr(o.variable if isinstance(o, Out) else o, "_data", None) for o in outs]
+    for k, r in enumerate(roots):
+        if not isinstance(r, SymbolicArray):
+            raise TypeError(
+                f"polygrad.function: output {k} is not a symbolic expression but {describe(outs[k])}; outputs are "
+                f"expressions of the inputs (a constant array goes in as pg.shared(value))"
+            )
     roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
     updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
     reached, defaults = _reach(roots, known, give_map, updated, no_default_updates)

@@ -86,15 +86,25 @@ class _Tracer(FunctionHook):
         op = function.op
         args = tuple(self.ref(d) for d in in_data)
         if not op.multi:
-            out = function.outputs[0]()._data
+            out = self._own(function.outputs[0]())
             self.instrs.append((op, op.kernel(function.backend), args, function.params, self.new_slot(out)))
             return
         # several outputs: one slot for the tuple, then one item per output
-        outs = tuple(r()._data for r in function.outputs)
+        outs = tuple(self._own(r()) for r in function.outputs)
         whole = self.new_slot(outs)
         self.instrs.append((op, op.kernel(function.backend), args, function.params, whole))
         for k, o in enumerate(outs):
             self.instrs.append((_ITEM, _item, (("s", whole), ("c", k)), None, self.new_slot(o)))
+
+    def _own(self, v: Variable) -> Any:
+        """The data of output Variable ``v``, as an object no slot has yet: a kernel may return one
+        traced before (NumPy's comparisons of 0-d arrays give the singletons True_ and False_, an
+        op may return its input), and slots are told apart by identity. The Variable takes the
+        fresh object, so the ops that read it next refer to this slot."""
+        out = v._data
+        if id(out) in self.slot_of:
+            out = v._data = _distinct(out)
+        return out
 
 
 def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
@@ -253,7 +263,8 @@ class Program:
 
         def const(value: Any) -> str:
             if type(value) in (bool, int) or (type(value) is float and value == value and abs(value) != float("inf")):
-                return repr(value)
+                text = repr(value)  # in parentheses when signed: -1 ** s0 would be -(1 ** s0)
+                return f"({text})" if text.startswith("-") else text
             name = f"c{len(names)}"
             names[name] = value
             return name

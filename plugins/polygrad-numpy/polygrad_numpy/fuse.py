@@ -93,6 +93,8 @@ def build(nodes: tuple, inputs: tuple, outputs: tuple, *, numexpr: Any = None, m
     import numpy as np
 
     min_bytes = MIN_BYTES if min_bytes is None else min_bytes
+    if any(_size(n.shape) == 0 for n in nodes):
+        return None  # empty arrays: nothing to save, and numexpr broadcasts a lower-rank empty operand wrongly
     largest = max(_size(n.shape) * np.dtype(n.dtype).itemsize for n in nodes)
     tiny = bool(min_bytes) and numexpr is not None and largest <= TINY_BYTES
     if min_bytes and not tiny and largest < min(min_bytes, MIN_SMALL_BYTES):
@@ -292,7 +294,8 @@ class _Plan:
         dtype = np.dtype(dtype)
         typed = np.asarray(value, dtype=dtype)
         if dtype == np.float64 and value == value and abs(value) != float("inf"):
-            return repr(float(value))
+            text = repr(float(value))  # in parentheses when signed: -0.0 ** v would be -(0.0 ** v)
+            return f"({text})" if text.startswith("-") else text
         if dtype == np.bool_:
             return "True" if value else "False"
         name = f"k{len(constants)}"
@@ -465,7 +468,11 @@ def _numexpr_program(numexpr: Any, text: str, signature: tuple) -> tuple:
     import numpy as np
 
     names = [f"v{k}" for k in range(len(signature))]
-    compiled = numexpr.NumExpr(text, signature=list(zip(names, signature)))
+    # optimization="moderate": numexpr's default ("aggressive") writes every constant power of
+    # [-50, 50] in halves as products and square roots (x ** -0.5 as 1 / sqrt(x): nan at -inf where
+    # NumPy's pow gives 0). "moderate" rewrites only the exponents NumPy's x ** c itself computes
+    # another way (-1, 0, 0.5, 1, 2: reciprocal, ones, sqrt, copy, square).
+    compiled = numexpr.NumExpr(text, signature=list(zip(names, signature)), optimization="moderate")
     uses_vml = bool(numexpr.necompiler.getExprNames(text, {})[1])
     sample = [np.zeros((), dtype=_numpy_of(np, t)) for t in signature]
     return compiled, uses_vml, np.asarray(compiled(*sample, ex_uses_vml=uses_vml)).dtype
