@@ -580,3 +580,23 @@ def test_item_assignment_by_a_symbolic_index_is_refused_clearly():
     h = x * 1.0
     with pytest.raises(NotImplementedError, match="item assignment by a symbolic index array"):
         h[i] = v
+
+
+def test_a_symbolic_boolean_mask_is_refused():
+    """x[x > 0] has a shape that depends on the values; a compiled program is reused for inputs
+    of the same shape, so its gradient kept the first call's count (mean's 1/n): refused."""
+    x = T.vector("x")
+    with pytest.raises(NotImplementedError, match="symbolic boolean mask"):
+        x[x > 0]
+    m = T.vector("m", dtype="bool")
+    with pytest.raises(NotImplementedError, match="symbolic boolean mask"):
+        x[m]
+    f = pg.function([x], pg.sum(pg.where(x > 0, x, 0.0)))  # the fixed-shape form
+    assert float(f(np.array([1.0, -2.0, 3.0]))) == 4.0
+
+
+def test_batch_normalization_running_statistics_are_refused_in_a_compiled_function():
+    x = T.tensor("float64", (4, 3), "x")
+    g, b = pg.shared(np.ones(3)), pg.shared(np.zeros(3))
+    with pytest.raises(NotImplementedError, match="running statistics cannot be updated in place inside pg.function"):
+        F.batch_normalization(x, g, b, running_mean=np.zeros(3), running_var=np.ones(3))

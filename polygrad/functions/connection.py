@@ -49,8 +49,8 @@ def embed_id(x, W, ignore_label=None):
     ``ignore_label`` give zero rows and no gradient; any other id must be in
     ``[0, V)`` (a ValueError otherwise, checked as the labels of
     :func:`softmax_cross_entropy`, also at each call of a compiled function: a
-    negative id would silently pick a row from the end). Compiled, ids of more
-    than one dimension need a known shape.
+    negative id would silently pick a row from the end). Compiled, ``W`` and
+    ids of more than one dimension need a known shape.
     """
     check_ignore_label("embed_id", ignore_label)
     check_labels("embed_id", "x", x)

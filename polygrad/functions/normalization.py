@@ -55,6 +55,14 @@ def running_average(old: Any, stat: Any, decay: float) -> Any:
 
 def _update_in_place(target: Any, stat: Any, decay: float) -> None:
     data = _data(target)
+    try:
+        backend_of_type(type(stat)).xp
+    except TypeError:  # a symbolic statistic: the arrays would have to change at every call
+        raise NotImplementedError(
+            "polygrad.functions.batch_normalization: running statistics cannot be updated in place inside "
+            "pg.function (their arrays would have to change at every call); leave running_mean and running_var "
+            "out there, or use L.BatchNormalization eagerly"
+        ) from None
     backend = backend_of_type(type(data))
     if not backend.inplace:
         raise NotImplementedError(

@@ -444,6 +444,12 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
+        if any(_has_no_namespace(a._data) and str(a._data.dtype) == "bool" for a in arrays):
+            raise NotImplementedError(
+                "polygrad: indexing by a symbolic boolean mask (x[x > 0] in pg.function) gives a shape that depends "
+                "on the values, which a compiled program cannot follow (its gradient kept the first call's count); "
+                "write pg.where(mask, x, 0), or index outside the compiled function"
+            )
         return apply(GETITEM_AT, (x, *arrays), {"key": template})
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
