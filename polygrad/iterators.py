@@ -67,8 +67,9 @@ class SerialIterator:
     Each ``next(iterator)`` is a list of examples. With ``repeat=True`` it runs
     forever, the last minibatch of an epoch completed from the start of the
     next one (from as many epochs as it takes, where ``batch_size`` exceeds the
-    dataset: every minibatch has ``batch_size`` examples); with ``repeat=False`` it stops after one epoch (the last
-    minibatch may be shorter), and ``reset()`` starts it again.
+    dataset: every minibatch has ``batch_size`` examples); with ``repeat=False``
+    it stops after one epoch (the last minibatch may be shorter), and
+    ``reset()`` starts it again.
 
     >>> import polygrad as pg
     >>> it = pg.iterators.SerialIterator(list(range(5)), 2, shuffle=False)

@@ -187,18 +187,17 @@ class GradientMethod(Optimizer):
             if state["backend"].lazy:
                 lazy.setdefault(state["backend"], []).append((param, state))
         buffers = self._lazy_buffers()
-        for link, attr, value, backend in buffers:
+        for backend in {b[3] for b in buffers}:
             lazy.setdefault(backend, [])
         for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
             arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
-            mine = [b for b in buffers if b[3] is backend]
-            done = iter(backend.persist(tuple(arrays + [b[2] for b in mine])))
+            done, stored = _persist(backend, arrays, buffers)
             for param, state in items:
                 param.data = next(done)
                 for k in self.state_names:
                     state[k] = next(done)
-            for link, attr, _, _ in mine:
-                setattr(link, attr, next(done))
+            for link, attr, value in stored:
+                setattr(link, attr, value)
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
@@ -254,22 +253,21 @@ class GradientMethod(Optimizer):
             backend = entry[2]["backend"]
             if backend.lazy:
                 lazy.setdefault(backend, []).append(entry)
-        for buffer in buffers:
-            lazy.setdefault(buffer[3], [])
+        for backend in {b[3] for b in buffers}:
+            lazy.setdefault(backend, [])
         stored = []
         for backend, entries in lazy.items():
             arrays = []
             for _, param, _, delta, new_state in entries:
                 arrays.append(param.data - delta)
                 arrays.extend(new_state.values())
-            mine = [b for b in buffers if b[3] is backend]
-            done = iter(backend.persist(tuple(arrays + [b[2] for b in mine])))
+            done, persisted = _persist(backend, arrays, buffers)
             for k, (name, param, state, delta, new_state) in enumerate(entries):
                 new_data = next(done)
                 for key in new_state:
                     new_state[key] = next(done)
                 entries[k][4]["__data__"] = new_data
-            stored.extend((link, attr, next(done)) for link, attr, _, _ in mine)
+            stored.extend(persisted)
         return stored
 
     @staticmethod
@@ -398,6 +396,16 @@ class GradientMethod(Optimizer):
 # ---------------------------------------------------------------------------
 # In-place updates where the backend allows
 # ---------------------------------------------------------------------------
+
+
+def _persist(backend: Any, arrays: list, buffers: list) -> tuple[Iterator, list]:
+    """Persist ``arrays`` and those of the persistent ``buffers`` (see
+    ``GradientMethod._lazy_buffers``) on ``backend`` in one pass: an iterator over the arrays'
+    results in order, and ``(link, name, value)`` for each buffer."""
+    mine = [b for b in buffers if b[3] is backend]
+    done = iter(backend.persist(tuple(arrays) + tuple(b[2] for b in mine)))
+    results = [next(done) for _ in arrays]
+    return iter(results), [(link, attr, next(done)) for link, attr, _, _ in mine]
 
 
 def _sub_from(param: Variable, delta: Any) -> None:

@@ -186,6 +186,16 @@ def is_array(obj: Any) -> bool:
     return True
 
 
+def has_namespace(a: Any) -> bool:
+    """Whether array ``a``'s backend has a namespace: False for pg.function's symbolic arrays,
+    whose values exist only when a compiled function runs."""
+    try:
+        backend_of_type(type(a)).xp
+    except TypeError:
+        return False
+    return True
+
+
 def readable(t: Any) -> tuple[Any, Any]:
     """``(t, its namespace)`` where the values of array ``t`` may be read for a check: ``t`` itself
     on an eager backend; on a lazy one ``t`` computed, in debug mode only; else ``(None, None)``
@@ -193,10 +203,7 @@ def readable(t: Any) -> tuple[Any, Any]:
     compiled function runs)."""
     backend = backend_of_type(type(t))
     if not backend.lazy:
-        try:
-            return t, backend.xp
-        except TypeError:
-            return None, None
+        return (t, backend.xp) if has_namespace(t) else (None, None)
     if not config.debug.get():
         return None, None
     (t,) = backend.materialize((t,))

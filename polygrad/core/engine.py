@@ -135,9 +135,18 @@ class _Pass:
             stack.append((n, True))
             stack.extend((e[0], False) for e in n.edges if e is not None and e[0] is not None and e[0] not in seen)
         runs: set = set()
+
+        def leads(edge: Any) -> bool:
+            """Whether ``edge`` reaches a requested input: one itself, or a node that runs."""
+            if edge is None:
+                return False
+            n, where = edge
+            if n is None:
+                return (None, id(where)) in targets
+            return (n, where) in targets or n in runs
+
         for n in order:
-            if any(e is not None and ((e[0], e[1]) in targets or e[0] in runs if e[0] is not None
-                                      else (None, id(e[1])) in targets) for e in n.edges):
+            if any(leads(e) for e in n.edges):
                 runs.add(n)
             elif any((n, i) in targets for i in range(len(n.outputs))):
                 self.capture_only.add(n)

@@ -271,9 +271,10 @@ class Function(Node):
                 ob._vbox = ia._vbox
         # Outputs that share an input's memory (returned as is, or declared): an in-place write
         # to one would change the input behind its graph's back (see Variable._check_inplace).
+        shared = [b for _, b in self._shared_storage]
         self._aliased_outputs = frozenset(
             i for i, (y, v) in enumerate(zip(outputs, out_vars))
-            if not any(v is iv for iv in in_vars) and (any(y is d for d in in_data) or any(y is b for _, b in self._shared_storage)))
+            if not any(v is iv for iv in in_vars) and any(y is d for d in (*in_data, *shared)))
         keep = self._retained_inputs
         # Inputs given as raw arrays have no other holder: keep their Variables while their data is kept.
         self._input_refs = tuple((lambda v=v: v) if wrapped and (keep is None or i in keep) else weakref.ref(v)

@@ -37,9 +37,16 @@ def _view_base(node: Any) -> tuple | None:
         base = _revive(base_node, where)
         if base is None:
             return None
+    out = node.outputs[0]() if node.outputs else None
+    return _unview_of(op, base, node.params, out)
+
+
+def _unview_of(op: Any, base: "Variable", params: dict | None, out: "Variable | None") -> tuple | None:
+    """``(base, unview, params)`` for a view ``out`` of ``base`` made by row ``op``: the row's
+    unview, or the identity where the row returned its input itself; None for no view."""
     if op.unview is not None:
-        return base, op.unview, node.params or {}
-    if node.outputs and node.outputs[0]() is not None and base._data is node.outputs[0]()._data:
+        return base, op.unview, params or {}
+    if out is not None and base._data is out._data:
         return base, _same_array, {}  # a row that returned its input itself: the identity view
     return None
 
@@ -70,11 +77,8 @@ def _unrecorded_base(v: "Variable") -> tuple | None:
     if entry is None:
         return None
     _, base, op, params, index = entry
-    if op.unview is not None:
-        return base, op.unview, params, index
-    if base._data is v._data:
-        return base, _same_array, {}, index
-    return None
+    view = _unview_of(op, base, params, v)
+    return None if view is None else (*view, index)
 
 
 def _revive(node: Any, index: int) -> "Variable | None":
@@ -749,14 +753,13 @@ class Variable:
         """The in-place write itself (see :meth:`_assign_inplace`), for a variable that is no view."""
         new, old = result._data, self._data
         node = result._node
-        writable = backend_of_type(type(old)).inplace
-        copy_on_write = config.inplace_policy.get() == "copy"
+        in_place = self._writes_in_place()
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
-            node._protect_saved(old, copy=writable and not copy_on_write)
+            node._protect_saved(old, copy=in_place)
         views = self._direct_views()
         box = self._vbox
-        if writable and not copy_on_write:
+        if in_place:
             try:
                 old[...] = new
             except (TypeError, ValueError, AttributeError):  # read-only array (numpy scalar, ...): rebind

@@ -15,7 +15,8 @@ from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
-from polygrad.ops import astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh, where
+from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh,
+                          where)
 from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, nll, softplus, valid_count
 
 

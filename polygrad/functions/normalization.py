@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
 from polygrad.functions.nn import as_variable
@@ -55,14 +55,12 @@ def running_average(old: Any, stat: Any, decay: float) -> Any:
 
 def _update_in_place(target: Any, stat: Any, decay: float) -> None:
     data = _data(target)
-    try:
-        backend_of_type(type(stat)).xp
-    except TypeError:  # a symbolic statistic: the arrays would have to change at every call
+    if not has_namespace(stat):  # a symbolic statistic: the arrays would have to change at every call
         raise NotImplementedError(
             "polygrad.functions.batch_normalization: running statistics cannot be updated in place inside "
             "pg.function (their arrays would have to change at every call); leave running_mean and running_var "
             "out there, or use L.BatchNormalization eagerly"
-        ) from None
+        )
     backend = backend_of_type(type(data))
     if not backend.inplace:
         raise NotImplementedError(

@@ -10,7 +10,7 @@ import operator
 import sys
 from typing import Any, Callable, NamedTuple
 
-from polygrad.core.dispatch import backend_of_type, is_array, readable
+from polygrad.core.dispatch import backend_of_type, has_namespace, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -444,7 +444,7 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
-        if any(_has_no_namespace(a._data) and str(a._data.dtype) == "bool" for a in arrays):
+        if any(not has_namespace(a._data) and str(a._data.dtype) == "bool" for a in arrays):
             raise NotImplementedError(
                 "polygrad: indexing by a symbolic boolean mask (x[x > 0] in pg.function) gives a shape that depends "
                 "on the values, which a compiled program cannot follow (its gradient kept the first call's count); "
@@ -534,21 +534,12 @@ def setitem(x, key, value):
         function would bake its first value into the program).
     """
     _, arrays = _split_key(key)
-    if any(_has_no_namespace(a._data) for a in arrays):
+    if any(not has_namespace(a._data) for a in arrays):
         raise NotImplementedError(
             "polygrad: item assignment by a symbolic index array (h[i] = v with i an input of pg.function) is not "
             "supported yet; index with constant arrays, or build the result with where() or take_grad()"
         )
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
-
-
-def _has_no_namespace(a: Any) -> bool:
-    """Whether ``a`` is an array whose backend has no namespace (pg.function's symbolic arrays)."""
-    try:
-        backend_of_type(type(a)).xp
-    except TypeError:
-        return True
-    return False
 
 
 def _hits(g: Any, key: Any) -> Any:
