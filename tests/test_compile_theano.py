@@ -582,17 +582,73 @@ def test_item_assignment_by_a_symbolic_index_is_refused_clearly():
         h[i] = v
 
 
-def test_a_symbolic_boolean_mask_is_refused():
-    """x[x > 0] has a shape that depends on the values; a compiled program is reused for inputs
-    of the same shape, so its gradient kept the first call's count (mean's 1/n): refused."""
+def _eager_mean_and_grad(fn, *arrays):
+    vs = [pg.Variable(np.asarray(a)) for a in arrays]
+    y = fn(*vs)
+    y.backward()
+    return float(y.data), vs[0].grad
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: pg.mean(x[x > 0]),                               # a boolean mask
+    lambda x: pg.mean(pg.unique_values(x)),                     # the count of distinct values
+    lambda x: pg.mean(pg.unique_counts(x)[0] * 2.0),
+    lambda x: pg.sum(x[pg.nonzero(x > 1.5)[0]] ** 2) / pg.sum(x),
+], ids=["mask", "unique_values", "unique_counts", "nonzero"])
+def test_shapes_that_depend_on_the_values_are_followed_at_every_call(fn):
+    """A program is reused for inputs of the same shape, but these rows' shapes depend on the
+    values: mean(unique_values(x)) kept the first call's count in its gradient (silently
+    wrong), and x[x > 0] was refused. Each call now checks those shapes and traces again
+    where one changed."""
     x = T.vector("x")
-    with pytest.raises(NotImplementedError, match="symbolic boolean mask"):
-        x[x > 0]
-    m = T.vector("m", dtype="bool")
-    with pytest.raises(NotImplementedError, match="symbolic boolean mask"):
-        x[m]
-    f = pg.function([x], pg.sum(pg.where(x > 0, x, 0.0)))  # the fixed-shape form
-    assert float(f(np.array([1.0, -2.0, 3.0]))) == 4.0
+    y = fn(x)
+    stats = ProfileStats()
+    f = pg.function([x], [y, pg.grad(y, [x])[0]], profile=stats)
+    calls = [[1.0, -2.0, 2.0, 3.0], [1.0, 1.0, 1.0, 5.0], [1.0, 2.0, 3.0, 4.0], [7.0, 7.0, 7.0, 7.0],
+             [1.0, 2.0, 3.0, 4.0]]
+    for a in calls:
+        value, grad = f(np.array(a))
+        want_value, want_grad = _eager_mean_and_grad(fn, a)
+        assert float(value) == pytest.approx(want_value)
+        np.testing.assert_allclose(grad, want_grad, err_msg=str(a))
+    assert stats.n_compiles <= len(calls)
+
+
+def test_a_program_is_traced_again_only_when_a_value_shape_changes():
+    x = T.vector("x")
+    stats = ProfileStats()
+    f = pg.function([x], pg.sum(x[x > 0]), profile=stats)
+    assert float(f(np.array([1.0, -1.0, 2.0]))) == 3.0
+    assert float(f(np.array([5.0, 6.0, -1.0]))) == 11.0  # the same count: the same program
+    assert stats.n_compiles == 1
+    assert float(f(np.array([1.0, 2.0, 3.0]))) == 6.0
+    assert stats.n_compiles == 2
+
+
+def test_a_symbolic_integer_repeat_count_is_followed():
+    x, r = T.vector("x"), T.vector("r", dtype="int64")
+    y = pg.sum(pg.repeat(x, r) ** 2)
+    f = pg.function([x, r], [y, pg.grad(y, [x])[0]])
+    for reps in ([1, 2, 3], [3, 0, 0], [1, 1, 1]):
+        value, grad = f(np.array([1.0, 2.0, 3.0]), np.array(reps))
+        xv = pg.Variable(np.array([1.0, 2.0, 3.0]))
+        want = pg.sum(pg.repeat(xv, np.array(reps)) ** 2)
+        want.backward()
+        assert float(value) == float(want.data)
+        np.testing.assert_allclose(grad, xv.grad)
+
+
+def test_a_shape_that_depends_on_random_draws_raises():
+    """Tracing again cannot help where the shape changes between tracing and running."""
+    from polygrad.ops.random import bernoulli
+
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(x[bernoulli(pg.ones_like(x) * 0.5) > 0.5]))
+    with pytest.raises(NotImplementedError, match="depends on random values"):
+        for _ in range(20):
+            f(np.arange(64.0))
+    g = pg.function([x], pg.sum(pg.where(x > 0, x, 0.0)))  # the fixed-shape form
+    assert float(g(np.array([1.0, -2.0, 3.0]))) == 4.0
 
 
 def test_batch_normalization_running_statistics_are_refused_in_a_compiled_function():

@@ -6,7 +6,7 @@ import time
 import warnings
 from typing import Any, Iterator, Sequence
 
-from polygrad.compile.program import MissingInputError, Program, build
+from polygrad.compile.program import MissingInputError, Program, ShapeChanged, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic
 from polygrad.core.dispatch import backend_of_type, describe
@@ -354,8 +354,7 @@ class CompiledFunction:
 
     def _run(self, args: tuple, kwargs: dict) -> Any:
         values, writes = self._bind(args, kwargs)
-        program = self._program(values)
-        results = program(*values)
+        program, results = self._execute(values)
         n_out = len(self.outputs)
         outs, ups = list(results[:n_out]), list(results[n_out:])
         backend = _backend_of(values, results)
@@ -393,14 +392,32 @@ class CompiledFunction:
             return outs[0]
         return outs
 
-    def _program(self, values: list) -> Program:
+    def _execute(self, values: list) -> tuple[Program, tuple]:
+        """Run the program for these values: the one compiled for their shapes and dtypes, or
+        one traced for them where a shape that depends on the values changed (the program
+        keeps the latest)."""
+        program = self._program(values)
+        try:
+            return program, program(*values)
+        except ShapeChanged:
+            program = self._program(values, again=True)
+        try:
+            return program, program(*values)
+        except ShapeChanged as e:  # changed between tracing and running: it depends on random draws
+            raise NotImplementedError(
+                f"polygrad.function{'' if self.name is None else ' ' + repr(self.name)}: the shape of {e.op_name} "
+                f"changed between tracing ({e.traced}) and running ({e.now}) on the same inputs, so it depends on "
+                f"random values, which a compiled program cannot follow; use a fixed-shape form such as where()"
+            ) from None
+
+    def _program(self, values: list, again: bool = False) -> Program:
         key = _signature(values)
         try:
             program = self._programs.get(key)
         except TypeError:  # a dtype that is not hashable: by its name
             key = _signature(values, by_name=True)
             program = self._programs.get(key)
-        if program is None:
+        if program is None or again:
             start = time.perf_counter()
             targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
             syms = [inp.variable._data for inp in self.inputs]
@@ -436,8 +453,7 @@ class CompiledFunction:
                         values.append(to_value(inp.variable, next(it), copy=False, allow_downcast=self._downcast[i]))
                     except StopIteration:
                         raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
-            program = self._program(values)
-            results = program(*values)
+            program, results = self._execute(values)
             n_out = len(self.outputs)
             owned = [_own(r, program.may_alias_input[k]) for k, r in enumerate(results)]
             new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, owned[n_out:])}

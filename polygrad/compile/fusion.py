@@ -74,6 +74,7 @@ class FusedOp:
     multi = False
     view = False  # its results are new arrays
     deterministic = True
+    value_shapes = False
 
     def __init__(self, names: list[str]) -> None:
         self.name = "fused " + ", ".join(names) if len(names) <= 6 else f"fused {len(names)} kernels: {', '.join(names[:5])}, ..."

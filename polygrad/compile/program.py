@@ -46,6 +46,7 @@ class _ItemOp:
     multi = False
     view = True  # an item of a view op's outputs is a view too
     deterministic = True
+    value_shapes = False
 
 
 _ITEM = _ItemOp()
@@ -53,6 +54,24 @@ _ITEM = _ItemOp()
 
 class MissingInputError(TypeError):
     """The outputs depend on a symbolic variable that is not an input of the function."""
+
+
+class ShapeChanged(Exception):
+    """Raised by a program where a row whose shape depends on the values (``Op.value_shapes``)
+    gave another shape than when it was traced: the program's later constants (a count, a
+    gradient's shape) would be stale, so the caller traces it again for these values."""
+
+    def __init__(self, op_name: str, traced: Any, now: Any) -> None:
+        super().__init__(op_name, traced, now)
+        self.op_name, self.traced, self.now = op_name, traced, now
+
+
+def _shapes(value: Any) -> Any:
+    """A result's shape, as the guard of a value-shaped row compares it (a tuple of shapes
+    for a row with several outputs)."""
+    if isinstance(value, tuple):
+        return tuple(tuple(v.shape) for v in value)
+    return tuple(value.shape)
 
 
 class _Tracer(FunctionHook):
@@ -233,6 +252,8 @@ class Program:
         if optimize:
             kept = _rewrite.typed_scalars(kept, tracer.alive)
         self.instrs = kept
+        # The shape each value-shaped row gave when traced, checked at every run.
+        self.guards = {out: _shapes(tracer.alive[out]) for op, _, _, _, out in kept if op.value_shapes}
         self.in_slots = in_slots
         self.out_refs = out_refs
         # Which slots may share memory with an input (so a returned value would alias the caller's
@@ -288,6 +309,10 @@ class Program:
                 names[k] = functools.partial(impl, **params) if params else impl
                 target = f"s{out}" if not isinstance(out, tuple) else ", ".join(f"s{o}" for o in out) + ("," if len(out) == 1 else "")
                 lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
+            if out in self.guards:  # (never computed in place: not elementwise)
+                names["_shapes"], names["ShapeChanged"] = _shapes, ShapeChanged
+                traced = const(self.guards[out])
+                lines.append(f"    if _shapes(s{out}) != {traced}: raise ShapeChanged({op.name!r}, {traced}, _shapes(s{out}))")
             dead = sorted({ref("s", v) for kind, v in args
                            if kind == "s" and last_use.get(v) == i and v not in outputs and v != reused})
             if dead:

@@ -67,13 +67,13 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "_impl",
+                 "value_shapes", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
-                 casts: bool = False, elementwise: bool = False):
+                 casts: bool = False, elementwise: bool = False, value_shapes: bool = False):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -97,6 +97,10 @@ class Op:
         # Each output element depends only on the input elements at its position (after
         # broadcasting): compiled functions may fuse a group of such rows into one kernel.
         self.elementwise = elementwise
+        # The output's shape depends on the input values, not only on their shapes (unique_*,
+        # nonzero, a boolean mask): a compiled program checks it at every call and is traced
+        # again where it changed.
+        self.value_shapes = value_shapes
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()

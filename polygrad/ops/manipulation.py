@@ -269,7 +269,7 @@ def tile(x, repetitions, /):
     return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
 
 
-REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True), _repeat_vjp, None, saves="y")
+REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True, value_shapes=True), _repeat_vjp, None, saves="y")
 
 
 @public
@@ -444,12 +444,6 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
-        if any(not has_namespace(a._data) and str(a._data.dtype) == "bool" for a in arrays):
-            raise NotImplementedError(
-                "polygrad: indexing by a symbolic boolean mask (x[x > 0] in pg.function) gives a shape that depends "
-                "on the values, which a compiled program cannot follow (its gradient kept the first call's count); "
-                "write pg.where(mask, x, 0), or index outside the compiled function"
-            )
         return apply(GETITEM_AT, (x, *arrays), {"key": template})
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
@@ -475,7 +469,7 @@ def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tupl
 # getitem with index arrays as inputs (given as Variables): the same kernels as getitem and
 # getitem_grad (a backend's own among them), with the arrays read from the inputs. No gradient
 # for the index arrays; each rule reads them, and x's shape.
-GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True),
+GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True, value_shapes=True),
                     lambda o, g, ans, x, *arrays, key: o.getitem_grad_at(g, *arrays, key=key, shape=tuple(x.shape)))
 GETITEM_GRAD_AT = defvjp(Op("getitem_grad_at", _getitem_grad_at_kernel),
                          lambda o, g, ans, gy, *arrays, key, shape: o.getitem_at(g, *arrays, key=key))

@@ -45,7 +45,7 @@ def count_nonzero(x, /, *, axis=None, keepdims=False):
     return apply(COUNT_NONZERO, (x,), {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims})
 
 
-NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True))
+NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True, value_shapes=True))
 nonzero = unary(NONZERO)
 
 
