@@ -575,11 +575,37 @@ def test_tuple_keys_with_symbolic_arrays():
         np.testing.assert_array_equal(got, want)
 
 
-def test_item_assignment_by_a_symbolic_index_is_refused_clearly():
-    x, i, v = T.vector("x"), T.vector("i", dtype="int64"), T.scalar("v")
-    h = x * 1.0
-    with pytest.raises(NotImplementedError, match="item assignment by a symbolic index array"):
-        h[i] = v
+def _assign_rows(h, i, v, w):
+    z = h * 1.0
+    z[i] = v
+    return pg.sum(z * z * w)
+
+
+def test_item_assignment_by_a_symbolic_index_is_compiled_gradient_included():
+    """h[i] = v with a symbolic i (Theano's set_subtensor) raised NotImplementedError; the index
+    is now an input of the node (setitem_at), read at every call."""
+    h, v, i = T.matrix("h"), T.vector("v"), T.vector("i", dtype="int64")
+    w = pg.shared(np.arange(3.0))
+    y = _assign_rows(h, i, v, w)
+    f = pg.function([h, v, i], [y, *pg.grad(y, [h, v])])
+    H, V = np.arange(12.0).reshape(4, 3), np.array([10.0, 20.0, 30.0])
+    for idx in ([0, 2], [1, 3], [3, 0], [2]):
+        hv, vv = pg.Variable(H), pg.Variable(V)
+        want = _assign_rows(hv, pg.Variable(np.array(idx), requires_grad=False), vv, np.arange(3.0))
+        want.backward()
+        got = f(H, V, np.array(idx))
+        for g, e in zip(got, (want.data, hv.grad, vv.grad)):
+            np.testing.assert_allclose(g, e, err_msg=str(idx))
+
+
+def test_repeated_symbolic_indices_refuse_the_values_gradient_at_every_call():
+    h, v, i = T.vector("h"), T.scalar("v"), T.vector("i", dtype="int64")
+    z = h * 1.0
+    z[i] = v
+    f = pg.function([h, v, i], T.grad(pg.sum(z * z), v))
+    assert float(f(np.zeros(4), 2.0, np.array([0, 2]))) == 8.0
+    with pytest.raises(ValueError, match="more than once"):
+        f(np.zeros(4), 2.0, np.array([1, 1]))
 
 
 def _eager_mean_and_grad(fn, *arrays):
@@ -612,6 +638,15 @@ def test_shapes_that_depend_on_the_values_are_followed_at_every_call(fn):
         assert float(value) == pytest.approx(want_value)
         np.testing.assert_allclose(grad, want_grad, err_msg=str(a))
     assert stats.n_compiles <= len(calls)
+
+
+def test_a_shape_that_depends_on_the_values_is_unknown_while_the_graph_is_built():
+    """The symbolic shape came from running the kernel on stand-in ones: x[x > 0] of a known (3,)
+    claimed (3,), so sum(x[x > 0]) / x[x > 0].shape[0] compiled to sum / 3, silently."""
+    x, r = T.tensor("float64", (3,), "x"), T.tensor("int64", (3,), "r")
+    for result in (x[x > 0], pg.unique_values(x), pg.nonzero(x)[0], pg.repeat(x, r), pg.unique_counts(x)[1]):
+        assert result.shape == (None,)
+    assert x[r].shape == (3,)  # an integer index array: its shape decides
 
 
 def test_a_program_is_traced_again_only_when_a_value_shape_changes():

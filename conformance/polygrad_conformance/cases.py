@@ -646,13 +646,35 @@ case("getitem_at", "arrays_repeated", lambda xp, x, i, j: x[_index(i), _index(j)
      ints([0, 1, 0, 0]), ints([2, 2, 2, 1]))
 case("getitem_at", "array_and_int", lambda xp, x, i: x[_index(i), 1], lambda xp, x, i: xp.take(x[:, 1], i), F((4, 3)),
      ints(_IDX))
+# ... with a boolean mask among them: getitem_mask_at, whose shape depends on the values.
+case("getitem_mask_at", "bool_mask_from_values", lambda xp, x: x[x > 0.0], lambda xp, x: x[x > 0.0], F((3, 4), "nonzero"),
+     requires=_DDS)
 with depth:
-    case("getitem_at", "bool_mask_from_values", lambda xp, x: x[x > 0.0], lambda xp, x: x[x > 0.0], F((3, 4), "nonzero"),
-         requires=_DDS)
+    case("getitem_mask_at", "given_mask", lambda xp, x, m: x[_index(m)], lambda xp, x, m: x[m], F((2, 3)),
+         bools([[True, False, True], [False, True, True]]), requires=_DDS)
 case("getitem_grad_at", "arrays_repeated",
      lambda xp, g, i, j: O.getitem_grad_at(g, _index(i), _index(j), key=(KeyArg(0), KeyArg(1)), shape=(4, 3)),
      lambda xp, g, i, j: xp.reshape(xp.matmul(g, _onehot(xp, i * 3 + j, 12, g.dtype)), (4, 3)), F((5,)), ints(_IDX),
      ints([1, 2, 1, 0, 1]))
+
+
+def _set_at(xp, x, i, v):
+    """1-D ``x`` with positions ``i`` (no repeats) set to ``v``, written with a one-hot matmul."""
+    hot = _onehot(xp, i, x.shape[0], x.dtype)
+    return xp.where(xp.sum(hot, axis=0) > 0, xp.matmul(xp.broadcast_to(v, (i.shape[0],)), hot), x)
+
+
+# Item assignment by index arrays given as Variables: setitem_at, and the row of its values'
+# gradient (the standard's integer-array keys: one array per axis).
+case("setitem_at", "positions", lambda xp, x, i, v: O.setitem(x, _index(i), v), _set_at, F((5,)), ints([3, 0]), F((2,)))
+with depth:
+    case("setitem_at", "two_arrays_scalar_value", lambda xp, x, i, j, v: O.setitem(x, (_index(i), _index(j)), v),
+         lambda xp, x, i, j, v: xp.reshape(_set_at(xp, xp.reshape(x, (12,)), i * 3 + j, v), (4, 3)), F((4, 3)),
+         ints([3, 0, 1]), ints([2, 2, 0]), F(()))
+    case("setitem_at", "mask", lambda xp, x, m, v: O.setitem(x, _index(m), v), lambda xp, x, m, v: xp.where(m, v, x),
+         F((4,)), bools([True, False, True, False]), F(()), requires=_DDS)
+case("setitem_value_grad_at", "positions", lambda xp, g, i: O.setitem_value_grad_at(g, _index(i), key=KeyArg(0)),
+     lambda xp, g, i: xp.take(g, i), F((5,)), ints([2, 0, 3]))
 case("getitem_grad", "arrays_repeated", lambda xp, g, i, j: O.getitem_grad(g, (i, j), (4, 3)),
      lambda xp, g, i, j: xp.reshape(xp.matmul(g, _onehot(xp, i * 3 + j, 12, g.dtype)), (4, 3)), F((5,)), ints(_IDX), ints([1, 2, 1, 0, 1]))
 with depth:

@@ -102,9 +102,16 @@ def default_float() -> str:
 
 
 def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
-    """``datas`` with each symbolic array replaced by ones of its dtype and shape (unknown dims as ``unknown``)."""
-    return [xp.ones(tuple(unknown if n is None else n for n in d.shape), dtype=getattr(xp, d.dtype))
-            if isinstance(d, SymbolicArray) else d for d in datas]
+    """``datas`` with each symbolic array replaced by an array of its dtype and shape (unknown
+    dims as ``unknown``): ones, or zeros for integers, which index any axis that is not empty."""
+    out = []
+    for d in datas:
+        if isinstance(d, SymbolicArray):
+            dtype = getattr(xp, d.dtype)
+            fill = xp.zeros if xp.isdtype(dtype, "integral") else xp.ones
+            d = fill(tuple(unknown if n is None else n for n in d.shape), dtype=dtype)
+        out.append(d)
+    return out
 
 
 def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple | None]:
@@ -117,7 +124,10 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
         with warnings.catch_warnings():  # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
             warnings.simplefilter("ignore", RuntimeWarning)
             out = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
-        known = all(not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
+        # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
+        # where the shape depends on the values (x[x > 0], unique_values).
+        known = not op.value_shapes and all(
+            not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
         shape = tuple(out.shape) if known else tuple(None for _ in out.shape)
         return _dtype_name(out.dtype), shape
     except Exception:

@@ -25,6 +25,13 @@ def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
     return value
 
 
+def _same_shape(a: Any, b: Any) -> bool:
+    """Whether shapes ``a`` and ``b`` may be equal: a dimension the standard leaves unknown
+    (None, in symbolic graphs) matches any."""
+    a, b = tuple(a), tuple(b)
+    return len(a) == len(b) and all(m == n or m is None or n is None for m, n in zip(a, b))
+
+
 def _view_base(node: Any) -> tuple | None:
     """``(base, unview, params)`` when ``node`` is a recorded view of a base (kept alive, or
     taken again when the Variable that held it is gone: a view of a view of ``h``)."""
@@ -717,7 +724,7 @@ class Variable:
         onto ``result``'s creator, and its recorded views follow it.
         """
         new, old = result._data, self._data
-        if tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype:
+        if not _same_shape(new.shape, old.shape) or new.dtype != old.dtype:
             raise ValueError(
                 f"polygrad: in-place {opname} would change {self._describe()} (shape {tuple(old.shape)}, dtype "
                 f"{old.dtype}) to shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"

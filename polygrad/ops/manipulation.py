@@ -444,8 +444,16 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
-        return apply(GETITEM_AT, (x, *arrays), {"key": template})
+        return apply(GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT, (x, *arrays), {"key": template})
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
+
+
+def _is_bool(v: Any) -> bool:
+    """Whether ``v`` (a Variable or an array) holds booleans (a symbolic array names its dtype)."""
+    data = v._data if isinstance(v, Variable) else v
+    if not has_namespace(data):
+        return data.dtype == "bool"
+    return backend_of_type(type(data)).xp.isdtype(data.dtype, "bool")
 
 
 GETITEM_GRAD = defvjp(Op("getitem_grad", _getitem_grad_kernel),
@@ -469,11 +477,13 @@ def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tupl
 # getitem with index arrays as inputs (given as Variables): the same kernels as getitem and
 # getitem_grad (a backend's own among them), with the arrays read from the inputs. No gradient
 # for the index arrays; each rule reads them, and x's shape.
-GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True, value_shapes=True),
+GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True),
                     lambda o, g, ans, x, *arrays, key: o.getitem_grad_at(g, *arrays, key=key, shape=tuple(x.shape)))
+# The same with a boolean mask among the arrays: the result's shape depends on the mask's values.
+GETITEM_MASK_AT = defvjp(Op("getitem_mask_at", _getitem_at_kernel, shapes=True, value_shapes=True), *GETITEM_AT.vjps)
 GETITEM_GRAD_AT = defvjp(Op("getitem_grad_at", _getitem_grad_at_kernel),
                          lambda o, g, ans, gy, *arrays, key, shape: o.getitem_at(g, *arrays, key=key))
-for _row in (GETITEM_AT, GETITEM_GRAD_AT):
+for _row in (GETITEM_AT, GETITEM_MASK_AT, GETITEM_GRAD_AT):
     _row.keep = _row.keep_always = frozenset(range(1, 33))  # the index arrays (inputs 1, 2, ...)
     _row.frees = True
 
@@ -481,7 +491,7 @@ for _row in (GETITEM_AT, GETITEM_GRAD_AT):
 @public(standard=False)
 def getitem_at(x, *arrays, key):
     """``x[key]`` where ``key`` holds :class:`KeyArg` places filled by ``arrays`` (see :func:`getitem`)."""
-    return apply(GETITEM_AT, (x, *arrays), {"key": key})
+    return apply(GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT, (x, *arrays), {"key": key})
 
 
 @public(standard=False)
@@ -495,11 +505,18 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     else built (``v`` scattered into zeros, chosen where the key reaches): no array of a backend
     declared ``inplace=False`` is ever written. (There, repeated indices must carry equal values:
     their mean is taken, where numpy keeps the last.)"""
-    if backend_of_type(type(x)).inplace:
+    backend = backend_of_type(type(x))
+    if backend.inplace:
         out = xp.asarray(x, copy=True)
-        out[key] = v
-        return out
-    part = x[key]
+        try:
+            out[key] = v
+            return out
+        except (IndexError, NotImplementedError):
+            if _is_basic(key):
+                raise
+            # the standard specifies item assignment by index arrays nowhere (array_api_strict
+            # refuses it): built as on an immutable backend
+    part = GETITEM.kernel(backend)(x, key=key)  # (a backend's own: dask's takes several index arrays)
     if is_array(v):
         v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape))
     else:
@@ -524,23 +541,61 @@ SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
 def setitem(x, key, value):
     """A copy of ``x`` with ``x[key] = value``, differentiable in both.
 
-    :raises NotImplementedError: an index array of ``key`` is symbolic (a compiled
-        function would bake its first value into the program).
-    """
-    _, arrays = _split_key(key)
-    if any(not has_namespace(a._data) for a in arrays):
-        raise NotImplementedError(
-            "polygrad: item assignment by a symbolic index array (h[i] = v with i an input of pg.function) is not "
-            "supported yet; index with constant arrays, or build the result with where() or take_grad()"
-        )
+    Index arrays given as Variables are inputs of the node (:func:`setitem_at`), as
+    for :func:`getitem`: a compiled function reads them at each call."""
+    template, arrays = _split_key(key)
+    if arrays:
+        return apply(SETITEM_AT, (x, value, *arrays), {"key": template})
     return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
+
+
+def _setitem_at_kernel(xp: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
+    return SETITEM.kernel(backend_of_type(type(x)))(x, v, key=_fill_key(key, arrays))
+
+
+def _setitem_value_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any) -> Any:
+    """``g[key]``, refused where the key writes a position twice (read at every call: the
+    index arrays are inputs)."""
+    key = _fill_key(key, arrays)
+    _refuse_repeated_positions(g, key)
+    return GETITEM.kernel(backend_of_type(type(g)))(g, key=key)
+
+
+# setitem with index arrays as inputs (given as Variables). x's gradient is g with zeros where
+# the key writes; the values' gradient is g at the key, checked for repeated positions by a row
+# of its own, so that the check runs at every call of a compiled function too.
+SETITEM_AT = defvjp(Op("setitem_at", _setitem_at_kernel, shapes=True),
+                    lambda o, g, ans, x, v, *arrays, key: o.setitem_at(g, 0.0, *arrays, key=key),
+                    lambda o, g, ans, x, v, *arrays, key: cast_grad(
+                        o, o.sum_to(o.setitem_value_grad_at(g, *arrays, key=key), tuple(v.shape)), v))
+SETITEM_VALUE_GRAD_AT = defvjp(Op("setitem_value_grad_at", _setitem_value_grad_at_kernel, shapes=True),
+                               lambda o, gg, ans, g, *arrays, key: o.getitem_grad_at(gg, *arrays, key=key,
+                                                                                     shape=tuple(g.shape)))
+SETITEM_AT.keep = SETITEM_AT.keep_always = frozenset(range(2, 34))  # the index arrays (inputs 2, 3, ...)
+SETITEM_VALUE_GRAD_AT.keep = SETITEM_VALUE_GRAD_AT.keep_always = frozenset(range(1, 33))
+SETITEM_AT.frees = SETITEM_VALUE_GRAD_AT.frees = True
+
+
+@public(standard=False)
+def setitem_at(x, value, *arrays, key):
+    """:func:`setitem` with the index arrays as inputs (``key`` holds a :class:`KeyArg` in
+    the place of each)."""
+    return apply(SETITEM_AT, (x, value, *arrays), {"key": key})
+
+
+@public(standard=False)
+def setitem_value_grad_at(g, *arrays, key):
+    """``g[key]`` for the values of :func:`setitem_at`: a ValueError where the key writes a
+    position twice (which value it keeps is the backend's choice)."""
+    return apply(SETITEM_VALUE_GRAD_AT, (g, *arrays), {"key": key})
 
 
 def _hits(g: Any, key: Any) -> Any:
     """How many times ``x[key] = v`` writes each position of an array shaped like ``g``."""
     data = g._data if isinstance(g, Variable) else g
-    xp = backend_of_type(type(data)).xp
-    return _getitem_grad_kernel(xp, xp.ones_like(data[key]), key, tuple(data.shape))
+    backend = backend_of_type(type(data))
+    part = GETITEM.kernel(backend)(data, key=key)
+    return _getitem_grad_kernel(backend.xp, backend.xp.ones_like(part), key, tuple(data.shape))
 
 
 def _untouched_mask(g: Any, key: Any) -> Any:
