@@ -155,3 +155,24 @@ def test_operator_rows_are_written_as_operators():
     fn = pg.function([x, y], [x * y, x - y])
     fn(np.ones(2), np.ones(2))
     assert " * " in fn.program_source() and " - " in fn.program_source()
+
+
+@pytest.mark.parametrize("fusion_on", [True, False])
+def test_signed_zero_constants_stay_apart(fusion_on, monkeypatch):
+    """-0.0 == 0.0 and they hash alike: merging kernels by their constants, the cache of typed
+    scalars and numexpr's literals each took one for the other (copysign(x, -0.0) gave |x|,
+    (x + 1) / -0.0 gave inf, (-0.0) ** -1 gave inf)."""
+    monkeypatch.setattr(fusion, "ENABLED", fusion_on)
+    x = T.vector("x")
+    exprs = [pg.copysign(x, 0.0), pg.copysign(x, -0.0), x / 0.0, (x + 1) / -0.0, x * 0.0 + (-0.0) ** x,
+             pg.atan2(x * -0.0, -1.0) - pg.atan2(x * 0.0, -1.0)]
+    f = pg.function([x], exprs)
+    a = np.array([1.0, -3.0])
+    with np.errstate(divide="ignore"):
+        got = f(a)
+        want = [e.data for e in [pg.copysign(pg.asarray(a), 0.0), pg.copysign(pg.asarray(a), -0.0), pg.asarray(a) / 0.0,
+                                 (pg.asarray(a) + 1) / -0.0, pg.asarray(a) * 0.0 + (-0.0) ** pg.asarray(a),
+                                 pg.atan2(pg.asarray(a) * -0.0, -1.0) - pg.atan2(pg.asarray(a) * 0.0, -1.0)]]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))

@@ -691,3 +691,58 @@ def test_batch_normalization_running_statistics_are_refused_in_a_compiled_functi
     g, b = pg.shared(np.ones(3)), pg.shared(np.zeros(3))
     with pytest.raises(NotImplementedError, match="running statistics cannot be updated in place inside pg.function"):
         F.batch_normalization(x, g, b, running_mean=np.zeros(3), running_var=np.ones(3))
+
+
+def test_a_function_first_called_in_no_backprop_mode_still_differentiates():
+    """The trace ran under the caller's mode: inside no_backprop_mode it recorded no graph, and
+    the program kept zero gradients for good (w never moved)."""
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    x = T.vector("x")
+    cost = pg.sum((x * w) ** 2)
+    step = pg.function([x], cost, updates=[(w, w - 0.1 * T.grad(cost, w))])
+    with pg.no_backprop_mode():
+        step(np.array([1.0, 1.0]))
+    np.testing.assert_allclose(w.get_value(), [0.8, 1.6])
+    step(np.array([1.0, 1.0]))
+    np.testing.assert_allclose(w.get_value(), [0.64, 1.28])
+
+
+def test_a_dask_shared_variable_stays_on_dask():
+    """The updates were computed to NumPy arrays: the shared variable changed backend, and the
+    next call raised 'arrays of two backends'."""
+    da = pytest.importorskip("dask.array")
+    u = pg.shared(da.from_array(np.array([1.0, 2.0]), chunks=1), name="u")
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(u * x), updates=[(u, u * 2)])
+    xv = da.from_array(np.ones(2), chunks=1)
+    assert [float(f(xv)) for _ in range(4)] == [3.0, 6.0, 12.0, 24.0]
+    value = u.get_value(borrow=True)
+    assert isinstance(value, da.Array)
+    assert len(value.__dask_graph__()) <= 2  # persisted: the graph does not grow with the calls
+
+
+def test_shared_variables_and_compiled_functions_pickle():
+    """Theano pickles both; a lock made them refuse. The copy has its own state and compiles again."""
+    import copy
+    import pickle
+
+    s = pg.shared(np.zeros(2), name="s")
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(x * s), updates=[(s, s + x)])
+    f(np.ones(2))
+    g = pickle.loads(pickle.dumps(f))
+    h = copy.deepcopy(f)
+    assert float(g(np.ones(2))) == float(h(np.ones(2))) == float(f(np.ones(2))) == 2.0
+    np.testing.assert_array_equal(s.get_value(), [2.0, 2.0])
+    np.testing.assert_array_equal(g["s"], [2.0, 2.0])
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(s)).get_value(), [2.0, 2.0])
+
+
+def test_a_borrowed_output_that_is_a_constant_of_the_program_is_copied():
+    """The gradient of a linear cost is a constant of the program; handed out as it was, a write
+    into the borrowed result changed every later call."""
+    x = T.vector("x")
+    f = pg.function([x], Out(T.grad(pg.sum(x * 3.0), x), borrow=True))
+    r = f(np.ones(3))
+    r[...] = -7
+    np.testing.assert_array_equal(f(np.ones(3)), [3.0, 3.0, 3.0])

@@ -109,3 +109,48 @@ def test_pickling_a_graph_too_deep_for_python_is_refused_up_front():
     with pytest.raises(ValueError, match="graph 3000 functions deep"):
         pickle.dumps(y)
     assert pickle.loads(pickle.dumps(x * 2)).creator is not None  # a shallow one pickles with its graph
+
+
+@pytest.mark.parametrize("fail", ["hook", "debug"])
+def test_a_failing_leaf_hook_or_check_writes_no_grad(fail):
+    """.grad was written leaf by leaf, with hooks and checks in between: b kept its 3 when a's
+    hook raised, and a retry gave b.grad 6 instead of 3."""
+    a, b = pg.Variable(np.array([1.0])), pg.Variable(np.array([1.0]))
+    a.grad, b.grad = np.array([0.0]), np.array([0.0])
+    if fail == "hook":
+        y = pg.sum(a * 2 + b * 3)
+        handle = a.register_hook(lambda g: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            y.backward(retain_graph=True)
+        handle.remove()
+    else:
+        a.grad = np.array([1e308])
+        y = pg.sum(a * 1e308 + b * 3)
+        with pg.debug_mode(), pytest.raises(FloatingPointError), np.errstate(over="ignore"):
+            y.backward(retain_graph=True)
+        a.grad = np.array([0.0])
+    np.testing.assert_array_equal(b.grad, [0.0])
+    y.backward()
+    np.testing.assert_array_equal(b.grad, [3.0])
+
+
+def test_a_hook_whose_added_raises_is_not_registered():
+    class Refusing(pg.FunctionHook):
+        name = "refusing"
+        calls = 0
+
+        def added(self, function=None):
+            raise RuntimeError("cannot start")
+
+        def forward_preprocess(self, function, in_data):
+            Refusing.calls += 1
+
+    with pytest.raises(RuntimeError, match="cannot start"):
+        with Refusing():
+            pass
+    pg.exp(pg.asarray([1.0]))
+    assert Refusing.calls == 0
+    node = pg.exp(pg.Variable(np.array([1.0]))).creator
+    with pytest.raises(RuntimeError, match="cannot start"):
+        node.add_hook(Refusing())
+    assert "refusing" not in node.local_function_hooks

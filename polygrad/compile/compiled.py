@@ -225,6 +225,16 @@ class CompiledFunction:
         # Last: from here on, setting an attribute named after an input sets its value (fn.s = v).
         self._by_name = {inp.name: i for i, inp in enumerate(inputs) if inp.name is not None}
 
+    # -- pickle and deepcopy (Theano pickles functions): programs compile again, locks are new --
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_locks", "_programs", "value", "container")}
+        state["_programs"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, value=_Lookup(self, True), container=_Lookup(self, False))
+        self._take_locks()
+
     # -- lookups -----------------------------------------------------------------
     def _container(self, key: Any) -> Container:
         if isinstance(key, Variable):
@@ -359,8 +369,11 @@ class CompiledFunction:
         outs, ups = list(results[:n_out]), list(results[n_out:])
         backend = _backend_of(values, results)
         if backend is not None and backend.lazy:
-            done = backend.materialize(tuple(outs + ups))
-            outs, ups = list(done[:n_out]), list(done[n_out:])
+            # Computed in one pass and kept lazy, so that shared state stays on its backend (a
+            # dask shared variable became a NumPy array, and the next call mixed backends);
+            # the outputs are then handed out concrete.
+            done = backend.persist(tuple(outs + ups))
+            outs, ups = list(backend.materialize(done[:n_out])) if n_out else [], list(done[n_out:])
         # Check every update before writing any: a failing call changes nothing.
         for (idx, expr), new in zip(self._updates, ups):
             old = self._containers[idx].value
@@ -380,9 +393,10 @@ class CompiledFunction:
 
         def own(k: int, value: Any, may_copy: bool) -> Any:
             kind, slot = program.out_refs[k]
-            repeat = kind == "s" and slot in handed
-            if kind == "s":
-                handed.add(slot)
+            if kind == "c":  # a constant of the program, borrowed or not: a write would change later calls
+                return _own(value, True)
+            repeat = slot in handed
+            handed.add(slot)
             return _own(value, may_copy and (program.may_alias_input[k] or repeat))
 
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):

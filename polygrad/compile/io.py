@@ -47,6 +47,14 @@ class Container:
         self._value = to_value(self.variable, value, copy=not borrow, allow_downcast=self.allow_downcast,
                                what=f"the value of {self.name or self.variable}")
 
+    def __getstate__(self) -> dict:  # (pickle and deepcopy: a lock is not copied, a new one is made)
+        return {k: getattr(self, k) for k in self.__slots__ if k != "lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+        self.lock = threading.Lock()
+
     def __repr__(self) -> str:
         return f"<Container {self.name or ''}: {self._value!r}>"
 

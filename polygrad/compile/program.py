@@ -29,6 +29,7 @@ from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
 from polygrad.compile.symbolic import SymbolicArray
+from polygrad.core.config import force_backprop_mode
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
@@ -195,7 +196,9 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 env[s.id] = grads[key][index]
         return env[root.id]
 
-    with tracer:
+    # Recording on, whatever the caller's mode: a program traced inside no_backprop_mode had
+    # no graph to differentiate, and kept zeros for every gradient at every later call.
+    with tracer, force_backprop_mode():
         results = [evaluate(t) for t in targets]
     refs = [tracer.ref(r._data) for r in results]
     tracer.alive.extend(r._data for r in results)
@@ -222,7 +225,7 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, slice):
         return ("slice", value.start, value.stop, value.step)
     if value is None or isinstance(value, (bool, int, float, complex, str, type(Ellipsis))):
-        return (type(value).__name__, value)
+        return _rewrite.scalar_key(value)
     hash(value)
     return ("obj", id(value))
 

@@ -22,6 +22,8 @@ such a uniform constant, so a gradient never multiplies by it. Random rows
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
@@ -223,9 +225,19 @@ def typed_scalars(instrs: list[tuple], alive: list) -> list[tuple]:
     return out
 
 
+def scalar_key(value: Any) -> tuple:
+    """A Python scalar as a key that tells constants apart as the program would: ``-0.0 == 0.0``
+    and they hash alike, but ``copysign``, ``1 / x`` and ``atan2`` tell them apart."""
+    if isinstance(value, float):  # (numpy's float64 too)
+        return (type(value).__name__, value, math.copysign(1.0, value))
+    if isinstance(value, complex):
+        return (type(value).__name__, value, math.copysign(1.0, value.real), math.copysign(1.0, value.imag))
+    return (type(value).__name__, value)
+
+
 def _typed(value: Any, array: Any, made: dict) -> Any:
     """``value`` as a 0-d array of ``array``'s real floating dtype (None on a lazy backend)."""
-    key = (type(array), array.dtype, type(value), value)
+    key = (type(array), array.dtype, scalar_key(value))
     if key not in made:
         try:
             backend = backend_of_type(type(array))

@@ -229,10 +229,13 @@ class _Pass:
                 self.exposed.add(id(g))
 
     def deliver(self) -> list | None:
-        """Leaves' sums into ``.grad`` (accumulated), or into ``pg.grad``'s result."""
+        """Leaves' sums into ``.grad`` (accumulated), or into ``pg.grad``'s result. Every sum,
+        hook and check runs before any ``.grad`` is written: a hook or a check that raises leaves
+        every ``.grad`` as it was (a retry counted the leaves written before it twice)."""
         firsts: dict[int, int] = {}
         for v, g in self.leaves.values():
             firsts[id(g)] = firsts.get(id(g), 0) + 1
+        ready = []
         for v, g in self.leaves.values():
             if self.debug:
                 self.check_sum(g, v._describe())
@@ -248,18 +251,21 @@ class _Pass:
                 if i is not None:
                     self.captured[i] = g
                 continue
-            with _ACCUMULATE:
+            ready.append((v, g))
+        with _ACCUMULATE:  # (from reading .grad to the last write: threads lose no sum)
+            writes = []
+            for v, g in ready:
                 if v._grad is not None:  # the sum is a new array
-                    total = v._grad + g
+                    g = v._grad + g
                     if self.debug:
-                        self.check_sum(total, f"the .grad of {v._describe()} (accumulated over backward passes)")
-                    v._grad = total
-                    continue
-                if not self.create_graph and self.owned.get(id(g)) is not g and (
+                        self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
+                elif not self.create_graph and self.owned.get(id(g)) is not g and (
                         firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
                     # The user gets an array of their own: not shared with another leaf or with
                     # an array the caller holds, not a view.
                     g = _copy(g)
+                writes.append((v, g))
+            for v, g in writes:
                 v._grad = g
         return self.captured if self.targets is not None else None
 

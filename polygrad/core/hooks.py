@@ -38,8 +38,12 @@ class FunctionHook:
         current = _active.get()
         if any(h.name == self.name for h in current):
             raise KeyError(f"polygrad: a function hook named {self.name!r} is already registered in this context")
-        _active.set(current + (self,))
-        self.added(None)
+        token = _active.set(current + (self,))
+        try:
+            self.added(None)
+        except BaseException:  # not entered: __exit__ will not run, so the hook must not stay
+            _active.reset(token)
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:

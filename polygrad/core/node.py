@@ -208,7 +208,11 @@ class Node:
         if name in hooks:
             raise KeyError(f"polygrad: {self.label} already has a function hook named {name!r}")
         hooks[name] = hook
-        hook.added(self)
+        try:
+            hook.added(self)
+        except BaseException:  # a hook whose added() raises is not registered
+            del hooks[name]
+            raise
 
     def delete_hook(self, name: str) -> None:
         """Unregister the hook registered under ``name``."""
