@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
+from polygrad.optimizers import Hyperparameter
 
 __all__ = ["WeightDecay", "GradientClipping"]
 
@@ -39,6 +40,7 @@ class WeightDecay:
 
     name = "WeightDecay"
     timing = "pre"
+    rate = Hyperparameter()
 
     def __init__(self, rate: float) -> None:
         self.rate = rate
@@ -62,10 +64,9 @@ class GradientClipping:
 
     name = "GradientClipping"
     timing = "pre"
+    threshold = Hyperparameter((lambda t: t > 0, "> 0"))
 
     def __init__(self, threshold: float) -> None:
-        if not threshold > 0:
-            raise ValueError(f"polygrad: GradientClipping needs a threshold > 0, got {threshold!r}")
         self.threshold = threshold
 
     def _scale(self, xp: Any, sqsum: Any) -> Any:

@@ -33,6 +33,7 @@ the parameter and leaves everything as it was, gradients included.
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
@@ -40,7 +41,49 @@ from typing import Any, Callable, Iterator
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 
-__all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam"]
+__all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam", "Hyperparameter"]
+
+
+class Hyperparameter:
+    """A real-valued hyperparameter (``lr = Hyperparameter()`` in a class body): whatever
+    real number is set, in the constructor or later (``opt.lr = schedule[k]``), is stored
+    as a Python float, and anything else is refused with a TypeError naming it.
+
+    The update rules mix hyperparameters into the arrays' arithmetic, where a Python
+    float takes the array's dtype but a NumPy ``float64`` scalar (``np.logspace(...)[k]``)
+    does not: it made float32 parameters (on dask) and their state float64.
+
+    :param check: optional ``(predicate, what)``: the float must satisfy ``predicate``,
+        else a ValueError says it must be ``what``.
+    """
+
+    def __init__(self, check: tuple[Callable[[float], bool], str] | None = None) -> None:
+        self.check = check
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return obj.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        owner = type(obj).__name__
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            shown = repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise TypeError(
+                f"polygrad: {owner}'s {self.name} must be a real number (a Python or NumPy int or float), "
+                f"got {type(value).__name__} {shown}; pass float(...) of it"
+            )
+        value = float(value)
+        if self.check is not None and not self.check[0](value):
+            raise ValueError(f"polygrad: {owner}'s {self.name} must be {self.check[1]}, got {value!r}")
+        obj.__dict__[self.name] = value
 
 
 class Optimizer:
@@ -429,6 +472,8 @@ def _sub_from(param: Variable, delta: Any) -> None:
 class SGD(GradientMethod):
     """Vanilla stochastic gradient descent: ``param -= lr * grad``."""
 
+    lr = Hyperparameter()
+
     def __init__(self, lr: float = 0.01) -> None:
         self.lr = lr
 
@@ -440,6 +485,8 @@ class MomentumSGD(GradientMethod):
     """SGD with momentum (Chainer's rule): ``v = momentum * v - lr * grad; param += v``."""
 
     state_names = ("v",)
+    lr = Hyperparameter()
+    momentum = Hyperparameter()
 
     def __init__(self, lr: float = 0.01, momentum: float = 0.9) -> None:
         self.lr = lr
@@ -459,10 +506,12 @@ class Adam(GradientMethod):
     """
 
     state_names = ("m", "v")
+    alpha = Hyperparameter()
+    beta1 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
+    beta2 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
+    eps = Hyperparameter()
 
     def __init__(self, alpha: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
-        if not 0.0 <= beta1 < 1.0 or not 0.0 <= beta2 < 1.0:
-            raise ValueError(f"polygrad: Adam needs 0 <= beta1, beta2 < 1, got beta1={beta1}, beta2={beta2}")
         self.alpha = alpha
         self.beta1 = beta1
         self.beta2 = beta2

@@ -1,0 +1,124 @@
+"""Optimizers and hooks keep the parameters' dtypes: NumPy scalar hyperparameters,
+complex parameters (Adam, GradientClipping), float16 (Adam's eps, GradientClipping's norm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad import optimizer_hooks, optimizers
+
+BACKENDS = ["numpy", "dask"]
+
+
+def _backend(name):
+    if name not in pg.backends():
+        pytest.skip(f"the {name} backend is not installed")
+    return name
+
+
+# ---------------------------------------------------------------------------
+# NumPy scalar hyperparameters become Python floats where they are set
+# ---------------------------------------------------------------------------
+# lr = np.logspace(-3, -1, 3)[0] is a numpy.float64, which NEP 50 does not weaken: the
+# update turned a float32 parameter on dask (and the state on numpy) into float64.
+
+LR = np.logspace(-3, -1, 3)[0]
+
+
+def _chainer_style(make, backend):
+    w = pg.Variable(pg.asarray(np.ones(3, np.float32), backend=backend))
+    opt = make().setup(pg.Link(w=w))
+    opt.add_hook(optimizer_hooks.WeightDecay(np.float64(1e-4)))
+    opt.add_hook(optimizer_hooks.GradientClipping(np.float64(10.0)))
+    return w, opt, lambda: opt.update(lambda: pg.sum(w * w))
+
+
+def _torch_style(make, backend):
+    w = pg.Variable(pg.asarray(np.ones(3, np.float32), backend=backend))
+    opt = make([w])
+
+    def step():
+        opt.zero_grad()
+        pg.sum(w * w).backward()
+        opt.step()
+
+    return w, opt._rule, step
+
+
+MAKERS = {
+    "SGD": lambda: optimizers.SGD(lr=LR),
+    "MomentumSGD": lambda: optimizers.MomentumSGD(lr=LR, momentum=np.float64(0.9)),
+    "Adam": lambda: optimizers.Adam(alpha=LR, beta1=np.float64(0.9), beta2=np.float64(0.999), eps=np.float64(1e-8)),
+}
+TORCH_MAKERS = {
+    "optim.SGD": lambda ps: pg.optim.SGD(ps, lr=LR, weight_decay=np.float64(1e-4)),
+    "optim.SGD-momentum": lambda ps: pg.optim.SGD(ps, lr=LR, momentum=np.float64(0.9)),
+    "optim.Adam": lambda ps: pg.optim.Adam(ps, lr=LR, betas=(np.float64(0.9), np.float64(0.999)), eps=np.float64(1e-8)),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", list(MAKERS) + list(TORCH_MAKERS))
+def test_numpy_float64_hyperparameters_keep_float32_parameters_and_state(kind, backend):
+    backend = _backend(backend)
+    if kind in MAKERS:
+        w, rule, step = _chainer_style(MAKERS[kind], backend)
+    else:
+        w, rule, step = _torch_style(TORCH_MAKERS[kind], backend)
+    for _ in range(2):
+        step()
+    assert w.dtype == np.float32
+    state = rule._state_of(w)
+    for k in rule.state_names:
+        assert state[k].dtype == np.float32, k
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_numpy_float64_learning_rate_set_later_keeps_float32(backend):
+    backend = _backend(backend)
+    w = pg.Variable(pg.asarray(np.ones(3, np.float32), backend=backend))
+    opt = optimizers.MomentumSGD(lr=0.1).setup(pg.Link(w=w))
+    for lr in np.logspace(-3, -1, 3):  # a schedule of numpy.float64
+        opt.lr = lr
+        opt.momentum = np.float64(0.5)
+        opt.update(lambda: pg.sum(w * w))
+    assert w.dtype == np.float32 and opt._state_of(w)["v"].dtype == np.float32
+
+
+def test_hyperparameters_are_stored_as_python_floats():
+    opt = optimizers.Adam(alpha=np.float32(0.5), beta1=np.float64(0.5), beta2=0, eps=np.float16(1e-3))
+    assert [type(getattr(opt, k)) for k in ("alpha", "beta1", "beta2", "eps")] == [float] * 4
+    opt.alpha = np.int64(2)
+    assert type(opt.alpha) is float and opt.alpha == 2.0
+    sgd = optimizers.SGD()
+    sgd.lr = np.float64(0.25)
+    assert type(sgd.lr) is float
+    decay, clip = optimizer_hooks.WeightDecay(np.float64(0.1)), optimizer_hooks.GradientClipping(np.float32(2))
+    assert type(decay.rate) is float and type(clip.threshold) is float
+
+
+@pytest.mark.parametrize("bad", ["0.1", None, np.ones(()), 1j, [0.1]])
+def test_a_hyperparameter_that_is_no_real_number_is_refused(bad):
+    with pytest.raises(TypeError, match="SGD's lr must be a real number"):
+        optimizers.SGD(lr=bad)
+    opt = optimizers.MomentumSGD()
+    with pytest.raises(TypeError, match="MomentumSGD's momentum must be a real number"):
+        opt.momentum = bad
+    assert opt.momentum == 0.9
+    with pytest.raises(TypeError, match="WeightDecay's rate must be a real number"):
+        optimizer_hooks.WeightDecay(bad)
+    with pytest.raises(TypeError, match="GradientClipping's threshold must be a real number"):
+        optimizer_hooks.GradientClipping(bad)
+
+
+def test_checked_hyperparameters_are_checked_when_set_later():
+    opt = optimizers.Adam()
+    with pytest.raises(ValueError, match=r"Adam's beta2 must be in \[0, 1\), got 1.0"):
+        opt.beta2 = 1
+    assert opt.beta2 == 0.999
+    clip = optimizer_hooks.GradientClipping(1.0)
+    with pytest.raises(ValueError, match="GradientClipping's threshold must be > 0"):
+        clip.threshold = np.float64(-1.0)
+    assert clip.threshold == 1.0
