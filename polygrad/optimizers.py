@@ -451,6 +451,12 @@ def _persist(backend: Any, arrays: list, buffers: list) -> tuple[Iterator, list]
     return iter(results), [(link, attr, next(done)) for link, attr, _, _ in mine]
 
 
+def _complex(xp: Any, re: Any, im: Any, dtype: Any) -> Any:
+    """The complex array ``re + i*im`` of ``dtype``, from two real arrays (the standard has no
+    constructor for it)."""
+    return xp.astype(re, dtype) + xp.astype(im, dtype) * xp.asarray(1j, dtype=dtype)
+
+
 def _sub_from(param: Variable, delta: Any) -> None:
     """``param.data -= delta``: in place (bumping the version) where the backend
     writes in place, else by rebinding ``param.data``."""
@@ -503,6 +509,10 @@ class Adam(GradientMethod):
         m += (1 - beta1) * (grad - m)
         v += (1 - beta2) * (grad * grad - v)
         param -= lr * m / (sqrt(v) + eps),   lr = alpha * sqrt(1 - beta2**t) / (1 - beta1**t)
+
+    A complex parameter is a pair of real ones, as in PyTorch (``view_as_real``): the real
+    and imaginary parts of ``v`` hold the second moments of the gradient's real and
+    imaginary parts, and each part of ``m`` is divided by its own.
     """
 
     state_names = ("m", "v")
@@ -531,5 +541,14 @@ class Adam(GradientMethod):
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp
         m = state["m"] + (1.0 - self.beta1) * (grad - state["m"])
-        v = state["v"] + (1.0 - self.beta2) * (grad * grad - state["v"])
-        return self.lr_at(t) * m / (xp.sqrt(v) + self.eps), {"m": m, "v": v}
+        if not xp.isdtype(grad.dtype, "complex floating"):
+            v = state["v"] + (1.0 - self.beta2) * (grad * grad - state["v"])
+            return self.lr_at(t) * m / (xp.sqrt(v) + self.eps), {"m": m, "v": v}
+        # PyTorch's rule for complex parameters: each is a pair of real ones (view_as_real), so
+        # v holds the second moment of the real parts in its real part and of the imaginary
+        # parts in its imaginary part, and each part of m is divided by its own.
+        re, im = xp.real(grad), xp.imag(grad)
+        v = state["v"] + (1.0 - self.beta2) * (_complex(xp, re * re, im * im, grad.dtype) - state["v"])
+        re = xp.real(m) / (xp.sqrt(xp.real(v)) + self.eps)
+        im = xp.imag(m) / (xp.sqrt(xp.imag(v)) + self.eps)
+        return self.lr_at(t) * _complex(xp, re, im, grad.dtype), {"m": m, "v": v}

@@ -122,3 +122,42 @@ def test_checked_hyperparameters_are_checked_when_set_later():
     with pytest.raises(ValueError, match="GradientClipping's threshold must be > 0"):
         clip.threshold = np.float64(-1.0)
     assert clip.threshold == 1.0
+
+
+# ---------------------------------------------------------------------------
+# Adam with complex parameters: PyTorch's rule, a pair of real parameters
+# ---------------------------------------------------------------------------
+# v used to average grad * grad (complex), so m / sqrt(v) was real: z = 1j with gradient 2j
+# moved to -0.1 + 1j instead of 0.9j.
+
+
+def test_adam_moves_a_complex_parameter_along_its_gradient():
+    z = pg.Variable(pg.asarray([1j]))
+    opt = optimizers.Adam(alpha=0.1).setup(pg.Link(z=z))
+    opt.update(lambda: pg.sum(pg.abs(z) ** 2))  # gradient 2z = 2j
+    np.testing.assert_allclose(z.data, [0.9j], atol=1e-7)
+
+
+@pytest.mark.parametrize("torch_style", [False, True])
+def test_adam_on_a_complex_parameter_equals_adam_on_its_real_and_imaginary_parts(xp, torch_style):
+    """PyTorch's Adam views a complex parameter as real pairs (view_as_real): every step
+    equals Adam's on a real parameter holding the real and imaginary parts."""
+    rng = np.random.default_rng(0)
+    z0 = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    grads = [rng.standard_normal(4) * 10.0 ** rng.integers(-3, 3, 4) + 1j * rng.standard_normal(4) for _ in range(4)]
+    z = pg.Variable(xp.asarray(z0.tolist(), dtype=xp.complex128))
+    r = pg.Variable(xp.asarray(np.concatenate([z0.real, z0.imag]).tolist(), dtype=xp.float64))
+    hyper = dict(beta1=0.8, beta2=0.9, eps=1e-3)
+    if torch_style:
+        opt_z = pg.optim.Adam([z], lr=0.05, betas=(0.8, 0.9), eps=1e-3)._rule
+    else:
+        opt_z = optimizers.Adam(alpha=0.05, **hyper).setup(pg.Link(z=z))
+    opt_r = optimizers.Adam(alpha=0.05, **hyper).setup(pg.Link(r=r))
+    for g in grads:
+        z.grad = xp.asarray(g.tolist(), dtype=xp.complex128)
+        r.grad = xp.asarray(np.concatenate([g.real, g.imag]).tolist(), dtype=xp.float64)
+        opt_z.update()
+        opt_r.update()
+        got = np.from_dlpack(z.data)
+        want = np.from_dlpack(r.data)
+        np.testing.assert_allclose(np.concatenate([got.real, got.imag]), want, rtol=1e-13, atol=1e-15)
