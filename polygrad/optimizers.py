@@ -512,7 +512,8 @@ class Adam(GradientMethod):
 
     A complex parameter is a pair of real ones, as in PyTorch (``view_as_real``): the real
     and imaginary parts of ``v`` hold the second moments of the gradient's real and
-    imaginary parts, and each part of ``m`` is divided by its own.
+    imaginary parts, and each part of ``m`` is divided by its own. An ``eps`` that rounds
+    to 0 in a parameter's dtype (1e-8 in float16) is refused, as Chainer's ``AdamRule`` does.
     """
 
     state_names = ("m", "v")
@@ -540,6 +541,7 @@ class Adam(GradientMethod):
 
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp
+        self._check_eps(state["backend"], grad.dtype)
         m = state["m"] + (1.0 - self.beta1) * (grad - state["m"])
         if not xp.isdtype(grad.dtype, "complex floating"):
             v = state["v"] + (1.0 - self.beta2) * (grad * grad - state["v"])
@@ -552,3 +554,17 @@ class Adam(GradientMethod):
         re = xp.real(m) / (xp.sqrt(xp.real(v)) + self.eps)
         im = xp.imag(m) / (xp.sqrt(xp.imag(v)) + self.eps)
         return self.lr_at(t) * _complex(xp, re, im, grad.dtype), {"m": m, "v": v}
+
+    def _check_eps(self, backend: Any, dtype: Any) -> None:
+        """Refuse an eps that rounds to 0 in ``dtype`` (1e-8 in float16), as Chainer's AdamRule
+        does: where the squared gradient underflows too, the update divides 0 by 0 (NaN)."""
+        finfo = backend.xp.finfo(dtype)
+        tiny = float(finfo.smallest_normal) * float(finfo.eps)  # the smallest positive (subnormal) number
+        if self.eps != 0 and abs(self.eps) <= tiny / 2:  # rounds to 0 (a tie goes to the even 0)
+            from polygrad.computational_graph import _dtype_name
+
+            raise ValueError(
+                f"eps of Adam optimizer is too small for {_dtype_name(dtype, backend)} ({self.eps}): it rounds to 0 in "
+                f"that dtype, so where a squared gradient underflows the update is 0/0 (NaN); use an eps of at "
+                f"least {tiny:.3g} (about 1e-4 is usual for float16), or keep the parameter in a wider dtype"
+            )

@@ -161,3 +161,51 @@ def test_adam_on_a_complex_parameter_equals_adam_on_its_real_and_imaginary_parts
         got = np.from_dlpack(z.data)
         want = np.from_dlpack(r.data)
         np.testing.assert_allclose(np.concatenate([got.real, got.imag]), want, rtol=1e-13, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# float16 Adam: eps that rounds to 0 is refused (Chainer's AdamRule)
+# ---------------------------------------------------------------------------
+# eps=1e-8 is 0 in float16, and so is (1 - beta2) * g**2 for |g| < ~2.4e-4: the update was 0/0,
+# p = [1, 1, 1] with gradient [0, 1e-4, 1e-2] became [nan, nan, 0.999].
+
+
+@pytest.mark.parametrize("torch_style", [False, True])
+def test_float16_adam_with_an_eps_that_rounds_to_zero_raises(torch_style):
+    p = pg.Variable(np.ones(3, np.float16))
+    opt = pg.optim.Adam([p])._rule if torch_style else optimizers.Adam().setup(pg.Link(p=p))
+    p.grad = np.array([0.0, 1e-4, 1e-2], np.float16)
+    with pytest.raises(ValueError, match=r"parameter '/(p|0)'.*eps of Adam optimizer is too small for float16 \(1e-08\)"):
+        opt.update()
+    np.testing.assert_array_equal(p.data, [1.0, 1.0, 1.0])
+    assert opt.t == 0
+
+
+def test_float16_adam_with_a_representable_eps_steps_without_nan():
+    p = pg.Variable(np.ones(3, np.float16))
+    opt = optimizers.Adam(eps=1e-4).setup(pg.Link(p=p))
+    p.grad = np.array([0.0, 1e-4, 1e-2], np.float16)
+    opt.update()
+    assert p.dtype == np.float16 and np.all(np.isfinite(p.data))
+    assert p.data[0] == 1.0 and p.data[2] < 1.0
+
+
+@pytest.mark.parametrize("eps", [2.9802322387695312e-08, 2.99e-08, 1e-8, -1e-8, 6e-8, 1e-30])
+def test_the_eps_check_agrees_with_a_cast_to_float16(eps):
+    p = pg.Variable(np.ones(1, np.float16))
+    opt = optimizers.Adam(eps=eps).setup(pg.Link(p=p))
+    p.grad = np.ones(1, np.float16)
+    if np.float16(eps) == 0:
+        with pytest.raises(ValueError, match="too small for float16"):
+            opt.update()
+    else:
+        opt.update()
+        assert opt.t == 1
+
+
+def test_eps_zero_is_allowed_in_float16():
+    p = pg.Variable(np.ones(2, np.float16))
+    opt = optimizers.Adam(eps=0).setup(pg.Link(p=p))
+    p.grad = np.array([1.0, -1.0], np.float16)
+    opt.update()
+    np.testing.assert_allclose(p.data, [0.999, 1.001], atol=1e-3)
