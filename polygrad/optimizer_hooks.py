@@ -32,6 +32,19 @@ def _params_with_grad(optimizer: Any) -> list:
     return out
 
 
+def _squared_norm(xp: Any, g: Any) -> Any:
+    """``sum(|g|**2)``, real, accumulated in at least float32: float16 squares overflow
+    (300**2 * 2 > 65504), which made the scale 0 and silently skipped the update."""
+    acc = xp.result_type(xp.finfo(g.dtype).dtype, xp.float32)
+    parts = (xp.real(g), xp.imag(g)) if xp.isdtype(g.dtype, "complex floating") else (g,)
+    total = None
+    for part in parts:
+        a = xp.astype(part, acc, copy=False)
+        s = xp.sum(a * a)
+        total = s if total is None else total + s
+    return total
+
+
 class WeightDecay:
     """L2 regularization: ``grad += rate * param`` for every parameter.
 
@@ -54,8 +67,10 @@ class WeightDecay:
 class GradientClipping:
     """Rescale the gradients so that their global L2 norm is at most ``threshold``.
 
-    The norm is taken over every parameter's gradient together; when it exceeds
-    ``threshold`` each gradient is multiplied by ``threshold / norm``. The
+    The norm is taken over every parameter's gradient together (``sqrt(sum |g|**2)``,
+    summed in float32 at least, so float16 squares do not overflow); when it exceeds
+    ``threshold`` each gradient is multiplied by ``threshold / norm``, a real factor
+    cast to the gradient's (real) precision. The
     factor is computed as an array (``threshold / max(norm, threshold)``), so
     no value is read back from the device.
 
@@ -81,7 +96,7 @@ class GradientClipping:
         for p in params:
             g = p.grad
             b = backend_of_type(type(g))
-            s = b.xp.sum(g * g)
+            s = _squared_norm(b.xp, g)
             sums[b] = s if b not in sums else sums[b] + s
         backends = list(sums)
         scales = {}
@@ -100,7 +115,7 @@ class GradientClipping:
         for p in params:
             g = p.grad
             b = backend_of_type(type(g))
-            scale = scales[b]
-            if scale.dtype != g.dtype:
-                scale = b.xp.astype(scale, g.dtype)
+            scale, real = scales[b], b.xp.finfo(g.dtype).dtype  # float32 for complex64
+            if scale.dtype != real:
+                scale = b.xp.astype(scale, real)
             p.grad = g * scale

@@ -209,3 +209,50 @@ def test_eps_zero_is_allowed_in_float16():
     p.grad = np.array([1.0, -1.0], np.float16)
     opt.update()
     np.testing.assert_allclose(p.data, [0.999, 1.001], atol=1e-3)
+
+
+# ---------------------------------------------------------------------------
+# GradientClipping: the norm is sqrt(sum |g|**2), real, summed in float32 at least
+# ---------------------------------------------------------------------------
+# Complex gradients were squared as g * g (complex): grad 3+4j with threshold 1 became 1+0j
+# (w = 3+4j went to 2+4j instead of 2.4+3.2j). float16 squares overflowed (300**2 * 2 > 65504):
+# the scale was threshold / inf = 0 and the update was skipped without a word.
+
+
+@pytest.mark.parametrize("dtypes", [("complex128", "float64"), ("complex64", "float32")])
+def test_gradient_clipping_of_complex_gradients_uses_their_modulus(xp, dtypes):
+    cdtype, rdtype = getattr(xp, dtypes[0]), getattr(xp, dtypes[1])
+    z = pg.Variable(xp.asarray([0j], dtype=cdtype))
+    r = pg.Variable(xp.asarray([0.0], dtype=rdtype))
+    opt = optimizers.SGD(lr=1.0).setup(pg.Link(z=z, r=r))
+    opt.add_hook(optimizer_hooks.GradientClipping(1.0))
+    z.grad = xp.asarray([3 + 4j], dtype=cdtype)
+    r.grad = xp.asarray([12.0], dtype=rdtype)  # global norm sqrt(5**2 + 12**2) = 13
+    opt.update()
+    assert z.grad.dtype == cdtype and r.grad.dtype == rdtype
+    np.testing.assert_allclose(np.from_dlpack(z.grad), [(3 + 4j) / 13], rtol=1e-6)
+    np.testing.assert_allclose(np.from_dlpack(r.grad), [12 / 13], rtol=1e-6)
+    np.testing.assert_allclose(np.from_dlpack(z.data), [-(3 + 4j) / 13], rtol=1e-6)
+
+
+def test_gradient_clipping_of_float16_gradients_does_not_overflow():
+    w = pg.Variable(np.array([300.0, -300.0, 10.0], np.float16))
+    sgd = optimizers.SGD(lr=1.0).setup(pg.Link(w=w))
+    sgd.add_hook(optimizer_hooks.GradientClipping(1.0))
+    g = np.array([300.0, -300.0, 10.0])
+    w.grad = g.astype(np.float16)
+    sgd.update()
+    assert w.grad.dtype == np.float16 and w.dtype == np.float16
+    norm = np.sqrt(np.sum(g * g))  # 424.4
+    np.testing.assert_allclose(w.grad, g / norm, rtol=1e-3)
+    np.testing.assert_allclose(w.data, g - g / norm, atol=0.13)  # float16 spacing at 300: 0.25
+
+
+def test_gradient_clipping_leaves_small_float16_gradients_exactly_alone():
+    w = pg.Variable(np.zeros(3, np.float16))
+    sgd = optimizers.SGD(lr=1.0).setup(pg.Link(w=w))
+    sgd.add_hook(optimizer_hooks.GradientClipping(1000.0))
+    g = np.array([300.0, -300.0, 10.0], np.float16)
+    w.grad = g
+    sgd.update()
+    np.testing.assert_array_equal(w.grad, g)
