@@ -184,6 +184,28 @@ class GradientMethod(Optimizer):
         self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
         return self
 
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``: the states as ``(param, state)`` pairs of the target's
+        parameters, which are copied along (``_states`` is keyed by ``id`` and holds weak
+        references: copied as they are, they pointed at the original parameters, and the copy
+        went on with fresh state)."""
+        d = dict(self.__dict__)
+        if "_states" in d:
+            seen, pairs = set(), []
+            for _, param in self.target.namedparams(include_uninit=True):
+                state = self._state_of(param)
+                if state is not None and id(param) not in seen:
+                    seen.add(id(param))
+                    pairs.append((param, state))
+            d["_states"] = pairs
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        d = dict(d)
+        if "_states" in d:
+            d["_states"] = {id(p): (weakref.ref(p), state) for p, state in d["_states"]}
+        self.__dict__.update(d)
+
     def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
         """Update every parameter, all or nothing: each parameter's step is computed
         (and, on a lazy backend, computed for real) before any parameter, state or
