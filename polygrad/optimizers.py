@@ -386,11 +386,7 @@ class GradientMethod(Optimizer):
             self._states[id(param)] = (weakref.ref(param), state)
             return state
         if state["backend"] is not backend:
-            from polygrad.backends import to_backend
-
-            for k in self.state_names:
-                state[k] = to_backend(state[k], backend.name)
-            state["backend"] = backend
+            state.update(self._moved(state, backend))
         shape = tuple(param.data.shape)
         for k in self.state_names:
             have = getattr(state[k], "shape", None)
@@ -402,6 +398,15 @@ class GradientMethod(Optimizer):
                     f"the optimizer up again"
                 )
         return state
+
+    def _moved(self, state: dict, backend: Any) -> dict:
+        """A copy of ``state`` with its arrays on ``backend`` (``state`` is left as it is)."""
+        from polygrad.backends import to_backend
+
+        moved = dict(state, backend=backend)
+        for k in self.state_names:
+            moved[k] = to_backend(state[k], backend.name)
+        return moved
 
     def init_state(self, param: Variable, backend: Any) -> dict:
         xp = backend.xp
@@ -444,7 +449,10 @@ class GradientMethod(Optimizer):
                     f"initialized yet; load the link (or run it once) first"
                 )
             backend = backend_of_type(type(param.data))
-            template = state if state is not None and state["backend"] is backend else self.init_state(param, backend)
+            if state is None:
+                template = self.init_state(param, backend)
+            else:  # where the link moved to another backend since: the state as the next update moves it
+                template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend}
             for k in self.state_names:
                 new[k] = sub(k, template[k])
