@@ -9,7 +9,10 @@ gives them PyTorch's shape, so that a PyTorch 0.x training loop runs unchanged::
     loss.backward()
     optimizer.step()
 
-A step is all or nothing, as every polygrad optimizer update.
+A step is all or nothing, as every polygrad optimizer update. As in PyTorch,
+``zero_grad()`` zeroes only the gradients that exist and ``step()`` skips a
+parameter whose gradient is None (``pg.optimizers`` follows Chainer: such a
+parameter is updated as if its gradient were zero).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Optimizer:
     def __init__(self, params: Iterable[Variable], rule: optimizers.GradientMethod, weight_decay: float = 0.0) -> None:
         self._params = _Params(params)
         self._rule = rule.setup(self._params)
+        self._rule.zero_missing_grads = False  # PyTorch's step skips a parameter without gradient
         if weight_decay:
             self._rule.add_hook(WeightDecay(weight_decay))
 
@@ -56,13 +60,14 @@ class Optimizer:
         return self._params.params
 
     def zero_grad(self) -> None:
-        """Set every parameter's gradient to zeros (PyTorch 0.x)."""
+        """Zero the gradients that exist (PyTorch 0.x: a parameter without one keeps None,
+        and ``step()`` leaves it alone)."""
         for p in self.params:
-            if p.data is not None:
+            if p.grad is not None:
                 p.zerograd()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Update the parameters from their gradients; with ``closure``, call it first
+        """Update the parameters that have a gradient; with ``closure``, call it first
         (it recomputes the loss and runs backward) and return its result."""
         loss = closure() if closure is not None else None
         self._rule.update()

@@ -175,9 +175,15 @@ class GradientMethod(Optimizer):
     to a link) starts with fresh state, and a layer whose path changes (a
     Sequential renumbered) keeps its own; paths (``"/l1/W"``) name the states
     only when they are saved and loaded.
+
+    A parameter whose gradient is None is updated as if its gradient were zero
+    (Chainer's ``reallocate_cleared_grads``) while ``zero_missing_grads`` is True;
+    ``pg.optim`` sets it False, and such a parameter is then skipped, its state and
+    count unchanged (PyTorch's rule).
     """
 
     state_names: tuple[str, ...] = ()
+    zero_missing_grads: bool = True
 
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
@@ -221,9 +227,10 @@ class GradientMethod(Optimizer):
             return self._update_in_place(params, loss)
         grads = [p._grad for _, p in params]  # the pre hooks rebind .grad: put them back on failure
         try:
-            self.reallocate_cleared_grads()
+            if self.zero_missing_grads:
+                self.reallocate_cleared_grads()
             self.call_hooks("pre")
-            plan = [self._plan(name, param) for name, param in params]
+            plan = [self._plan(name, param) for name, param in params if param.grad is not None]
             buffers = self._materialize(plan, self._lazy_buffers())
         except BaseException:
             for (_, p), g in zip(params, grads):
@@ -241,11 +248,14 @@ class GradientMethod(Optimizer):
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
         the other (a failure half-way leaves the earlier ones updated: write ``step`` instead)."""
-        self.reallocate_cleared_grads()
+        if self.zero_missing_grads:
+            self.reallocate_cleared_grads()
         self.call_hooks("pre")
         self.t += 1
         lazy: dict[Any, list] = {}
         for name, param in params:
+            if param.grad is None:
+                continue
             state = self._state(name, param)
             state["t"] += 1
             self.update_one(param, state)
