@@ -72,7 +72,11 @@ class Hyperparameter:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
 
     def __set__(self, obj: Any, value: Any) -> None:
-        owner = type(obj).__name__
+        obj.__dict__[self.name] = self.convert(type(obj).__name__, value)
+
+    def convert(self, owner: str, value: Any) -> float:
+        """``value`` as the float this hyperparameter of ``owner`` (a class name, for the
+        errors) would store, or the TypeError / ValueError that setting it raises."""
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             shown = repr(value)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
@@ -83,7 +87,7 @@ class Hyperparameter:
         value = float(value)
         if self.check is not None and not self.check[0](value):
             raise ValueError(f"polygrad: {owner}'s {self.name} must be {self.check[1]}, got {value!r}")
-        obj.__dict__[self.name] = value
+        return value
 
 
 class Optimizer:
@@ -208,9 +212,12 @@ class GradientMethod(Optimizer):
 
     def __setstate__(self, d: dict) -> None:
         d = dict(d)
-        if "_states" in d:
-            d["_states"] = {id(p): (weakref.ref(p), state) for p, state in d["_states"]}
+        pairs = d.pop("_states", None)
         self.__dict__.update(d)
+        if pairs is not None:
+            self._states = {}
+            for param, state in pairs:
+                self._put_state(param, state)
 
     def update(self, lossfun: Callable | None = None, *args: Any, **kwds: Any) -> Any:
         """Update every parameter, all or nothing: each parameter's step is computed
@@ -381,6 +388,13 @@ class GradientMethod(Optimizer):
         entry = self._states.get(id(param))
         return entry[1] if entry is not None and entry[0]() is param else None
 
+    def _put_state(self, param: Variable, state: dict | None) -> None:
+        """Make ``state`` the state of the parameter object ``param`` (None: it has none)."""
+        if state is None:
+            self._states.pop(id(param), None)
+        else:
+            self._states[id(param)] = (weakref.ref(param), state)
+
     def _forget_dead(self, n_params: int) -> None:
         """Drop the states of parameters that no longer exist (a replaced layer, freed)."""
         if len(self._states) > n_params:
@@ -393,7 +407,7 @@ class GradientMethod(Optimizer):
         state = self._state_of(param)
         if state is None:
             state = self.init_state(param, backend)
-            self._states[id(param)] = (weakref.ref(param), state)
+            self._put_state(param, state)
             return state
         if state["backend"] is not backend:
             state.update(self._moved(state, backend))
@@ -436,7 +450,7 @@ class GradientMethod(Optimizer):
         loading = getattr(serializer, "loading", False)
         t = serializer("t", self.t)
         epoch = serializer("epoch", self.epoch)
-        new_states: dict[int, tuple | None] = {}
+        new_states: list[tuple[Variable, dict | None]] = []
         seen = set()
         for name, param in self.target.namedparams(include_uninit=True):
             if id(param) in seen:
@@ -451,7 +465,7 @@ class GradientMethod(Optimizer):
                         sub(k, state[k])
                 continue
             if param_t == 0:
-                new_states[id(param)] = None
+                new_states.append((param, None))
                 continue
             if param.data is None:
                 raise ValueError(
@@ -466,14 +480,11 @@ class GradientMethod(Optimizer):
             new = {"t": int(param_t), "backend": backend}
             for k in self.state_names:
                 new[k] = sub(k, template[k])
-            new_states[id(param)] = (weakref.ref(param), new)
+            new_states.append((param, new))
         if loading:
             self.t, self.epoch = int(t), int(epoch)
-            for key, entry in new_states.items():
-                if entry is None:
-                    self._states.pop(key, None)
-                else:
-                    self._states[key] = entry
+            for param, new in new_states:
+                self._put_state(param, new)
 
 
 # ---------------------------------------------------------------------------

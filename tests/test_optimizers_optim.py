@@ -81,3 +81,159 @@ def test_chainer_style_optimizers_still_zero_fill():
     opt.update(lambda: pg.sum(w * w))
     np.testing.assert_array_equal(u.grad, [0.0])
     assert opt._state_of(u)["t"] == 1
+
+
+# ---------------------------------------------------------------------------
+# Checkpoints: state_dict / load_state_dict, save_npz / load_npz, param_groups
+# ---------------------------------------------------------------------------
+# pg.optim had none of them: save_npz raised "cannot serialize a SGD: it has neither
+# serialize(serializer) nor namedparams()", and the only way to checkpoint it or change its
+# learning rate was the private opt._rule.
+
+X = np.random.default_rng(0).standard_normal((5, 3))
+
+
+def _params(seed=0):
+    rng = np.random.default_rng(seed)
+    return [pg.Variable(rng.standard_normal((2, 3))), pg.Variable(rng.standard_normal(2)), pg.Variable(np.ones(4))]
+
+
+def _step(opt):
+    w, b, _ = opt.params  # the third parameter is never used: it gets no state
+    opt.zero_grad()
+    pg.sum(pg.tanh(X @ w.T + b) ** 2).backward()
+    opt.step()
+
+
+def _assert_same_run(opt_a, opt_b, steps=3):
+    for _ in range(steps):
+        _step(opt_a)
+        _step(opt_b)
+    for p, q in zip(opt_a.params, opt_b.params):
+        np.testing.assert_array_equal(p.data, q.data)
+
+
+MAKE = {
+    "Adam": lambda ps, **kw: pg.optim.Adam(ps, lr=0.05, weight_decay=1e-3, **kw),
+    "SGD-momentum": lambda ps, **kw: pg.optim.SGD(ps, lr=0.05, momentum=0.9, **kw),
+    "SGD": lambda ps, **kw: pg.optim.SGD(ps, lr=0.05, **kw),
+}
+
+
+@pytest.mark.parametrize("kind", list(MAKE))
+def test_save_npz_and_load_npz_resume_a_pytorch_style_optimizer_bit_identically(kind, tmp_path):
+    opt = MAKE[kind](_params())
+    for _ in range(2):
+        _step(opt)
+    pg.serializers.save_npz(tmp_path / "opt.npz", opt)
+    resumed = MAKE[kind]([pg.Variable(p.data.copy()) for p in opt.params])
+    pg.serializers.load_npz(tmp_path / "opt.npz", resumed)
+    assert resumed._rule.t == 2
+    _assert_same_run(opt, resumed)
+
+
+@pytest.mark.parametrize("kind", list(MAKE))
+def test_state_dict_round_trip_resumes_bit_identically(kind):
+    import pickle
+
+    opt = MAKE[kind](_params())
+    for _ in range(2):
+        _step(opt)
+    opt.param_groups[0]["lr"] = 0.02
+    saved = pickle.loads(pickle.dumps(opt.state_dict()))
+    assert sorted(saved["state"]) == [0, 1]  # the unused parameter has no state
+    assert saved["param_groups"][0]["params"] == [0, 1, 2]
+    resumed = MAKE[kind]([pg.Variable(p.data.copy()) for p in opt.params])
+    resumed.load_state_dict(saved)
+    assert resumed.param_groups[0]["lr"] == 0.02
+    _assert_same_run(opt, resumed)
+
+
+def test_state_dict_of_adam_names_its_hyperparameters_as_pytorch():
+    opt = pg.optim.Adam(_params(), lr=0.01, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.5)
+    group = opt.state_dict()["param_groups"][0]
+    assert group == {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.5, "params": [0, 1, 2]}
+
+
+def test_load_state_dict_puts_the_state_on_the_parameters_backend():
+    opt = pg.optim.Adam(_params(), lr=0.05)
+    _step(opt)
+    saved = opt.state_dict()
+    with pg.using_backend("array_api_strict") as b:
+        params = [pg.Variable(b.xp.asarray(p.data.tolist(), dtype=b.xp.float32)) for p in opt.params]
+    resumed = pg.optim.Adam(params, lr=0.05)
+    resumed.load_state_dict(saved)
+    state = resumed._rule._state_of(params[0])
+    for k in ("m", "v"):
+        assert type(state[k]) is type(params[0].data) and state[k].dtype == params[0].dtype
+        np.testing.assert_allclose(np.from_dlpack(state[k]), saved["state"][0][k], rtol=1e-6)
+
+
+@pytest.mark.parametrize("change", ["params", "shape", "kind", "beta", "lacks"])
+def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(change):
+    opt = pg.optim.Adam(_params(), lr=0.05)
+    _step(opt)
+    other = pg.optim.Adam(_params(1), lr=0.5)
+    _step(other)
+    saved = other.state_dict()
+    if change == "params":
+        saved["param_groups"][0]["params"] = [0, 1]
+    elif change == "shape":
+        saved["state"][1]["m"] = np.zeros(3)
+    elif change == "kind":
+        sgd = pg.optim.SGD(_params(1), lr=0.5, momentum=0.9)
+        _step(sgd)
+        saved = sgd.state_dict()
+    elif change == "beta":
+        saved["param_groups"][0]["betas"] = (0.9, 1.5)
+    else:
+        del saved["state"][0]["v"]
+    before = opt.state_dict()
+    before_m = before["state"][0]["m"].copy()
+    with pytest.raises(ValueError):
+        opt.load_state_dict(saved)
+    after = opt.state_dict()
+    assert after["param_groups"] == before["param_groups"]
+    np.testing.assert_array_equal(after["state"][0]["m"], before_m)
+
+
+def test_param_groups_set_the_hyperparameters():
+    ps = _params()
+    opt = pg.optim.Adam(ps, lr=0.5)
+    for group in opt.param_groups:
+        group["lr"] = np.float64(0.01)  # a schedule's value
+        group["betas"] = (0.8, 0.9)
+        group["weight_decay"] *= 2  # 0.0
+    assert opt._rule.alpha == 0.01 and type(opt._rule.alpha) is float
+    assert (opt._rule.beta1, opt._rule.beta2) == (0.8, 0.9)
+    reference = pg.optim.Adam([pg.Variable(p.data.copy()) for p in ps], lr=0.01, betas=(0.8, 0.9))
+    _assert_same_run(opt, reference)
+    assert dict(opt.param_groups[0]).keys() == {"params", "lr", "betas", "eps", "weight_decay"}
+    with pytest.raises(KeyError, match="has no hyperparameter 'momentum'"):
+        opt.param_groups[0]["momentum"] = 0.9
+    with pytest.raises(ValueError, match=r"beta2 must be in \[0, 1\)"):
+        opt.param_groups[0]["betas"] = (0.5, 1.0)
+    assert opt.param_groups[0]["betas"] == (0.8, 0.9)
+
+
+def test_weight_decay_set_through_param_groups_takes_effect():
+    ps = _params()
+    opt = pg.optim.SGD(ps, lr=0.1)
+    opt.param_groups[0]["weight_decay"] = 0.5
+    reference = pg.optim.SGD([pg.Variable(p.data.copy()) for p in ps], lr=0.1, weight_decay=0.5)
+    _assert_same_run(opt, reference, steps=1)
+    opt.param_groups[0]["weight_decay"] = 0
+    assert opt._rule._hooks == {}
+
+
+def test_sgd_made_without_momentum_refuses_one_later():
+    opt = pg.optim.SGD(_params(), lr=0.1)
+    assert opt.param_groups[0]["momentum"] == 0.0
+    with pytest.raises(ValueError, match="made with momentum=0"):
+        opt.param_groups[0]["momentum"] = 0.9
+    opt.param_groups[0]["momentum"] = 0  # nothing to change
+
+
+def test_parameter_groups_given_as_dicts_are_refused_clearly():
+    with pytest.raises(TypeError, match="parameter groups are not supported"):
+        pg.optim.SGD([{"params": _params()}], lr=0.1)
