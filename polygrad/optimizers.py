@@ -77,7 +77,7 @@ class Hyperparameter:
     def convert(self, owner: str, value: Any) -> float:
         """``value`` as the float this hyperparameter of ``owner`` (a class name, for the
         errors) would store, or the TypeError / ValueError that setting it raises."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if not isinstance(value, numbers.Real):
             shown = repr(value)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             raise TypeError(

@@ -97,6 +97,7 @@ def test_hyperparameters_are_stored_as_python_floats():
     assert type(sgd.lr) is float
     decay, clip = optimizer_hooks.WeightDecay(np.float64(0.1)), optimizer_hooks.GradientClipping(np.float32(2))
     assert type(decay.rate) is float and type(clip.threshold) is float
+    assert pg.optim.SGD([pg.Variable(np.ones(1))], lr=1, weight_decay=False).param_groups[0]["weight_decay"] == 0.0
 
 
 @pytest.mark.parametrize("bad", ["0.1", None, np.ones(()), 1j, [0.1]])
