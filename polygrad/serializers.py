@@ -13,6 +13,13 @@ loaded onto the backend (and dtype) of the parameter or state they replace,
 so a model saved from one backend loads onto another. A parameter not yet
 initialized takes the saved array, on the current backend.
 
+A value that is None (a lazy parameter before the first call, a persistent
+value set later) is saved too, as Chainer saves it: its key is listed in one
+member, ``"polygrad:none"``, an array of strings that ``numpy.load`` reads
+without pickle. Loading it makes the target's value None again, so that a
+model saved before its first call loads into a fresh one of the same
+structure, and a loaded model is in the state that was saved.
+
 The ``.npz`` format needs numpy: the numpy plugin reads and writes the files
 (hooks ``polygrad_save_npz`` / ``polygrad_load_npz``); polygrad imports no array
 library itself.
@@ -47,6 +54,9 @@ __all__ = ["save_npz", "load_npz", "DictionarySerializer", "NpzDeserializer"]
 
 _SCALARS = (bool, int, float, complex)
 
+#: The member listing the keys whose value is None (a colon: no attribute path has one).
+NONE_KEY = "polygrad:none"
+
 
 class DictionarySerializer:
     """Collects ``key -> value`` into ``target`` (a dict), keys prefixed by ``path``."""
@@ -61,8 +71,10 @@ class DictionarySerializer:
         return DictionarySerializer(self.target, self.path + key.strip("/") + "/")
 
     def __call__(self, key: str, value: Any) -> Any:
-        if value is not None:  # an uninitialized parameter is not saved
-            self.target[self.path + key.lstrip("/")] = value
+        full = self.path + key.lstrip("/")
+        if full == NONE_KEY:
+            raise ValueError(f"polygrad.save_npz: the key {NONE_KEY!r} is reserved (it lists the values that are None)")
+        self.target[full] = value  # None too: save_npz lists it under NONE_KEY
         return value
 
 
@@ -73,6 +85,7 @@ class _Reads:
     def __init__(self) -> None:
         self.cache: dict[str, tuple[Any, Any]] = {}
         self.dry = False
+        self.none_keys: frozenset[str] | None = None  # read from the file at the first miss
 
 
 class NpzDeserializer:
@@ -80,9 +93,10 @@ class NpzDeserializer:
 
     ``serializer(key, value)`` returns the stored array converted to the
     backend and dtype of ``value`` (checking the shape), a Python scalar of
-    ``value``'s type, or, for ``value=None``, the stored numpy array. A key
-    missing from the file raises KeyError, or returns ``value`` unchanged
-    when ``strict=False``.
+    ``value``'s type, or, for ``value=None``, the stored numpy array; None
+    where the file saved None (whatever ``value`` is). A key missing from
+    the file raises KeyError, or returns ``value`` unchanged when
+    ``strict=False``.
     """
 
     loading = True
@@ -113,8 +127,26 @@ class NpzDeserializer:
         """`` 'model.npz'`` for a file named by a path; empty for a file object."""
         return f" {os.fspath(self.file)!r}" if isinstance(self.file, (str, os.PathLike)) else ""
 
+    def _none_keys(self) -> frozenset[str]:
+        """The keys the file saved as None (none for a file without the NONE_KEY member)."""
+        reads = self._reads
+        if reads.none_keys is None:
+            keys: frozenset[str] = frozenset()
+            if NONE_KEY in self.npz.files:
+                data = self.npz[NONE_KEY]
+                if getattr(data, "ndim", None) != 1 or getattr(getattr(data, "dtype", None), "kind", None) != "U":
+                    raise ValueError(
+                        f"polygrad.load_npz: {NONE_KEY!r} in the file{self._file()} should list the keys saved as None "
+                        f"(a 1-d array of strings), got {type(data).__name__} {getattr(data, 'dtype', '')}"
+                    )
+                keys = frozenset(str(k) for k in data.tolist())
+            reads.none_keys = keys
+        return reads.none_keys
+
     def _read(self, full: str, value: Any) -> Any:
         if full not in self.npz.files:
+            if full in self._none_keys():
+                return None
             if not self.strict:
                 return value
             raise KeyError(
@@ -249,10 +281,13 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
 
     target: dict[str, Any] = {}
     serialize(obj, DictionarySerializer(target))
-    keys = list(target)
-    values = compute(*target.values())  # lazy arrays: one pass per backend
+    keys = [k for k, v in target.items() if v is not None]
+    values = compute(*(target[k] for k in keys))  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}
+    nones = [k for k, v in target.items() if v is None]
+    if nones:
+        arrays[NONE_KEY] = npz.xp.asarray(nones)  # strings: numpy's .npz stores them without pickle
     if not isinstance(file, (str, os.PathLike)):
         npz.save_npz(file, arrays, compression)
         return

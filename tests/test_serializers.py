@@ -370,3 +370,76 @@ def test_a_failed_save_leaves_the_old_file(xp, tmp_path):
     with np.load(tmp_path / "m.npz") as f:
         assert f.files == ["w"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+# ---------------------------------------------------------------------------
+# Values that are None (lazy parameters, persistent values set later): saved
+# and loaded as Chainer does (p23_state #4)
+# ---------------------------------------------------------------------------
+
+
+class LazyStat(pg.Link):
+    """A link whose persistent running value is None until its first call (Chainer's add_persistent)."""
+
+    def __init__(self):
+        super().__init__()
+        self.add_persistent("mean", None)
+
+    def forward(self, x):
+        self.mean = pg.mean(x, axis=0).data
+        return x
+
+
+def lazy_model():
+    return pg.Chain(l1=L.Linear(None, 3), l2=L.Linear(3, 2), s=LazyStat())
+
+
+def test_a_model_saved_before_its_first_call_loads_into_a_fresh_one(xp, tmp_path):
+    """Lazy W and a None persistent value are listed under 'polygrad:none' (read without pickle)
+    and load back as None into a fresh model, which then runs; the other values load as usual."""
+    pg.seed(0)
+    model = lazy_model()
+    serializers.save_npz(tmp_path / "m.npz", model)
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as f:
+        assert sorted(f.files) == ["l1/b", "l2/W", "l2/b", serializers.NONE_KEY]
+        assert sorted(f[serializers.NONE_KEY].tolist()) == ["l1/W", "s/mean"]
+    fresh = lazy_model()
+    serializers.load_npz(tmp_path / "m.npz", fresh)
+    assert fresh.l1.W.data is None and fresh.s.mean is None
+    np.testing.assert_array_equal(to_np(fresh.l2.W), to_np(model.l2.W))
+    y = fresh.l2(fresh.l1(fresh.s(arr(xp, [[1.0, 2.0]], dtype="float32"))))
+    assert y.shape == (1, 2) and fresh.l1.W.shape == (3, 2)
+
+
+def test_none_in_the_file_makes_an_initialized_value_none_again(xp, tmp_path):
+    """The file is the state that was saved: a None there loads as None into a parameter that was
+    initialized since (its gradient goes too) and into a persistent value; the next call initializes them anew."""
+    serializers.save_npz(tmp_path / "m.npz", lazy_model())
+    target = lazy_model()
+    x = arr(xp, [[1.0, 2.0]], dtype="float32")
+    pg.sum(target.l2(target.l1(target.s(x)))).backward()
+    assert target.l1.W.grad is not None and target.s.mean is not None
+    serializers.load_npz(tmp_path / "m.npz", target)
+    assert target.l1.W.data is None and target.l1.W.grad is None and target.s.mean is None
+    assert target.l2(target.l1(target.s(x))).shape == (1, 2)
+
+
+def test_strict_loading_still_refuses_a_key_the_file_lacks(xp, tmp_path):
+    """A file that lists some None values still raises KeyError for a key it neither holds nor lists."""
+    serializers.save_npz(tmp_path / "m.npz", pg.Chain(l1=L.Linear(None, 3)))
+    target = pg.Chain(l1=L.Linear(None, 3), l2=L.Linear(3, 2))
+    with pytest.raises(KeyError, match="'l2/W' is not in the file"):
+        serializers.load_npz(tmp_path / "m.npz", target)
+    serializers.load_npz(tmp_path / "m.npz", target, strict=False)
+    assert target.l1.W.data is None and target.l2.W.shape == (2, 3)
+
+
+def test_the_none_list_key_is_reserved(xp, tmp_path):
+    """A serialize that saves under 'polygrad:none' is refused (it would be read as the list of None values)."""
+
+    class Odd(pg.Link):
+        def serialize(self, serializer):
+            serializer(serializers.NONE_KEY, 1)
+
+    with pytest.raises(ValueError, match="reserved"):
+        serializers.save_npz(tmp_path / "m.npz", Odd())

@@ -175,13 +175,19 @@ class Link:
         child's own ``serialize(serializer[name])``, so a link that overrides
         this method to save more state is saved and loaded its way, anywhere
         in a model. A parameter not initialized yet takes the loaded array, on
-        the current backend.
+        the current backend. A None in the file (a value that was not
+        initialized when it was saved) makes the value None again, and a
+        parameter then loses its gradient too.
         """
         for pname in self._params:
             p = getattr(self, pname)
             data = serializer(pname, p.data)
             if data is not p.data:
-                p.data = data if p.data is not None or data is None else to_backend(data, get_backend().name)
+                if data is None:
+                    p.cleargrad()
+                elif p.data is None:
+                    data = to_backend(data, get_backend().name)
+                p.data = data
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             data = serializer(pname, value)
