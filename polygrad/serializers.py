@@ -11,7 +11,8 @@ in a Chain with a child ``l1``); an optimizer saves ``t``, ``epoch`` and each
 parameter's state (``"l1/W/m"``). Arrays are written from any backend and
 loaded onto the backend (and dtype) of the parameter or state they replace,
 so a model saved from one backend loads onto another. A parameter not yet
-initialized takes the saved array, on the current backend.
+initialized takes the saved array where its link would have created it (the
+link's backend and dtype, see ``pg.Link.serialize``).
 
 A value that is None (a lazy parameter before the first call, a persistent
 value set later) is saved too, as Chainer saves it: its key is listed in one

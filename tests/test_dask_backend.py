@@ -279,3 +279,16 @@ def test_running_statistics_are_persisted_with_the_parameters():
     for (n_kept, kept), (n_grown, grown) in (results[:2], results[2:]):
         assert n_kept <= 2 < 50 < n_grown
         np.testing.assert_array_equal(kept, grown)
+
+
+def test_a_lazy_link_loads_onto_dask(tmp_path):
+    """Linear(None, 2, backend="dask") (or moved there) loads W from a numpy-made file as a float32
+    dask array beside b, and runs on dask (it got a numpy W: 'linear got arrays of two backends')."""
+    import polygrad.links as L
+
+    pg.serializers.save_npz(tmp_path / "l.npz", L.Linear(3, 2))
+    for lazy in (L.Linear(None, 2, backend="dask"), L.Linear(None, 2).to_backend("dask")):
+        pg.serializers.load_npz(tmp_path / "l.npz", lazy)
+        assert isinstance(lazy.W.data, da.Array) and lazy.W.dtype == np.float32
+        y = lazy(pg.asarray(np.ones((1, 3), dtype="float32"), backend="dask"))
+        assert isinstance(y.data, da.Array) and pg.compute(y)[0].shape == (1, 2)

@@ -141,7 +141,7 @@ def test_load_keeps_the_parameters_dtype(xp, tmp_path):
 
 
 def test_uninitialized_parameter_takes_the_saved_array(xp, tmp_path):
-    """Linear(None, 4) loads W with the saved shape, on the current backend."""
+    """Linear(None, 4) built on the current backend loads W with the saved shape, on that backend."""
     serializers.save_npz(tmp_path / "l.npz", L.Linear(3, 4))
     lazy = L.Linear(None, 4)
     serializers.load_npz(tmp_path / "l.npz", lazy)
@@ -443,3 +443,61 @@ def test_the_none_list_key_is_reserved(xp, tmp_path):
 
     with pytest.raises(ValueError, match="reserved"):
         serializers.save_npz(tmp_path / "m.npz", Odd())
+
+
+# ---------------------------------------------------------------------------
+# A parameter not initialized yet takes a loaded array where its link would
+# have created it: its backend and dtype (p23_state #5)
+# ---------------------------------------------------------------------------
+
+
+def _other(name):
+    return "array_api_strict" if name == "numpy" else "numpy"
+
+
+@pytest.mark.parametrize("how", ["backend=", "to_backend", "using_backend"])
+def test_a_lazy_link_loads_onto_its_own_backend(xp, backend_name, tmp_path, how):
+    """Linear(None, 2) made for another backend (backend=, to_backend, or built inside using_backend)
+    and loaded outside it gets W on that backend, beside b, and runs there."""
+    other = _other(backend_name)
+    serializers.save_npz(tmp_path / "l.npz", L.Linear(3, 2))
+    if how == "backend=":
+        lazy = L.Linear(None, 2, backend=other)
+    elif how == "to_backend":
+        lazy = L.Linear(None, 2).to_backend(other)
+    else:
+        with pg.using_backend(other):
+            lazy = L.Linear(None, 2)
+    serializers.load_npz(tmp_path / "l.npz", lazy)
+    array_types = pg.get_backend(other).array_types
+    assert isinstance(lazy.W.data, array_types) and isinstance(lazy.b.data, array_types)
+    assert lazy(pg.to_backend(xp.ones((1, 3), dtype=xp.float32), other)).shape == (1, 2)
+
+
+def test_a_lazy_link_without_other_parameters_loads_onto_its_backend(xp, backend_name, tmp_path):
+    """LayerNormalization(backend=other), all of whose parameters are lazy, loads them on that backend."""
+    other = _other(backend_name)
+    serializers.save_npz(tmp_path / "n.npz", L.LayerNormalization(3))
+    lazy = L.LayerNormalization(backend=other)
+    serializers.load_npz(tmp_path / "n.npz", lazy)
+    assert isinstance(lazy.gamma.data, pg.get_backend(other).array_types)
+
+
+def test_a_lazy_link_loads_in_its_own_dtype(xp, tmp_path):
+    """Linear(None, 2, dtype="float64") from a float32 file: W float64 like b (it was float32 beside a float64 b)."""
+    serializers.save_npz(tmp_path / "l.npz", L.Linear(3, 2))
+    lazy = L.Linear(None, 2, dtype="float64")
+    serializers.load_npz(tmp_path / "l.npz", lazy)
+    assert lazy.W.dtype == xp.float64 and lazy.b.dtype == xp.float64
+
+
+def test_a_none_persistent_value_loads_onto_the_links_backend_in_the_files_dtype(xp, backend_name, tmp_path):
+    """A persistent value that is None takes the loaded array on its link's backend, keeping the file's dtype."""
+    other = _other(backend_name)
+    saved = LazyStat()
+    saved.mean = arr(xp, [1, 2], dtype="int32")
+    serializers.save_npz(tmp_path / "s.npz", saved)
+    target = LazyStat().to_backend(other)
+    serializers.load_npz(tmp_path / "s.npz", target)
+    b = pg.get_backend(other)
+    assert isinstance(target.mean, b.array_types) and target.mean.dtype == b.xp.int32

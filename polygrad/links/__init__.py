@@ -31,6 +31,12 @@ class Link:
     ...         return self.a * x
     """
 
+    #: Where this link creates parameters it has not initialized yet: a backend
+    #: name (None: the current backend) and a dtype (None: none of its own).
+    #: Layers set them from ``backend=`` and ``dtype=``; ``to_backend`` moves the backend.
+    _backend_name: str | None = None
+    _dtype: Any = None
+
     def __init__(self, **params: Any) -> None:
         object.__setattr__(self, "_params", [])
         object.__setattr__(self, "_within_init_scope", False)
@@ -133,11 +139,33 @@ class Link:
             value = getattr(self, pname)
             if is_array(value):
                 object.__setattr__(self, pname, to_backend(value, name))
-        if "_backend_name" in self.__dict__:  # where a layer creates parameters it has not initialized
-            object.__setattr__(self, "_backend_name", name)
+        object.__setattr__(self, "_backend_name", name)  # where parameters not initialized yet will be created
         for _, child in self._named_children():
             child.to_backend(name)
         return self
+
+    def _creation_site(self) -> tuple[Any, Any]:
+        """The backend and dtype in which this link creates a parameter it has not
+        initialized yet (and so where an array loaded or copied into one goes): the
+        backend of its initialized parameters, else the one it was given (``backend=``,
+        ``to_backend``), else the current one; its ``dtype=`` (None when it has none)."""
+        backend = None
+        for pname in self._params:
+            data = getattr(self, pname).data
+            if data is not None:
+                backend = backend_of_type(type(data))
+                break
+        if backend is None:
+            backend = get_backend(self._backend_name)
+        return backend, None if self._dtype is None else _as_dtype(backend.xp, self._dtype)
+
+    def _adopt(self, array: Any, cast: bool) -> Any:
+        """``array``, for a value of this link not initialized yet, put where the link
+        would have created it (:meth:`_creation_site`), and in its dtype when ``cast``
+        (parameters; a persistent value keeps its own)."""
+        backend, dtype = self._creation_site()
+        out = to_backend(array, backend.name)
+        return backend.xp.astype(out, dtype) if cast and dtype is not None and out.dtype != dtype else out
 
     def copyparams(self, link: "Link", copy_persistent: bool = True) -> None:
         """Copy the values of ``link``'s parameters (and persistent arrays) into this
@@ -174,8 +202,13 @@ class Link:
         returns the loaded one. A Chain then serializes each child with the
         child's own ``serialize(serializer[name])``, so a link that overrides
         this method to save more state is saved and loaded its way, anywhere
-        in a model. A parameter not initialized yet takes the loaded array, on
-        the current backend. A None in the file (a value that was not
+        in a model.
+
+        A parameter not initialized yet takes the loaded array where the link
+        would have created it: on the backend of its other parameters (else
+        its ``backend=`` or last ``to_backend``, else the current one) and in
+        its ``dtype=``; a persistent value that is None takes it on that
+        backend, in the file's dtype. A None in the file (a value that was not
         initialized when it was saved) makes the value None again, and a
         parameter then loses its gradient too.
         """
@@ -186,14 +219,14 @@ class Link:
                 if data is None:
                     p.cleargrad()
                 elif p.data is None:
-                    data = to_backend(data, get_backend().name)
+                    data = self._adopt(data, cast=True)
                 p.data = data
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             data = serializer(pname, value)
             if data is not value:
                 if value is None and is_array(data):
-                    data = to_backend(data, get_backend().name)
+                    data = self._adopt(data, cast=False)
                 object.__setattr__(self, pname, data)
         for cname, child in self._named_children():
             child.serialize(serializer[cname])
@@ -378,7 +411,7 @@ class Sequential(ChainList):
         return f"Sequential({names})"
 
 
-def _dtype(xp: Any, dtype: Any) -> Any:
+def _as_dtype(xp: Any, dtype: Any) -> Any:
     return getattr(xp, dtype) if isinstance(dtype, str) else dtype
 
 
@@ -412,13 +445,12 @@ class _Connection(Link):
             self.b = None
             if not nobias:
                 b = get_backend(backend)
-                dt = _dtype(b.xp, dtype)
+                dt = _as_dtype(b.xp, dtype)
                 bias = b.xp.zeros((n_out,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
                 self.b = Variable(bias, name="b")
 
     def _draw_W(self, shape: tuple, fan_in: int) -> None:
-        b = get_backend(self._backend_name) if self.b is None else backend_of_type(type(self.b.data))
-        dt = _dtype(b.xp, self._dtype)
+        b, dt = self._creation_site()
         if self._initialW is not None:
             self.W.data = b.xp.asarray(self._initialW, dtype=dt)
         else:
@@ -505,7 +537,7 @@ class EmbedID(Link):
         super().__init__()
         self.ignore_label = ignore_label
         b = get_backend(backend)
-        dt = _dtype(b.xp, dtype)
+        dt = _as_dtype(b.xp, dtype)
         W = b.xp.asarray(initialW, dtype=dt) if initialW is not None else b.rng().normal((in_size, out_size), dtype=dt)
         with self.init_scope():
             self.W = Variable(W, name="W")
@@ -533,7 +565,7 @@ class BatchNormalization(Link):
         self.eps = eps
         b = get_backend(backend)
         xp = b.xp
-        dt = _dtype(xp, dtype)
+        dt = _as_dtype(xp, dtype)
         shape = _as_shape(size)
         with self.init_scope():
             self.gamma = Variable(xp.ones(shape, dtype=dt), name="gamma")
@@ -571,8 +603,8 @@ class LayerNormalization(Link):
             self._initialize_params(_as_shape(size))
 
     def _initialize_params(self, shape: tuple[int, ...]) -> None:
-        xp = get_backend(self._backend_name).xp
-        dt = _dtype(xp, self._dtype)
+        b, dt = self._creation_site()
+        xp = b.xp
         self.gamma.data = xp.ones(shape, dtype=dt)
         self.beta.data = xp.zeros(shape, dtype=dt)
 
