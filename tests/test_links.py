@@ -386,6 +386,30 @@ def test_copyparams_refuses_another_structure(xp):
         Net().copyparams(pg.Chain(l=L.Linear(3, 3)))
 
 
+@pytest.mark.parametrize("case", ["shape", "child", "persistent"])
+def test_copyparams_that_fails_changes_nothing(xp, case):
+    """copyparams checks everything before it copies: a mismatch in the last child raises and the
+    earlier ones keep their values (link 'a' was overwritten before 'b' raised)."""
+    pg.seed(0)
+    src = pg.Chain(a=L.Linear(3, 4), b=L.Linear(4, 2), c=L.BatchNormalization(2))
+    src.c.avg_mean = src.c.avg_mean + 1
+    pg.seed(1)
+    dst = pg.Chain(a=L.Linear(3, 4), b=L.Linear(4, 2), c=L.BatchNormalization(2))
+    if case == "shape":
+        dst.c = L.BatchNormalization(3)
+    elif case == "child":
+        dst.add_link("d", L.Linear(2, 2))
+    else:
+        del src.c.avg_var
+    before = {name: to_np(p) for name, p in dst.namedparams()}
+    mean_before = to_np(dst.c.avg_mean)
+    with pytest.raises(ValueError, match="copyparams"):
+        dst.copyparams(src)
+    for name, p in dst.namedparams():
+        np.testing.assert_array_equal(to_np(p), before[name], err_msg=name)
+    np.testing.assert_array_equal(to_np(dst.c.avg_mean), mean_before)
+
+
 def test_chain_add_link_registers_a_child(xp):
     """Chain.add_link(name, link) is assigning it inside init_scope (Chainer's)."""
     chain = pg.Chain()

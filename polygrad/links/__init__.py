@@ -173,26 +173,39 @@ class Link:
 
         Each value is copied onto the backend and dtype of the one it replaces
         (a parameter not initialized yet takes the source's, on the source's
-        backend); the two links share no array afterwards.
+        backend); the two links share no array afterwards. All or nothing:
+        every value is checked and copied before any is assigned, so a link
+        of another structure raises and leaves this one as it was.
         """
+        params: list = []
+        persistents: list = []
+        self._plan_copy(link, copy_persistent, params, persistents)
+        for p, value in params:
+            p.data = value
+        for owner, name, value in persistents:
+            object.__setattr__(owner, name, value)
+
+    def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list) -> None:
+        """Check ``link`` against this link and its children, appending the copies
+        ``copyparams`` assigns: ``(param, array)`` and ``(link, name, value)``."""
         src = dict(link.__dict__)
         for pname in self._params:
             p, q = getattr(self, pname), src.get(pname)
             if not isinstance(q, Variable):
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no parameter {pname!r}")
             if q.data is not None:
-                p.data = _copy_like(q.data, p.data)
+                params.append((p, _copy_like(q.data, p.data)))
         if copy_persistent:
             for pname in getattr(self, "_persistent", ()):
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
-                object.__setattr__(self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value)
+                persistents.append((self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value))
         others = dict(link._named_children())
         for cname, child in self._named_children():
             if cname not in others:
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
-            child.copyparams(others[cname], copy_persistent)
+            child._plan_copy(others[cname], copy_persistent, params, persistents)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load this link's parameters and persistent values through
