@@ -380,6 +380,19 @@ def test_copyparams_across_backends_keeps_the_targets_backend_and_dtype(backend_
     np.testing.assert_allclose(to_np(dst.W), to_np(src.W).astype(np.float32))
 
 
+def test_copyparams_into_a_lazy_link_follows_its_backend_and_dtype(xp, backend_name):
+    """Linear(None, 2, backend=other, dtype="float64") copying a float32 Linear(3, 2) gets W on its
+    own backend in its own dtype, beside b, and runs (W had the source's backend and dtype)."""
+    other = _other(backend_name)
+    src = L.Linear(3, 2)
+    dst = L.Linear(None, 2, dtype="float64", backend=other)
+    dst.copyparams(src)
+    b = pg.get_backend(other)
+    assert isinstance(dst.W.data, b.array_types) and dst.W.dtype == b.xp.float64
+    assert dst(pg.to_backend(xp.ones((1, 3), dtype=xp.float64), other)).shape == (1, 2)
+    np.testing.assert_array_equal(to_np(dst.W), to_np(src.W).astype(np.float64))
+
+
 def test_copyparams_refuses_another_structure(xp):
     """Copying from a link without the same children raises naming what is missing."""
     with pytest.raises(ValueError, match="no child link 'bn'"):

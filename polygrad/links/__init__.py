@@ -172,8 +172,9 @@ class Link:
         link's, which must have the same structure (Chainer's ``copyparams``).
 
         Each value is copied onto the backend and dtype of the one it replaces
-        (a parameter not initialized yet takes the source's, on the source's
-        backend); the two links share no array afterwards. All or nothing:
+        (into a value not initialized yet, where the link would have created
+        it, as :meth:`serialize` loads one); the two links share no array
+        afterwards. All or nothing:
         every value is checked and copied before any is assigned, so a link
         of another structure raises and leaves this one as it was.
         """
@@ -194,18 +195,25 @@ class Link:
             if not isinstance(q, Variable):
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no parameter {pname!r}")
             if q.data is not None:
-                params.append((p, _copy_like(q.data, p.data)))
+                params.append((p, self._copy_into(q.data, p.data, cast=True)))
         if copy_persistent:
             for pname in getattr(self, "_persistent", ()):
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
-                persistents.append((self, pname, _copy_like(value, getattr(self, pname)) if is_array(value) else value))
+                persistents.append((self, pname, self._copy_into(value, getattr(self, pname), cast=False) if is_array(value) else value))
         others = dict(link._named_children())
         for cname, child in self._named_children():
             if cname not in others:
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
             child._plan_copy(others[cname], copy_persistent, params, persistents)
+
+    def _copy_into(self, src: Any, like: Any, cast: bool) -> Any:
+        """A copy of array ``src`` for the value ``like`` of this link: on its backend and
+        in its dtype, or, where ``like`` is not an array yet, put as :meth:`_adopt` puts it."""
+        if is_array(like):
+            return _copy_like(src, like)
+        return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), cast)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load this link's parameters and persistent values through
@@ -433,9 +441,7 @@ def _as_shape(size: Any) -> tuple[int, ...]:
 
 
 def _copy_like(src: Any, like: Any) -> Any:
-    """A copy of array ``src`` on the backend and with the dtype of ``like`` (``src``'s own when ``like`` is not an array)."""
-    if not is_array(like):
-        return backend_of_type(type(src)).xp.asarray(src, copy=True)
+    """A copy of array ``src`` on the backend and with the dtype of array ``like``."""
     if like.shape != src.shape:
         raise ValueError(f"polygrad: copyparams: shape {tuple(src.shape)} does not match {tuple(like.shape)}")
     backend = backend_of_type(type(like))
