@@ -292,3 +292,90 @@ def test_labels_and_ids_written_after_forward_leave_backward_alone():
 
     for a, b in zip(grads(False), grads(True)):
         assert np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------
+# Real-number hyperparameters (slope, alpha, delta, bounds, ratio, eps, decay):
+# a NumPy scalar is read as a Python number, so it never promotes a float32
+# input (np.float64(0.2) from np.linspace made F.leaky_relu's result float64)
+# ---------------------------------------------------------------------------
+
+import polygrad.links as L  # noqa: E402
+
+
+def _bn_args(xp):
+    return arr(xp, [1.0, 1.0, 1.0], "float32"), arr(xp, [0.0, 0.0, 0.0], "float32")
+
+
+HYPERPARAMETERS = {
+    "leaky_relu slope": lambda xp, x, h: F.leaky_relu(x, h(0.2)),
+    "elu alpha": lambda xp, x, h: F.elu(x, h(1.5)),
+    "clip x_min x_max": lambda xp, x, h: F.clip(x, h(-0.5), h(0.5)),
+    "clip x_min": lambda xp, x, h: F.clip(x, h(-0.5), None),
+    "huber_loss delta": lambda xp, x, h: F.huber_loss(x, x * 0.5, h(1.0)),
+    "dropout ratio": lambda xp, x, h: F.dropout(x, h(0.5)),
+    "batch_normalization eps": lambda xp, x, h: F.batch_normalization(x, *_bn_args(xp), eps=h(2e-5)),
+    "fixed_batch_normalization eps": lambda xp, x, h: F.fixed_batch_normalization(
+        x, *_bn_args(xp), arr(xp, [0.0, 0.0, 0.0], "float32"), arr(xp, [1.0, 1.0, 1.0], "float32"), eps=h(2e-5)),
+    "layer_normalization eps": lambda xp, x, h: F.layer_normalization(x, *_bn_args(xp), eps=h(1e-5)),
+    "BatchNormalization eps": lambda xp, x, h: L.BatchNormalization(3, eps=h(2e-5))(x),
+    "BatchNormalization eps (test mode)": lambda xp, x, h: _in_test_mode(L.BatchNormalization(3, eps=h(2e-5)), x),
+    "LayerNormalization eps": lambda xp, x, h: L.LayerNormalization(3, eps=h(1e-5))(x),
+}
+
+
+def _in_test_mode(link, x):
+    with pg.test_mode():
+        return link(x)
+
+
+@pytest.mark.parametrize("case", list(HYPERPARAMETERS))
+@pytest.mark.parametrize("scalar", ["float64", "float32", "int64"])
+def test_a_numpy_scalar_hyperparameter_keeps_float32(xp, case, scalar):
+    """float32 in, float32 out and float32 gradient, with the hyperparameter a NumPy scalar
+    (np.float64 made leaky_relu, elu, clip, huber_loss and the normalizations float64)."""
+    h = (lambda v: np.int64(round(v)) if round(v) == v else np.float64(v)) if scalar == "int64" else getattr(np, scalar)
+    x = pg.Variable(arr(xp, [[-1.0, 0.25, 2.0], [0.5, -0.3, 1.0]], "float32"))
+    y = HYPERPARAMETERS[case](xp, x, h)
+    assert y.dtype == xp.float32, case
+    pg.sum(y * y).backward()
+    assert x.grad.dtype == xp.float32, case
+    want = HYPERPARAMETERS[case](xp, x, lambda v: float(h(v)))
+    if "dropout" not in case:
+        np.testing.assert_array_equal(to_np(y), to_np(want))
+
+
+def test_clip_keeps_an_integer_inputs_dtype_with_numpy_bounds(xp):
+    """F.clip of int32 with np.int64 bounds stays int32, as pg.clip (the standard's clip) does."""
+    x = arr(xp, [-3, 0, 5], "int32")
+    y = F.clip(x, np.int64(-1), np.int64(2))
+    assert y.dtype == xp.int32
+    np.testing.assert_array_equal(to_np(y), [-1, 0, 2])
+
+
+REFUSALS = {
+    "leaky_relu: slope": lambda xp, x, v: F.leaky_relu(x, v),
+    "elu: alpha": lambda xp, x, v: F.elu(x, v),
+    "clip: x_min": lambda xp, x, v: F.clip(x, v, None),
+    "clip: x_max": lambda xp, x, v: F.clip(x, -1.0, v),
+    "huber_loss: delta": lambda xp, x, v: F.huber_loss(x, x, v),
+    "dropout: ratio": lambda xp, x, v: F.dropout(x, v),
+    "batch_normalization: eps": lambda xp, x, v: F.batch_normalization(x, *_bn_args(xp), eps=v),
+    "batch_normalization: decay": lambda xp, x, v: F.batch_normalization(x, *_bn_args(xp), decay=v),
+    "layer_normalization: eps": lambda xp, x, v: F.layer_normalization(x, *_bn_args(xp), eps=v),
+    "BatchNormalization: eps": lambda xp, x, v: L.BatchNormalization(3, eps=v),
+    "BatchNormalization: decay": lambda xp, x, v: L.BatchNormalization(3, decay=v),
+    "LayerNormalization: eps": lambda xp, x, v: L.LayerNormalization(3, eps=v),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+@pytest.mark.parametrize("bad", ["array", "str", "bool"])
+def test_a_hyperparameter_that_is_not_a_number_is_refused(xp, case, bad):
+    """A 0-d array, a string or a bool where a real number is required is a TypeError naming the function
+    and the argument (a 0-d array decay was folded into the running averages; a string gave numpy's error)."""
+    value = {"array": arr(xp, 0.5, "float32"), "str": "0.5", "bool": True}[bad]
+    x = pg.Variable(arr(xp, [[-1.0, 0.25, 2.0], [0.5, -0.3, 1.0]], "float32"))
+    fname, arg = case.split(": ")
+    with pytest.raises(TypeError, match=rf"\.{fname}: {arg} must be a real number \(a Python or NumPy scalar\), got"):
+        REFUSALS[case](xp, x, value)

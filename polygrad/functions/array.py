@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad import ops
-from polygrad.functions.nn import _data
+from polygrad.functions.nn import _data, hyperparameter
 from polygrad.ops import getitem, where as _where
 
 __all__ = ["concat", "stack", "split_axis", "where", "clip"]
@@ -79,10 +79,13 @@ def clip(x, x_min, x_max):
     """``x`` limited to ``[x_min, x_max]`` (either bound may be None).
 
     The gradient is 1 where ``x_min <= x <= x_max`` (bounds included, as in
-    Chainer) and 0 outside.
+    Chainer) and 0 outside. The bounds are numbers (arrays of bounds:
+    ``pg.clip``), and the result has ``x``'s dtype.
     """
     if x_min is None and x_max is None:
         raise ValueError("polygrad.functions.clip: x_min and x_max cannot both be None")
+    x_min = None if x_min is None else hyperparameter("clip", "x_min", x_min)
+    x_max = None if x_max is None else hyperparameter("clip", "x_max", x_max)
     if x_min is not None and x_max is not None and x_min > x_max:
         raise ValueError(f"polygrad.functions.clip: x_min ({x_min}) must not exceed x_max ({x_max})")
     y = x

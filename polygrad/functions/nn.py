@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, is_array
@@ -38,6 +39,7 @@ def as_variable(x: Any) -> Any:
 
 def leaky_relu(x, slope=0.2):
     """``x`` where ``x >= 0``, else ``slope * x`` (the gradient at 0 is 1, as in Chainer)."""
+    slope = hyperparameter("leaky_relu", "slope", slope)
     return where(x >= 0, x, x * slope)
 
 
@@ -49,6 +51,7 @@ def elu(x, alpha=1.0):
     cancels; the negative branch only sees ``min(x, 0)``, so a large positive
     ``x`` sends no inf or nan into the gradient.
     """
+    alpha = hyperparameter("elu", "alpha", alpha)
     neg = x < 0
     t = tanh(where(neg, x, 0.0) * 0.5)
     return where(neg, (2.0 * alpha) * t / (1.0 - t), x)
@@ -127,6 +130,30 @@ def dtype_kind(a: Any) -> str | None:
         return ("bool" if name == "bool" else "integral" if "int" in name else
                 "complex floating" if name.startswith("complex") else "real floating" if name.startswith("float") else None)
     return kind if kind in _KINDS else None
+
+
+def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.functions") -> int | float:
+    """``value``, a real-number hyperparameter (a slope, an ``eps``, a bound), as a
+    Python int or float.
+
+    A NumPy scalar (``np.float64(0.2)``, an item of ``np.linspace``) is strongly
+    typed: folded into the arithmetic as it is, it would make a float32 result
+    float64. A Python number takes the dtype of the array it meets, so the
+    result keeps the input's dtype, as in Chainer and PyTorch.
+
+    :raises TypeError: naming ``owner.fname`` and ``arg``, for anything else: a
+        bool, a complex number, a string, an array or a Variable.
+    """
+    if type(value) is float or type(value) is int:
+        return value
+    if not isinstance(value, bool):
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+    data = _data(value)
+    got = f"an array of shape {tuple(data.shape)} (pass a Python number)" if is_array(data) else repr(value)
+    raise TypeError(f"{owner}.{fname}: {arg} must be a real number (a Python or NumPy scalar), got {got}")
 
 
 def check_option(fname: str, arg: str, value: Any, allowed: tuple) -> None:
@@ -271,7 +298,8 @@ def huber_loss(x, t, delta, reduce="sum_along_second_axis"):
     fname = "huber_loss"
     check_option(fname, "reduce", reduce, ("sum_along_second_axis", "no"))
     check_same_shape(fname, x, t)
-    if isinstance(delta, (int, float)) and not delta > 0:
+    delta = hyperparameter(fname, "delta", delta)
+    if not delta > 0:
         raise ValueError(f"polygrad.functions.{fname}: delta must be positive, got {delta!r}")
     d = as_variable(x) - t
     a = abs(d)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from polygrad.core import config
 from polygrad.core.variable import Variable
+from polygrad.functions.nn import hyperparameter
 from polygrad.ops.nn import dropout_mask
 
 __all__ = ["dropout"]
@@ -15,6 +16,7 @@ def dropout(x, ratio=0.5):
     ``x`` unchanged. The mask comes from the backend's shared random generator,
     drawn inside an op (``polygrad.ops.nn.dropout_mask``), so a compiled function
     draws a new mask at every call."""
+    ratio = hyperparameter("dropout", "ratio", ratio)
     if not 0.0 <= ratio < 1.0:
         raise ValueError(f"polygrad.functions.dropout: ratio must be in [0, 1), got {ratio!r}")
     if not config.train.get():

@@ -8,7 +8,7 @@ from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
-from polygrad.functions.nn import as_variable
+from polygrad.functions.nn import as_variable, hyperparameter
 from polygrad.ops import mean, reshape, sqrt
 
 __all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalization"]
@@ -85,6 +85,8 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     result is :func:`fixed_batch_normalization` with them; without them the
     batch statistics are used and nothing is updated.
     """
+    eps = hyperparameter("batch_normalization", "eps", eps)
+    decay = hyperparameter("batch_normalization", "decay", decay)
     train = config.train.get()
     if not train and running_mean is not None and running_var is not None:
         return fixed_batch_normalization(x, gamma, beta, running_mean, running_var, eps)
@@ -100,6 +102,7 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
 def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
     """Batch normalization with given statistics: ``gamma (x - mean) / sqrt(var + eps) + beta``,
     ``mean`` and ``var`` of gamma's shape (differentiable in all five)."""
+    eps = hyperparameter("fixed_batch_normalization", "eps", eps)
     _, bshape, _ = _channel_layout(x, gamma, "fixed_batch_normalization")
     return _normalize(x, gamma, beta, reshape(mean, bshape), reshape(var, bshape), eps, bshape)
 
@@ -107,6 +110,7 @@ def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
 def layer_normalization(x, gamma, beta, eps=1e-5):
     """Normalize ``x`` over its trailing axes covered by ``gamma`` (axis 1 of an (N, D)
     input with gamma (D,)), then scale by ``gamma`` and shift by ``beta``."""
+    eps = hyperparameter("layer_normalization", "eps", eps)
     xs, gs = static_shape(x, "layer_normalization"), static_shape(gamma, "layer_normalization")
     k = len(gs)
     if k == 0 or len(xs) < k or xs[len(xs) - k:] != gs:
@@ -121,5 +125,6 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
 def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any, int]:
     """For L.BatchNormalization: the train-mode output and the batch mean and
     variance as raw arrays, plus the number of values per channel."""
+    eps = hyperparameter("batch_normalization", "eps", eps)
     y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
     return y, _data(mu), _data(var), m

@@ -579,9 +579,11 @@ class BatchNormalization(Link):
 
     def __init__(self, size: Any, decay: float = 0.9, eps: float = 2e-5, *, dtype: Any = "float32",
                  backend: str | None = None) -> None:
+        from polygrad.functions.nn import hyperparameter
+
         super().__init__()
-        self.decay = decay
-        self.eps = eps
+        self.decay = hyperparameter("BatchNormalization", "decay", decay, owner="polygrad.links")
+        self.eps = hyperparameter("BatchNormalization", "eps", eps, owner="polygrad.links")
         b = get_backend(backend)
         xp = b.xp
         dt = _as_dtype(xp, dtype)
@@ -611,8 +613,10 @@ class LayerNormalization(Link):
     ``eps`` defaults to 1e-6, as in Chainer's link."""
 
     def __init__(self, size: Any = None, eps: float = 1e-6, *, dtype: Any = "float32", backend: str | None = None) -> None:
+        from polygrad.functions.nn import hyperparameter
+
         super().__init__()
-        self.eps = eps
+        self.eps = hyperparameter("LayerNormalization", "eps", eps, owner="polygrad.links")
         self._dtype = dtype
         self._backend_name = backend
         with self.init_scope():
