@@ -292,3 +292,16 @@ def test_a_lazy_link_loads_onto_dask(tmp_path):
         assert isinstance(lazy.W.data, da.Array) and lazy.W.dtype == np.float32
         y = lazy(pg.asarray(np.ones((1, 3), dtype="float32"), backend="dask"))
         assert isinstance(y.data, da.Array) and pg.compute(y)[0].shape == (1, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "float64"])
+def test_inv_keeps_the_input_dtype(dtype):
+    """linalg.inv of a float32 (complex64) dask matrix is float32 (complex64), lazily and computed, as on
+    numpy: dask's own inv solves against a float64 identity and gave float64 (complex128)."""
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], dtype=dtype)
+    x = pg.Variable(pg.asarray(a, backend="dask"))
+    y = pg.linalg.inv(x)
+    assert y.dtype == np.dtype(dtype) and pg.compute(y)[0].dtype == np.dtype(dtype)
+    np.testing.assert_allclose(pg.compute(y)[0], np.linalg.inv(a), rtol=1e-6)
+    pg.sum(pg.real(y) if dtype.startswith("complex") else y).backward()
+    assert pg.compute(x.grad)[0].dtype == np.dtype(dtype)

@@ -6,7 +6,9 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
 * ``take_along_axis``: not in dask; integer-array indexing with aranges;
 * ``from_dlpack``: not in dask; a dask array as it is, anything else through numpy;
 * ``linalg.cholesky``: array_api_compat's gives the upper factor for
-  ``upper=False`` (dask's own ``cholesky`` defaults to ``lower=False``).
+  ``upper=False`` (dask's own ``cholesky`` defaults to ``lower=False``);
+* ``linalg.inv``: dask's solves against a float64 identity, so a float32
+  (or complex64) matrix gets a float64 (complex128) inverse; cast back.
 
 Everything else is array_api_compat's, unchanged.
 """
@@ -56,7 +58,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 class _Linalg:
-    """``linalg``: array_api_compat's, with ``cholesky`` giving the factor asked for."""
+    """``linalg``: array_api_compat's, with ``cholesky`` giving the factor asked for
+    and ``inv`` keeping its input's floating-point dtype."""
 
     __name__ = "polygrad_dask.namespace.linalg"
 
@@ -68,6 +71,13 @@ class _Linalg:
         import dask.array as da
 
         return da.linalg.cholesky(x, lower=not upper)
+
+    @staticmethod
+    def inv(x, /):
+        y = _base.linalg.inv(x)
+        if y.dtype == x.dtype or not isdtype(x.dtype, ("real floating", "complex floating")):  # noqa: F405
+            return y
+        return astype(y, x.dtype)  # noqa: F405
 
 
 linalg = _Linalg()
