@@ -201,7 +201,9 @@ class Link:
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
-                persistents.append((self, pname, self._copy_into(value, getattr(self, pname), cast=False) if is_array(value) else value))
+                if is_array(value):
+                    value = self._copy_into(value, getattr(self, pname), cast=False)
+                persistents.append((self, pname, value))
         others = dict(link._named_children())
         for cname, child in self._named_children():
             if cname not in others:
