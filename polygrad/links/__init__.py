@@ -174,9 +174,9 @@ class Link:
         Each value is copied onto the backend and dtype of the one it replaces
         (into a value not initialized yet, where the link would have created
         it, as :meth:`serialize` loads one); the two links share no array
-        afterwards. All or nothing:
-        every value is checked and copied before any is assigned, so a link
-        of another structure raises and leaves this one as it was.
+        afterwards. All or nothing: every value is checked and copied before
+        any is assigned, so a link of another structure raises and leaves
+        this one as it was.
         """
         params: list = []
         persistents: list = []
