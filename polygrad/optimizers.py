@@ -33,7 +33,6 @@ the parameter and leaves everything as it was, gradients included.
 from __future__ import annotations
 
 import math
-import numbers
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
@@ -76,15 +75,11 @@ class Hyperparameter:
 
     def convert(self, owner: str, value: Any) -> float:
         """``value`` as the float this hyperparameter of ``owner`` (a class name, for the
-        errors) would store, or the TypeError / ValueError that setting it raises."""
-        if not isinstance(value, numbers.Real):
-            shown = repr(value)
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            raise TypeError(
-                f"polygrad: {owner}'s {self.name} must be a real number (a Python or NumPy int or float), "
-                f"got {type(value).__name__} {shown}; pass float(...) of it"
-            )
-        value = float(value)
+        errors) would store, or the TypeError / ValueError that setting it raises. A bool is
+        the number it is (``weight_decay=False``), as PyTorch takes it."""
+        from polygrad.functions.nn import hyperparameter
+
+        value = float(value if isinstance(value, bool) else hyperparameter(owner, self.name, value, "polygrad"))
         if self.check is not None and not self.check[0](value):
             raise ValueError(f"polygrad: {owner}'s {self.name} must be {self.check[1]}, got {value!r}")
         return value

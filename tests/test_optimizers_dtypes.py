@@ -102,15 +102,15 @@ def test_hyperparameters_are_stored_as_python_floats():
 
 @pytest.mark.parametrize("bad", ["0.1", None, np.ones(()), 1j, [0.1]])
 def test_a_hyperparameter_that_is_no_real_number_is_refused(bad):
-    with pytest.raises(TypeError, match="SGD's lr must be a real number"):
+    with pytest.raises(TypeError, match="SGD: lr must be a real number"):
         optimizers.SGD(lr=bad)
     opt = optimizers.MomentumSGD()
-    with pytest.raises(TypeError, match="MomentumSGD's momentum must be a real number"):
+    with pytest.raises(TypeError, match="MomentumSGD: momentum must be a real number"):
         opt.momentum = bad
     assert opt.momentum == 0.9
-    with pytest.raises(TypeError, match="WeightDecay's rate must be a real number"):
+    with pytest.raises(TypeError, match="WeightDecay: rate must be a real number"):
         optimizer_hooks.WeightDecay(bad)
-    with pytest.raises(TypeError, match="GradientClipping's threshold must be a real number"):
+    with pytest.raises(TypeError, match="GradientClipping: threshold must be a real number"):
         optimizer_hooks.GradientClipping(bad)
 
 
