@@ -746,3 +746,14 @@ def test_a_borrowed_output_that_is_a_constant_of_the_program_is_copied():
     r = f(np.ones(3))
     r[...] = -7
     np.testing.assert_array_equal(f(np.ones(3)), [3.0, 3.0, 3.0])
+
+
+def test_linear_algebra_results_have_known_shapes_in_symbolic_graphs():
+    """The kernels ran on stand-in ones, which are singular: solve, inv and cholesky gave
+    results of unknown rank, and F.logsumexp of one raised a TypeError."""
+    A, b = T.tensor("float64", (3, 3), "A"), T.tensor("float64", (3, 2), "b")
+    assert pg.linalg.solve(A, b).shape == (3, 2)
+    assert pg.linalg.inv(A).shape == pg.linalg.cholesky(A).shape == (3, 3)
+    f = pg.function([A, b], F.logsumexp(pg.linalg.solve(A, b)))
+    a, bv = np.eye(3) * 2.0, np.ones((3, 2))
+    assert float(f(a, bv)) == pytest.approx(float(F.logsumexp(pg.linalg.solve(pg.asarray(a), pg.asarray(bv))).data))

@@ -407,3 +407,21 @@ def test_donated_inputs_are_only_the_programs_own():
         fn(np.ones((4, 4)), np.ones((4, 4)))
     (inputs,) = captured
     assert sorted(d for _, _, d in inputs) == [False, True]  # x is the caller's, h the program's
+
+
+def test_groups_that_read_each_other_are_not_fused_into_a_cycle():
+    """In a Hessian-vector product two convex groups can each read the other: as single
+    instructions they made a cycle, and the whole program ran unfused with a warning."""
+    x = T.vector("x")
+    cost = pg.linalg.vector_norm(pg.tanh(x))
+    g = T.grad(cost, x)
+    hv = T.grad(pg.sum(g * pg.shared(np.array([1.0, 0.5, -0.3]))), x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f = pg.function([x], [cost, g, hv])
+        got = f(np.array([0.5, 0.7, 1.1]))
+    want = pg.function([x], [cost, g, hv], mode="FAST_COMPILE")(np.array([0.5, 0.7, 1.1]))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    if fusion.ENABLED:
+        assert next(iter(f._programs.values())).n_fused >= 1

@@ -191,3 +191,94 @@ def test_pg_grad_with_inputs_on_one_path_and_second_order():
     np.testing.assert_allclose(gs.data, 3 * np.sin([1.0, 2.0]) ** 2)
     (gx2,) = pg.grad(pg.sum(gs), [x])  # through the graph of gs: 6 sin(x) cos(x)
     np.testing.assert_allclose(gx2.data, 6 * np.sin([1.0, 2.0]) * np.cos([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------------------
+# Higher-order gradients against jax (an adversarial pass): what went wrong silently
+# ---------------------------------------------------------------------------
+def test_an_in_place_change_after_a_create_graph_gradient_is_refused():
+    """The gradient's graph saved h through a stand-in Variable with a counter of its own:
+    h *= 3 then went unnoticed, and the Hessian-vector product read the changed h."""
+    x = pg.Variable(np.array([0.5, -1.2, 2.0]))
+    h = x * 2.0
+    g, = pg.grad(pg.sum(pg.sin(h)), [x], create_graph=True)
+    with pg.no_backprop_mode():
+        h *= 3.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        pg.grad(pg.sum(g), [x])
+
+
+def test_the_mixed_second_derivative_of_pow_at_a_zero_exponent():
+    """d2/dy dx of x ** y at y = 0 is 1/x; a where() on y == 0 in the base's rule gave 0, so
+    the Hessian was not symmetric."""
+    for first, second in ((0, 1), (1, 0)):
+        x, y = pg.Variable(np.array([2.0, 4.0])), pg.Variable(np.array([0.0, 0.0]))
+        v = (x, y)
+        g, = pg.grad(pg.sum(x ** y), [v[first]], create_graph=True)
+        h, = pg.grad(pg.sum(g), [v[second]])
+        np.testing.assert_allclose(h.data, [0.5, 0.25])
+    x, y = pg.Variable(np.array([0.0])), pg.Variable(np.array([0.0]))
+    pg.sum(x ** y).backward()
+    assert x.grad[0] == 0.0 and y.grad[0] == 0.0  # 0 ** 0: no nan
+
+
+def test_identity_is_differentiable_to_any_order():
+    x = pg.Variable(np.array([1.0, 2.0]))
+    g, = pg.grad(pg.sum(F.identity(x) ** 3 + x ** 3), [x], create_graph=True)
+    h, = pg.grad(pg.sum(g), [x])
+    np.testing.assert_allclose(h.data, [12.0, 24.0])  # was 6x: identity's path was left out
+
+
+def test_a_second_derivative_through_a_user_function_raises():
+    """A user Function's backward runs on arrays; its path was left out of a second derivative,
+    silently (6x + nothing where 12x is right). PyTorch's once_differentiable raises."""
+
+    class Cube(pg.Function):
+        def forward(self, inputs):
+            self.retain_inputs((0,))
+            return inputs[0] ** 3,
+
+        def backward(self, inputs, grad_outputs):
+            return 3 * inputs[0] ** 2 * grad_outputs[0],
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    g, = pg.grad(pg.sum(Cube()(x) + x ** 3), [x], create_graph=True)
+    np.testing.assert_allclose(g.data, [6.0, 24.0])
+    with pytest.raises(RuntimeError, match="Cube is differentiable once"):
+        pg.grad(pg.sum(g), [x])
+    y = pg.sum(Cube()(x))
+    x.grad = None
+    y.backward(create_graph=True)  # a first derivative with create_graph is still fine
+    np.testing.assert_allclose(x.grad.data, [3.0, 12.0])
+
+
+def test_a_grad_outputs_variable_of_another_precision_keeps_its_path():
+    """A float32 u given for a float64 output was cast as a bare array: the gradient with
+    respect to u was None ('not used to compute the outputs')."""
+    x = pg.Variable(np.array([0.5, -1.2, 2.0]))
+    u = pg.Variable(np.array([1.0, 0.3, -0.7], dtype=np.float32))
+    g, = pg.grad(pg.exp(x), [x], grad_outputs=u, create_graph=True)
+    gu, = pg.grad(pg.sum(g), [u])
+    assert gu.dtype == np.float32
+    np.testing.assert_allclose(gu.data, np.exp(x.data), rtol=1e-6)
+
+
+def test_mixed_precision_higher_order_gradients():
+    """create_graph refused a float64 gradient for a float32 input ('is float64, expected
+    float32'), also for a leaf that was not asked for (a float32 Linear's W fed float64 data:
+    the gradient-penalty pattern); an intermediate's gradient came back float64."""
+    import polygrad.links as L
+
+    x = pg.Variable(np.ones((2, 3), np.float32))
+    c = pg.asarray(np.ones((3, 2)))
+    g, = pg.grad(pg.sum(pg.sin(pg.tensordot(x, c, axes=1))), [x], create_graph=True)
+    assert g.dtype == np.float32
+    h = pg.sin(x)
+    gh, = pg.grad(pg.sum(pg.tensordot(h, c, axes=1)), [h])
+    assert gh.dtype == np.float32
+    lin = L.Linear(3, 1)
+    xx = pg.Variable(np.ones((4, 3)))
+    gx, = pg.grad(pg.sum(pg.tanh(lin(xx))), [xx], create_graph=True)
+    assert lin.W.grad is None
+    pg.sum(gx * gx).backward()
+    assert lin.W.grad.dtype == np.float32 and lin.W.grad.shape == (1, 3)

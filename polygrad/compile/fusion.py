@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import warnings
 from typing import Any, Callable, NamedTuple
 
 from polygrad.compile import inplace as _inplace
@@ -91,7 +90,7 @@ def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list, in_slots: list
         if g is not None:
             by_group.setdefault(g, []).append(i)
     replaced: dict[int, tuple] = {}  # index of a group's last member -> the fused instruction
-    dropped: set[int] = set()
+    members_of: dict[int, list[int]] = {}
     readers: dict[int, set[int]] = {}
     for i, (_, _, args, _, _) in enumerate(instrs):
         for k, v in args:
@@ -106,15 +105,33 @@ def fuse(instrs: list[tuple], out_refs: list[tuple], alive: list, in_slots: list
         fused = _offer(instrs, members, readers, returned, alive, donatable)
         if fused is not None:
             replaced[members[-1]] = fused
-            dropped.update(members)
+            members_of[members[-1]] = members
     if not replaced:
         return instrs
-    order = [(i, replaced[i]) if i in replaced else (i, ins) for i, ins in enumerate(instrs)
-             if i in replaced or i not in dropped]
     try:
-        return _toposort(order)
-    except _Cycle:  # pragma: no cover - the groups are convex
-        return instrs
+        return _toposort(_order(instrs, replaced, members_of))
+    except _Cycle:
+        pass
+    # Each group is convex, but two can read each other (in a Hessian-vector product, say), and
+    # as single instructions they would form a cycle: keep the groups, largest first, that
+    # leave the program acyclic.
+    kept: dict[int, tuple] = {}
+    for last in sorted(replaced, key=lambda k: -len(members_of[k])):
+        trial = {**kept, last: replaced[last]}
+        try:
+            _toposort(_order(instrs, trial, members_of))
+        except _Cycle:
+            continue
+        kept = trial
+    return _toposort(_order(instrs, kept, members_of))
+
+
+def _order(instrs: list[tuple], replaced: dict[int, tuple], members_of: dict[int, list[int]]) -> list[tuple]:
+    """``(position, instruction)`` of the program with the groups of ``replaced`` (keyed by
+    their last member) fused."""
+    dropped = {m for last in replaced for m in members_of[last]}
+    return [(i, replaced[i]) if i in replaced else (i, ins) for i, ins in enumerate(instrs)
+            if i in replaced or i not in dropped]
 
 
 def _groups(instrs: list[tuple], member: list[bool]) -> list[int | None]:
@@ -265,8 +282,7 @@ def _toposort(order: list[tuple[int, tuple]]) -> list[tuple]:
             waiting[u] -= 1
             if waiting[u] == 0:
                 heapq.heappush(ready, (order[u][0], u))
-    if len(result) != len(order):  # pragma: no cover - the groups are convex
-        warnings.warn("polygrad.function: fusion made a cycle; the program runs unfused", RuntimeWarning, stacklevel=2)
+    if len(result) != len(order):
         raise _Cycle
     return result
 

@@ -103,13 +103,20 @@ def default_float() -> str:
 
 def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
     """``datas`` with each symbolic array replaced by an array of its dtype and shape (unknown
-    dims as ``unknown``): ones, or zeros for integers, which index any axis that is not empty."""
+    dims as ``unknown``): zeros for integers, which index any axis that is not empty; for
+    floats, ones, plus ``n`` on the diagonal of a stack of ``n x n`` matrices, which makes them
+    invertible and positive definite (``solve``, ``inv``, ``cholesky`` refused ones)."""
     out = []
     for d in datas:
         if isinstance(d, SymbolicArray):
             dtype = getattr(xp, d.dtype)
-            fill = xp.zeros if xp.isdtype(dtype, "integral") else xp.ones
-            d = fill(tuple(unknown if n is None else n for n in d.shape), dtype=dtype)
+            shape = tuple(unknown if n is None else n for n in d.shape)
+            if xp.isdtype(dtype, "integral"):
+                d = xp.zeros(shape, dtype=dtype)
+            else:
+                d = xp.ones(shape, dtype=dtype)
+                if len(shape) >= 2 and shape[-1] == shape[-2] and not xp.isdtype(dtype, "bool"):
+                    d = d + shape[-1] * xp.eye(shape[-1], dtype=dtype)
         out.append(d)
     return out
 

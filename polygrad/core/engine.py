@@ -212,6 +212,10 @@ class _Pass:
                 self.exposed.add(id(gys[i]))
                 gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
                 self.exposed.add(id(gys[i]))
+            if y is not None and gys[i] is not None and gys[i].dtype != y._data.dtype:
+                # a rule's gradient of another precision (tensordot of float32 and float64): in
+                # the output's dtype, as a leaf's is, where it is captured, retained or passed on
+                gys[i] = admit_grad(gys[i], y._data, f"the gradient backward computed for {y._describe()}")
             if targets and (node, i) in targets:
                 self.captured[targets[(node, i)]] = gys[i]
             if y is None:
@@ -236,7 +240,10 @@ class _Pass:
         for v, g in self.leaves.values():
             firsts[id(g)] = firsts.get(id(g), 0) + 1
         ready = []
+        targets = self.targets
         for v, g in self.leaves.values():
+            if targets is not None and (None, id(v)) not in targets:
+                continue  # pg.grad: a leaf not asked for is neither checked, cast nor hooked
             if self.debug:
                 self.check_sum(g, v._describe())
             d = v._data
@@ -246,10 +253,8 @@ class _Pass:
                 self.exposed.add(id(g))
                 g = _apply_var_hooks(v, g, self.create_graph)
                 self.exposed.add(id(g))
-            if self.targets is not None:
-                i = self.targets.get((None, id(v)))
-                if i is not None:
-                    self.captured[i] = g
+            if targets is not None:
+                self.captured[targets[(None, id(v))]] = g
                 continue
             ready.append((v, g))
         with _ACCUMULATE:  # (from reading .grad to the last write: threads lose no sum)

@@ -49,7 +49,7 @@ import weakref
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.node import Node, freed_error, next_seq, version_error
+from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, admit
 
@@ -457,7 +457,7 @@ class Function(Node):
         gxs = tuple(None if g is None else admit(g, shape, dtype, self._backend, f"{self.label}.backward's gradient for input {i}")
                     for i, (g, (shape, dtype)) in enumerate(zip(gxs, self._in_meta)))
         if create_graph:  # user backward works on arrays: differentiable once
-            return tuple(None if g is None else Variable._make(g) for g in gxs)
+            return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
     def _release(self, by: Any = True) -> None:
@@ -489,3 +489,32 @@ class Function(Node):
         if self._local_hooks:
             new._local_hooks = type(self._local_hooks)(self._local_hooks)
         return new
+
+
+class _OnceDifferentiated(Node):
+    """Stands behind the gradients a Function's backward gave under ``create_graph``: arrays,
+    with no graph of how they depend on the Function's inputs (or on the output gradients).
+    A backward that reaches one raises, as PyTorch's ``once_differentiable`` does; without
+    it, a second derivative left this path out, silently (``identity(x) ** 3 + x ** 3``
+    gave 6x where 12x is right)."""
+
+    __slots__ = ("label",)
+
+    @classmethod
+    def wrap(cls, function: "Function", gxs: tuple, grad_outputs: tuple) -> tuple:
+        node = cls()
+        node.label = function.label
+        # What the gradients depend on: the Function's inputs and its output gradients
+        # (so that pg.grad, which runs only the nodes on a path to its inputs, reaches it).
+        node.edges = tuple(function.edges) + tuple(g._edge() for g in grad_outputs if isinstance(g, Variable))
+        node.seq = next_seq()
+        outs = tuple(None if g is None else Variable._make(g, node, i, requires_grad=True) for i, g in enumerate(gxs))
+        node.outputs = tuple(weakref.ref(v) if v is not None else _dead for v in outs)
+        return outs
+
+    def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
+        raise RuntimeError(
+            f"polygrad: {self.label}.backward computes its gradient on arrays, so {self.label} is differentiable "
+            f"once: a second derivative through it is not defined. Write it with polygrad's functions to "
+            f"differentiate it again"
+        )

@@ -242,6 +242,12 @@ class Node:
         node, where = edge
         if node is None:
             return where  # the leaf Variable itself
+        # The user's own Variable where it is alive (else one sharing nothing): the nodes the
+        # gradient's graph records then keep its version, so an in-place change of it before a
+        # second backward is refused instead of read.
+        ref = node.outputs[where]()
+        if ref is not None and ref._data is data:
+            return ref
         return Variable._make(data, node, where, requires_grad=True)
 
     def _output_variable(self, i: int, data: Any) -> Any:

@@ -170,8 +170,9 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
     """``g`` as a gradient of ``backend``, ``shape`` and ``dtype``, or a clear error naming ``source``.
 
     Python numbers and lists are converted; an array of another precision of the
-    same kind is cast to ``dtype``, as PyTorch does (a Variable without a graph
-    becomes that array); another backend, another shape or another kind of dtype
+    same kind is cast to ``dtype``, as PyTorch does (a Variable that requires grad by a
+    recorded astype, so that a higher derivative, or one with respect to ``grad_outputs``,
+    keeps its path; one without becomes that array); another backend, another shape or another kind of dtype
     (integer, bool, complex for a real array) is refused. A Variable of the right
     dtype is returned as it is.
     """
@@ -192,8 +193,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
             f"polygrad: {source} is {got}, expected {dtype} {tuple(shape)} on {backend.name!r}"
         )
     if raw.dtype != dtype:
-        if isinstance(g, Variable) and g._node is not None:  # a gradient with a graph keeps its own dtype
-            raise TypeError(f"polygrad: {source} is {raw.dtype}, expected {dtype}")
+        if isinstance(g, Variable) and g._requires_grad:  # a gradient in a graph: cast in the graph
+            return GRAPH_OPS.astype(g, dtype)
         return xp.astype(raw, dtype)
     return g
 

@@ -320,6 +320,11 @@ class Identity(Function):
     def backward(self, inputs: tuple, grad_outputs: tuple) -> tuple:
         return tuple(grad_outputs)
 
+    def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
+        if create_graph:  # the gradients pass as they are, graph included: differentiable to any order
+            return tuple(grad_outputs)
+        return super()._backward(grad_outputs, create_graph)
+
 
 def identity(*inputs):
     """Apply :class:`Identity`: one Variable for one input, a tuple otherwise."""

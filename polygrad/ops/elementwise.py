@@ -122,7 +122,10 @@ remainder = binary(REMAINDER)
 def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
     if type(y) in (int, float, complex):  # a constant exponent (the common case)
         return g * 0.0 if y == 0 else g * _conj(o, y * x ** (y - 1))
-    return o.where(y == 0, 0.0, g * _conj(o, y * x ** (y - 1)))  # d/dx x**0 = 0, also at x = 0
+    # y x**(y-1), with x**(y-1) taken at 1 where x = y = 0 (where it is 0**-1), so that the
+    # gradient is 0 there and not nan. (A where() on y == 0 instead gave 0 at every y = 0, and
+    # the derivative of that in y, 1/x, was lost: the Hessian was not symmetric.)
+    return g * _conj(o, y * o.where(o.logical_and(x == 0, y == 0), 1.0, x) ** (y - 1))
 
 
 def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
