@@ -500,6 +500,12 @@ def resolve_type(t: type) -> Backend:
         if hits:
             claims.append((min(hits), backend))
     if not claims:
+        if t is type(None):
+            raise TypeError(
+                "polygrad: got None where an array or a number was expected (in a symbolic graph, a dimension "
+                "that is not known is None: x[x > 0].shape[0], say; compute with the array, e.g. pg.mean, or "
+                "declare the shape with T.tensor(dtype, shape))"
+            )
         names = ", ".join(sorted(reg)) or "none"
         raise TypeError(
             f"polygrad: no backend claims arrays of type {t.__module__}.{t.__qualname__}; "

@@ -1,8 +1,9 @@
 """PyTorch 0.x's optimizer interface over polygrad's optimizers: ``SGD(params, lr)``,
 ``Adam(params, ...)``, ``zero_grad()``, ``step()``.
 
-The update rules are :mod:`polygrad.optimizers`' (Chainer's); this module only
-gives them PyTorch's shape, so that a PyTorch 0.x training loop runs unchanged::
+The update rules are :mod:`polygrad.optimizers`' (Chainer's), except SGD's momentum,
+which is PyTorch's (they differ once ``lr`` changes); this module gives them
+PyTorch's shape, so that a PyTorch 0.x training loop runs unchanged::
 
     optimizer = pg.optim.SGD([w, b], lr=0.1)
     optimizer.zero_grad()
@@ -237,14 +238,25 @@ class Optimizer:
         self._rule.serialize(serializer)
 
 
+class _TorchMomentumSGD(optimizers.MomentumSGD):
+    """PyTorch's momentum: ``v = momentum * v + grad; param -= lr * v``. It equals Chainer's
+    rule while ``lr`` is constant; after a change of ``lr`` (a schedule through
+    ``param_groups``) the velocity already gathered moves by the new one, as in PyTorch."""
+
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        v = self.momentum * state["v"] + grad
+        return self.lr * v, {"v": v}
+
+
 class SGD(Optimizer):
-    """``torch.optim.SGD(params, lr, momentum=0, weight_decay=0)``."""
+    """``torch.optim.SGD(params, lr, momentum=0, weight_decay=0)``, with PyTorch's momentum
+    rule (its velocity is a sum of gradients, scaled by ``lr`` at each step)."""
 
     _hyperparameters = ("lr", "momentum", "weight_decay")
     _rule_attributes = {"lr": "lr", "momentum": "momentum"}
 
     def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
-        rule = optimizers.MomentumSGD(lr=lr, momentum=momentum) if momentum else optimizers.SGD(lr=lr)
+        rule = _TorchMomentumSGD(lr=lr, momentum=momentum) if momentum else optimizers.SGD(lr=lr)
         super().__init__(params, rule, weight_decay)
 
     def _get_hyperparameter(self, key: str) -> Any:

@@ -115,7 +115,14 @@ class GradientClipping:
         for p in params:
             g = p.grad
             b = backend_of_type(type(g))
-            scale, real = scales[b], b.xp.finfo(g.dtype).dtype  # float32 for complex64
+            xp, scale = b.xp, scales[b]
+            real = xp.finfo(g.dtype).dtype  # float32 for complex64
+            if xp.finfo(real).bits < xp.finfo(scale.dtype).bits:
+                # a narrower gradient (float16) is scaled in the sum's precision, then cast back:
+                # the factor itself may be below float16's normal range (a norm above 16384)
+                wide = xp.astype(g, xp.result_type(g.dtype, scale.dtype))
+                p.grad = xp.astype(wide * scale, g.dtype)
+                continue
             if scale.dtype != real:
-                scale = b.xp.astype(scale, real)
+                scale = xp.astype(scale, real)
             p.grad = g * scale

@@ -757,3 +757,39 @@ def test_linear_algebra_results_have_known_shapes_in_symbolic_graphs():
     f = pg.function([A, b], F.logsumexp(pg.linalg.solve(A, b)))
     a, bv = np.eye(3) * 2.0, np.ones((3, 2))
     assert float(f(a, bv)) == pytest.approx(float(F.logsumexp(pg.linalg.solve(pg.asarray(a), pg.asarray(bv))).data))
+
+
+def test_a_boolean_mask_compiles_on_dask():
+    """dask's unknown size is nan, and nan != nan: the shape check failed at every run and
+    blamed random draws."""
+    da = pytest.importorskip("dask.array")
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(x[x > 0]))
+    assert float(f(da.from_array(np.array([1.0, -1.0, 2.0]), chunks=2))) == 3.0
+    assert float(f(da.from_array(np.array([1.0, 5.0, 2.0]), chunks=2))) == 8.0
+
+
+def test_a_gradient_that_does_not_ask_for_the_values_ignores_their_repeated_positions():
+    """The trace ran every input's rules: the values' refusal of repeated indices fired for a
+    gradient with respect to h alone, when the first call repeated an index."""
+    h_, v, i = T.vector("h"), T.vector("v"), T.vector("i", dtype="int64")
+    h = h_ * 1.0
+    h[i] = v
+    g = pg.function([h_, i, v], T.grad(pg.sum(h * h), h_))
+    np.testing.assert_array_equal(g(np.arange(5.0), np.array([1, 1, 3]), np.array([1.0, 2.0, 4.0])),
+                                  [0.0, 0.0, 4.0, 0.0, 8.0])
+
+
+def test_repeat_by_a_constant_count_keeps_known_shapes():
+    X = T.tensor("float32", (2, 3, 8, 8), "X")
+    assert pg.repeat(X, 2, axis=0).shape == (4, 3, 8, 8)
+    W = pg.shared(np.ones((4, 3, 3, 3), np.float32))
+    f = pg.function([X], pg.sum(F.convolution_2d(pg.repeat(X, 2, axis=0), W)))
+    assert float(f(np.ones((2, 3, 8, 8), np.float32))) == 4 * 4 * 36 * 27
+
+
+def test_an_unknown_dimension_used_as_a_number_says_so():
+    x = T.vector("x")
+    y = x[x > 0]
+    with pytest.raises(TypeError, match="a dimension that is not known is None"):
+        pg.sum(y) / y.shape[0]

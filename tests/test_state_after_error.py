@@ -154,3 +154,20 @@ def test_a_hook_whose_added_raises_is_not_registered():
     with pytest.raises(RuntimeError, match="cannot start"):
         node.add_hook(Refusing())
     assert "refusing" not in node.local_function_hooks
+
+
+def test_a_failing_backward_retains_no_intermediate_grad():
+    a, b = pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0]))
+    h = a * b
+    y = pg.sum(h * 2)
+
+    def boom(g):
+        raise ValueError("boom")
+
+    handle = b.register_hook(boom)
+    with pytest.raises(ValueError, match="boom"):
+        y.backward(retain_grad=True, retain_graph=True)
+    assert h.grad is None and y.grad is None and a.grad is None and b.grad is None
+    handle.remove()
+    y.backward(retain_grad=True)
+    np.testing.assert_array_equal(h.grad, [2.0, 2.0])

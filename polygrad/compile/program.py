@@ -33,6 +33,7 @@ from polygrad.core.config import force_backprop_mode
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
+from polygrad.core.op import value_shaped
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
 
@@ -71,8 +72,8 @@ def _shapes(value: Any) -> Any:
     """A result's shape, as the guard of a value-shaped row compares it (a tuple of shapes
     for a row with several outputs)."""
     if isinstance(value, tuple):
-        return tuple(tuple(v.shape) for v in value)
-    return tuple(value.shape)
+        return tuple(_shapes(v) for v in value)
+    return tuple(None if n is None or n != n else n for n in value.shape)  # unknown (dask's nan): None
 
 
 class _Tracer(FunctionHook):
@@ -137,10 +138,13 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     env: dict[int, Variable] = {}
     in_slots = []
     givens = givens or {}
+    wrt = _differentiated(targets, givens)
     for sym, value in zip(inputs, values):
         value = _distinct(value)
         if sym.id not in givens:  # a replaced input is never read
-            env[sym.id] = Variable(value)  # requires grad where the dtype allows
+            # requires grad where a gradient asks for it (and the dtype allows): the rules of the
+            # other inputs never run, nor what they refuse (setitem's values at repeated indices)
+            env[sym.id] = Variable(value) if wrt is None or sym.id in wrt else Variable(value, requires_grad=False)
         in_slots.append(tracer.new_slot(value))
     grads: dict[tuple, list] = {}
 
@@ -205,6 +209,32 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     return tracer, in_slots, refs
 
 
+def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | None:
+    """The ids of the inputs some gradient in ``targets``' graph is taken with respect to, or
+    None where every input must record (givens, or a gradient with respect to an intermediate,
+    which needs the graph from the inputs up to it)."""
+    if givens:
+        return None
+    wrt: set = set()
+    seen: set = set()
+    stack = list(targets)
+    while stack:
+        s = stack.pop()
+        if s.id in seen:
+            continue
+        seen.add(s.id)
+        if s.kind in ("op", "item"):
+            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
+        elif s.kind == "grad":
+            cost, ws, _ = s.grad_of
+            if any(w.kind not in ("input", "shared") for w in ws):
+                return None
+            wrt.update(w.id for w in ws)
+            stack.append(cost)
+            stack.extend(ws)
+    return wrt
+
+
 def _distinct(value: Any) -> Any:
     """``value`` as an array object of its own for tracing: the tracer tells values apart by
     identity, and one array may be given for two inputs (``f(batch, batch)``, two shared
@@ -256,7 +286,8 @@ class Program:
             kept = _rewrite.typed_scalars(kept, tracer.alive)
         self.instrs = kept
         # The shape each value-shaped row gave when traced, checked at every run.
-        self.guards = {out: _shapes(tracer.alive[out]) for op, _, _, _, out in kept if op.value_shapes}
+        self.guards = {out: _shapes(tracer.alive[out]) for op, _, args, _, out in kept
+                       if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
         self.in_slots = in_slots
         self.out_refs = out_refs
         # Which slots may share memory with an input (so a returned value would alias the caller's

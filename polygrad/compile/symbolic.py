@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from polygrad.array_api import DTYPES
 from polygrad.backends import get_backend
 from polygrad.core import dispatch as _dispatch
-from polygrad.core.op import REGISTRY, Op
+from polygrad.core.op import REGISTRY, Op, value_shaped
 from polygrad.core.variable import Variable
 
 _ids = itertools.count()
@@ -133,7 +133,7 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
             out = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
         # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
         # where the shape depends on the values (x[x > 0], unique_values).
-        known = not op.value_shapes and all(
+        known = not value_shaped(op, datas) and all(
             not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
         shape = tuple(out.shape) if known else tuple(None for _ in out.shape)
         return _dtype_name(out.dtype), shape

@@ -88,6 +88,7 @@ class _Pass:
         self.exposed: set[int] = set()
         self.failure: str | None = None  # set when the pass raised: what freed nodes then say
         self.starts: set[int] = set()  # the variables backward starts from keep their .grad
+        self.retained: list[tuple] = []  # (intermediate, its .grad): written with the leaves
         # Whether anything watches every node (hooks, debug mode, retained or captured gradients);
         # a node's own variable or function hooks are asked per node.
         self.watched = bool(self.hooks or self.debug or retain_grad or self.targets)
@@ -221,14 +222,14 @@ class _Pass:
             if y is None:
                 continue
             if not self.retain_grad and self.targets is None and y._grad is not None and id(y) not in self.starts:
-                y._grad = None  # (pg.grad touches no .grad)
+                self.retained.append((y, None))  # (pg.grad touches no .grad)
             if gys[i] is None:
                 continue
             if self.retain_grad:
                 g = gys[i]
                 if id(g) in self.exposed and not self.create_graph:
                     g = _copy(g)  # two retained gradients never share an array
-                y._grad = g
+                self.retained.append((y, g))
                 node._var_hooks = True  # a later pass without retain_grad clears it
                 self.exposed.add(id(g))
 
@@ -270,7 +271,7 @@ class _Pass:
                     # an array the caller holds, not a view.
                     g = _copy(g)
                 writes.append((v, g))
-            for v, g in writes:
+            for v, g in self.retained + writes:
                 v._grad = g
         return self.captured if self.targets is not None else None
 

@@ -73,7 +73,7 @@ class Op:
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
-                 casts: bool = False, elementwise: bool = False, value_shapes: bool = False):
+                 casts: bool = False, elementwise: bool = False, value_shapes: bool | Callable = False):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -99,7 +99,8 @@ class Op:
         self.elementwise = elementwise
         # The output's shape depends on the input values, not only on their shapes (unique_*,
         # nonzero, a boolean mask): a compiled program checks it at every call and is traced
-        # again where it changed.
+        # again where it changed. True, or a predicate of the inputs (repeat: only where the
+        # counts are an array); see :func:`value_shaped`.
         self.value_shapes = value_shapes
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
@@ -137,6 +138,13 @@ class Op:
                     impl = functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd
             self._impl[backend] = impl
         return impl
+
+
+def value_shaped(op: Any, inputs: tuple) -> bool:
+    """Whether ``op`` applied to ``inputs`` (arrays, symbolic arrays or constants) gives a result
+    whose shape depends on the input values (``Op.value_shapes``)."""
+    rule = op.value_shapes
+    return rule(*inputs) if callable(rule) else bool(rule)
 
 
 def _op_named(name: str) -> Op:

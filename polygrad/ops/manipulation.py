@@ -269,7 +269,7 @@ def tile(x, repetitions, /):
     return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
 
 
-REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True, value_shapes=True), _repeat_vjp, None, saves="y")
+REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True, value_shapes=lambda x, repeats: not isinstance(repeats, int)), _repeat_vjp, None, saves="y")
 
 
 @public
