@@ -282,3 +282,29 @@ def test_mixed_precision_higher_order_gradients():
     assert lin.W.grad is None
     pg.sum(gx * gx).backward()
     assert lin.W.grad.dtype == np.float32 and lin.W.grad.shape == (1, 3)
+
+
+def test_pg_grad_runs_only_the_rules_of_inputs_it_needs():
+    """pg.grad ran every rule of a node on the path: a weight's gradient was computed for a
+    gradient with respect to the data only, and setitem's refusal of repeated positions for
+    its values fired for a gradient with respect to h alone."""
+    from polygrad.extend import Op, apply, defvjp
+
+    calls = []
+    op = defvjp(Op("test_grad_two_rules", lambda xp, x, w: x * w),
+                lambda o, g, ans, x, w: calls.append("x") or g * w,
+                lambda o, g, ans, x, w: calls.append("w") or g * x, saves="xy")
+    try:
+        x, w = pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0]))
+        gx, = pg.grad(pg.sum(apply(op, (x, w))), [x])
+        np.testing.assert_array_equal(gx.data, [3.0, 4.0])
+        assert calls == ["x"]
+    finally:
+        from polygrad.core.op import REGISTRY
+
+        REGISTRY.pop("test_grad_two_rules", None)
+    h_, v = pg.Variable(np.arange(5.0)), pg.Variable(np.array([1.0, 2.0, 4.0]))
+    h = h_ * 1.0
+    h[pg.Variable(np.array([1, 1, 3]), requires_grad=False)] = v
+    gh, = pg.grad(pg.sum(h * h), [h_])
+    np.testing.assert_array_equal(gh.data, [0.0, 0.0, 4.0, 0.0, 8.0])

@@ -83,6 +83,7 @@ class _Pass:
             (v._node, v._index) if v._node is not None else (None, id(v)): i for i, v in enumerate(inputs)}
         self.captured: list = [None] * (0 if inputs is None else len(inputs))
         self.capture_only: set = set()  # pg.grad: nodes visited to capture a gradient, not run (see _prune)
+        self.pruned: dict = {}  # pg.grad: node -> its edges, None where no requested input lies behind
         # ids of gradient arrays the user holds too (seeds, retained grads, what hooks saw):
         # a leaf never gets one of them as its .grad, but a copy
         self.exposed: set[int] = set()
@@ -117,10 +118,11 @@ class _Pass:
 
     def _prune(self, outputs: Sequence[Variable]) -> None:
         """pg.grad: run only the nodes between the outputs and the requested inputs (as PyTorch
-        does). A node runs its rules when one of its inputs leads to a requested input; a node
-        that only makes one is visited to capture the gradient, not run (nor freed); the rest is
-        never visited (a placeholder slot keeps it off the heap): their hooks do not fire and
-        what they saved stays for a later backward."""
+        does). A node runs its rules when one of its inputs leads to a requested input, and
+        only the rules of those inputs (a primitive's; a Function's backward runs whole); a
+        node that only makes one is visited to capture the gradient, not run (nor freed); the
+        rest is never visited (a placeholder slot keeps it off the heap): their hooks do not
+        fire and what they saved stays for a later backward."""
         targets = self.targets
         order: list = []  # every node reachable from the outputs, each after the nodes it reads
         seen: set = set()
@@ -147,8 +149,11 @@ class _Pass:
             return (n, where) in targets or n in runs
 
         for n in order:
-            if any(leads(e) for e in n.edges):
+            ahead = [leads(e) for e in n.edges]
+            if any(ahead):
                 runs.add(n)
+                if not all(a or e is None for a, e in zip(ahead, n.edges)):  # rules for those inputs only
+                    self.pruned[n] = tuple(e if a else None for a, e in zip(ahead, n.edges))
             elif any((n, i) in targets for i in range(len(n.outputs))):
                 self.capture_only.add(n)
             else:
@@ -192,7 +197,15 @@ class _Pass:
             for h in hooks:
                 h.backward_preprocess(node, in_data, gys)
         captures_only = node in self.capture_only
-        gxs = node._backward(gys, self.create_graph) if node.edges and not captures_only else ()
+        pruned = self.pruned.get(node)
+        if pruned is not None:  # the rules of inputs that lead to no requested input do not run
+            edges, node.edges = node.edges, pruned
+            try:
+                gxs = node._backward(gys, self.create_graph)
+            finally:
+                node.edges = edges
+        else:
+            gxs = node._backward(gys, self.create_graph) if node.edges and not captures_only else ()
         if hooks:
             for h in hooks:
                 h.backward_postprocess(node, in_data, gys)
