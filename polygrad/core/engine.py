@@ -119,7 +119,8 @@ class _Pass:
     def _prune(self, outputs: Sequence[Variable]) -> None:
         """pg.grad: run only the nodes between the outputs and the requested inputs (as PyTorch
         does). A node runs its rules when one of its inputs leads to a requested input, and
-        only the rules of those inputs (a primitive's; a Function's backward runs whole); a
+        without create_graph only the rules of those inputs (a primitive's; a Function's
+        backward runs whole); a
         node that only makes one is visited to capture the gradient, not run (nor freed); the
         rest is never visited (a placeholder slot keeps it off the heap): their hooks do not
         fire and what they saved stays for a later backward."""
@@ -197,8 +198,10 @@ class _Pass:
             for h in hooks:
                 h.backward_preprocess(node, in_data, gys)
         captures_only = node in self.capture_only
-        pruned = self.pruned.get(node)
-        if pruned is not None:  # the rules of inputs that lead to no requested input do not run
+        # The rules of inputs that lead to no requested input do not run (not under create_graph,
+        # where a rule's result refers to the inputs through the node's own edges).
+        pruned = None if self.create_graph else self.pruned.get(node)
+        if pruned is not None:
             edges, node.edges = node.edges, pruned
             try:
                 gxs = node._backward(gys, self.create_graph)
