@@ -459,7 +459,11 @@ class GradientMethod(Optimizer):
                     for k in self.state_names:
                         sub(k, state[k])
                 continue
-            if param_t == 0:
+            # The file's count decides what is read, in the loader's first (dry) pass too, where
+            # the deserializer hands back this optimizer's own values: its own count asked for
+            # arrays the file need not hold (a parameter without state when it was saved).
+            stored = getattr(sub, "stored", None)
+            if (param_t if stored is None else stored("t", param_t)) == 0:
                 new_states.append((param, None))
                 continue
             if param.data is None:

@@ -124,6 +124,16 @@ class NpzDeserializer:
             reads.cache[full] = (sig, out)
         return value if reads.dry else out
 
+    def stored(self, key: str, value: Any) -> Any:
+        """What ``self(key, value)`` reads from the file, in either pass (the first pass of
+        :func:`serialize` hands the object its own values back): for an object whose keys depend
+        on a value in the file (an optimizer's count). Changes nothing."""
+        full = self.path + key.lstrip("/")
+        hit = self._reads.cache.get(full)
+        if hit is not None and hit[0] == _signature(value):
+            return hit[1]
+        return self._read(full, value)
+
     def _file(self) -> str:
         """`` 'model.npz'`` for a file named by a path; empty for a file object."""
         return f" {os.fspath(self.file)!r}" if isinstance(self.file, (str, os.PathLike)) else ""
