@@ -120,10 +120,9 @@ class _Pass:
         """pg.grad: run only the nodes between the outputs and the requested inputs (as PyTorch
         does). A node runs its rules when one of its inputs leads to a requested input, and
         without create_graph only the rules of those inputs (a primitive's; a Function's
-        backward runs whole); a
-        node that only makes one is visited to capture the gradient, not run (nor freed); the
-        rest is never visited (a placeholder slot keeps it off the heap): their hooks do not
-        fire and what they saved stays for a later backward."""
+        backward runs whole); a node that only makes one is visited to capture the gradient,
+        not run (nor freed); the rest is never visited (a placeholder slot keeps it off the
+        heap): their hooks do not fire and what they saved stays for a later backward."""
         targets = self.targets
         order: list = []  # every node reachable from the outputs, each after the nodes it reads
         seen: set = set()
@@ -153,8 +152,8 @@ class _Pass:
             ahead = [leads(e) for e in n.edges]
             if any(ahead):
                 runs.add(n)
-                if not all(a or e is None for a, e in zip(ahead, n.edges)):  # rules for those inputs only
-                    self.pruned[n] = tuple(e if a else None for a, e in zip(ahead, n.edges))
+                if not self.create_graph and not all(a or e is None for a, e in zip(ahead, n.edges)):
+                    self.pruned[n] = tuple(e if a else None for a, e in zip(ahead, n.edges))  # (_run_watched)
             elif any((n, i) in targets for i in range(len(n.outputs))):
                 self.capture_only.add(n)
             else:
@@ -198,9 +197,9 @@ class _Pass:
             for h in hooks:
                 h.backward_preprocess(node, in_data, gys)
         captures_only = node in self.capture_only
-        # The rules of inputs that lead to no requested input do not run (not under create_graph,
-        # where a rule's result refers to the inputs through the node's own edges).
-        pruned = None if self.create_graph else self.pruned.get(node)
+        # The rules of inputs that lead to no requested input do not run (pruned only without
+        # create_graph, where a rule's result refers to the inputs through the node's own edges).
+        pruned = self.pruned.get(node)
         if pruned is not None:
             edges, node.edges = node.edges, pruned
             try:

@@ -242,9 +242,9 @@ class Node:
         node, where = edge
         if node is None:
             return where  # the leaf Variable itself
-        # The user's own Variable where it is alive (else one sharing nothing): the nodes the
-        # gradient's graph records then keep its version, so an in-place change of it before a
-        # second backward is refused instead of read.
+        # The user's own Variable where it is alive (else a stand-in with a counter of its own):
+        # the nodes the gradient's graph records then keep its version, so an in-place change
+        # of it before a second backward is refused instead of read.
         ref = node.outputs[where]()
         if ref is not None and ref._data is data:
             return ref

@@ -171,10 +171,10 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
 
     Python numbers and lists are converted; an array of another precision of the
     same kind is cast to ``dtype``, as PyTorch does (a Variable that requires grad by a
-    recorded astype, so that a higher derivative, or one with respect to ``grad_outputs``,
-    keeps its path; one without becomes that array); another backend, another shape or another kind of dtype
-    (integer, bool, complex for a real array) is refused. A Variable of the right
-    dtype is returned as it is.
+    recorded astype, so that a higher derivative, or one with respect to
+    ``grad_outputs``, keeps its path; one without becomes that array); another
+    backend, another shape or another kind of dtype (integer, bool, complex for a
+    real array) is refused. A Variable of the right dtype is returned as it is.
     """
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
