@@ -346,7 +346,8 @@ class Program:
             if out in self.guards:  # (never computed in place: not elementwise)
                 names["_shapes"], names["ShapeChanged"] = _shapes, ShapeChanged
                 traced = const(self.guards[out])
-                lines.append(f"    if _shapes(s{out}) != {traced}: raise ShapeChanged({op.name!r}, {traced}, _shapes(s{out}))")
+                lines.append(f"    if _shapes(s{out}) != {traced}:")
+                lines.append(f"        raise ShapeChanged({op.name!r}, {traced}, _shapes(s{out}))")
             dead = sorted({ref("s", v) for kind, v in args
                            if kind == "s" and last_use.get(v) == i and v not in outputs and v != reused})
             if dead:

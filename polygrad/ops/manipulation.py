@@ -269,7 +269,8 @@ def tile(x, repetitions, /):
     return apply(TILE, (x,), {"repetitions": tuple(repetitions)})
 
 
-REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True, value_shapes=lambda x, repeats: not isinstance(repeats, int)), _repeat_vjp, None, saves="y")
+REPEAT = defvjp(Op("repeat", _repeat_kernel, shapes=True, value_shapes=lambda x, repeats: not isinstance(repeats, int)),
+                _repeat_vjp, None, saves="y")
 
 
 @public
@@ -444,7 +445,8 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
-        return apply(GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT, (x, *arrays), {"key": template})
+        row = GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT
+        return apply(row, (x, *arrays), {"key": template})
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
 

@@ -85,11 +85,14 @@ def isin(x1, x2, /, *, invert=False):
 # the gradient of another (array_api_compat's torch has none).
 UNIQUE_VALUES = defvjp(Op("unique_values", _unique("unique_values"), value_shapes=True), _values_vjp, saves="x ans")
 unique_values = unary(UNIQUE_VALUES)
-UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True, value_shapes=True, shapes=True), _all_vjp, saves="ans")
+UNIQUE_ALL = defvjp(Op("unique_all", _unique("unique_all"), multi=True, value_shapes=True, shapes=True), _all_vjp,
+                    saves="ans")
 unique_all = unary(UNIQUE_ALL)
-UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True, value_shapes=True), _counts_vjp, saves="x ans")
+UNIQUE_COUNTS = defvjp(Op("unique_counts", _unique("unique_counts"), multi=True, value_shapes=True), _counts_vjp,
+                       saves="x ans")
 unique_counts = unary(UNIQUE_COUNTS)
-UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True, value_shapes=True, shapes=True), _inverse_vjp, saves="ans")
+UNIQUE_INVERSE = defvjp(Op("unique_inverse", _unique("unique_inverse"), multi=True, value_shapes=True, shapes=True),
+                        _inverse_vjp, saves="ans")
 unique_inverse = unary(UNIQUE_INVERSE)
 
 

@@ -294,7 +294,8 @@ class _Plan:
         dtype = np.dtype(dtype)
         typed = np.asarray(value, dtype=dtype)
         # A literal, except a signed zero: numexpr keeps one of equal constants, and -0.0 == 0.0.
-        if dtype == np.float64 and value == value and abs(value) != float("inf") and not (value == 0 and np.signbit(typed)):
+        finite = value == value and abs(value) != float("inf")
+        if dtype == np.float64 and finite and not (value == 0 and np.signbit(typed)):
             text = repr(float(value))  # in parentheses when signed: -1.0 ** v would be -(1.0 ** v)
             return f"({text})" if text.startswith("-") else text
         if dtype == np.bool_:
