@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from polygrad.compile.program import MissingInputError, Program, ShapeChanged, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
-from polygrad.compile.symbolic import SymbolicArray, is_symbolic
+from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
 from polygrad.core.dispatch import backend_of_type, describe
 from polygrad.core.variable import Variable
 
@@ -47,29 +47,6 @@ def _upgrade(item: Any) -> In:
     raise TypeError(f"polygrad.function: cannot use {item!r} as an input; give a symbolic variable, an In, or a Theano shortcut tuple")
 
 
-def _walk(roots: Sequence[SymbolicArray], stop: set, givens: dict) -> Iterator[SymbolicArray]:
-    """Every expression the roots read, as a call evaluates them: an input (an id in
-    ``stop``) is given, not computed from its owner; a replaced one (in ``givens``) reads
-    its replacement instead."""
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        s = stack.pop()
-        if s.id in seen:
-            continue
-        seen.add(s.id)
-        yield s
-        if s.id in givens:
-            stack.append(givens[s.id])
-        elif s.id in stop:
-            continue
-        elif s.kind in ("op", "item"):
-            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
-        elif s.kind == "grad":
-            stack.append(s.grad_of[0])
-            stack.extend(s.grad_of[1])
-
-
 class _Lookup:
     """``fn.value`` / ``fn.container``: dictionary-like access by position, name or variable."""
 
@@ -94,13 +71,13 @@ class _Lookup:
 
 
 def _reach(roots: list, known: set, givens: dict, updated: list, no_default_updates: Any) -> tuple[list, list]:
-    """The expressions the roots read (see :func:`_walk`), and the default updates
+    """The expressions the roots read (see :func:`~polygrad.compile.symbolic.walk`), and the default updates
     ``(shared, expression)`` of the shared variables among them that have one, no update in
     ``updated`` and are not excluded by ``no_default_updates`` (their expressions are read too)."""
     excluded = no_default_updates if isinstance(no_default_updates, (list, tuple, set)) else ()
     roots, updated, found = list(roots), list(updated), []
     while True:
-        reached = list(_walk(roots, known, givens))
+        reached = list(walk(roots, known, givens))
         defaults = []
         for s in reached:
             var = s.container.variable if s.kind == "shared" else None

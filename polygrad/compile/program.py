@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
-from polygrad.compile.symbolic import SymbolicArray
+from polygrad.compile.symbolic import SymbolicArray, walk
 from polygrad.core.config import force_backprop_mode
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
@@ -216,22 +216,12 @@ def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | Non
     if givens:
         return None
     wrt: set = set()
-    seen: set = set()
-    stack = list(targets)
-    while stack:
-        s = stack.pop()
-        if s.id in seen:
-            continue
-        seen.add(s.id)
-        if s.kind in ("op", "item"):
-            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
-        elif s.kind == "grad":
-            cost, ws, _ = s.grad_of
+    for s in walk(targets, set(), {}):
+        if s.kind == "grad":
+            ws = s.grad_of[1]
             if any(w.kind not in ("input", "shared") for w in ws):
                 return None
             wrt.update(w.id for w in ws)
-            stack.append(cost)
-            stack.extend(ws)
     return wrt
 
 

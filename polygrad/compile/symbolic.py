@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from polygrad.array_api import DTYPES
 from polygrad.backends import get_backend
@@ -378,3 +378,26 @@ def grad(cost: Variable, wrt: Any, consider_constant: Any = None, disconnected_i
         raise TypeError(f"polygrad T.grad: the cost must be a symbolic expression, got {cost!r}")
     gs = SYMBOLIC.grad((cost,), tuple(ws), (None,), disconnected_inputs=disconnected_inputs, label="polygrad T.grad")
     return gs[0] if single else gs
+
+
+def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict) -> Iterator[SymbolicArray]:
+    """Every expression the roots read, as a call evaluates them: an input (an id in
+    ``stop``) is given, not computed from its owner; a replaced one (in ``givens``) reads
+    its replacement instead."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        s = stack.pop()
+        if s.id in seen:
+            continue
+        seen.add(s.id)
+        yield s
+        if s.id in givens:
+            stack.append(givens[s.id])
+        elif s.id in stop:
+            continue
+        elif s.kind in ("op", "item"):
+            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
+        elif s.kind == "grad":
+            stack.append(s.grad_of[0])
+            stack.extend(s.grad_of[1])
