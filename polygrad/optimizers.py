@@ -79,7 +79,7 @@ class Hyperparameter:
         the number it is (``weight_decay=False``), as PyTorch takes it."""
         from polygrad.functions.nn import hyperparameter
 
-        value = float(value if isinstance(value, bool) else hyperparameter(owner, self.name, value, "polygrad"))
+        value = float(hyperparameter(owner, self.name, value, "polygrad", allow_bool=True))
         if self.check is not None and not self.check[0](value):
             raise ValueError(f"polygrad: {owner}'s {self.name} must be {self.check[1]}, got {value!r}")
         return value

@@ -269,3 +269,13 @@ def test_float16_gradient_clipping_reaches_the_threshold():
     sgd.update()
     assert w.dtype == np.float16
     assert np.linalg.norm(w.data.astype(np.float64)) == pytest.approx(1.0, rel=2e-3)
+
+
+def test_a_numpy_bool_hyperparameter_is_the_number_it_is():
+    """Python's True was taken as 1.0, NumPy's True_ refused as 'an array of shape ()'."""
+    w = pg.Variable(np.ones(2))
+    assert pg.optim.SGD([w], lr=np.True_, weight_decay=np.False_).param_groups[0]["lr"] == 1.0
+    import polygrad.functions as F
+
+    with pytest.raises(TypeError, match="got the bool True"):
+        F.leaky_relu(w, np.True_)

@@ -132,7 +132,8 @@ def dtype_kind(a: Any) -> str | None:
     return kind if kind in _KINDS else None
 
 
-def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.functions") -> int | float:
+def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.functions", *,
+                   allow_bool: bool = False) -> int | float:
     """``value``, a real-number hyperparameter (a slope, an ``eps``, a bound), as a
     Python int or float.
 
@@ -141,8 +142,10 @@ def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.func
     float64. A Python number takes the dtype of the array it meets, so the
     result keeps the input's dtype, as in Chainer and PyTorch.
 
+    :param allow_bool: a bool (Python's, or a 0-d boolean array such as NumPy's
+        ``True_``) is the number it is (an optimizer's ``weight_decay=False``).
     :raises TypeError: naming ``owner.fname`` and ``arg``, for anything else: a
-        bool, a complex number, a string, an array or a Variable.
+        bool (unless allowed), a complex number, a string, an array or a Variable.
     """
     if type(value) is float or type(value) is int:
         return value
@@ -152,7 +155,16 @@ def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.func
         if isinstance(value, numbers.Real):
             return float(value)
     data = _data(value)
-    got = f"an array of shape {tuple(data.shape)} (pass a Python number)" if is_array(data) else repr(value)
+    boolean = isinstance(value, bool) or (
+        is_array(data) and data.ndim == 0 and backend_of_type(type(data)).xp.isdtype(data.dtype, "bool"))
+    if boolean and allow_bool:
+        return int(bool(value))
+    if boolean:
+        got = f"the bool {bool(value)}"
+    elif is_array(data):
+        got = f"an array of shape {tuple(data.shape)} (pass a Python number)"
+    else:
+        got = repr(value)
     raise TypeError(f"{owner}.{fname}: {arg} must be a real number (a Python or NumPy scalar), got {got}")
 
 
