@@ -308,3 +308,19 @@ def test_pg_grad_runs_only_the_rules_of_inputs_it_needs():
     h[pg.Variable(np.array([1, 1, 3]), requires_grad=False)] = v
     gh, = pg.grad(pg.sum(h * h), [h_])
     np.testing.assert_array_equal(gh.data, [0.0, 0.0, 4.0, 0.0, 8.0])
+
+
+def test_backward_with_create_graph_frees_when_told_to_as_pg_grad_does():
+    """backward(create_graph=True, retain_graph=False) kept the graph, where pg.grad with the same
+    arguments frees it (PyTorch: retain_graph defaults to create_graph; an explicit False frees)."""
+    for run in (lambda y, x: y.backward(create_graph=True, retain_graph=False),
+                lambda y, x: pg.grad(y, [x], create_graph=True, retain_graph=False)):
+        x = pg.Variable(np.array([1.0, 2.0]))
+        y = pg.sum(pg.sin(x * 2.0))
+        run(y, x)
+        with pytest.raises(RuntimeError, match="a second time"):
+            y.backward()
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(pg.sin(x * 2.0))
+    y.backward(create_graph=True)  # the default keeps it, as PyTorch's
+    y.backward()

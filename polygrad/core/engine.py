@@ -369,7 +369,9 @@ def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool 
         raise ValueError(f"polygrad.backward: got {len(gs)} gradients for {len(vs)} variables")
     if retain_variables is not None and retain_graph is None:
         retain_graph = retain_variables
-    backward(vs, gs, retain_grad=retain_grad, retain_graph=bool(retain_graph) or create_graph, create_graph=create_graph)
+    if retain_graph is None:  # PyTorch's default, as pg.grad's: an explicit False frees, create_graph or not
+        retain_graph = create_graph
+    backward(vs, gs, retain_grad=retain_grad, retain_graph=bool(retain_graph), create_graph=create_graph)
 
 
 def grad(
