@@ -305,3 +305,16 @@ def test_inv_keeps_the_input_dtype(dtype):
     np.testing.assert_allclose(pg.compute(y)[0], np.linalg.inv(a), rtol=1e-6)
     pg.sum(pg.real(y) if dtype.startswith("complex") else y).backward()
     assert pg.compute(x.grad)[0].dtype == np.dtype(dtype)
+
+
+def test_indexing_by_a_one_element_dask_array():
+    """dask reports x[k] of a 1-D x in one chunk and a one-element dask k with x's length, and
+    computes one element: setitem's scatter raised an IndexError, and the shape was wrong."""
+    x = pg.Variable(da.from_array(np.arange(5.0)))
+    y = x[pg.Variable(da.from_array(np.array([3])), requires_grad=False)]
+    assert y.shape == (1,)
+    pg.sum(y * 2).backward()
+    np.testing.assert_array_equal(pg.compute(x.grad)[0], [0.0, 0.0, 0.0, 2.0, 0.0])
+    h = x * 2
+    h[da.from_array(np.array([0]))] = 0.0
+    np.testing.assert_array_equal(pg.compute(h)[0], [0.0, 2.0, 4.0, 6.0, 8.0])

@@ -233,6 +233,12 @@ def getitem(x, key):
         out = _gather(x, key)
         if out is not None:
             return out
+    if x.ndim == 1 and len(keys) == 1 and arrays and tuple(arrays[0].shape) == (1,):
+        # dask reports x[k] of a 1-D x in one chunk and a dask k of one element with x's length
+        # (and computes one element): index by the element, then put the axis back
+        import dask.array as da
+
+        return x[da.reshape(arrays[0], ())][None]
     return x[key]
 
 
