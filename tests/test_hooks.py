@@ -511,3 +511,22 @@ def test_memory_hook_says_not_reported_without_stats():
     buf = io.StringIO()
     hook.print_report(file=buf)
     assert "not reported" in buf.getvalue()
+
+
+def test_a_hook_on_an_intermediate_fires_after_the_variable_is_gone():
+    """The engine found an intermediate's hooks through the weak reference to it: after the usual
+    h = h * h rebinding, a clipping hook on the old h did nothing (x.grad 200, 400 where PyTorch
+    gives 10, 10)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 10
+    h.register_hook(lambda g: np.clip(g, -1, 1))
+    h = h * h
+    pg.sum(h).backward()
+    np.testing.assert_array_equal(x.grad, [10.0, 10.0])
+    x2 = pg.Variable(np.array([1.0, 2.0]))
+    h2 = x2 * 10
+    handle = h2.register_hook(lambda g: g * 0)
+    handle.remove()
+    h2 = h2 * h2
+    g, = pg.grad(pg.sum(h2), [x2])
+    np.testing.assert_array_equal(g.data, [200.0, 400.0])  # a removed hook stays removed

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable, _size, admit_grad
+from polygrad.core.variable import Variable, _size, admit, admit_grad
 
 #: Serializes accumulation into ``.grad``: backward passes running in several threads
 #: into one leaf all land (numpy releases the GIL inside ``+``).
@@ -54,14 +54,21 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     return g._data if isinstance(g, Variable) else g
 
 
-def _apply_var_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
-    for hook in tuple(v._hooks):
+def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtype: Any, backend: Any,
+                     what: str) -> Any:
+    """The hooks registered on a variable (``what``, of ``shape`` and ``dtype``), applied to its gradient."""
+    for hook in tuple(hooks):
         new = hook(g)
         if new is not None:
             name = getattr(hook, "__qualname__", None) or repr(hook)
-            new = admit_grad(new, v._data, f"the value the hook {name} registered on {v._describe()} returned")
+            new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned")
             g = new if create_graph or not isinstance(new, Variable) else new._data
     return g
+
+
+def _apply_leaf_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
+    d = v._data
+    return _apply_var_hooks(v._hooks, g, create_graph, tuple(d.shape), d.dtype, backend_of_type(type(d)), v._describe())
 
 
 class _Pass:
@@ -222,11 +229,13 @@ class _Pass:
         without retain_grad, clear a gradient an earlier pass retained: Chainer sets the
         gradients of intermediate variables to None)."""
         targets = self.targets
+        hooked = node._var_hooks if type(node._var_hooks) is dict else None  # (see register_hook)
         for i, ref in enumerate(node.outputs):
             y = ref()
-            if y is not None and y._hooks and gys[i] is not None:  # before capture, as for a leaf
+            if hooked is not None and i in hooked and gys[i] is not None:  # before capture, as for a leaf
+                hooks, shape, dtype, backend, what = hooked[i]
                 self.exposed.add(id(gys[i]))
-                gys[i] = _apply_var_hooks(y, gys[i], self.create_graph)
+                gys[i] = _apply_var_hooks(hooks, gys[i], self.create_graph, shape, dtype, backend, what)
                 self.exposed.add(id(gys[i]))
             if y is not None and gys[i] is not None and gys[i].dtype != y._data.dtype:
                 # a rule's gradient of another precision (tensordot of float32 and float64): in
@@ -245,7 +254,8 @@ class _Pass:
                 if id(g) in self.exposed and not self.create_graph:
                     g = _copy(g)  # two retained gradients never share an array
                 self.retained.append((y, g))
-                node._var_hooks = True  # a later pass without retain_grad clears it
+                if not node._var_hooks:
+                    node._var_hooks = True  # a later pass without retain_grad clears it
                 self.exposed.add(id(g))
 
     def deliver(self) -> list | None:
@@ -267,7 +277,7 @@ class _Pass:
                 g = admit_grad(g, d, f"the gradient backward computed for {v._describe()}")
             if v._hooks:
                 self.exposed.add(id(g))
-                g = _apply_var_hooks(v, g, self.create_graph)
+                g = _apply_leaf_hooks(v, g, self.create_graph)
                 self.exposed.add(id(g))
             if targets is not None:
                 self.captured[targets[(None, id(v))]] = g

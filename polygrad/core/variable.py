@@ -661,8 +661,16 @@ class Variable:
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
-        if self._node is not None:
-            self._node._var_hooks = True
+        node = self._node
+        if node is not None:
+            # The node keeps the hooks, with what they need of this variable: they fire even
+            # when nothing refers to it any more (h = h * h after registering one on h), as
+            # PyTorch's live on the grad_fn. (A leaf stays alive in its nodes' edges.)
+            if type(node._var_hooks) is not dict:
+                node._var_hooks = {}
+            data = self._data
+            node._var_hooks[self._index] = (self._hooks, tuple(data.shape), data.dtype, backend_of_type(type(data)),
+                                            self._describe())
         return _HookHandle(self._hooks, hook)
 
     def backward(
