@@ -42,7 +42,7 @@ from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import binary, names, public, unary
-from polygrad.ops.elementwise import cast_grad
+from polygrad.ops.elementwise import _conj, _is_complex, cast_grad
 
 
 # ---------------------------------------------------------------------------
@@ -55,17 +55,6 @@ def _xp(a: Any) -> Any:
 
 def _T(o: Any, a: Any) -> Any:
     return o.matrix_transpose(a)
-
-
-def _is_complex(a: Any) -> bool:
-    """Whether ``a`` (array, Variable or placeholder) is complex; cheap, as matmul's rules ask it every time."""
-    kind = getattr(a.dtype, "kind", None)  # numpy-style dtypes
-    return kind == "c" if kind is not None else "complex" in str(a.dtype)
-
-
-def _conj(o: Any, a: Any) -> Any:
-    """conj(a), skipped for real arrays (the factor a holomorphic rule needs, ``g * conj(f'(z))``)."""
-    return o.conj(a) if _is_complex(a) else a
 
 
 def _H(o: Any, a: Any) -> Any:
