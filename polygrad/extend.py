@@ -11,7 +11,9 @@ polygrad's own ops (``o``), applied by :func:`apply`::
     def cube(x):
         return apply(CUBE, (x,))
 
-A row without a kernel runs the backend namespace's function of its name
+Row names are unique in a process (rules, compiled graphs and pickles find rows
+by name): declaring a second row of an existing name raises ValueError. A row
+without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a
 public function next to its row, so that the lists derived from the table (the

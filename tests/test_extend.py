@@ -26,6 +26,25 @@ def test_an_op_written_with_extend_alone_is_differentiable():
         REGISTRY.pop("extend_test_cube")
 
 
+def test_a_row_name_is_declared_once():
+    """A second row named like an existing one is refused: rules run rows by name (``o.sin`` in
+    cos's rule), so a user row named "sin" silently changed the gradient of pg.cos."""
+    import pytest
+
+    with pytest.raises(ValueError, match="op row named 'sin' is already declared"):
+        E.Op("sin", lambda xp, x: 2 * x)
+    assert REGISTRY["sin"] is E.row("sin") and E.row("sin").name == "sin"
+    x = pg.Variable(np.array([0.5]))
+    pg.cos(x).backward()
+    np.testing.assert_allclose(x.grad, -np.sin([0.5]))
+    E.Op("extend_test_once")
+    try:
+        with pytest.raises(ValueError, match="already declared"):
+            E.Op("extend_test_once")
+    finally:
+        REGISTRY.pop("extend_test_once")
+
+
 def test_a_plugin_needs_only_extend():
     """hookimpl and BackendInfo come from extend, the same objects as the contract's."""
     import polygrad.hookspecs as H

@@ -118,6 +118,12 @@ class Op:
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
         self._impl: dict = {}
+        if name in REGISTRY:
+            # Rules run other rows by name (``o.sin``), compiled graphs and pickles find rows by
+            # name: a second row of the same name would silently change them all.
+            raise ValueError(f"polygrad: an op row named {name!r} is already declared ({REGISTRY[name]!r}); "
+                             f"row names are unique in a process: give this row another name "
+                             f"(polygrad.extend.row({name!r}) is the existing one)")
         REGISTRY[name] = self
 
     def __repr__(self) -> str:
