@@ -45,6 +45,22 @@ def test_a_row_name_is_declared_once():
         REGISTRY.pop("extend_test_once")
 
 
+def test_a_public_name_is_registered_once():
+    """``public`` refuses a second function of a registered name: rules call the differentiable
+    namespace by name under create_graph, so a user's ``@public def sin`` made the gradient of
+    pg.cos with create_graph=True -0.5 where -sin(0.5) is right."""
+    import pytest
+
+    def sin(x):
+        return x
+
+    with pytest.raises(ValueError, match="public function named 'sin' is already registered"):
+        E.public(sin)
+    x = pg.Variable(np.array([0.5]))
+    (g,) = pg.grad(pg.sum(pg.cos(x)), [x], create_graph=True)
+    np.testing.assert_allclose(g.array, -np.sin([0.5]))
+
+
 def test_a_plugin_needs_only_extend():
     """hookimpl and BackendInfo come from extend, the same objects as the contract's."""
     import polygrad.hookspecs as H

@@ -49,8 +49,14 @@ def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str |
 
     def register(fn: Callable) -> Callable:
         name = fn.__name__
+        key = name if ext is None else f"{ext}_{name}"
+        if key in vars(GRAPH_OPS):
+            # Rules written with ``o`` call these by name under create_graph: a second function of
+            # the same name would silently change every higher-order gradient that uses it.
+            raise ValueError(f"polygrad: a public function named {key!r} is already registered "
+                             f"({getattr(GRAPH_OPS, key).__module__}); give yours another name")
         EXPORTS.append(Export(name, fn, fn.__module__, ext, also, standard, creates))
-        setattr(GRAPH_OPS, name if ext is None else f"{ext}_{name}", fn)
+        setattr(GRAPH_OPS, key, fn)
         return fn
 
     return register if fn is None else register(fn)
