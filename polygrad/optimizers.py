@@ -219,11 +219,24 @@ class GradientMethod(Optimizer):
         (and, on a lazy backend, computed for real) before any parameter, state or
         count changes; a failure raises naming the parameter and changes nothing."""
         self._check_setup("update")
-        loss = None
-        if lossfun is not None:
+        if lossfun is None:
+            return self._update(None)
+        # The forward rebinds persistent values (BatchNormalization's running statistics); a
+        # failure anywhere in this step puts them back, so the model is as it was (on a lazy
+        # backend the new statistics would otherwise read the failing chunk for good).
+        persistents = self._persistents()
+        try:
             self.target.cleargrads()
             loss = lossfun(*args, **kwds)
             loss.backward()
+            return self._update(loss)
+        except BaseException:
+            for link, name, value in persistents:
+                if getattr(link, name, None) is not value:
+                    setattr(link, name, value)
+            raise
+
+    def _update(self, loss: Any) -> Any:
         params = list(self._params())
         if type(self).step is GradientMethod.step:  # a rule written as update_one: in place, one by one
             return self._update_in_place(params, loss)
@@ -303,21 +316,25 @@ class GradientMethod(Optimizer):
             raise type(exc)(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: {exc}") from exc
         return name, param, state, delta, new_state
 
+    def _persistents(self) -> list:
+        """``(link, name, value)`` for every persistent value of the target's links (none for a
+        target that is no Link, as torch-style optim's)."""
+        links = getattr(self.target, "links", None)
+        return [(link, name, getattr(link, name, None))
+                for link in (links() if links is not None else ()) for name in getattr(link, "_persistent", ())]
+
     def _lazy_buffers(self) -> list:
         """``(link, name, value, backend)`` for the target's persistent arrays (running statistics)
         on lazy backends: persisted with the parameters at each update, so that their graphs do
         not grow step after step (each step's statistics reach back to every earlier batch)."""
         out = []
-        links = getattr(self.target, "links", None)  # a target that is no Link (torch-style optim) has none
-        for link in links() if links is not None else ():
-            for name in getattr(link, "_persistent", ()):
-                value = getattr(link, name, None)
-                try:
-                    backend = backend_of_type(type(value))
-                except TypeError:
-                    continue
-                if backend.lazy:
-                    out.append((link, name, value, backend))
+        for link, name, value in self._persistents():
+            try:
+                backend = backend_of_type(type(value))
+            except TypeError:
+                continue
+            if backend.lazy:
+                out.append((link, name, value, backend))
         return out
 
     @staticmethod

@@ -67,3 +67,39 @@ def test_failing_chunk_during_update_raises_at_update_time_on_a_cluster():
         np.testing.assert_array_equal(pg.compute(model.W)[0], before)
         opt.update(lambda: F.softmax_cross_entropy(model(X), t))
         assert opt.t == 2
+
+
+def test_failing_chunk_leaves_batch_normalization_statistics_as_they_were():
+    """The forward rebinds BatchNormalization's running statistics to graphs that read the
+    batch; a failing update put parameters, state and t back but kept the new statistics, so
+    every later update and test-mode forward raised the old chunk's error. They are restored."""
+    X, t = _data()
+    with pg.using_backend("dask"):
+        pg.seed(0)
+        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
+                              L.Linear(4, 2, dtype="float64"))
+    bn = model[1]
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+    opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+    mean, var = (pg.compute(a)[0].copy() for a in (bn.avg_mean, bn.avg_var))
+    with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+        opt.update(lambda: F.softmax_cross_entropy(model(X.map_blocks(_flaky, dtype=float)), t))
+    np.testing.assert_array_equal(pg.compute(bn.avg_mean)[0], mean)
+    np.testing.assert_array_equal(pg.compute(bn.avg_var)[0], var)
+    opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+    assert opt.t == 2
+    with pg.test_mode():
+        assert np.all(np.isfinite(pg.compute(model(X))[0]))
+
+
+def test_an_update_whose_loss_raises_leaves_the_running_statistics_on_any_backend():
+    """update(lossfun) is one step, all or nothing: a loss that raises after the forward (here a
+    label out of range) leaves BatchNormalization's statistics as they were, on numpy too."""
+    pg.seed(0)
+    model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"))
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+    x = np.random.default_rng(0).normal(size=(8, 5))
+    mean = np.asarray(model[1].avg_mean).copy()
+    with pytest.raises(ValueError):
+        opt.update(lambda: F.softmax_cross_entropy(model(x), np.full(8, 7)))
+    np.testing.assert_array_equal(model[1].avg_mean, mean)
