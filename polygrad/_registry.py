@@ -176,9 +176,13 @@ class Backend:
     # -- services beyond the standard --------------------------------------
     def rng(self) -> Any:
         """The backend's shared random generator, seeded by ``pg.seed``."""
-        if self._rng is None:
-            self._rng = self.random_generator(_seed_state["seed"])
-        return self._rng
+        rng = self._rng
+        if rng is None:
+            with _lock:  # threads that draw first after pg.seed share one generator, not one each
+                rng = self._rng
+                if rng is None:
+                    rng = self._rng = self.random_generator(_seed_state["seed"])
+        return rng
 
     def random_generator(self, seed: int | None) -> Any:
         """A new random generator for this backend seeded with ``seed``."""
@@ -536,9 +540,10 @@ def _type_precedence(b: Backend, order: list[Backend]) -> tuple[int, int, int]:
 
 def reseed(value: int | None) -> None:
     """Seed every backend's shared random generator (the next ``rng()`` makes a new one)."""
-    _seed_state["seed"] = value
-    for b in by_name().values():
-        b._rng = None
+    with _lock:
+        _seed_state["seed"] = value
+        for b in by_name().values():
+            b._rng = None
 
 
 _dispatch.set_resolver(resolve_type)

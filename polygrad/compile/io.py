@@ -30,7 +30,7 @@ class Container:
         self.name = name
         self.readonly = False
         self.allow_downcast = allow_downcast
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self._value = None
         if value is not None:
             self.set(value)
@@ -44,8 +44,10 @@ class Container:
         self.set(value)
 
     def set(self, value: Any, borrow: bool = False) -> None:
-        self._value = to_value(self.variable, value, copy=not borrow, allow_downcast=self.allow_downcast,
-                               what=f"the value of {self.name or self.variable}")
+        value = to_value(self.variable, value, copy=not borrow, allow_downcast=self.allow_downcast,
+                         what=f"the value of {self.name or self.variable}")
+        with self.lock:  # not in the middle of a call that reads the old value and writes an update
+            self._value = value
 
     def __getstate__(self) -> dict:  # (pickle and deepcopy: a lock is not copied, a new one is made)
         return {k: getattr(self, k) for k in self.__slots__ if k != "lock"}
@@ -53,7 +55,7 @@ class Container:
     def __setstate__(self, state: dict) -> None:
         for k, v in state.items():
             setattr(self, k, v)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"<Container {self.name or ''}: {self._value!r}>"

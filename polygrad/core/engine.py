@@ -20,17 +20,12 @@ once per node; everything else a node may need is in the methods of ``_Pass``.""
 from __future__ import annotations
 
 import heapq
-import threading
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable, _size, admit, admit_grad
-
-#: Serializes accumulation into ``.grad``: backward passes running in several threads
-#: into one leaf all land (numpy releases the GIL inside ``+``).
-_ACCUMULATE = threading.Lock()
+from polygrad.core.variable import _ACCUMULATE, Variable, _size, admit, admit_grad
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:

@@ -11,6 +11,7 @@ Arithmetic operators and differentiable methods are installed by
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -18,6 +19,11 @@ from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.node import Version
 from polygrad.core.op import GRAPH_OPS
+
+#: Serializes writes of ``.grad``: backward passes running in several threads into one leaf
+#: all land (numpy releases the GIL inside ``+``), and a ``zerograd`` or an assignment is
+#: never overwritten by a sum that read the gradient before it.
+_ACCUMULATE = threading.Lock()
 
 
 def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
@@ -339,7 +345,9 @@ class Variable:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        self._grad = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        with _ACCUMULATE:
+            self._grad = value
 
     @property
     def grad_var(self) -> "Variable | None":
@@ -351,7 +359,9 @@ class Variable:
 
     @grad_var.setter
     def grad_var(self, value: "Variable | None") -> None:
-        self._grad = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        with _ACCUMULATE:
+            self._grad = value
 
     @property
     def creator(self) -> Any:
@@ -590,11 +600,14 @@ class Variable:
 
     def cleargrad(self) -> None:
         """Set the gradient to None."""
-        self._grad = None
+        with _ACCUMULATE:
+            self._grad = None
 
     def zerograd(self) -> None:
         """Set the gradient to zeros of the data's shape."""
-        self._grad = self.xp.zeros_like(self._data)
+        zeros = self.xp.zeros_like(self._data)
+        with _ACCUMULATE:
+            self._grad = zeros
 
     def detach(self) -> "Variable":
         """A new leaf sharing this variable's data (and in-place version counter), with no graph.

@@ -88,13 +88,25 @@ class _Generator:
         import dask.array as da
 
         self._rng = da.random.default_rng(seed)
+        # dask's generator spawns the chunks' seeds from shared state without a lock: two threads
+        # drawing at once could get the same seeds, and identical draws.
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        return {"_rng": self._rng}
+
+    def __setstate__(self, state):
+        self._rng = state["_rng"]
+        self._lock = threading.Lock()
 
     def normal(self, shape, *, dtype, mean=0.0, std=1.0, chunks="auto"):
-        x = self._rng.standard_normal(size=tuple(shape), dtype=dtype, chunks=chunks)
+        with self._lock:
+            x = self._rng.standard_normal(size=tuple(shape), dtype=dtype, chunks=chunks)
         return x * std + mean if (mean, std) != (0.0, 1.0) else x
 
     def uniform(self, shape, *, dtype, low=0.0, high=1.0, chunks="auto"):
-        x = self._rng.random(size=tuple(shape), dtype=dtype, chunks=chunks)
+        with self._lock:
+            x = self._rng.random(size=tuple(shape), dtype=dtype, chunks=chunks)
         return x * (high - low) + low if (low, high) != (0.0, 1.0) else x
 
 
