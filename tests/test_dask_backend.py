@@ -318,3 +318,31 @@ def test_indexing_by_a_one_element_dask_array():
     h = x * 2
     h[da.from_array(np.array([0]))] = 0.0
     np.testing.assert_array_equal(pg.compute(h)[0], [0.0, 2.0, 4.0, 6.0, 8.0])
+
+
+def _fused_program():
+    from polygrad import symbolic as T
+
+    x = T.vector("x")
+    f = pg.function([x], pg.exp(x) * 2.0 + 1.0)
+    f(da.from_array(np.arange(4.0), chunks=2))
+    assert "fused" in f.program_source(), "the group is no longer fused: this test checks nothing"
+    return f
+
+
+@pytest.mark.distributed
+@pytest.mark.skipif(os.environ.get("POLYGRAD_NO_DISTRIBUTED") == "1", reason="POLYGRAD_NO_DISTRIBUTED=1")
+def test_compiled_functions_with_fused_groups_run_under_a_client():
+    """The fused kernel of a compiled group held numexpr's lock, so its task graph did not
+    pickle: under any Client (here in-process) a compiled call with a fused group, and one with
+    updates, raised "Could not serialize object". Both run, with numpy's numbers."""
+    distributed = pytest.importorskip("distributed")
+    f = _fused_program()
+    w = pg.shared(da.from_array(np.array([0.5, -0.5]), chunks=1), name="w")
+    step = pg.function([], [], updates={w: w * 0.5 + 1.0})
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster):
+        got = pg.compute(f(da.from_array(np.arange(4.0), chunks=2)))[0]
+        step()
+        np.testing.assert_allclose(pg.compute(w.get_value())[0], [1.25, 0.75])
+    np.testing.assert_allclose(got, np.exp(np.arange(4.0)) * 2 + 1)
