@@ -199,6 +199,31 @@ def test_global_hook_registered_here_not_seen_in_new_thread(xp):
     assert hook.log == []
 
 
+def test_leaving_a_hook_in_a_thread_that_did_not_enter_it_raises():
+    """__exit__ in a thread where the hook is not active did nothing, called deleted() all the
+    same, and left the hook firing in the thread that entered it, silently."""
+    import pytest
+
+    class Counting(Recorder):
+        deleted_calls = 0
+
+        def deleted(self, function=None):
+            self.deleted_calls += 1
+
+    hook = Counting()
+    hook.__enter__()
+    errors = []
+    t = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, hook.__exit__, None, None, None)))
+    t.start()
+    t.join()
+    assert errors and "not active here" in str(errors[0].value)
+    assert hook.deleted_calls == 0
+    hook.__exit__(None, None, None)
+    assert hook.deleted_calls == 1
+    pg.exp(pg.Variable(pg.asarray([1.0], backend="numpy")))
+    assert hook.log == []
+
+
 def test_same_hook_instance_in_two_threads_at_once():
     """One hook object used as `with hook:` in two threads at the same time enters and exits cleanly in both."""
     hook = Recorder()

@@ -52,6 +52,10 @@ class FunctionHook:
             if current[i] is self:
                 _active.set(current[:i] + current[i + 1 :])
                 break
+        else:  # (Chainer raises a KeyError here too) the hook stays active where it was entered
+            raise RuntimeError(f"polygrad: the function hook {self.name!r} is not active here: hooks are "
+                               f"registered per thread (and context), and a `with hook:` block must be left in "
+                               f"the thread that entered it")
         self.deleted(None)
 
     # Called when the hook is registered (function is None for `with hook:`).
