@@ -6,7 +6,7 @@ import time
 import warnings
 from typing import Any, Sequence
 
-from polygrad.compile.program import MissingInputError, Program, ShapeChanged, build
+from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
 from polygrad.core.dispatch import backend_of_type, describe
@@ -413,7 +413,13 @@ class CompiledFunction:
             targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
             syms = [inp.variable._data for inp in self.inputs]
             borrowed = [i for i, inp in enumerate(self.inputs) if inp.borrow]
-            program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
+            try:
+                program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
+            except RandomShape as e:
+                raise NotImplementedError(
+                    f"polygrad.function{'' if self.name is None else ' ' + repr(self.name)}: the shape of "
+                    f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
+                    f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
             self._programs[key] = program
             if self.profile is not None:
                 self.profile.n_compiles += 1

@@ -278,6 +278,7 @@ class Program:
         # The shape each value-shaped row gave when traced, checked at every run.
         self.guards = {out: _shapes(tracer.alive[out]) for op, _, args, _, out in kept
                        if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
+        _refuse_random_shapes(kept, self.guards)
         self.in_slots = in_slots
         self.out_refs = out_refs
         # Which slots may share memory with an input (so a returned value would alias the caller's
@@ -414,6 +415,32 @@ def _live(instrs: list[tuple], out_refs: list[tuple]) -> list[tuple]:
             needed.update(v for k, v in ins[2] if k == "s")
     kept.reverse()
     return kept
+
+
+class RandomShape(NotImplementedError):
+    """A value-shaped row reads random draws: its shape would change at every run."""
+
+    def __init__(self, op_name: str, source: str) -> None:
+        super().__init__(op_name, source)
+        self.op_name, self.source = op_name, source
+
+
+def _refuse_random_shapes(instrs: list, guards: dict) -> None:
+    """Raise :class:`RandomShape` where a row whose shape depends on the values (a guard) reads,
+    directly or not, a random draw (``deterministic=False``): its shape would change from run
+    to run, at random, so the program is refused when traced, on the first call."""
+    if not guards:
+        return
+    drawn: dict[int, str] = {}  # slot -> the random row it comes from
+    for op, _, args, _, out in instrs:
+        source = op.name if not op.deterministic else next(
+            (drawn[v] for k, v in args if k == "s" and v in drawn), None)
+        if source is None:
+            continue
+        if out in guards:
+            raise RandomShape(op.name, source)
+        for o in out if isinstance(out, tuple) else (out,):
+            drawn[o] = source
 
 
 def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
