@@ -272,6 +272,11 @@ class Backend:
     def synchronize(self) -> None:
         self._hook.polygrad_synchronize(backend=self.name)
 
+    def check_lazily(self, array: Any, check: Callable[[Any], None]) -> Any:
+        """``array`` with ``check`` run on each chunk where it is computed (a lazy backend's
+        ``polygrad_check_lazily``), or None where the backend cannot defer a check."""
+        return self._hook.polygrad_check_lazily(backend=self.name, array=array, check=check)
+
     def memory_stats(self) -> dict[str, int] | None:
         return self._hook.polygrad_memory_stats(backend=self.name)
 

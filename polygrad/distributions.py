@@ -83,8 +83,8 @@ class Bernoulli(Distribution):
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
         if self.validate_args:
-            check_values(v, lambda xp, v: xp.logical_and(v != 0, v != 1), "Bernoulli.log_prob: value must be 0 or 1",
-                         "polygrad.distributions")
+            v = check_values(v, lambda xp, v: xp.logical_and(v != 0, v != 1), "Bernoulli.log_prob: value must be 0 or 1",
+                             "polygrad.distributions")
         # The probability picked first, then its log: log(p) and log(1 - p) both taken would send
         # 0 * inf = NaN back where the other one is 0 (p of 0 or 1, a certain outcome).
         return log(where(v != 0, self.p, 1 - self.p))
@@ -113,8 +113,8 @@ class Categorical(Distribution):
         n = _data(probs).shape[-1]
         xp = self._backend().xp
         if self.validate_args:
-            check_values(v, lambda xp, v: xp.logical_or(xp.logical_or(v < 0, v >= n), v != xp.floor(v)),
-                         f"Categorical.log_prob: value must be an index in [0, {n})", "polygrad.distributions")
+            v = check_values(v, lambda xp, v: xp.logical_or(xp.logical_or(v < 0, v >= n), v != xp.floor(v)),
+                             f"Categorical.log_prob: value must be an index in [0, {n})", "polygrad.distributions")
         onehot = xp.reshape(v, tuple(v.shape) + (1,)) == positions(xp, n, v.dtype)
         # The probability picked first, then its log (a class of probability 0 that was not
         # picked would otherwise send 0 * inf = NaN to every probability through softmax).

@@ -396,6 +396,27 @@ def polygrad_forbid_compute(backend: str) -> "ContextManager[Any] | None":
 
 
 @hookspec(firstresult=True)
+def polygrad_check_lazily(backend: str, array: Any, check: "Callable[[Any], None]") -> Any:
+    """Attach a check of values to a lazy array: return an array of the same values,
+    shape and dtype whose computation (and that of anything computed from it) first
+    calls ``check(chunk)`` on each computed chunk, a concrete array of the chunk's
+    library (NumPy, CuPy, ...); ``check`` raises ValueError on a bad value.
+
+    Stops at the first non-None result. Lazy backends should implement it: polygrad
+    checks label values, embedding ids and the like where they enter, which on a
+    lazy backend would mean computing them; with this hook the check runs where the
+    loss is computed, and a bad value raises there instead of giving a wrong loss.
+    A lazy backend without it has such values checked only in debug mode. Eager
+    backends need not implement it (their values are checked at once).
+
+    :param backend: the backend's name.
+    :param array: an array of this backend.
+    :param check: a function of one concrete chunk; it may be pickled and run on
+        another process (dask.distributed workers).
+    """
+
+
+@hookspec(firstresult=True)
 def polygrad_memory_stats(backend: str) -> "dict[str, int] | None":
     """Return memory use in bytes, e.g. ``{"used": ..., "total": ...}``.
 

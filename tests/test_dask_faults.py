@@ -103,3 +103,53 @@ def test_an_update_whose_loss_raises_leaves_the_running_statistics_on_any_backen
     with pytest.raises(ValueError):
         opt.update(lambda: F.softmax_cross_entropy(model(x), np.full(8, 7)))
     np.testing.assert_array_equal(model[1].avg_mean, mean)
+
+
+def _raises_when_computed(make, match):
+    """``make()`` builds lazily (nothing computed); computing its result raises ``match``."""
+    with pg.get_backend("dask").forbid_compute():
+        out = make()
+    with pytest.raises(ValueError, match=match):
+        pg.compute(out)
+
+
+def test_bad_labels_raise_where_the_loss_is_computed():
+    """Outside debug mode dask's labels were not checked: softmax_cross_entropy of labels
+    [0, 5] over 3 classes gave log(3) / 2, a finite wrong loss (the docs promise "never a
+    silently wrong loss"). Each check now runs on the chunks as they are computed."""
+    Categorical, Bernoulli = pg.distributions.Categorical, pg.distributions.Bernoulli
+    x = pg.Variable(da.zeros((2, 3)))
+    ints = lambda *v: da.from_array(np.array(v))  # noqa: E731
+    _raises_when_computed(lambda: F.softmax_cross_entropy(x, ints(0, 5)), r"labels t must be in \[0, 3\)")
+    _raises_when_computed(lambda: F.embed_id(ints(1, 7), pg.Variable(da.ones((4, 2)))), r"ids x must be in \[0, 4\)")
+    _raises_when_computed(lambda: F.sigmoid_cross_entropy(x, ints(0, 1, 3) * np.ones((2, 1), dtype=int)),
+                          "integer labels t must be 0, 1 or -1")
+    _raises_when_computed(lambda: F.sigmoid_cross_entropy(x, da.from_array(np.full((2, 3), 1.5))),
+                          r"probabilities in \[0, 1\]")
+    p = pg.Variable(da.from_array(np.full((2, 2), 0.5)))
+    _raises_when_computed(lambda: Categorical(p).log_prob(ints(0, 4)), r"an index in \[0, 2\)")
+    _raises_when_computed(lambda: Bernoulli(p).log_prob(da.from_array(np.full((2, 2), 0.5))), "must be 0 or 1")
+    loss = F.softmax_cross_entropy(x, ints(0, 2))  # good labels: the loss, and its gradient
+    loss.backward()
+    np.testing.assert_allclose(pg.compute(loss)[0], np.log(3))
+    np.testing.assert_allclose(pg.compute(x.grad)[0], (np.full((2, 3), 1 / 3) - np.eye(3)[[0, 2]]) / 2)
+
+
+def test_a_repeated_index_in_setitem_raises_where_the_gradient_is_computed():
+    """With a repeated index dask keeps the mean of the values, and backward outside debug
+    mode gave v.grad = [6, 6] (no semantics fits; the mean's would be [3, 3]). The values'
+    gradient now raises when it is computed; x's gradient and distinct indices are unchanged."""
+    with pg.using_backend("dask"):
+        x = pg.Variable(pg.asarray([0.0, 0.0, 0.0]))
+        v = pg.Variable(pg.asarray([1.0, 5.0]))
+        h = x * 1
+        h[pg.asarray([0, 0])] = v
+        pg.sum(h * h).backward()
+        with pytest.raises(ValueError, match="more than once"):
+            pg.compute(v.grad)
+        np.testing.assert_array_equal(pg.compute(x.grad)[0], [0.0, 0.0, 0.0])
+        x, v = pg.Variable(pg.asarray([0.0, 0.0, 0.0])), pg.Variable(pg.asarray([1.0, 5.0]))
+        h = x * 1
+        h[pg.asarray([0, 2])] = v
+        pg.sum(h * h).backward()
+        np.testing.assert_array_equal(pg.compute(v.grad)[0], [2.0, 10.0])

@@ -76,3 +76,20 @@ def test_compute_is_identity_on_an_eager_backend(pg_backend, xp, float_dtype):
     """On an eager backend pg.compute returns the arrays themselves."""
     a = xp.asarray([1.0, 2.0], dtype=float_dtype)
     assert pg.compute(a)[0] is a
+
+
+@pytest.mark.requires("lazy")
+def test_labels_are_checked_where_the_loss_is_computed(pg_backend, xp, float_dtype):
+    """With polygrad_check_lazily (optional; without it labels are checked in debug mode
+    only), an out-of-range label raises when the loss is computed, where it gave a finite,
+    wrong loss; building the loss still computes nothing, and good labels give the loss."""
+    if pg_backend.check_lazily(xp.asarray([1.0], dtype=float_dtype), lambda chunk: None) is None:
+        pytest.skip(f"lazy backend {pg_backend.name!r} does not implement polygrad_check_lazily: "
+                    f"its labels and ids are checked in debug mode only")
+    x = pg.Variable(xp.zeros((2, 3), dtype=float_dtype))
+    with pg_backend.forbid_compute():
+        bad = F.softmax_cross_entropy(x, xp.asarray([0, 5], dtype=index_dtype(xp)))
+        good = F.softmax_cross_entropy(x, xp.asarray([0, 2], dtype=index_dtype(xp)))
+    with pytest.raises(ValueError, match=r"labels t must be in \[0, 3\)"):
+        pg.compute(bad)
+    assert abs(float(tolist(pg.compute(good)[0])) - 1.0986122886681098) < 1e-6

@@ -107,6 +107,10 @@ class ArrayBackendLike(BackendLike, Protocol):
     def forbid_compute(self) -> ContextManager[Any] | None:
         """A context in which computing an array raises, or None (the conformance suite's laziness check)."""
 
+    def check_lazily(self, array: Any, check: Callable[[Any], None]) -> Any:
+        """``array`` with ``check(chunk)`` run on each chunk as it is computed, or None (a lazy
+        backend's label and id checks outside debug mode: :func:`checked_lazily`)."""
+
     def can_do_npz(self) -> bool:
         """Whether ``save_npz`` / ``load_npz`` work (the serializers' choice of backend)."""
 
@@ -208,6 +212,21 @@ def readable(t: Any) -> tuple[Any, Any]:
         return None, None
     (t,) = backend.materialize((t,))
     return t, backend_of_type(type(t)).xp
+
+
+def checked_lazily(t: Any, check: Any) -> Any:
+    """``t`` with ``check(chunk)`` attached where ``t`` is an array of a lazy backend that can
+    defer a check (``polygrad_check_lazily``): each chunk is checked as it is computed.
+    Else ``t`` unchanged (an eager array, a symbolic one, or one of a lazy backend without
+    the hook, whose values are then checked only in debug mode: see :func:`readable`)."""
+    try:
+        backend = backend_of_type(type(t))
+    except TypeError:
+        return t
+    if not backend.lazy:
+        return t
+    deferred = backend.check_lazily(t, check)
+    return t if deferred is None else deferred
 
 
 def describe(a: Any) -> str:

@@ -284,13 +284,15 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     check_same_shape(fname, x, t)
     xs = _shape(x)
     x = as_variable(x)
-    if kind == "integral":
-        check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
-                     f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a floating-point t)")
+    if kind == "integral":  # (an integer t has no gradient: computing with its checked data loses none)
+        t = check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
+                         f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a floating-point t)")
         loss = where(t != -1, softplus(x) - where(t == 1, x, 0.0), 0.0)  # x t, for labels in {0, 1}
     else:
-        check_values(_data(t), lambda xp, v: xp.logical_not(xp.logical_and(v >= 0, v <= 1)),  # NaN is refused too
-                     f"{fname}: floating-point labels t must be probabilities in [0, 1]")
+        checked = check_values(_data(t), lambda xp, v: xp.logical_not(xp.logical_and(v >= 0, v <= 1)),  # and NaN
+                               f"{fname}: floating-point labels t must be probabilities in [0, 1]")
+        if checked is not _data(t) and not (isinstance(t, Variable) and t.requires_grad):
+            t = checked  # a lazy backend: the loss reads the checked labels (a t that needs a gradient keeps it)
         dtype = _data(x).dtype
         loss = softplus(x) - x * (t if _data(t).dtype == dtype else astype(t, dtype))
     if reduce == "no":

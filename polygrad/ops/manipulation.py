@@ -10,7 +10,7 @@ import operator
 import sys
 from typing import Any, Callable, NamedTuple
 
-from polygrad.core.dispatch import backend_of_type, has_namespace, is_array, readable
+from polygrad.core.dispatch import backend_of_type, checked_lazily, has_namespace, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -530,7 +530,7 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
 
 def _setitem_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, key: Any) -> Any:
     if not _is_basic(key):
-        _refuse_repeated_positions(g, key)
+        g = _refuse_repeated_positions(g, key)
     return o.sum_to(o.getitem(g, key), tuple(v.shape))
 
 
@@ -559,7 +559,7 @@ def _setitem_value_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any) -> An
     """``g[key]``, refused where the key writes a position twice (read at every call: the
     index arrays are inputs)."""
     key = _fill_key(key, arrays)
-    _refuse_repeated_positions(g, key)
+    g = _refuse_repeated_positions(g, key)
     return GETITEM.kernel(backend_of_type(type(g)))(g, key=key)
 
 
@@ -604,18 +604,37 @@ def _untouched_mask(g: Any, key: Any) -> Any:
     return _hits(g, key) == 0
 
 
-def _refuse_repeated_positions(g: Any, key: Any) -> None:
+_REPEATED_POSITIONS = (
+    "polygrad: setitem (x[key] = v) wrote some positions of x more than once (repeated indices), so which "
+    "value each keeps is up to the backend and v has no gradient there; use indices without repeats, or "
+    "compute v's contribution with a scatter-add (the gradient of take)")
+
+
+def _refuse_repeated_positions(g: Any, key: Any) -> Any:
     """A ValueError where an index array of ``key`` writes one position twice: which value the
     position keeps is the backend's choice (numpy keeps one, cupy an arbitrary one, an immutable
-    backend their mean), so the values' gradient is not defined. Values read as
-    :func:`~polygrad.core.dispatch.readable` allows (on a lazy backend, in debug mode)."""
-    hits, xp = readable(_hits(g, key))
-    if hits is not None and bool(xp.any(hits > 1)):
-        raise ValueError(
-            f"polygrad: setitem (x[key] = v) wrote some positions of x more than once (repeated indices), so which "
-            f"value each keeps is up to the backend and v has no gradient there; use indices without repeats, or "
-            f"compute v's contribution with a scatter-add (the gradient of take)"
-        )
+    backend their mean), so the values' gradient is not defined. Returns the gradient to
+    compute with: ``g``, checked now where the counts may be read
+    (:func:`~polygrad.core.dispatch.readable`); on a lazy backend outside debug mode, an
+    array of g's values that is computed after the check (``polygrad_check_lazily``)."""
+    counts = _hits(g, key)
+    hits, xp = readable(counts)
+    if hits is not None:
+        if bool(xp.any(hits > 1)):
+            raise ValueError(_REPEATED_POSITIONS)
+        return g
+    if isinstance(g, Variable):  # under create_graph on a lazy backend: checked in debug mode only
+        return g
+    checked = checked_lazily(counts, _refuse_repeats)
+    if checked is counts:
+        return g
+    xp = backend_of_type(type(g)).xp
+    return xp.where(checked > 1, g, g)  # g's values, computed once the counts are checked
+
+
+def _refuse_repeats(chunk: Any) -> None:
+    if bool(backend_of_type(type(chunk)).xp.any(chunk > 1)):
+        raise ValueError(_REPEATED_POSITIONS)
 
 
 def broadcast_shapes(*shapes: tuple) -> tuple:

@@ -13,7 +13,7 @@ import builtins
 import math
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, readable
+from polygrad.core.dispatch import backend_of_type, checked_lazily, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._dtypes import positions
@@ -170,12 +170,28 @@ def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
     return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} values)"
 
 
-def check_values(t: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> None:
+def check_values(t: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> Any:
     """Raise ``ValueError("<module>.<rule>, got <values>")`` where ``is_bad(xp, t)``
-    holds anywhere (values read only as :func:`readable` allows)."""
+    holds anywhere. Returns the array to compute with: ``t``, checked now where its values
+    may be read (see :func:`readable`); on a lazy backend outside debug mode, ``t`` with
+    the check attached (:func:`checked_lazily`), so that computing anything from the
+    result raises on a bad value."""
     v, xp = readable(t)
     if v is not None:
         _refuse_bad(v, xp, is_bad, rule, module)
+        return t
+    return checked_lazily(t, _RefuseBad(is_bad, rule, module))
+
+
+class _RefuseBad:
+    """:func:`_refuse_bad` of one computed chunk (a plain object: it travels to dask's workers)."""
+
+    def __init__(self, is_bad: Any, rule: str, module: str) -> None:
+        self.is_bad, self.rule, self.module = is_bad, rule, module
+
+    def __call__(self, chunk: Any) -> None:
+        _refuse_bad(chunk, backend_of_type(type(chunk)).xp, self.is_bad, self.rule, self.module)
+
 
 
 def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> None:
@@ -185,25 +201,34 @@ def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad
         raise ValueError(f"{module}.{rule}, got {_offending(xp, v, bad)}")
 
 
-def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> bool:
+class _NotAClass:
+    """``is_bad`` of class labels: outside ``[0, n)`` and not ``ignore_label``."""
+
+    def __init__(self, n: int, ignore_label: Any) -> None:
+        self.n, self.ignore_label = n, ignore_label
+
+    def __call__(self, xp: Any, v: Any) -> Any:
+        bad = xp.logical_or(v < 0, v >= self.n)
+        return bad if self.ignore_label is None else xp.logical_and(bad, v != self.ignore_label)
+
+
+def check_class_labels(t: Any, n_classes: int, ignore_label: Any, where: str) -> tuple[bool, Any]:
     """Refuse values of ``t`` outside ``[0, n_classes)`` other than ``ignore_label``;
-    ``where`` names the function and argument (``"embed_id: ids x"``). True where every
-    value was read and lies in ``[0, n_classes)``."""
+    ``where`` names the function and argument (``"embed_id: ids x"``). Returns
+    ``(in_range, t)``: whether every value was read and lies in ``[0, n_classes)``, and
+    the array to compute with (on a lazy backend outside debug mode, ``t`` with the check
+    attached: see :func:`check_values`)."""
+    ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
+    rule = f"{where} must be in [0, {n_classes}){ignored}"
     v, xp = readable(t)
     if v is None:
-        return False
+        return False, checked_lazily(t, _RefuseBad(_NotAClass(n_classes, ignore_label), rule, "polygrad.functions"))
     if math.prod(v.shape) == 0:
-        return True
+        return True, t
     if 0 <= int(xp.min(v)) and int(xp.max(v)) < n_classes:  # the usual case: two reductions, no temporaries
-        return True
-
-    def is_bad(xp: Any, v: Any) -> Any:
-        bad = xp.logical_or(v < 0, v >= n_classes)
-        return bad if ignore_label is None else xp.logical_and(bad, v != ignore_label)
-
-    ignored = "" if ignore_label is None else f" or equal ignore_label={ignore_label!r}"
-    _refuse_bad(v, xp, is_bad, f"{where} must be in [0, {n_classes}){ignored}")  # v read once, above
-    return False
+        return True, t
+    _refuse_bad(v, xp, _NotAClass(n_classes, ignore_label), rule)  # v read once, above
+    return False, t
 
 
 def _every_row_hits(hit: Any, n: int) -> bool:
@@ -224,7 +249,12 @@ def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     hit = xp.reshape(t, (n, 1)) == classes
     # The usual case in one reduction and one read of the device: every label hits a class
     # (one outside [0, C) hits none). Otherwise the labels are checked one by one.
-    in_range = _every_row_hits(hit, n) or check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
+    in_range = _every_row_hits(hit, n)
+    if not in_range:
+        in_range, checked = check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
+        if checked is not t:  # a lazy backend: the mask is computed from the checked labels
+            t = checked
+            hit = xp.reshape(t, (n, 1)) == classes
     if ignore_label is None or (in_range and not 0 <= ignore_label < c):
         return hit  # no label equals ignore_label: the mask is the hits
     return xp.logical_and(hit, xp.reshape(t != ignore_label, (n, 1)))
@@ -263,7 +293,7 @@ def _embed_ids_kernel(xp: Any, ids: Any, n_rows: int, ignore_label: Any = None) 
     """The rows :func:`polygrad.functions.embed_id` reads: ``ids`` checked to lie in ``[0, n_rows)``
     or equal ``ignore_label``, which becomes row 0 (embed_id zeroes it). A new array: a compiled
     function may write into what a kernel returns, never into its caller's ids."""
-    check_class_labels(ids, n_rows, ignore_label, "embed_id: ids x")
+    _, ids = check_class_labels(ids, n_rows, ignore_label, "embed_id: ids x")
     if ignore_label is None:
         return xp.asarray(ids, copy=True)
     return xp.where(ids == ignore_label, xp.zeros_like(ids), ids)

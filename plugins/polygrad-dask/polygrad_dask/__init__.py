@@ -430,6 +430,17 @@ def polygrad_forbid_compute():
 
 
 @hookimpl
+def polygrad_check_lazily(array, check):
+    """``check`` run on each block before the block is handed on (one task per block)."""
+    return array.map_blocks(_checked_block, check, dtype=array.dtype, meta=array._meta)
+
+
+def _checked_block(block, check):
+    check(block)
+    return block
+
+
+@hookimpl
 def polygrad_fuse_elementwise(nodes, inputs, outputs):
     """One blockwise layer running NumPy's fused kernel per block (``polygrad_dask.fuse``)."""
     from polygrad_dask import fuse
