@@ -240,7 +240,7 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     :raises ValueError: ``t`` not of an integer dtype, an unknown ``reduce``,
         shapes that do not match, or a label outside ``[0, C)`` other than
         ``ignore_label`` (values are checked on eager backends, also at each call
-        of a compiled function; on lazy ones only in debug mode, see
+        of a compiled function; on lazy ones where the loss is computed, see
         :mod:`polygrad.ops.nn`).
     """
     fname = "softmax_cross_entropy"
@@ -275,8 +275,9 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     :raises TypeError: ``t`` is not an array.
     :raises ValueError: ``t`` neither integer nor floating-point, an unknown
         ``reduce``, shapes that differ, or label values other than those above
-        (checked as the function is called: on eager backends, on lazy ones only
-        in debug mode; inside a compiled function they are not checked).
+        (checked as the function is called: on eager backends at once, on lazy
+        ones where the loss is computed; inside a compiled function they are not
+        checked).
     """
     fname = "sigmoid_cross_entropy"
     check_option(fname, "reduce", reduce, ("mean", "no"))

@@ -156,9 +156,10 @@ def linear_op(x, W, b=None):
 # and at every call of a compiled function, which replays the rows); the
 # functions of polygrad.functions check other values with ``check_values`` as
 # they are called. Reading values forces a lazy array, so on a lazy backend
-# (dask) they are checked only in debug mode (``pg.debug_mode()``, which
-# computes values anyway); a plugin may answer ``polygrad_kernels`` with its own
-# kernel for ``softmax_cross_entropy_label_mask`` that checks lazily.
+# (dask) the check is attached to the array (``polygrad_check_lazily``) and runs
+# on each chunk where the loss is computed; in debug mode (``pg.debug_mode()``,
+# which computes values anyway), and on a lazy backend without that hook, the
+# values are read and checked at once.
 # ---------------------------------------------------------------------------
 def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
     """``"5, -2 (2 of 4 values)"``: the first distinct values of ``t`` where ``bad`` holds."""
