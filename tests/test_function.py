@@ -732,6 +732,30 @@ def test_function_requires_grad(xp):
     assert h.requires_grad is False
 
 
+def test_builtin_node_requires_grad(xp):
+    """A built-in node's requires_grad means what a user Function's does (docs/functions.md)."""
+    x = pg.Variable(arr(xp, [1.0]))
+    assert pg.exp(x).creator.requires_grad is True
+    seen = []
+
+    class Peek(pg.FunctionHook):
+        name = "peek"
+
+        def forward_postprocess(self, function, in_data):
+            seen.append((function.label, function.requires_grad))
+
+    c = pg.Variable(arr(xp, [1.0]), requires_grad=False)
+    with Peek():
+        pg.exp(x)
+        Square()(x)
+        pg.exp(c)
+        Square()(c)
+        with pg.no_backprop_mode():
+            pg.exp(x)
+            Square()(x)
+    assert seen == [("exp", True), ("Square", True)] + [("exp", False), ("Square", False)] * 2
+
+
 def test_previous_functions(xp):
     """previous_functions pairs each input with its creator and output index (leaf: the variable)."""
     a = pg.Variable(arr(xp, [1.0]))

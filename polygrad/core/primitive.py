@@ -40,6 +40,13 @@ class Primitive(Node):
     def label(self) -> str:
         return self.op.name
 
+    @property
+    def requires_grad(self) -> bool:
+        """Whether backward will be called for this application, as on a user
+        :class:`~polygrad.core.function.Function`: False for a node that was not
+        recorded (one made only to show to function hooks)."""
+        return any(e is not None for e in self.edges)
+
     def __repr__(self) -> str:
         return f"<{self.op.name} node #{self.seq}>"
 
