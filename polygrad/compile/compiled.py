@@ -568,7 +568,8 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
     :param no_default_updates: True: ignore every shared variable's
         ``default_update``; a list: ignore those of these shared variables.
     :param accept_inplace: accepted for Theano's sake; polygrad graphs hold no
-        in-place operations and compiled functions never write in place.
+        in-place operations, and a compiled function never writes into an array
+        it did not make (it may reuse its own dead intermediates).
     :param name: the function's name (in its repr and errors).
     :param rebuild_strict: True (default): a ``givens`` replacement must have
         the dtype and number of dimensions of what it replaces; False: anything.

@@ -217,7 +217,8 @@ class In:
     :param value: a default value, or a :class:`Container`. With ``update``, the
         value persists across calls.
     :param update: a symbolic expression whose value replaces ``value`` after each call.
-    :param mutable: let the function keep the caller's array as its value (no defensive copies).
+    :param mutable: let the function keep the caller's array as its value (no defensive
+        copies); requires ``value`` (for an argument passed at each call, use ``borrow=True``).
     :param strict: the value passed must already have exactly the right dtype.
     :param autoname: take ``name`` from the variable when ``name`` is None.
     :param implicit: True: the caller may not pass a value (requires ``value``);
