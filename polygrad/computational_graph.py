@@ -30,7 +30,7 @@ import shutil
 import subprocess
 from typing import Any, Iterable
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
 from polygrad.core.node import Node
 from polygrad.core.variable import Variable
 
@@ -39,7 +39,6 @@ __all__ = ["build_computational_graph", "ComputationalGraph", "VariablePlacehold
 DEFAULT_VARIABLE_STYLE = {"shape": "ellipse"}
 DEFAULT_FUNCTION_STYLE = {"shape": "box"}
 
-_SCALARS = (bool, int, float, complex)
 _DTYPE_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",

@@ -49,11 +49,10 @@ import os
 import tempfile
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
 
 __all__ = ["save_npz", "load_npz", "DictionarySerializer", "NpzDeserializer"]
 
-_SCALARS = (bool, int, float, complex)
 
 #: The member listing the keys whose value is None (a colon: no attribute path has one).
 NONE_KEY = "polygrad:none"

@@ -324,3 +324,21 @@ def test_backward_with_create_graph_frees_when_told_to_as_pg_grad_does():
     y = pg.sum(pg.sin(x * 2.0))
     y.backward(create_graph=True)  # the default keeps it, as PyTorch's
     y.backward()
+
+
+def test_a_zero_d_float64_gradient_keeps_its_graph():
+    """A 0-d float64 result holds a NumPy scalar, which is a Python float: admit() took such a
+    gradient for a number and rebuilt it as an array, so a hook's gradient under create_graph
+    and a grad_outputs that carries a graph lost their paths (the second derivative came out
+    None; the same programs on shape (1,) gave 27 and 0.9)."""
+    x = pg.Variable(pg.asarray(0.5))
+    x.register_hook(lambda g: g * 3.0)
+    (g,) = pg.grad(x ** 3, [x], create_graph=True)
+    assert g.creator is not None
+    (h,) = pg.grad(g, [x])
+    # g = 3 * 3x^2 (the hook); its derivative 18x = 9, scaled by the hook again in this backward
+    np.testing.assert_allclose(float(h.array), 27.0)
+    x, w = pg.Variable(pg.asarray(0.3)), pg.Variable(pg.asarray(2.0))
+    (g,) = pg.grad(x * x, [x], grad_outputs=[w * 1.5], create_graph=True)
+    (dw,) = pg.grad(g, [w])
+    np.testing.assert_allclose(float(dw.array), 0.9)

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
 
 OPERATORS = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/=", "pow": "**=",
              "floor_divide": "//=", "remainder": "%=", "bitwise_and": "&=", "bitwise_or": "|=",
              "bitwise_xor": "^=", "bitwise_left_shift": "<<=", "bitwise_right_shift": ">>="}
 COMMUTATIVE = frozenset({"add", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor"})
-_SCALARS = (bool, int, float, complex)
 
 
 def ownership(instrs: list[tuple], in_slots: list[int], alive: list) -> tuple[set[int], set[int]]:

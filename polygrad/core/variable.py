@@ -184,7 +184,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
     """
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
-    if isinstance(raw, (bool, int, float, complex, list, tuple)):
+    # (A Variable's 0-d data may be a NumPy scalar, which is a Python float: it stays, with its graph.)
+    if raw is g and isinstance(raw, (bool, int, float, complex, list, tuple)):
         try:
             raw = g = xp.asarray(raw, dtype=dtype)
         except Exception as exc:
