@@ -346,3 +346,14 @@ def test_compiled_functions_with_fused_groups_run_under_a_client():
         step()
         np.testing.assert_allclose(pg.compute(w.get_value())[0], [1.25, 0.75])
     np.testing.assert_allclose(got, np.exp(np.arange(4.0)) * 2 + 1)
+
+
+def test_augmented_assignment_into_a_slice_of_a_constant_keeps_the_path():
+    """`c[0:1] += 3 x0` on a constant c: Python stores the written view back into c, and the
+    view had been taken again without a graph, so x.grad was [1, 1] where [19, 1] is right."""
+    with pg.using_backend("dask"):
+        x = pg.Variable(pg.asarray([1.0, 2.0]))
+        c = pg.Variable(pg.asarray([0.0, 0.0]), requires_grad=False)
+        c[0:1] += x[0:1] * 3.0
+        (pg.sum(c * c) + pg.sum(x)).backward()
+        np.testing.assert_allclose(pg.compute(x.grad)[0], [19.0, 1.0])

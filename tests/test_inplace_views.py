@@ -225,3 +225,35 @@ def test_unrecorded_views_under_the_copy_policy():
         np.testing.assert_array_equal(c.data, [3.0, 3.0, 1.0, 1.0])
         c += 1.0
         np.testing.assert_array_equal(cv.data, [4.0, 4.0])
+
+
+@pytest.mark.parametrize("policy", ["check", "copy"])
+def test_a_value_with_a_graph_written_into_a_view_of_a_constant_reaches_the_constant(xp, policy):
+    """c is a constant; v = c[0:1]; v += 3 x0. On backends that write in place the write went
+    into the shared memory only, and c kept no graph: x.grad [1, 1] where [19, 1] is right.
+    `c[0:1] += 3 x0` (Python stores the view back into c) lost the path on dask and under the
+    copy policy: the view was taken again without a graph after the write."""
+    with pg.inplace_policy(policy):
+        for through_view in (True, False):
+            x = pg.Variable(arr(xp, [1.0, 2.0]))
+            c = pg.Variable(arr(xp, [0.0, 0.0]), requires_grad=False)
+            if through_view:
+                v = c[0:1]
+                v += x[0:1] * 3.0
+            else:
+                c[0:1] += x[0:1] * 3.0
+            (pg.sum(c * c) + pg.sum(x)).backward()
+            np.testing.assert_allclose(_grad(x), [19.0, 1.0], err_msg=f"through a view: {through_view}")
+
+
+def test_a_base_made_without_recording_gets_the_graph_of_a_write_through_its_view():
+    """A base computed under no_backprop_mode, written through a view with a value that has a
+    graph: the base's part of the gradient was dropped ([2, 2] where [4, 4] is right)."""
+    x = pg.Variable(pg.asarray([1.0, 2.0]))
+    m = pg.sum(x)
+    with pg.no_backprop_mode():
+        base = x * 1.0
+    v = pg.expand_dims(base, axis=0)
+    v[...] = m
+    (g,) = pg.grad([base, v], [x], grad_outputs=[pg.asarray([1.0, 1.0]), pg.asarray([[1.0, 1.0]])])
+    np.testing.assert_allclose(g.array, [4.0, 4.0])

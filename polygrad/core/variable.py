@@ -754,8 +754,11 @@ class Variable:
             )
         index = self._index
         view = _view_base(self._node)
-        if view is None and self._node is None and not self._writes_in_place():
-            # A view made outside recording, on arrays that will not share the write: through its base.
+        if view is None and self._node is None and (result._node is not None or not self._writes_in_place()):
+            # A view made outside recording (of a constant, or under no_backprop_mode): through its
+            # base where the arrays will not share the write, and where the value written has a
+            # graph, which the base must get too (writing into the shared memory alone changed the
+            # base's values behind its back: what was computed from it later had no path to them).
             view = _unrecorded_base(self)
             if view is not None:
                 *view, index = view
@@ -848,23 +851,30 @@ class Variable:
 
         node = self._node
         views = self._direct_views()
-        if node is None:  # a view made outside recording: taken again the same way
+        if node is None:  # a view made outside recording
             _, _, op, params, index = _unrecorded(self)
-            with config.no_backprop_mode():
-                fresh = apply(op, (base,), params or None)
-            if op.multi:
-                fresh = fresh[index]
-            self._data = fresh._data
-            self._vb = fresh._vb
-            note_unrecorded_view(self, base, op, params, index)
-            self._vb.add_view(self)
-            for w in views:
-                w._follow(self)
-            return
+            if base._node is None:  # taken again the same way
+                with config.no_backprop_mode():
+                    fresh = apply(op, (base,), params or None)
+                if op.multi:
+                    fresh = fresh[index]
+                self._data = fresh._data
+                self._vb = fresh._vb
+                note_unrecorded_view(self, base, op, params, index)
+                self._vb.add_view(self)
+                for w in views:
+                    w._follow(self)
+                return
+            # The write gave the base a graph (a value that requires grad, written into a view of
+            # a constant): the view is taken again in the graph, as PyTorch's view gets a grad_fn.
+            # Without, `c[0:1] += f(x)` lost x's path (Python stores the view back into c).
+            _UNRECORDED.pop(id(self), None)
+        else:
+            op, params, index = node.op, node.params, self._index
         with config.force_backprop_mode():
-            fresh = apply(node.op, (base,), node.params)
-        if node.op.multi:
-            fresh = fresh[self._index]
+            fresh = apply(op, (base,), params or None)
+        if op.multi:
+            fresh = fresh[index]
         self._leave_node()
         self._data = fresh._data
         self._vb = fresh._vb
