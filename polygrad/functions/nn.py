@@ -285,9 +285,12 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     check_same_shape(fname, x, t)
     xs = _shape(x)
     x = as_variable(x)
-    if kind == "integral":  # (an integer t has no gradient: computing with its checked data loses none)
-        t = check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
-                         f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a floating-point t)")
+    if kind == "integral":
+        checked = check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
+                               f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a "
+                               f"floating-point t)")
+        if checked is not _data(t):
+            t = checked  # a lazy backend: the loss reads the checked labels (an integer t has no gradient)
         loss = where(t != -1, softplus(x) - where(t == 1, x, 0.0), 0.0)  # x t, for labels in {0, 1}
     else:
         checked = check_values(_data(t), lambda xp, v: xp.logical_not(xp.logical_and(v >= 0, v <= 1)),  # and NaN
