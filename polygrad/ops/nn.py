@@ -161,14 +161,14 @@ def linear_op(x, W, b=None):
 # which computes values anyway), and on a lazy backend without that hook, the
 # values are read and checked at once.
 # ---------------------------------------------------------------------------
-def _offending(xp: Any, t: Any, bad: Any, limit: int = 5) -> str:
+def _offending(xp: Any, t: Any, bad: Any, limit: int = 5, of: str = "values") -> str:
     """``"5, -2 (2 of 4 values)"``: the first distinct values of ``t`` where ``bad`` holds."""
     picked = t[bad]
     values = xp.unique_values(picked)
     py = int if xp.isdtype(t.dtype, "integral") else float
     shown = ", ".join(repr(py(values[i])) for i in range(builtins.min(int(values.shape[0]), limit)))
     more = ", ..." if values.shape[0] > limit else ""
-    return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} values)"
+    return f"{shown}{more} ({int(picked.shape[0])} of {math.prod(t.shape)} {of})"
 
 
 def check_values(t: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> Any:
@@ -191,15 +191,16 @@ class _RefuseBad:
         self.is_bad, self.rule, self.module = is_bad, rule, module
 
     def __call__(self, chunk: Any) -> None:
-        _refuse_bad(chunk, backend_of_type(type(chunk)).xp, self.is_bad, self.rule, self.module)
+        _refuse_bad(chunk, backend_of_type(type(chunk)).xp, self.is_bad, self.rule, self.module, "values of a chunk")
 
 
 
-def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad.functions") -> None:
-    """:func:`check_values` on values already read."""
+def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad.functions",
+                of: str = "values") -> None:
+    """:func:`check_values` on values already read (``of`` names what ``v`` holds)."""
     bad = is_bad(xp, v)
     if bool(xp.any(bad)):
-        raise ValueError(f"{module}.{rule}, got {_offending(xp, v, bad)}")
+        raise ValueError(f"{module}.{rule}, got {_offending(xp, v, bad, of=of)}")
 
 
 class _NotAClass:
