@@ -687,6 +687,13 @@ def test_a_shape_that_depends_on_random_draws_raises_at_the_first_call():
             pg.seed(seed)
             with pytest.raises(NotImplementedError, match="depends on the random draws of"):
                 f(np.arange(1.0, 7.0))
+    # Random values selected by a mask that does not depend on them: the shape does not change.
+    f = pg.function([x], F.dropout(x, 0.5)[x > 2])
+    for seed in range(5):
+        pg.seed(seed)
+        out = np.asarray(f(np.arange(1.0, 7.0)))
+        assert out.shape == (4,)
+        assert np.all((out == 0) | (out == 2 * np.arange(3.0, 7.0))), out
     g = pg.function([x], pg.sum(pg.where(x > 0, x, 0.0)))  # the fixed-shape form
     assert float(g(np.array([1.0, -2.0, 3.0]))) == 4.0
 

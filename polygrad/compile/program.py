@@ -433,12 +433,14 @@ def _refuse_random_shapes(instrs: list, guards: dict) -> None:
         return
     drawn: dict[int, str] = {}  # slot -> the random row it comes from
     for op, _, args, _, out in instrs:
+        if out in guards:
+            source = next((drawn[v] for k, v in args[op.shape_args] if k == "s" and v in drawn), None)
+            if source is not None:
+                raise RandomShape(op.name, source)
         source = op.name if not op.deterministic else next(
             (drawn[v] for k, v in args if k == "s" and v in drawn), None)
         if source is None:
             continue
-        if out in guards:
-            raise RandomShape(op.name, source)
         for o in out if isinstance(out, tuple) else (out,):
             drawn[o] = source
 

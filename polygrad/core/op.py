@@ -67,13 +67,14 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "value_shapes", "_impl",
+                 "value_shapes", "shape_args", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
-                 casts: bool = False, elementwise: bool = False, value_shapes: bool | Callable = False):
+                 casts: bool = False, elementwise: bool = False, value_shapes: bool | Callable = False,
+                 shape_args: slice = slice(None)):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -102,6 +103,10 @@ class Op:
         # again where it changed. True, or a predicate of the inputs (repeat: only where the
         # counts are an array); see :func:`value_shaped`.
         self.value_shapes = value_shapes
+        # For such a row, the inputs whose values decide the shape (a slice of the inputs): a
+        # boolean mask's, not the data it selects from (a compiled program refuses a shape that
+        # random draws decide, not one that only selects random values).
+        self.shape_args = shape_args
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()
