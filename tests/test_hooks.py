@@ -555,3 +555,29 @@ def test_a_hook_on_an_intermediate_fires_after_the_variable_is_gone():
     h2 = h2 * h2
     g, = pg.grad(pg.sum(h2), [x2])
     np.testing.assert_array_equal(g.data, [200.0, 400.0])  # a removed hook stays removed
+
+
+def test_a_hook_that_writes_gradients_during_an_accumulating_backward_does_not_hang():
+    """Under create_graph the sum old .grad + new runs as an op, under the accumulation lock; a
+    FunctionHook that cleared another gradient there waited for that lock forever."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, polygrad as pg
+        x = pg.Variable(np.array([1.0, 2.0]))
+        other = pg.Variable(np.array([0.0]))
+        pg.sum(x * x).backward(create_graph=True)
+        class H(pg.FunctionHook):
+            name = "h"
+            def forward_postprocess(self, function, in_data):
+                other.zerograd()
+                other.grad = np.ones(1)
+        with H():
+            pg.sum(x * x).backward(create_graph=True)
+        print(x.grad.tolist())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[4.0, 8.0]"

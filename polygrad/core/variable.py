@@ -22,8 +22,9 @@ from polygrad.core.op import GRAPH_OPS
 
 #: Serializes writes of ``.grad``: backward passes running in several threads into one leaf
 #: all land (numpy releases the GIL inside ``+``), and a ``zerograd`` or an assignment is
-#: never overwritten by a sum that read the gradient before it.
-_ACCUMULATE = threading.Lock()
+#: never overwritten by a sum that read the gradient before it. Reentrant: under create_graph
+#: the sum is an op, whose function hooks may write gradients themselves.
+_ACCUMULATE = threading.RLock()
 
 
 def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
