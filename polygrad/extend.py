@@ -12,7 +12,9 @@ polygrad's own ops (``o``), applied by :func:`apply`::
         return apply(CUBE, (x,))
 
 Row names are unique in a process (rules, compiled graphs and pickles find rows
-by name): declaring a second row of an existing name raises ValueError. A row
+by name): declaring a row of a name another module declared raises ValueError;
+the same module declaring it again (a reload, a notebook cell run again)
+replaces it, and so with :func:`public`. A row
 without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a

@@ -39,10 +39,48 @@ def test_a_row_name_is_declared_once():
     np.testing.assert_allclose(x.grad, -np.sin([0.5]))
     E.Op("extend_test_once")
     try:
-        with pytest.raises(ValueError, match="already declared"):
-            E.Op("extend_test_once")
+        with pytest.raises(ValueError, match="already declared by (tests.)?test_extend"):
+            exec("Op('extend_test_once')", {"__name__": "another_module", "Op": E.Op})
     finally:
         REGISTRY.pop("extend_test_once")
+
+
+def test_a_module_declaring_its_rows_again_replaces_them():
+    """A reload (or a notebook cell run again) declares the same rows and public functions from
+    the same module: they replace the old ones, and the rules that call them by name (raw
+    arrays and create_graph) run the new ones."""
+    import importlib
+    import sys
+    import types
+
+    source = (
+        "import polygrad.extend as E\n"
+        "K = {k}\n"
+        "ROW = E.defvjp(E.Op('extend_test_scaled', lambda xp, x: x * K), lambda o, g, ans, x: g * K)\n"
+        "@E.public(standard=False)\n"
+        "def extend_test_scaled(x):\n"
+        "    return E.apply(ROW, (x,))\n"
+    )
+    module = types.ModuleType("extend_test_reloaded")
+    sys.modules[module.__name__] = module
+    try:
+        for k in (2.0, 3.0):  # declared, then declared again as a reload would
+            exec(source.format(k=k), module.__dict__)
+            x = pg.Variable(np.array([1.0, 2.0]))
+            y = module.extend_test_scaled(x)
+            np.testing.assert_allclose(y.array, [k, 2 * k])
+            (g,) = pg.grad(pg.sum(y), [x], create_graph=True)
+            np.testing.assert_allclose(g.array, [k, k])
+            assert E.row("extend_test_scaled") is module.ROW
+            assert pg.get_backend("numpy").raw_ops.extend_test_scaled(np.ones(1)) == k
+    finally:
+        del sys.modules[module.__name__]
+        REGISTRY.pop("extend_test_scaled", None)
+        from polygrad.ops._export import EXPORTS
+        from polygrad.core.op import GRAPH_OPS
+
+        EXPORTS[:] = [e for e in EXPORTS if e.name != "extend_test_scaled"]
+        vars(GRAPH_OPS).pop("extend_test_scaled", None)
 
 
 def test_a_public_name_is_registered_once():
@@ -56,6 +94,12 @@ def test_a_public_name_is_registered_once():
 
     with pytest.raises(ValueError, match="public function named 'sin' is already registered"):
         E.public(sin)
+
+    def matmul(a, b):
+        return a
+
+    with pytest.raises(ValueError, match="'linalg_matmul' is already registered"):  # (listed by linalg too)
+        E.public(matmul, ext="linalg")
     x = pg.Variable(np.array([0.5]))
     (g,) = pg.grad(pg.sum(pg.cos(x)), [x], create_graph=True)
     np.testing.assert_allclose(g.array, -np.sin([0.5]))

@@ -21,6 +21,8 @@ a placeholder with only ``.shape``, ``.ndim`` and ``.dtype``.
 from __future__ import annotations
 
 import functools
+import sys
+import weakref
 from typing import Any, Callable
 
 REGISTRY: dict[str, "Op"] = {}
@@ -67,7 +69,7 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "value_shapes", "shape_args", "_impl",
+                 "value_shapes", "shape_args", "module", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
@@ -123,12 +125,19 @@ class Op:
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
         self._impl: dict = {}
-        if name in REGISTRY:
-            # Rules run other rows by name (``o.sin``), compiled graphs and pickles find rows by
-            # name: a second row of the same name would silently change them all.
-            raise ValueError(f"polygrad: an op row named {name!r} is already declared ({REGISTRY[name]!r}); "
-                             f"row names are unique in a process: give this row another name "
-                             f"(polygrad.extend.row({name!r}) is the existing one)")
+        # The module that declared the row: declared again by the same module (a reload, a
+        # notebook cell run again) it replaces the old row; by another, it is refused.
+        self.module = sys._getframe(1).f_globals.get("__name__")
+        old = REGISTRY.get(name)
+        if old is not None:
+            if old.module != self.module:
+                # Rules run other rows by name (``o.sin``), compiled graphs and pickles find
+                # rows by name: a second row of the same name would silently change them all.
+                raise ValueError(f"polygrad: an op row named {name!r} is already declared by {old.module}; row "
+                                 f"names are unique in a process: give this row another name "
+                                 f"(polygrad.extend.row({name!r}) is the existing one)")
+            for raw in _RAW_OPS:  # the old row's kernels, cached by name
+                raw.__dict__.pop(name, None)
         REGISTRY[name] = self
 
     def __repr__(self) -> str:
@@ -227,6 +236,7 @@ class RawOps:
 
     def __init__(self, backend: Any) -> None:
         self._backend = backend
+        _RAW_OPS.add(self)
 
     def __getattr__(self, name: str) -> Callable:
         op = REGISTRY.get(name)
@@ -235,6 +245,9 @@ class RawOps:
         impl = op.kernel(self._backend)
         setattr(self, name, impl)
         return impl
+
+
+_RAW_OPS: "weakref.WeakSet[RawOps]" = weakref.WeakSet()
 
 
 class _GraphOps:

@@ -49,17 +49,33 @@ def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str |
 
     def register(fn: Callable) -> Callable:
         name = fn.__name__
-        key = name if ext is None else f"{ext}_{name}"
-        if key in vars(GRAPH_OPS):
-            # Rules written with ``o`` call these by name under create_graph: a second function of
-            # the same name would silently change every higher-order gradient that uses it.
-            raise ValueError(f"polygrad: a public function named {key!r} is already registered "
-                             f"({getattr(GRAPH_OPS, key).__module__}); give yours another name")
-        EXPORTS.append(Export(name, fn, fn.__module__, ext, also, standard, creates))
-        setattr(GRAPH_OPS, key, fn)
+        new = Export(name, fn, fn.__module__, ext, also, standard, creates)
+        # Rules written with ``o`` call these by name under create_graph, and the namespaces list
+        # them: a second function of a name would silently change every gradient and namespace
+        # that uses it. The same module registering it again (a reload) replaces it.
+        clash = [e for e in EXPORTS if _keys(e) & _keys(new)]
+        for e in clash:
+            if e.module != new.module:
+                taken = ", ".join(sorted(_keys(e) & _keys(new)))
+                raise ValueError(f"polygrad: a public function named {taken!r} is already registered by "
+                                 f"{e.module}; give yours another name")
+        for e in clash:
+            EXPORTS.remove(e)
+            for key in _keys(e):
+                vars(GRAPH_OPS).pop(key, None)
+        EXPORTS.append(new)
+        setattr(GRAPH_OPS, name if ext is None else f"{ext}_{name}", fn)
         return fn
 
     return register if fn is None else register(fn)
+
+
+def _keys(e: Export) -> set[str]:
+    """The names ``e`` takes: in the differentiable namespace, and in an extension that lists it too."""
+    keys = {e.name if e.ext is None else f"{e.ext}_{e.name}"}
+    if e.also is not None:
+        keys.add(f"{e.also}_{e.name}")
+    return keys
 
 
 def row_function(fn: Callable, op: Op, module: str, *, ext: str | None = None) -> Callable:
