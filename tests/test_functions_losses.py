@@ -235,3 +235,33 @@ def test_huber_loss_rejects_unknown_reduce(xp):
     """reduce='mean' is not one of Chainer's options."""
     with pytest.raises(ValueError, match="huber_loss.*reduce"):
         F.huber_loss(arr(xp, HX), arr(xp, HT), 1.0, reduce="mean")
+
+
+def test_sigmoid_cross_entropy_labels_are_checked_at_every_compiled_call():
+    """The labels were checked only as the function was called, which in a compiled function is
+    the trace, where they cannot be read: integer labels 7 gave a loss of log 2 at every call.
+    The checks are rows of the op table now; soft labels keep their gradient."""
+    from polygrad import symbolic as T
+
+    x, t = T.matrix("x"), T.tensor("int64", (None, None), "t")
+    f = pg.function([x, t], F.sigmoid_cross_entropy(x, t))
+    assert float(f(np.zeros((2, 2)), np.ones((2, 2), dtype=np.int64))) == pytest.approx(np.log(2))
+    with pytest.raises(ValueError, match="integer labels t must be 0, 1 or -1"):
+        f(np.zeros((2, 2)), np.full((2, 2), 7))
+    s = T.matrix("s")
+    g = pg.function([x, s], F.sigmoid_cross_entropy(x, s))
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        g(np.zeros((2, 2)), np.full((2, 2), 2.0))
+    soft = pg.Variable(np.full((2, 2), 0.3))
+    F.sigmoid_cross_entropy(pg.Variable(np.ones((2, 2))), soft).backward()
+    np.testing.assert_allclose(soft.grad, np.full((2, 2), -0.25))
+
+
+def test_dask_soft_labels_that_require_grad_are_checked_where_the_loss_is_computed():
+    """Soft labels given as a Variable (which requires grad) skipped the lazy check: 2.0 gave a
+    finite loss on dask, where numpy raises."""
+    da = pytest.importorskip("dask.array")
+    t = pg.Variable(da.from_array(np.full((2, 2), 2.0)))
+    loss = F.sigmoid_cross_entropy(pg.Variable(da.zeros((2, 2))), t)
+    with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+        pg.compute(loss)

@@ -374,8 +374,10 @@ private("embed_id_ids", "ignore_label", lambda xp, row, t: row(t, n_rows=3, igno
         lambda xp, t: xp.where(t == -1, xp.zeros_like(t), t), ints(_T), order=0)
 case("mean_squared_error", "plain", lambda xp, x, y: F_.mean_squared_error(x, y),
      lambda xp, x, y: xp.mean((x - y) * (x - y)), F((2, 3)), F((2, 3)))
-private("sigmoid_cross_entropy_target", "ints", lambda xp, row, x, t: row(x, t),
-        lambda xp, x, t: xp.astype(t, x.dtype), F((2, 2)), ints([[0, 1], [1, -1]]), order=0)
+private("sigmoid_cross_entropy_labels", "ints", lambda xp, row, t: row(t), lambda xp, t: t,
+        ints([[0, 1], [1, -1]]), order=0)
+private("sigmoid_cross_entropy_probabilities", "soft", lambda xp, row, t: row(t), lambda xp, t: t,
+        lit([[0.25, 0.5], [0.75, 0.375]]))
 case("sigmoid_cross_entropy", "mean", lambda xp, x, t: F_.sigmoid_cross_entropy(x, t),
      lambda xp, x, t: xp.mean(xp.log1p(xp.exp(x)) - x * xp.astype(t, x.dtype)), F((2, 2)), ints([[0, 1], [1, 0]]))
 private("dropout_mask", "shape", lambda xp, row, x: row(x, ratio=0.25), lambda xp, x: xp.empty_like(x), F((3, 4)),

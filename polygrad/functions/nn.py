@@ -18,7 +18,8 @@ from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh,
                           where)
-from polygrad.ops.nn import check_values, erf, label_mask, linear_op, log_softmax, nll, softplus, valid_count
+from polygrad.ops.nn import (binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
+                             softplus, valid_count)
 
 
 # ---------------------------------------------------------------------------
@@ -275,9 +276,8 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     :raises TypeError: ``t`` is not an array.
     :raises ValueError: ``t`` neither integer nor floating-point, an unknown
         ``reduce``, shapes that differ, or label values other than those above
-        (checked as the function is called: on eager backends at once, on lazy
-        ones where the loss is computed; inside a compiled function they are not
-        checked).
+        (checked on eager backends as the function is called, at each call of a
+        compiled function, and on lazy backends where the loss is computed).
     """
     fname = "sigmoid_cross_entropy"
     check_option(fname, "reduce", reduce, ("mean", "no"))
@@ -286,17 +286,10 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     xs = _shape(x)
     x = as_variable(x)
     if kind == "integral":
-        checked = check_values(_data(t), lambda xp, v: xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1),
-                               f"{fname}: integer labels t must be 0, 1 or -1 (ignored; probabilities go in a "
-                               f"floating-point t)")
-        if checked is not _data(t):
-            t = checked  # a lazy backend: the loss reads the checked labels (an integer t has no gradient)
+        t = binary_labels(t)
         loss = where(t != -1, softplus(x) - where(t == 1, x, 0.0), 0.0)  # x t, for labels in {0, 1}
     else:
-        checked = check_values(_data(t), lambda xp, v: xp.logical_not(xp.logical_and(v >= 0, v <= 1)),  # and NaN
-                               f"{fname}: floating-point labels t must be probabilities in [0, 1]")
-        if checked is not _data(t) and not (isinstance(t, Variable) and t.requires_grad):
-            t = checked  # a lazy backend: the loss reads the checked labels (a t that needs a gradient keeps it)
+        t = probabilities(t)
         dtype = _data(x).dtype
         loss = softplus(x) - x * (t if _data(t).dtype == dtype else astype(t, dtype))
     if reduce == "no":

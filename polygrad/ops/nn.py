@@ -312,6 +312,49 @@ def embed_ids(ids, n_rows, ignore_label=None):
     return apply(EMBED_IDS, (ids,), {"n_rows": n_rows, "ignore_label": ignore_label})
 
 
+def _not_binary(xp: Any, v: Any) -> Any:
+    return xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1)
+
+
+def _not_probability(xp: Any, v: Any) -> Any:
+    return xp.logical_not(xp.logical_and(v >= 0, v <= 1))  # NaN too
+
+
+def _checked_copy(xp: Any, t: Any, is_bad: Any, rule: str) -> Any:
+    """``t`` checked (:func:`check_values`), as a new array: a compiled function may write into
+    what a kernel returns, never into its caller's labels."""
+    checked = check_values(t, is_bad, rule)
+    return xp.asarray(t, copy=True) if checked is t else checked
+
+
+def _binary_labels_kernel(xp: Any, t: Any) -> Any:
+    return _checked_copy(xp, t, _not_binary, "sigmoid_cross_entropy: integer labels t must be 0, 1 or -1 "
+                                             "(ignored; probabilities go in a floating-point t)")
+
+
+def _probabilities_kernel(xp: Any, t: Any) -> Any:
+    return _checked_copy(xp, t, _not_probability, "sigmoid_cross_entropy: floating-point labels t must be "
+                                                  "probabilities in [0, 1]")
+
+
+# sigmoid_cross_entropy's labels, checked where they enter: rows, so that a compiled function
+# checks them at every call; the probabilities keep their gradient (soft labels may need one).
+BINARY_LABELS = def_nograd(Op("sigmoid_cross_entropy_labels", _binary_labels_kernel))
+PROBABILITIES = defvjp(Op("sigmoid_cross_entropy_probabilities", _probabilities_kernel), lambda o, g, ans, t: g)
+
+
+@public(standard=False)
+def binary_labels(t):
+    """``t`` checked as sigmoid_cross_entropy's integer labels (0, 1, or -1: ignored)."""
+    return apply(BINARY_LABELS, (t,))
+
+
+@public(standard=False)
+def probabilities(t):
+    """``t`` checked as probabilities in [0, 1] (sigmoid_cross_entropy's soft labels), differentiable."""
+    return apply(PROBABILITIES, (t,))
+
+
 def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
     """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities."""
     return -xp.sum(xp.where(mask, logp, xp.zeros_like(logp))) / count
