@@ -162,6 +162,13 @@ class Optimizer:
         self.t, self.epoch = t, epoch
 
 
+def _restore(values: list) -> None:
+    """Put back ``(link, name, value)`` persistent values where a link holds another."""
+    for link, name, value in values:
+        if getattr(link, name, None) is not value:
+            setattr(link, name, value)
+
+
 class GradientMethod(Optimizer):
     """An optimizer that updates each parameter from its gradient by a rule.
 
@@ -187,6 +194,8 @@ class GradientMethod(Optimizer):
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
         self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
+        # The lazy persistent values as of the last good update (see _update), by (id(link), name).
+        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
         return self
 
     def __getstate__(self) -> dict:
@@ -195,6 +204,7 @@ class GradientMethod(Optimizer):
         references: copied as they are, they pointed at the original parameters, and the copy
         went on with fresh state)."""
         d = dict(self.__dict__)
+        d.pop("_kept_buffers", None)  # keyed by id: a copy starts from its own next update
         if "_states" in d:
             seen, pairs = set(), []
             for _, param in self.target.namedparams(include_uninit=True):
@@ -224,16 +234,15 @@ class GradientMethod(Optimizer):
         # The forward rebinds persistent values (BatchNormalization's running statistics); a
         # failure anywhere in this step puts them back, so the model is as it was (on a lazy
         # backend the new statistics would otherwise read the failing chunk for good).
-        persistents = self._persistents()
+        persistents, t = self._persistents(), self.t
         try:
             self.target.cleargrads()
             loss = lossfun(*args, **kwds)
             loss.backward()
             return self._update(loss)
         except BaseException:
-            for link, name, value in persistents:
-                if getattr(link, name, None) is not value:
-                    setattr(link, name, value)
+            if self.t == t:  # (a failure after the parameters changed, in a post hook, keeps the step's statistics)
+                _restore(persistents)
             raise
 
     def _update(self, loss: Any) -> Any:
@@ -250,12 +259,18 @@ class GradientMethod(Optimizer):
         except BaseException:
             for (_, p), g in zip(params, grads):
                 p._grad = g
+            # Lazy statistics that a forward before this update rebound (loss.backward();
+            # update()) may read a failing chunk: back to those of the last good update.
+            kept = getattr(self, "_kept_buffers", {})
+            _restore([(link, name, kept[id(link), name]) for link, name, _, _ in self._lazy_buffers()
+                      if (id(link), name) in kept])
             raise
         self.t += 1
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
         for link, attr, value in buffers:
             setattr(link, attr, value)
+        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
@@ -288,6 +303,7 @@ class GradientMethod(Optimizer):
                     state[k] = next(done)
             for link, attr, value in stored:
                 setattr(link, attr, value)
+        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss

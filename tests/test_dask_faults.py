@@ -153,3 +153,29 @@ def test_a_repeated_index_in_setitem_raises_where_the_gradient_is_computed():
         h[pg.asarray([0, 2])] = v
         pg.sum(h * h).backward()
         np.testing.assert_array_equal(pg.compute(v.grad)[0], [2.0, 10.0])
+
+
+def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_good_update():
+    """loss.backward(); opt.update(): the forward ran before the update, so the update had no
+    earlier statistics to put back, and a failing chunk poisoned them for good. The optimizer
+    keeps those of its last good update and restores them."""
+    X, t = _data()
+    with pg.using_backend("dask"):
+        pg.seed(0)
+        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
+                              L.Linear(4, 2, dtype="float64"))
+    bn = model[1]
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+
+    def step(x):
+        model.cleargrads()
+        F.softmax_cross_entropy(model(x), t).backward()
+        opt.update()
+
+    step(X)
+    mean = pg.compute(bn.avg_mean)[0].copy()
+    with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+        step(X.map_blocks(_flaky, dtype=float))
+    np.testing.assert_array_equal(pg.compute(bn.avg_mean)[0], mean)
+    step(X)
+    assert opt.t == 2

@@ -182,3 +182,26 @@ def test_a_file_saved_while_a_parameter_had_no_state_loads_into_one_that_has(int
     rule = opt2._rule if interface == "optim" else opt2
     assert rule._state_of(b2) is None
     assert (rule._state_of(w2) is None) == (interface == "optimizers")
+
+
+def test_a_failing_post_hook_keeps_the_step_it_follows_whole():
+    """update(lossfun) put the running statistics back on any failure, also after the parameters
+    had changed (a post hook raising): t and W were the step's, the statistics the old ones."""
+    import polygrad.functions as F
+    import polygrad.links as L
+
+    pg.seed(0)
+    model = pg.Sequential(L.Linear(3, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"))
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+    x = np.random.default_rng(0).normal(size=(8, 3))
+
+    def fail(optimizer):
+        raise RuntimeError("post hook fails")
+
+    opt.add_hook(fail, name="fail", timing="post")
+    mean, w = np.asarray(model[1].avg_mean).copy(), np.asarray(model[0].W.array).copy()
+    with pytest.raises(RuntimeError, match="post hook fails"):
+        opt.update(lambda: pg.sum(model(x) ** 2))
+    assert opt.t == 1
+    assert not np.array_equal(model[0].W.array, w)
+    assert not np.array_equal(model[1].avg_mean, mean)
