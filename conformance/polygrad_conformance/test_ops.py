@@ -315,6 +315,26 @@ def test_backward_grads_belong_to_backend(grad_case, pg_backend, xp, float_dtype
         assert g.dtype == args[i].dtype, f"{case.id}: grad of input {i} has dtype {g.dtype}, input {args[i].dtype}"
 
 
+@pytest.mark.requires("lazy")
+def test_forward_and_backward_compute_nothing(case, pg_backend, xp, float_dtype):
+    """On a lazy backend each op's forward, and its backward from every output, run inside the
+    plugin's ``polygrad_forbid_compute`` guard: an op (or a kernel the plugin gives) that computes
+    fails here, naming its case. Inputs are made outside the guard."""
+    guard = pg_backend.forbid_compute()
+    assert guard is not None, f"lazy backend {pg_backend.name!r} must implement polygrad_forbid_compute"
+    args = case.make(xp, float_dtype)
+    try:
+        with guard:
+            if case.grad_order >= 1:
+                _backward_from_every_output(case, xp, args)
+            else:
+                _call(case, xp, args, requires_grad=False)
+    except Exception as exc:
+        raise AssertionError(f"{case.id}: computed on lazy backend {pg_backend.name!r} inside forbid_compute "
+                             f"({'forward and backward' if case.grad_order >= 1 else 'forward'}): "
+                             f"{type(exc).__name__}: {exc}") from exc
+
+
 # ---------------------------------------------------------------------------
 # Every floating dtype the backend declares: result and gradient dtypes
 # ---------------------------------------------------------------------------
