@@ -358,3 +358,20 @@ def test_astype_without_a_copy_to_the_same_dtype_is_the_input(xp):
     x = pg.Variable(arr(xp, [1.0, 2.0]))
     assert pg.astype(x, x.dtype, copy=False) is x  # the standard's rule
     assert pg.astype(x, x.dtype) is not x
+
+
+def test_isin_on_a_namespace_without_it():
+    """isin is the standard's since 2025.12: a backend whose namespace is older raised a bare
+    AttributeError. The row computes it with 2024.12's functions there, the same values."""
+    from polygrad.ops.sets import _isin_kernel
+
+    class Older:  # numpy's namespace less isin
+        def __getattr__(self, name):
+            if name == "isin":
+                raise AttributeError(name)
+            return getattr(np, name)
+
+    x1, x2 = np.array([[1, 2, 3], [3, 0, 1]]), np.array([0, 3])
+    for invert in (False, True):
+        np.testing.assert_array_equal(_isin_kernel(Older(), x1, x2, invert=invert), np.isin(x1, x2, invert=invert))
+        np.testing.assert_array_equal(_isin_kernel(Older(), x1, 2, invert=invert), np.isin(x1, 2, invert=invert))

@@ -73,7 +73,20 @@ def _all_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
     return None if g[0] is None else _spread(o, g[0], x.shape, ans[2], ans[3])
 
 
-ISIN = def_nograd(Op("isin"))
+def _isin_kernel(xp: Any, x1: Any, x2: Any, invert: bool = False) -> Any:
+    """The namespace's ``isin`` (standard 2025.12), or the same written with 2024.12's functions
+    (one comparison of each element with each of ``x2``) for a namespace without it."""
+    own = getattr(xp, "isin", None)
+    if own is not None:
+        return own(x1, x2, invert=invert)
+    if isinstance(x2, (bool, int, float, complex)):
+        hit = x1 == x2
+    else:
+        hit = xp.any(xp.expand_dims(x1, axis=-1) == xp.reshape(x2, (-1,)), axis=-1)
+    return xp.logical_not(hit) if invert else hit
+
+
+ISIN = def_nograd(Op("isin", _isin_kernel))
 
 
 @public
