@@ -393,3 +393,28 @@ def test_testing_names_no_dtype_unconditionally():
     for path in pathlib.Path(polygrad.testing.__file__).parent.glob("*.py"):
         text = path.read_text()
         assert "xp.float64" not in text and "xp.int64" not in text, path
+
+
+@pytest.mark.parametrize("checker", ["check_grads", "check_backward", "check_double_backward"])
+def test_an_unknown_size_is_a_clear_error_naming_it(checker):
+    """An output whose size is unknown until computed (dask's NaN after a boolean mask) is a
+    ValueError naming the checker, the output and its shape, not whatever the generator raised
+    on the size (int(None), dask's rechunking error)."""
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(np.array([1.0, -2.0, 3.0]), chunks=2)
+    fn = {"check_grads": check_grads, "check_backward": check_backward,
+          "check_double_backward": check_double_backward}[checker]
+    with pytest.raises(ValueError, match=rf"polygrad\.testing\.{checker}: output 0 has shape \(nan,\), with a size "
+                                         r"unknown until it is computed"):
+        fn(lambda v: v[v > 0], [x] if checker == "check_grads" else x)
+
+
+def test_the_standards_unknown_size_none_is_named_too():
+    """The standard writes an unknown size as None: the same error, naming the shape."""
+    import types
+
+    from polygrad.testing.gradcheck import known_shape
+
+    assert known_shape(types.SimpleNamespace(shape=[2, 3]), "check", "input 0") == (2, 3)
+    with pytest.raises(ValueError, match=r"check: input 1 has shape \(2, None\), with a size unknown"):
+        known_shape(types.SimpleNamespace(shape=(2, None)), "check", "input 1")

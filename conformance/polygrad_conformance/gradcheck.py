@@ -24,6 +24,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import polygrad as pg
+from polygrad.testing.gradcheck import known_shape
 
 
 def _as_tuple(y: Any) -> tuple:
@@ -42,9 +43,9 @@ def _is_complex(xp: Any, a: Any) -> bool:
     return xp.isdtype(a.dtype, "complex floating")
 
 
-def _direction(xp: Any, rng: Any, a: Any) -> Any:
+def _direction(xp: Any, rng: Any, a: Any, what: str) -> Any:
     """A random array shaped like ``a``: normal, with a normal imaginary part where ``a`` is complex."""
-    shape = tuple(a.shape)
+    shape = known_shape(a, "polygrad_conformance.gradcheck.check_vjp", what)
     if not _is_complex(xp, a):
         return rng.normal(shape, dtype=a.dtype)
     real = xp.float64 if a.dtype == xp.complex128 else xp.float32
@@ -97,8 +98,8 @@ def check_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, order: int = 1, e
     xp, rng = backend.xp, backend.random_generator(seed)
     xs = [pg.Variable(a) for a in inputs]
     ys = _as_tuple(f(*xs))
-    us = [_direction(xp, rng, y.data) for y in ys]
-    vs = [_direction(xp, rng, a) for a in inputs]
+    us = [_direction(xp, rng, y.data, f"output {j}") for j, y in enumerate(ys)]
+    vs = [_direction(xp, rng, a, f"input {i}") for i, a in enumerate(inputs)]
     dot = _re_dot_host if extrapolate else _re_dot
 
     def value(t: float) -> float:
@@ -143,7 +144,7 @@ def check_vjp_of_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, eps: float
     backend = _backend(inputs[0])
     xp, rng = backend.xp, backend.random_generator(seed)
     ys = _as_tuple(f(*[pg.Variable(a) for a in inputs]))
-    u0 = [_direction(xp, rng, y.data) for y in ys]
+    u0 = [_direction(xp, rng, y.data, f"output {j}") for j, y in enumerate(ys)]
 
     def vjp(*us: Any) -> tuple:
         xs = [pg.Variable(a) for a in inputs]

@@ -54,8 +54,24 @@ def _vdot(xp: Any, a: Any, b: Any) -> float:
     return float(xp.sum(xp.astype(a, wide) * xp.astype(b, wide)))
 
 
-def _random_like(backend: Any, x: Any, rng: Any) -> Any:
-    return rng.normal(tuple(x.shape), dtype=x.dtype)
+def known_shape(x: Any, checker: str, what: str) -> tuple:
+    """``x``'s shape as a tuple; a ValueError naming ``checker`` and ``what`` (``"output 0"``)
+    where a size is unknown (the standard's None, or the NaN dask writes): no random direction
+    of that shape can be drawn."""
+    shape = tuple(x.shape)
+    if builtins.any(n is None or n != n for n in shape):
+        raise ValueError(
+            f"{checker}: {what} has shape {shape}, with a size unknown until it is computed (a data-dependent "
+            f"shape: a boolean mask, nonzero, unique_*), so no random direction of its shape can be drawn; a "
+            f"numerical check needs known sizes. Check such a function on a backend that knows them, or use a "
+            f"fixed-shape form such as where(mask, x, 0). (A backend whose data-dependent sizes stay unknown "
+            f"declares BackendInfo.data_dependent_shapes=False; the conformance suite then skips these checks.)"
+        )
+    return shape
+
+
+def _random_like(x: Any, rng: Any, fname: str, what: str) -> Any:
+    return rng.normal(known_shape(x, f"polygrad.testing.{fname}", what), dtype=x.dtype)
 
 
 def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequence[int], how: str) -> None:
@@ -179,8 +195,8 @@ def check_grads(
     ys = _as_tuple(f(*xs))
     eps, atol, rtol, hint = _tolerances(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol,
                                         _CHECK_GRADS)
-    us = [_random_like(backend, _data(y), rng) for y in ys]
-    vs = [_random_like(backend, datas[i], rng) for i in wrt]
+    us = [_random_like(_data(y), rng, "check_grads", f"output {j}") for j, y in enumerate(ys)]
+    vs = [_random_like(datas[i], rng, "check_grads", f"input {i}") for i in wrt]
 
     def directional(eps_: float) -> float:
         shifted = list(datas)
@@ -258,7 +274,7 @@ def check_backward(
                                         _CHECK_BACKWARD)
     if y_grad is None:
         rng = backend.random_generator(0)
-        gys = [rng.normal(tuple(_data(y).shape), dtype=_data(y).dtype) for y in ys]
+        gys = [_random_like(_data(y), rng, "check_backward", f"output {j}") for j, y in enumerate(ys)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
     analytic = _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True)
@@ -310,7 +326,7 @@ def check_double_backward(
         probe = _as_tuple(func(*[Variable(x, requires_grad=False) for x in xs]))
     eps, atol, rtol, _ = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in probe], eps, atol, rtol,
                                      _CHECK_DOUBLE_BACKWARD)
-    gys = [rng.normal(tuple(_data(y).shape), dtype=_data(y).dtype) for y in probe] if y_grad is None else [_data(g) for g in _as_tuple(y_grad)]
+    gys = [_random_like(_data(y), rng, "check_double_backward", f"output {j}") for j, y in enumerate(probe)] if y_grad is None else [_data(g) for g in _as_tuple(y_grad)]
 
     def vjp(*args: Any) -> tuple:
         ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a for a in args]
