@@ -79,25 +79,36 @@ class BackendInfo:
 
     :param name: the name users pass to ``pg.set_backend``; one backend per
         name (see "Two plugins declaring one backend name" above).
-    :param module: the top-level module of the array library (``"numpy"``,
-        ``"jax"``); its presence in ``sys.modules`` tells polygrad whether arrays
-        of this backend can exist yet, and without a ``polygrad_check_usable``
-        hook the backend is usable only where ``importlib.util.find_spec``
-        finds it.
+    :param module: the array library's own top-level module (``"numpy"``,
+        ``"jax"``), imported only when the backend is used (by
+        ``polygrad_array_namespace``); its presence in ``sys.modules`` tells
+        polygrad whether arrays of this backend can exist yet, and without a
+        ``polygrad_check_usable`` hook the backend is usable only where
+        ``importlib.util.find_spec`` finds it. Not the plugin's module: the
+        conformance suite checks that loading the plugin leaves it unimported,
+        so a library shipped with its plugin is a top-level package of its own.
     :param device: ``"cpu"`` or ``"gpu"``; user Functions' ``forward_cpu`` /
         ``forward_gpu`` are chosen by it, and TimerHook synchronizes a device
         that is not the CPU.
     :param lazy: arrays are computed only on request (dask): ``pg.compute``
-        goes through ``polygrad_materialize``, compiled functions and
-        optimizers materialize their results.
+        goes through ``polygrad_materialize``, optimizers through
+        ``polygrad_persist``, and compiled functions through both at every
+        call. Implement those and ``polygrad_forbid_compute``, and preferably
+        ``polygrad_check_lazily``.
     :param inplace: arrays support ``x[key] = v`` writes. With False (jax),
         polygrad never writes into an array of the backend: in-place ops
         rebind the Variable to a new array, and the default scatter-add builds
         its result functionally.
     :param float64, complex: the dtypes exist (``float64`` and ``complex128``);
         the conformance suite skips what needs one the backend lacks.
-    :param data_dependent_shapes: boolean masks and ``nonzero`` give known
-        shapes (False for dask, whose shapes are then unknown).
+    :param data_dependent_shapes: sizes that depend on values (boolean masks,
+        ``nonzero``, ``unique_*``) are known once the op has run. False (dask):
+        they stay unknown (``None`` in ``shape``, as the standard says; dask
+        writes ``nan``), and polygrad refuses ``nonzero``, ``unique_*``,
+        ``repeat`` with an array of repeats and the backward of a boolean mask;
+        ``x[mask]`` runs forward. A namespace function given a shape with an
+        unknown size (``broadcast_to`` in sum's backward) should raise a clear
+        error naming it.
     :param priority: the usable backend with the highest priority is the
         default (numpy 100, cupy 50, dask 10); give a negative one to be used
         only when asked for by name.
@@ -181,7 +192,10 @@ def polygrad_array_namespace(backend: str) -> "ModuleType | None":
 
     Stops at the first non-None result. Typically an ``array_api_compat``
     wrapper (``array_api_compat.numpy``) or the library itself where it is
-    already compliant.
+    already compliant. polygrad calls the functions of the standard's version
+    2024.12 (with its ``linalg`` and ``fft`` extensions), and ``isin`` (2025.12)
+    for ``pg.isin`` only. Its arrays' operators return ``NotImplemented`` for an
+    operand they do not know, so that ``array + variable`` reaches the Variable.
 
     :param backend: the backend's name.
     """
@@ -319,6 +333,14 @@ def polygrad_materialize(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any,
     Stops at the first non-None result. Eager backends need not implement it
     (polygrad's default returns the arrays unchanged).
 
+    The results are what ``pg.compute`` returns: concrete arrays of an eager
+    library (numpy, or the library of the chunks: cupy), never arrays of this
+    backend, even computed ones; the conformance suite fails a result whose
+    type the backend claims. A library whose arrays keep one type once computed
+    returns them converted, as numpy arrays for example. Compiled functions
+    call it at every call on what :func:`polygrad_persist` returned, so
+    materializing a persisted array must be cheap (no recomputation).
+
     :param backend: the backend's name.
     :param arrays: arrays of this backend.
     """
@@ -330,7 +352,11 @@ def polygrad_persist(backend: str, arrays: "tuple[Any, ...]") -> "tuple[Any, ...
     memory as lazy arrays of this backend (``dask.persist``).
 
     Stops at the first non-None result. Eager backends need not implement it
-    (polygrad's default returns the arrays unchanged).
+    (polygrad's default returns the arrays unchanged). Optimizers call it once
+    per update; compiled functions at every call, on all their outputs and
+    updates together, and then :func:`polygrad_materialize` on the persisted
+    outputs. A library without dask's notion of persisting returns lazy arrays
+    whose graph is the computed value.
 
     :param backend: the backend's name.
     :param arrays: arrays of this backend.
@@ -387,9 +413,11 @@ def polygrad_forbid_compute(backend: str) -> "ContextManager[Any] | None":
     """Return a context manager inside which computing any array of ``backend``
     raises an error (for example a dask scheduler that refuses every graph).
 
-    Stops at the first non-None result. Lazy backends should implement it: the
+    Stops at the first non-None result. Lazy backends must implement it: the
     conformance suite runs forward and backward inside it to prove that no op
-    computes before ``pg.compute`` is asked to. Eager backends need not.
+    computes before ``pg.compute`` is asked to, and fails a lazy backend
+    without it or whose guard lets a computation through. Eager backends need
+    not.
 
     :param backend: the backend's name.
     """
@@ -402,12 +430,14 @@ def polygrad_check_lazily(backend: str, array: Any, check: "Callable[[Any], None
     calls ``check(chunk)`` on each computed chunk, a concrete array of the chunk's
     library (NumPy, CuPy, ...); ``check`` raises ValueError on a bad value.
 
-    Stops at the first non-None result. Lazy backends should implement it: polygrad
-    checks label values, embedding ids and the like where they enter, which on a
-    lazy backend would mean computing them; with this hook the check runs where the
-    loss is computed, and a bad value raises there instead of giving a wrong loss.
-    A lazy backend without it has such values checked only in debug mode. Eager
-    backends need not implement it (their values are checked at once).
+    Stops at the first non-None result. Optional but recommended for lazy backends:
+    polygrad checks label values, embedding ids and repeated setitem positions where
+    they enter, which on a lazy backend would mean computing them; with this hook the
+    check runs where the loss or gradient is computed, and a bad value raises there
+    instead of giving a wrong result. A lazy backend without it has such values
+    checked only in debug mode, and the conformance suite skips its test of this
+    hook, saying so. A library without chunks passes the whole array as one chunk.
+    Eager backends need not implement it (their values are checked at once).
 
     :param backend: the backend's name.
     :param array: an array of this backend.
