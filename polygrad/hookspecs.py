@@ -194,7 +194,7 @@ def polygrad_array_namespace(backend: str) -> "ModuleType | None":
     wrapper (``array_api_compat.numpy``) or the library itself where it is
     already compliant. polygrad calls the functions of the standard's version
     2024.12 (with its ``linalg`` and ``fft`` extensions), and ``isin`` (2025.12)
-    for ``pg.isin`` only. Its arrays' operators return ``NotImplemented`` for an
+    for ``pg.isin`` where the namespace has it. Its arrays' operators return ``NotImplemented`` for an
     operand they do not know, so that ``array + variable`` reaches the Variable.
 
     :param backend: the backend's name.
