@@ -805,3 +805,15 @@ def test_an_unknown_dimension_used_as_a_number_says_so():
     y = x[x > 0]
     with pytest.raises(TypeError, match="a dimension that is not known is None"):
         pg.sum(y) / y.shape[0]
+
+
+def test_a_gradient_alone_follows_the_count_of_a_boolean_mask():
+    """With only the gradient as output, the value of x[x > 0] is dead and was dropped before its
+    shape was guarded: the count traced first lived on in mean's gradient (1/1 at every later
+    call: [1, 1, 1, 0] for [1, 1, 1, -1], where [1/3, 1/3, 1/3, 0] is right), silently."""
+    x = T.vector("x")
+    f = pg.function([x], T.grad(pg.mean(x[x > 0]), x))
+    for values in ([1.0, -1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0], [1.0, 1.0, -1.0, -1.0]):
+        xv = pg.Variable(np.array(values))
+        pg.mean(xv[xv > 0]).backward()
+        np.testing.assert_allclose(f(np.array(values)), xv.grad)

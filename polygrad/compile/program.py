@@ -269,7 +269,12 @@ class Program:
         instrs = tracer.instrs
         if optimize:
             instrs, out_refs = _simplify(instrs, out_refs, tracer.alive, tracer.ones)
-        kept = _live(instrs, out_refs)
+        # A row whose shape depends on the values stays, even where its value is dead: its shape
+        # may live on as a number in what follows (the count a mean's gradient divides by), and
+        # only running it checks that shape (see guards, below).
+        shaped = [("s", out) for op, _, args, _, out in instrs
+                  if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))]
+        kept = _live(instrs, out_refs + shaped)
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
         if optimize:
