@@ -12,9 +12,10 @@ polygrad's own ops (``o``), applied by :func:`apply`::
         return apply(CUBE, (x,))
 
 Row names are unique in a process (rules, compiled graphs and pickles find rows
-by name): declaring a row of a name another module declared raises ValueError;
-the same module declaring it again (a reload, a notebook cell run again)
-replaces it, and so with :func:`public`. A row
+by name): declaring a row of a name declared elsewhere raises ValueError; the
+same place declaring it again (a reload, a notebook cell run again) replaces it,
+and so with :func:`public`. A place is the declaring module and its caller's (two
+modules calling one helper that declares a row are two places). A row
 without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a

@@ -135,3 +135,20 @@ def test_elementwise_rows_are_declared_on_the_row():
     assert not rows & {"sum", "matmul", "reshape", "getitem", "softmax", "log_softmax", "linear", "dropout_mask"}
     assert all(REGISTRY[n].elementwise for n in rows)
     assert E.FusedNode._fields == ("op", "args", "params", "shape", "dtype", "kernel")
+
+
+def test_two_modules_declaring_a_row_through_one_helper_are_two_places():
+    """A helper that declares a row for its caller was the declaring module for every caller:
+    a second user module silently replaced the first one's row (its compiled functions, pickles
+    and create_graph rules then ran the other kernel). The caller counts too."""
+    import pytest
+
+    helper = {"__name__": "extend_test_factory", "E": E}
+    exec("def make(k):\n    return E.Op('extend_test_factory_row', lambda xp, x: x * k)\n", helper)
+    exec("ROW = make(2.0)", {"__name__": "extend_test_first", "make": helper["make"]})
+    try:
+        with pytest.raises(ValueError, match=r"declared by extend_test_factory \(called from extend_test_first\)"):
+            exec("ROW = make(10.0)", {"__name__": "extend_test_second", "make": helper["make"]})
+        exec("ROW = make(3.0)", {"__name__": "extend_test_first", "make": helper["make"]})  # first, again: replaced
+    finally:
+        REGISTRY.pop("extend_test_factory_row", None)

@@ -69,7 +69,7 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "value_shapes", "shape_args", "module", "_impl",
+                 "value_shapes", "shape_args", "module", "origin", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
@@ -125,15 +125,19 @@ class Op:
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
         self._impl: dict = {}
-        # The module that declared the row: declared again by the same module (a reload, a
-        # notebook cell run again) it replaces the old row; by another, it is refused.
-        self.module = sys._getframe(1).f_globals.get("__name__")
+        # Where the row is declared: the module, and the one that called it (two user modules
+        # calling one helper that declares a row are two places). Declared again from the same
+        # place (a reload, a notebook cell run again) it replaces the old row; elsewhere, refused.
+        self.origin = declaring_origin()
+        self.module = self.origin[0]
         old = REGISTRY.get(name)
         if old is not None:
-            if old.module != self.module:
+            if old.origin != self.origin:
                 # Rules run other rows by name (``o.sin``), compiled graphs and pickles find
                 # rows by name: a second row of the same name would silently change them all.
-                raise ValueError(f"polygrad: an op row named {name!r} is already declared by {old.module}; row "
+                where = old.module if old.origin[1:] in ((old.module,), ()) or str(old.origin[1]).startswith(
+                    "importlib") else f"{old.module} (called from {old.origin[1]})"
+                raise ValueError(f"polygrad: an op row named {name!r} is already declared by {where}; row "
                                  f"names are unique in a process: give this row another name "
                                  f"(polygrad.extend.row({name!r}) is the existing one)")
             for raw in _RAW_OPS:  # the old row's kernels, cached by name
@@ -248,6 +252,20 @@ class RawOps:
 
 
 _RAW_OPS: "weakref.WeakSet[RawOps]" = weakref.WeakSet()
+
+
+def declaring_origin(skip: tuple[str, ...] = ()) -> tuple:
+    """``(module, its caller's module)`` of the code declaring a row or public function: the
+    first two frames outside this module and the modules in ``skip`` (the helpers that declare
+    for their callers)."""
+    frame = sys._getframe(1)
+    names: list = []
+    while frame is not None and len(names) < 2:
+        name = frame.f_globals.get("__name__")
+        if names or (name != __name__ and name not in skip):
+            names.append(name)
+        frame = frame.f_back
+    return tuple(names)
 
 
 class _GraphOps:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, NamedTuple
 
-from polygrad.core.op import GRAPH_OPS, Op
+from polygrad.core.op import GRAPH_OPS, Op, declaring_origin
 from polygrad.core.primitive import apply
 
 __all__ = ["Export", "EXPORTS", "public", "unary", "binary", "row_function", "names"]
@@ -41,29 +41,34 @@ class Export(NamedTuple):
 
 
 EXPORTS: list[Export] = []
+#: Where each registered function was registered (``declaring_origin``), by ``id`` of the function.
+_ORIGINS: dict[int, tuple] = {}
 
 
 def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str | None = None, standard: bool = True,
            creates: bool = False) -> Any:
     """Register ``fn`` as a public function (a decorator, with or without arguments); returns it unchanged."""
+    origin = declaring_origin(skip=(__name__,))
 
     def register(fn: Callable) -> Callable:
         name = fn.__name__
         new = Export(name, fn, fn.__module__, ext, also, standard, creates)
         # Rules written with ``o`` call these by name under create_graph, and the namespaces list
         # them: a second function of a name would silently change every gradient and namespace
-        # that uses it. The same module registering it again (a reload) replaces it.
+        # that uses it. Registered again from the same place (a reload) it replaces the old one.
         clash = [e for e in EXPORTS if _keys(e) & _keys(new)]
         for e in clash:
-            if e.module != new.module:
+            if _ORIGINS.get(id(e.fn)) != origin:
                 taken = ", ".join(sorted(_keys(e) & _keys(new)))
                 raise ValueError(f"polygrad: a public function named {taken!r} is already registered by "
                                  f"{e.module}; give yours another name")
         for e in clash:
             EXPORTS.remove(e)
+            _ORIGINS.pop(id(e.fn), None)
             for key in _keys(e):
                 vars(GRAPH_OPS).pop(key, None)
         EXPORTS.append(new)
+        _ORIGINS[id(fn)] = origin
         setattr(GRAPH_OPS, name if ext is None else f"{ext}_{name}", fn)
         return fn
 
