@@ -259,11 +259,7 @@ class GradientMethod(Optimizer):
         except BaseException:
             for (_, p), g in zip(params, grads):
                 p._grad = g
-            # Lazy statistics that a forward before this update rebound (loss.backward();
-            # update()) may read a failing chunk: back to those of the last good update.
-            kept = getattr(self, "_kept_buffers", {})
-            _restore([(link, name, kept[id(link), name]) for link, name, _, _ in self._lazy_buffers()
-                      if (id(link), name) in kept])
+            self._recover_buffers()
             raise
         self.t += 1
         for name, param, state, delta, new_state in plan:
@@ -274,6 +270,32 @@ class GradientMethod(Optimizer):
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
+
+    def _recover_buffers(self) -> None:
+        """After an update that failed before changing anything: a lazy persistent value that
+        cannot be computed (a forward before this update, as in ``loss.backward(); update()``,
+        rebound it to a graph that reads a failing chunk) goes back to the value it replaced (a
+        value loaded since the last update, say) where that one computes, else to its value at
+        the last good update; one that computes (statistics of good chunks) stays."""
+        kept = getattr(self, "_kept_buffers", {})
+        for link, name, value, backend in self._lazy_buffers():
+            last_good = kept.get((id(link), name))
+            if last_good is None or last_good is value:
+                continue
+            replaced = getattr(link, "_replaced", {}).get(name)
+            for candidate in (value, replaced):
+                if candidate is None or candidate is last_good:
+                    continue
+                try:
+                    if backend_of_type(type(candidate)) is not backend:
+                        continue
+                    (done,) = backend.persist((candidate,))
+                except Exception:
+                    continue
+                object.__setattr__(link, name, done)
+                break
+            else:
+                object.__setattr__(link, name, last_good)
 
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after

@@ -179,3 +179,38 @@ def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_g
     np.testing.assert_array_equal(pg.compute(bn.avg_mean)[0], mean)
     step(X)
     assert opt.t == 2
+
+
+def test_a_failing_chunk_after_a_load_keeps_the_loaded_statistics():
+    """Statistics loaded between two updates, then a failing chunk in the Chainer form: the
+    statistics went back to those of the last good update, silently undoing the load. They go
+    back to the value the failing forward replaced, where it computes."""
+    import io
+
+    X, t = _data()
+
+    def model_():
+        with pg.using_backend("dask"):
+            pg.seed(0)
+            return pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
+                                 L.Linear(4, 2, dtype="float64"))
+
+    model = model_()
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+
+    def step(x):
+        model.cleargrads()
+        F.softmax_cross_entropy(model(x), t).backward()
+        opt.update()
+
+    step(X)
+    source = model_()
+    source[1].avg_mean = source[1].avg_mean + 5.0
+    buf = io.BytesIO()
+    pg.serializers.save_npz(buf, source)
+    buf.seek(0)
+    pg.serializers.load_npz(buf, model)
+    loaded = pg.compute(model[1].avg_mean)[0].copy()
+    with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+        step(X.map_blocks(_flaky, dtype=float))
+    np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], loaded)

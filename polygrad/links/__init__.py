@@ -61,6 +61,11 @@ class Link:
                 value.name = name
             if name not in self._params:
                 self._params.append(name)
+        persistent = self.__dict__.get("_persistent")
+        if persistent and name in persistent:
+            # The value this one replaces (running statistics before a forward, say): an
+            # optimizer whose update fails puts it back where the new one cannot be computed.
+            self.__dict__.setdefault("_replaced", {})[name] = self.__dict__.get(name)
         super().__setattr__(name, value)
 
     def add_persistent(self, name: str, value: Any) -> None:
