@@ -280,22 +280,17 @@ class GradientMethod(Optimizer):
         kept = getattr(self, "_kept_buffers", {})
         for link, name, value, backend in self._lazy_buffers():
             last_good = kept.get((id(link), name))
-            if last_good is None or last_good is value:
+            if last_good is value:  # (persisted by the last good update: nothing rebound it)
                 continue
-            replaced = getattr(link, "_replaced", {}).get(name)
-            for candidate in (value, replaced):
-                if candidate is None or candidate is last_good:
-                    continue
+            for candidate in (value, getattr(link, "_replaced", {}).get(name), last_good):
                 try:
-                    if backend_of_type(type(candidate)) is not backend:
+                    if candidate is None or backend_of_type(type(candidate)) is not backend:
                         continue
                     (done,) = backend.persist((candidate,))
                 except Exception:
                     continue
                 object.__setattr__(link, name, done)
                 break
-            else:
-                object.__setattr__(link, name, last_good)
 
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
