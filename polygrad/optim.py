@@ -37,6 +37,9 @@ class _Params:
     """The parameters given to a PyTorch-style optimizer, as the link a polygrad optimizer updates."""
 
     def __init__(self, params: Iterable[Variable]) -> None:
+        # The link behind ``model.params()``: its running statistics are persisted with the
+        # parameters on a lazy backend, and recovered after a failed step (see optimizers).
+        self._link = getattr(params, "link", None)
         self.params = list(params)
         for k, p in enumerate(self.params):
             if isinstance(p, dict):
@@ -55,6 +58,9 @@ class _Params:
     def cleargrads(self) -> None:
         for p in self.params:
             p.cleargrad()
+
+    def links(self) -> Iterable[Any]:
+        return () if self._link is None else self._link.links()
 
 
 class _ParamGroup(MutableMapping):

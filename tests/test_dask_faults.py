@@ -214,3 +214,30 @@ def test_a_failing_chunk_after_a_load_keeps_the_loaded_statistics():
     with pytest.raises(ValueError, match="chunk 3 is corrupt"):
         step(X.map_blocks(_flaky, dtype=float))
     np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], loaded)
+
+
+def test_pg_optim_persists_and_recovers_the_running_statistics_of_model_params():
+    """pg.optim.SGD(model.params(), lr) knew only the parameters: on dask the running statistics
+    were never persisted (their graph grew by 16 tasks a step, holding every batch) and a failing
+    chunk poisoned them for good. model.params() names its link, so the step persists them with
+    the parameters and recovers them as pg.optimizers does."""
+    X, t = _data()
+    with pg.using_backend("dask"):
+        pg.seed(0)
+        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
+                              L.Linear(4, 2, dtype="float64"))
+    opt = pg.optim.SGD(model.params(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        F.softmax_cross_entropy(model(x), t).backward()
+        opt.step()
+
+    for _ in range(3):
+        step(X)
+    assert len(dict(model[1].avg_mean.dask)) == 1
+    mean = pg.compute(model[1].avg_mean)[0].copy()
+    with pytest.raises(ValueError, match="chunk 3 is corrupt"):
+        step(X.map_blocks(_flaky, dtype=float))
+    np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], mean)
+    step(X)

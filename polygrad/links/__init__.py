@@ -18,6 +18,22 @@ __all__ = [
 ]
 
 
+class _ParamsOf:
+    """The iterator :meth:`Link.params` returns: the parameters, and the link they belong to.
+    ``pg.optim`` reads ``link`` to persist the link's running statistics with the parameters
+    on a lazy backend (the graphs of dask statistics otherwise grow at every step)."""
+
+    def __init__(self, link: "Link", params: Iterator[Variable]) -> None:
+        self.link = link
+        self._params = params
+
+    def __iter__(self) -> "_ParamsOf":
+        return self
+
+    def __next__(self) -> Variable:
+        return next(self._params)
+
+
 class Link:
     """A holder of parameters (Variables). Assign them inside ``init_scope()``.
 
@@ -110,8 +126,9 @@ class Link:
                 yield "/" + name + path, p
 
     def params(self, include_uninit: bool = True) -> Iterator[Variable]:
-        for _, p in self.namedparams(include_uninit):
-            yield p
+        """Every parameter, children's too: an iterator that also names this link (``.link``), so
+        that ``pg.optim.SGD(model.params(), lr)`` finds the model's running statistics."""
+        return _ParamsOf(self, (p for _, p in self.namedparams(include_uninit)))
 
     def links(self, skipself: bool = False) -> Iterator["Link"]:
         """This link (unless ``skipself``) and every link below it."""
