@@ -11,11 +11,11 @@ polygrad's own ops (``o``), applied by :func:`apply`::
     def cube(x):
         return apply(CUBE, (x,))
 
-Row names are unique in a process (rules, compiled graphs and pickles find rows
-by name): declaring a row of a name declared elsewhere raises ValueError; the
-same place declaring it again (a reload, a notebook cell run again) replaces it,
-and so with :func:`public`. A place is the declaring module and its caller's (two
-modules calling one helper that declares a row are two places). A row
+Rules, compiled graphs and pickles find rows by name, so a row's name means one
+row in a process: the name of a built-in row is refused (ValueError); a row
+declared again by the same code (a reload, a notebook cell or script run again)
+replaces the old one quietly, and one declared elsewhere replaces it with a
+warning naming both places. :func:`public` follows the same rules. A row
 without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 import weakref
 from typing import Any, Callable
 
@@ -125,21 +126,20 @@ class Op:
         self.metas = shapes  # rules read the shapes (and dtypes) of inputs they did not save
         self.differentiable = differentiable
         self._impl: dict = {}
-        # Where the row is declared: the module, and the one that called it (two user modules
-        # calling one helper that declares a row are two places). Declared again from the same
-        # place (a reload, a notebook cell run again) it replaces the old row; elsewhere, refused.
-        self.origin = declaring_origin()
-        self.module = self.origin[0]
+        # Rules run other rows by name (``o.sin``), compiled graphs and pickles find rows by
+        # name: a second row of a name changes them all. So a built-in row's name is refused;
+        # a row declared again where it was (a reload, a cell run again) replaces it quietly,
+        # and from anywhere else with a warning that says where both are.
+        self.module, self.origin = declaring_place()
         old = REGISTRY.get(name)
         if old is not None:
             if old.origin != self.origin:
-                # Rules run other rows by name (``o.sin``), compiled graphs and pickles find
-                # rows by name: a second row of the same name would silently change them all.
-                where = old.module if old.origin[1:] in ((old.module,), ()) or str(old.origin[1]).startswith(
-                    "importlib") else f"{old.module} (called from {old.origin[1]})"
-                raise ValueError(f"polygrad: an op row named {name!r} is already declared by {where}; row "
-                                 f"names are unique in a process: give this row another name "
-                                 f"(polygrad.extend.row({name!r}) is the existing one)")
+                if is_builtin(old.module):
+                    raise ValueError(f"polygrad: {name!r} is the name of a built-in op row ({old.module}); "
+                                     f"give this row another name (polygrad.extend.row({name!r}) is the built-in one)")
+                warnings.warn(f"polygrad: the op row {name!r} declared at {_at(self.origin, old.origin)} replaces the "
+                              f"one declared at {_at(old.origin, self.origin)}; compiled functions, pickles and rules that find "
+                              f"rows by name now run the new one", stacklevel=2)
             for raw in _RAW_OPS:  # the old row's kernels, cached by name
                 raw.__dict__.pop(name, None)
         REGISTRY[name] = self
@@ -254,18 +254,40 @@ class RawOps:
 _RAW_OPS: "weakref.WeakSet[RawOps]" = weakref.WeakSet()
 
 
-def declaring_origin(skip: tuple[str, ...] = ()) -> tuple:
-    """``(module, its caller's module)`` of the code declaring a row or public function: the
-    first two frames outside this module and the modules in ``skip`` (the helpers that declare
-    for their callers)."""
+def declaring_place(skip: tuple[str, ...] = ()) -> tuple[str | None, tuple]:
+    """Where code declares a row or public function: ``(module, lines)``, the module of the first
+    frame outside this module and those in ``skip`` (helpers that declare for their callers),
+    and the ``(file, line)`` of each frame from there up to the module-level code that runs
+    it. A reload, a notebook cell or a script run again run the same lines: the same place."""
     frame = sys._getframe(1)
-    names: list = []
-    while frame is not None and len(names) < 2:
-        name = frame.f_globals.get("__name__")
-        if names or (name != __name__ and name not in skip):
-            names.append(name)
+    while frame is not None and (frame.f_globals.get("__name__") == __name__ or frame.f_globals.get("__name__") in skip):
         frame = frame.f_back
-    return tuple(names)
+    module = None if frame is None else frame.f_globals.get("__name__")
+    lines: list = []
+    while frame is not None and len(lines) < 64:
+        lines.append((frame.f_code.co_filename, frame.f_lineno))
+        if frame.f_code.co_name == "<module>":
+            break
+        frame = frame.f_back
+    return module, tuple(lines)
+
+
+def is_builtin(module: str | None) -> bool:
+    """Whether ``module`` is one of polygrad's own (a built-in row or public function)."""
+    return module is not None and (module == "polygrad" or module.startswith("polygrad."))
+
+
+def _at(lines: tuple, other: tuple = ()) -> str:
+    """``file:line`` of a place (:func:`declaring_place`), where its code is; where ``other``
+    starts at the same line, also the first caller that differs (``called from file:line``)."""
+    if not lines:
+        return "an unknown place"
+    text = "{}:{}".format(*lines[0])
+    if other and other[0] == lines[0]:
+        for mine, theirs in zip(lines, other):
+            if mine != theirs:
+                return text + " (called from {}:{})".format(*mine)
+    return text
 
 
 class _GraphOps:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, NamedTuple
 
-from polygrad.core.op import GRAPH_OPS, Op, declaring_origin
+import warnings
+
+from polygrad.core.op import GRAPH_OPS, Op, _at, declaring_place, is_builtin
 from polygrad.core.primitive import apply
 
 __all__ = ["Export", "EXPORTS", "public", "unary", "binary", "row_function", "names"]
@@ -41,27 +43,33 @@ class Export(NamedTuple):
 
 
 EXPORTS: list[Export] = []
-#: Where each registered function was registered (``declaring_origin``), by ``id`` of the function.
+#: Where each registered function was registered (``declaring_place``), by ``id`` of the function.
 _ORIGINS: dict[int, tuple] = {}
 
 
 def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str | None = None, standard: bool = True,
            creates: bool = False) -> Any:
     """Register ``fn`` as a public function (a decorator, with or without arguments); returns it unchanged."""
-    origin = declaring_origin(skip=(__name__,))
+    _, origin = declaring_place(skip=(__name__,))
 
     def register(fn: Callable) -> Callable:
         name = fn.__name__
         new = Export(name, fn, fn.__module__, ext, also, standard, creates)
         # Rules written with ``o`` call these by name under create_graph, and the namespaces list
-        # them: a second function of a name would silently change every gradient and namespace
-        # that uses it. Registered again from the same place (a reload) it replaces the old one.
+        # them: a second function of a name changes every gradient and namespace that uses it.
+        # As for op rows (polygrad.core.op.Op): a built-in's name is refused, the same place
+        # replaces quietly (a reload), another place replaces with a warning.
         clash = [e for e in EXPORTS if _keys(e) & _keys(new)]
         for e in clash:
-            if _ORIGINS.get(id(e.fn)) != origin:
-                taken = ", ".join(sorted(_keys(e) & _keys(new)))
-                raise ValueError(f"polygrad: a public function named {taken!r} is already registered by "
-                                 f"{e.module}; give yours another name")
+            old = _ORIGINS.get(id(e.fn), ())
+            if old == origin:
+                continue
+            taken = ", ".join(sorted(_keys(e) & _keys(new)))
+            if is_builtin(e.module):
+                raise ValueError(f"polygrad: {taken!r} is the name of a built-in public function ({e.module}); "
+                                 f"give yours another name")
+            warnings.warn(f"polygrad: the public function {taken!r} registered at {_at(origin, old)} replaces the "
+                          f"one registered at {_at(old, origin)}", stacklevel=3)
         for e in clash:
             EXPORTS.remove(e)
             _ORIGINS.pop(id(e.fn), None)
