@@ -162,11 +162,20 @@ class Optimizer:
         self.t, self.epoch = t, epoch
 
 
+def _on(value: Any, backend: Any) -> Any:
+    """``value`` where it is an array of ``backend``, else None."""
+    try:
+        return value if value is not None and backend_of_type(type(value)) is backend else None
+    except TypeError:
+        return None
+
+
 def _restore(values: list) -> None:
-    """Put back ``(link, name, value)`` persistent values where a link holds another."""
+    """Put back ``(link, name, value)`` persistent values where a link holds another (as they
+    were: not counted as a new assignment, see ``Link.__setattr__``)."""
     for link, name, value in values:
         if getattr(link, name, None) is not value:
-            setattr(link, name, value)
+            object.__setattr__(link, name, value)
 
 
 class GradientMethod(Optimizer):
@@ -239,13 +248,13 @@ class GradientMethod(Optimizer):
             self.target.cleargrads()
             loss = lossfun(*args, **kwds)
             loss.backward()
-            return self._update(loss)
+            return self._update(loss, recover=False)
         except BaseException:
             if self.t == t:  # (a failure after the parameters changed, in a post hook, keeps the step's statistics)
                 _restore(persistents)
             raise
 
-    def _update(self, loss: Any) -> Any:
+    def _update(self, loss: Any, recover: bool = True) -> Any:
         params = list(self._params())
         if type(self).step is GradientMethod.step:  # a rule written as update_one: in place, one by one
             return self._update_in_place(params, loss)
@@ -256,41 +265,44 @@ class GradientMethod(Optimizer):
             self.call_hooks("pre")
             plan = [self._plan(name, param) for name, param in params if param.grad is not None]
             buffers = self._materialize(plan, self._lazy_buffers())
-        except BaseException:
+        except BaseException as exc:
             for (_, p), g in zip(params, grads):
                 p._grad = g
-            self._recover_buffers()
+            if recover:
+                self._recover_buffers(compute=isinstance(exc, Exception))  # (not after Ctrl-C)
             raise
         self.t += 1
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
-        for link, attr, value in buffers:
-            setattr(link, attr, value)
+        _restore(buffers)
         self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
 
-    def _recover_buffers(self) -> None:
-        """After an update that failed before changing anything: a lazy persistent value that
-        cannot be computed (a forward before this update, as in ``loss.backward(); update()``,
-        rebound it to a graph that reads a failing chunk) goes back to the value it replaced (a
-        value loaded since the last update, say) where that one computes, else to its value at
-        the last good update; one that computes (statistics of good chunks) stays."""
+    def _recover_buffers(self, compute: bool = True) -> None:
+        """After an update that failed before changing anything: the lazy persistent values that
+        a forward before it rebound (``loss.backward(); update()``: statistics that may read a
+        failing chunk) go back to the values they replaced (the last update's, or values loaded
+        since), checked in one pass per backend (``compute``); where that pass fails too, to the
+        values of the last good update."""
         kept = getattr(self, "_kept_buffers", {})
+        back: dict[Any, list] = {}
         for link, name, value, backend in self._lazy_buffers():
             last_good = kept.get((id(link), name))
             if last_good is value:  # (persisted by the last good update: nothing rebound it)
                 continue
-            for candidate in (value, getattr(link, "_replaced", {}).get(name), last_good):
+            replaced, last_good = (_on(v, backend) for v in (link.__dict__.get("_replaced", {}).get(name), last_good))
+            if replaced is not None or last_good is not None:
+                back.setdefault(backend, []).append((link, name, replaced if replaced is not None else last_good, last_good))
+        for backend, items in back.items():
+            values = [v for _, _, v, _ in items]
+            if compute:
                 try:
-                    if candidate is None or backend_of_type(type(candidate)) is not backend:
-                        continue
-                    (done,) = backend.persist((candidate,))
+                    values = list(backend.persist(tuple(values)))
                 except Exception:
-                    continue
-                object.__setattr__(link, name, done)
-                break
+                    values = [good for _, _, _, good in items]
+            _restore([(link, name, v) for (link, name, _, _), v in zip(items, values) if v is not None])
 
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
@@ -318,8 +330,7 @@ class GradientMethod(Optimizer):
                 param.data = next(done)
                 for k in self.state_names:
                     state[k] = next(done)
-            for link, attr, value in stored:
-                setattr(link, attr, value)
+            _restore(stored)
         self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
         self._forget_dead(len(params))
         self.call_hooks("post")

@@ -84,6 +84,14 @@ class Link:
             self.__dict__.setdefault("_replaced", {})[name] = self.__dict__.get(name)
         super().__setattr__(name, value)
 
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``: the link without the values its persistent
+        assignments replaced (kept only to recover from a failed update: lazy graphs, possibly
+        holding a batch)."""
+        state = dict(self.__dict__)
+        state.pop("_replaced", None)
+        return state
+
     def add_persistent(self, name: str, value: Any) -> None:
         """Register a value that is saved and loaded with the link but is not a
         parameter (running statistics), as Chainer's ``add_persistent``."""
