@@ -375,3 +375,20 @@ def test_isin_on_a_namespace_without_it():
     for invert in (False, True):
         np.testing.assert_array_equal(_isin_kernel(Older(), x1, x2, invert=invert), np.isin(x1, x2, invert=invert))
         np.testing.assert_array_equal(_isin_kernel(Older(), x1, 2, invert=invert), np.isin(x1, 2, invert=invert))
+
+
+def test_isin_on_array_api_strict_set_to_2024_12():
+    """array_api_strict set to the version polygrad claims keeps an isin that raises a
+    RuntimeError when called: pg.isin failed there. It computes isin itself instead."""
+    xs = pytest.importorskip("array_api_strict")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xs.set_array_api_strict_flags(api_version="2024.12")
+    try:
+        a, b = xs.asarray([1, 2, 3]), xs.asarray([2])
+        got = pg.isin(pg.Variable(a, requires_grad=False), pg.Variable(b, requires_grad=False))
+        assert [bool(v) for v in got.array] == [False, True, False]
+    finally:
+        xs.reset_array_api_strict_flags()

@@ -75,10 +75,15 @@ def _all_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
 
 def _isin_kernel(xp: Any, x1: Any, x2: Any, invert: bool = False) -> Any:
     """The namespace's ``isin`` (standard 2025.12), or the same written with 2024.12's functions
-    (one comparison of each element with each of ``x2``) for a namespace without it."""
+    (one comparison of each element with each of ``x2``: an array of ``x1``'s size times
+    ``x2``'s) for a namespace without it, or whose ``isin`` refuses to run at the version it
+    is set to (array_api_strict at 2024.12 raises a RuntimeError)."""
     own = getattr(xp, "isin", None)
     if own is not None:
-        return own(x1, x2, invert=invert)
+        try:
+            return own(x1, x2, invert=invert)
+        except RuntimeError:
+            pass
     if isinstance(x2, (bool, int, float, complex)):
         hit = x1 == x2
     else:
