@@ -26,6 +26,25 @@ def _data():
     return X, t
 
 
+def _bn_model(n_bn=1):
+    """Linear, ``n_bn`` BatchNormalization layers and Linear, on dask, float64, seeded."""
+    with pg.using_backend("dask"):
+        pg.seed(0)
+        return pg.Sequential(L.Linear(5, 4, dtype="float64"),
+                             *[L.BatchNormalization(4, dtype="float64") for _ in range(n_bn)],
+                             L.Linear(4, 2, dtype="float64"))
+
+
+def _chainer_step(model, update, t):
+    """Chainer's form of a step: the forward and backward, then ``update()`` (a function of x)."""
+    def step(x):
+        model.cleargrads()
+        F.softmax_cross_entropy(model(x), t).backward()
+        update()
+
+    return step
+
+
 def test_failing_chunk_during_update_raises_and_leaves_parameters_usable():
     """An update whose loss reads a failing chunk raises at update time; the weights keep
     their values, t does not advance, and the next good update works."""
@@ -74,10 +93,7 @@ def test_failing_chunk_leaves_batch_normalization_statistics_as_they_were():
     batch; a failing update put parameters, state and t back but kept the new statistics, so
     every later update and test-mode forward raised the old chunk's error. They are restored."""
     X, t = _data()
-    with pg.using_backend("dask"):
-        pg.seed(0)
-        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
-                              L.Linear(4, 2, dtype="float64"))
+    model = _bn_model()
     bn = model[1]
     opt = pg.optimizers.SGD(lr=0.1).setup(model)
     opt.update(lambda: F.softmax_cross_entropy(model(X), t))
@@ -160,18 +176,10 @@ def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_g
     earlier statistics to put back, and a failing chunk poisoned them for good. The optimizer
     keeps those of its last good update and restores them."""
     X, t = _data()
-    with pg.using_backend("dask"):
-        pg.seed(0)
-        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
-                              L.Linear(4, 2, dtype="float64"))
+    model = _bn_model()
     bn = model[1]
     opt = pg.optimizers.SGD(lr=0.1).setup(model)
-
-    def step(x):
-        model.cleargrads()
-        F.softmax_cross_entropy(model(x), t).backward()
-        opt.update()
-
+    step = _chainer_step(model, opt.update, t)
     step(X)
     mean = pg.compute(bn.avg_mean)[0].copy()
     with pytest.raises(ValueError, match="chunk 3 is corrupt"):
@@ -188,23 +196,11 @@ def test_a_failing_chunk_after_a_load_keeps_the_loaded_statistics():
     import io
 
     X, t = _data()
-
-    def model_():
-        with pg.using_backend("dask"):
-            pg.seed(0)
-            return pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
-                                 L.Linear(4, 2, dtype="float64"))
-
-    model = model_()
+    model = _bn_model()
     opt = pg.optimizers.SGD(lr=0.1).setup(model)
-
-    def step(x):
-        model.cleargrads()
-        F.softmax_cross_entropy(model(x), t).backward()
-        opt.update()
-
+    step = _chainer_step(model, opt.update, t)
     step(X)
-    source = model_()
+    source = _bn_model()
     source[1].avg_mean = source[1].avg_mean + 5.0
     buf = io.BytesIO()
     pg.serializers.save_npz(buf, source)
@@ -222,17 +218,9 @@ def test_pg_optim_persists_and_recovers_the_running_statistics_of_model_params()
     chunk poisoned them for good. model.params() names its link, so the step persists them with
     the parameters and recovers them as pg.optimizers does."""
     X, t = _data()
-    with pg.using_backend("dask"):
-        pg.seed(0)
-        model = pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
-                              L.Linear(4, 2, dtype="float64"))
+    model = _bn_model()
     opt = pg.optim.SGD(model.params(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        F.softmax_cross_entropy(model(x), t).backward()
-        opt.step()
-
+    step = _chainer_step(model, opt.step, t)  # (zero_grad is cleargrads here: every gradient exists)
     for _ in range(3):
         step(X)
     assert len(dict(model[1].avg_mean.dask)) == 1
@@ -251,17 +239,9 @@ def test_recovery_after_a_failed_update_is_one_pass_and_nothing_after_ctrl_c(mon
     import pickle
 
     X, t = _data()
-    with pg.using_backend("dask"):
-        pg.seed(0)
-        model = pg.Sequential(L.Linear(5, 4, dtype="float64"),
-                              *[L.BatchNormalization(4, dtype="float64") for _ in range(4)], L.Linear(4, 2, dtype="float64"))
+    model = _bn_model(n_bn=4)
     opt = pg.optimizers.SGD(lr=0.1).setup(model)
-
-    def step(x):
-        model.cleargrads()
-        F.softmax_cross_entropy(model(x), t).backward()
-        opt.update()
-
+    step = _chainer_step(model, opt.update, t)
     step(X)
     assert "_replaced" not in pickle.loads(pickle.dumps(model[1])).__dict__
     backend = pg.get_backend("dask")
