@@ -170,6 +170,48 @@ def _on(value: Any, backend: Any) -> Any:
         return None
 
 
+def _moved(value: Any, backend: Any) -> Any:
+    """``value`` as an array of ``backend`` (moved there where it is another backend's)."""
+    if value is None or _on(value, backend) is not None:
+        return value
+    from polygrad.backends import to_backend
+
+    try:
+        return to_backend(value, backend.name)
+    except Exception:
+        return None
+
+
+def _first_computed(backend: Any, candidates: list, fallback: list) -> list:
+    """For each position, the first of ``candidates`` (lists of values, None where there is
+    none) that ``backend`` computes, computed; else ``fallback``'s. Each list is persisted in
+    one pass; where that fails, the next list; the last one's values one by one (cheap:
+    values replaced by a forward were computed before it)."""
+    chosen: list = [None] * len(fallback)
+    for k, values in enumerate(candidates):
+        open_ = [i for i, c in enumerate(chosen) if c is None and values[i] is not None]
+        for i in [i for i in open_ if _on(values[i], backend) is None]:  # another backend's (numpy): as it is
+            chosen[i] = values[i]
+        open_ = [i for i in open_ if chosen[i] is None]
+        if not open_:
+            continue
+        try:
+            done = backend.persist(tuple(values[i] for i in open_))
+        except Exception:
+            if k < len(candidates) - 1:
+                continue
+            done = []
+            for i in open_:
+                try:
+                    (one,) = backend.persist((values[i],))
+                except Exception:
+                    one = None
+                done.append(one)
+        for i, d in zip(open_, done):
+            chosen[i] = d
+    return [c if c is not None else f for c, f in zip(chosen, fallback)]
+
+
 def _restore(values: list) -> None:
     """Put back ``(link, name, value)`` persistent values where a link holds another (as they
     were: not counted as a new assignment, see ``Link.__setattr__``)."""
@@ -204,7 +246,7 @@ class GradientMethod(Optimizer):
         super().setup(link)
         self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
         # The lazy persistent values as of the last good update (see _update), by (id(link), name).
-        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
+        self._keep_buffers()
         return self
 
     def __getstate__(self) -> dict:
@@ -275,34 +317,34 @@ class GradientMethod(Optimizer):
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
         _restore(buffers)
-        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
+        self._keep_buffers()
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss
 
+    def _keep_buffers(self) -> None:
+        """Remember the persistent values as they are now, known good (at setup, after an update)."""
+        self._kept_buffers = {(id(link), name): value for link, name, value in self._persistents()}
+
     def _recover_buffers(self, compute: bool = True) -> None:
-        """After an update that failed before changing anything: the lazy persistent values that
-        a forward before it rebound (``loss.backward(); update()``: statistics that may read a
-        failing chunk) go back to the values they replaced (the last update's, or values loaded
-        since), checked in one pass per backend (``compute``); where that pass fails too, to the
-        values of the last good update."""
+        """After an update that failed before changing anything, lazy persistent values (running
+        statistics) that may read a failing chunk: each stays where it computes (statistics of
+        good chunks, a value loaded since the last update); else it goes back to the value it
+        replaced (before the forward that fed this update) where that computes, else to its
+        value at the last good update. The values are persisted in one pass per backend, then
+        (where that fails) the values they replaced, one by one only where their pass fails
+        too; nothing is computed after a KeyboardInterrupt."""
         kept = getattr(self, "_kept_buffers", {})
-        back: dict[Any, list] = {}
+        todo: dict[Any, list] = {}
         for link, name, value, backend in self._lazy_buffers():
-            last_good = kept.get((id(link), name))
-            if last_good is value:  # (persisted by the last good update: nothing rebound it)
-                continue
-            replaced, last_good = (_on(v, backend) for v in (link.__dict__.get("_replaced", {}).get(name), last_good))
-            if replaced is not None or last_good is not None:
-                back.setdefault(backend, []).append((link, name, replaced if replaced is not None else last_good, last_good))
-        for backend, items in back.items():
-            values = [v for _, _, v, _ in items]
-            if compute:
-                try:
-                    values = list(backend.persist(tuple(values)))
-                except Exception:
-                    values = [good for _, _, _, good in items]
-            _restore([(link, name, v) for (link, name, _, _), v in zip(items, values) if v is not None])
+            if kept.get((id(link), name)) is not value:
+                todo.setdefault(backend, []).append((link, name, value))
+        for backend, items in todo.items():
+            candidates = [[value for _, _, value in items],
+                          [link.__dict__.get("_replaced", {}).get(name) for link, name, _ in items]]
+            last_good = [_moved(kept.get((id(link), name)), backend) for link, name, _ in items]
+            chosen = last_good if not compute else _first_computed(backend, candidates, last_good)
+            _restore([(link, name, v) for (link, name, _), v in zip(items, chosen) if v is not None])
 
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
@@ -331,7 +373,7 @@ class GradientMethod(Optimizer):
                 for k in self.state_names:
                     state[k] = next(done)
             _restore(stored)
-        self._kept_buffers = {(id(link), name): value for link, name, value, _ in self._lazy_buffers()}
+        self._keep_buffers()
         self._forget_dead(len(params))
         self.call_hooks("post")
         return loss

@@ -79,10 +79,17 @@ class Link:
                 self._params.append(name)
         persistent = self.__dict__.get("_persistent")
         if persistent and name in persistent:
-            # The value this one replaces (running statistics before a forward, say): an
-            # optimizer whose update fails puts it back where the new one cannot be computed.
-            self.__dict__.setdefault("_replaced", {})[name] = self.__dict__.get(name)
+            self._put_persistent(name, value)
+            return
         super().__setattr__(name, value)
+
+    def _put_persistent(self, name: str, value: Any) -> None:
+        """Set persistent value ``name``, remembering the value it replaces (running statistics
+        before a forward, a value before a load): an optimizer whose update fails puts it back
+        where the new one cannot be computed (``GradientMethod._recover_buffers``). Every
+        write of a persistent value but the optimizer's own goes through here."""
+        self.__dict__.setdefault("_replaced", {})[name] = self.__dict__.get(name)
+        object.__setattr__(self, name, value)
 
     def __getstate__(self) -> dict:
         """For pickle and ``copy.deepcopy``: the link without the values its persistent
@@ -169,6 +176,7 @@ class Link:
             value = getattr(self, pname)
             if is_array(value):
                 object.__setattr__(self, pname, to_backend(value, name))
+        self.__dict__.pop("_replaced", None)  # (values of the old backend)
         object.__setattr__(self, "_backend_name", name)  # where parameters not initialized yet will be created
         for _, child in self._named_children():
             child.to_backend(name)
@@ -214,7 +222,7 @@ class Link:
         for p, value in params:
             p.data = value
         for owner, name, value in persistents:
-            object.__setattr__(owner, name, value)
+            owner._put_persistent(name, value)
 
     def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list) -> None:
         """Check ``link`` against this link and its children, appending the copies
@@ -280,7 +288,7 @@ class Link:
             if data is not value:
                 if value is None and is_array(data):
                     data = self._adopt(data, cast=False)
-                object.__setattr__(self, pname, data)
+                self._put_persistent(pname, data)
         for cname, child in self._named_children():
             child.serialize(serializer[cname])
 
