@@ -13,10 +13,12 @@ polygrad's own ops (``o``), applied by :func:`apply`::
 
 Rules, compiled graphs and pickles find rows by name, so a row's name means one
 row in a process: the name of a built-in row is refused (ValueError); a row
-declared again by the same code (a reload, a notebook cell or script run again)
-replaces the old one quietly, and one declared elsewhere replaces it with a
-warning naming both places. :func:`public` follows the same rules. A row
-without a kernel runs the backend namespace's function of its name
+declared again by the same code (a module reloaded unchanged, a script run
+again with exec) replaces the old one quietly, and one declared elsewhere (a
+notebook cell run again, which is new code to Python, or an edited module)
+replaces it with a warning naming both places. (A loop that declares one name
+twice is one place: the second row replaces the first quietly.)
+:func:`public` follows the same rules. A row without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a
 public function next to its row, so that the lists derived from the table (the

@@ -52,13 +52,12 @@ def test_a_module_declaring_its_rows_again_replaces_them():
     """A reload (or a notebook cell run again) declares the same rows and public functions from
     the same module: they replace the old ones, and the rules that call them by name (raw
     arrays and create_graph) run the new ones."""
-    import importlib
     import sys
     import types
+    import warnings
 
-    source = (
+    source = (  # (the same code each time, as a reload of an unchanged module; K is set from outside)
         "import polygrad.extend as E\n"
-        "K = {k}\n"
         "ROW = E.defvjp(E.Op('extend_test_scaled', lambda xp, x: x * K), lambda o, g, ans, x: g * K)\n"
         "@E.public(standard=False)\n"
         "def extend_test_scaled(x):\n"
@@ -68,7 +67,10 @@ def test_a_module_declaring_its_rows_again_replaces_them():
     sys.modules[module.__name__] = module
     try:
         for k in (2.0, 3.0):  # declared, then declared again as a reload would
-            exec(source.format(k=k), module.__dict__)
+            module.K = k
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                exec(source, module.__dict__)
             x = pg.Variable(np.array([1.0, 2.0]))
             y = module.extend_test_scaled(x)
             np.testing.assert_allclose(y.array, [k, 2 * k])
@@ -156,8 +158,39 @@ def test_two_modules_declaring_a_row_through_one_helper_are_two_places():
         exec("ROW = make(2.0)", first)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            exec("ROW = make(3.0)", first)  # the same code again: quietly
+            exec("ROW = make(2.0)", first)  # the same code again: quietly
         with pytest.warns(UserWarning, match="replaces the one declared at"):
             exec("\n\nROW = make(10.0)", {"__name__": "extend_test_second", "make": helper["make"]})
     finally:
         REGISTRY.pop("extend_test_factory_row", None)
+
+
+def test_two_declarations_on_one_line_or_two_sources_run_with_exec_are_two_places():
+    """The place was (file, line) alone: two rows declared on one line, or two different
+    sources run with exec (both "<string>", line 1), replaced each other quietly; and a kept
+    `public(ext=...)` decorator took the place of the public() call, not of its use. Each
+    warns now, pointing at the user's line."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a, b = E.Op("extend_test_line", lambda xp, x: x), E.Op("extend_test_line", lambda xp, x: x)  # noqa: F841
+            exec("E.Op('extend_test_exec', lambda xp, x: x * 2)", {"E": E})
+            exec("E.Op('extend_test_exec', lambda xp, x: x * 10)", {"E": E})
+            keep = E.public(ext="linalg", standard=False)
+            exec("def extend_test_dec(x):\n    return x\nkeep(extend_test_dec)", {"keep": keep})
+            exec("\n\ndef extend_test_dec(x):\n    return x\nkeep(extend_test_dec)", {"keep": keep})
+        messages = [str(w.message) for w in caught]
+        assert any("'extend_test_line'" in m for m in messages), messages
+        assert any("'extend_test_exec'" in m for m in messages), messages
+        assert any("'linalg_extend_test_dec'" in m for m in messages), messages
+        assert {w.filename for w in caught} <= {__file__, "<string>"}, [w.filename for w in caught]
+    finally:
+        from polygrad.core.op import GRAPH_OPS
+        from polygrad.ops._export import EXPORTS
+
+        for name in ("extend_test_line", "extend_test_exec"):
+            REGISTRY.pop(name, None)
+        EXPORTS[:] = [e for e in EXPORTS if e.name != "extend_test_dec"]
+        vars(GRAPH_OPS).pop("linalg_extend_test_dec", None)

@@ -139,7 +139,7 @@ class Op:
                                      f"give this row another name (polygrad.extend.row({name!r}) is the built-in one)")
                 warnings.warn(f"polygrad: the op row {name!r} declared at {_at(self.origin, old.origin)} replaces the "
                               f"one declared at {_at(old.origin, self.origin)}; compiled functions, pickles and rules that find "
-                              f"rows by name now run the new one", stacklevel=2)
+                              f"rows by name now run the new one", stacklevel=user_stacklevel())
             for raw in _RAW_OPS:  # the old row's kernels, cached by name
                 raw.__dict__.pop(name, None)
         REGISTRY[name] = self
@@ -258,18 +258,30 @@ def declaring_place(skip: tuple[str, ...] = ()) -> tuple[str | None, tuple]:
     """Where code declares a row or public function: ``(module, lines)``, the module of the first
     frame outside this module and those in ``skip`` (helpers that declare for their callers),
     and the ``(file, line)`` of each frame from there up to the module-level code that runs
-    it. A reload, a notebook cell or a script run again run the same lines: the same place."""
+    it. A module reloaded unchanged runs the same lines: the same place."""
     frame = sys._getframe(1)
     while frame is not None and (frame.f_globals.get("__name__") == __name__ or frame.f_globals.get("__name__") in skip):
         frame = frame.f_back
     module = None if frame is None else frame.f_globals.get("__name__")
     lines: list = []
     while frame is not None and len(lines) < 64:
-        lines.append((frame.f_code.co_filename, frame.f_lineno))
-        if frame.f_code.co_name == "<module>":
+        # (the instruction too: two declarations on one line are two places; and the code: two
+        # sources run with exec are both "<string>", line 1)
+        code = frame.f_code
+        lines.append((code.co_filename, frame.f_lineno, frame.f_lasti, hash(code)))
+        if code.co_name == "<module>":
             break
         frame = frame.f_back
     return module, tuple(lines)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller point at the first frame
+    outside the modules that declare rows and public functions (the user's line)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__") in (__name__, "polygrad.ops._export"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def is_builtin(module: str | None) -> bool:
@@ -282,11 +294,11 @@ def _at(lines: tuple, other: tuple = ()) -> str:
     starts at the same line, also the first caller that differs (``called from file:line``)."""
     if not lines:
         return "an unknown place"
-    text = "{}:{}".format(*lines[0])
-    if other and other[0] == lines[0]:
+    text = "{}:{}".format(*lines[0][:2])
+    if other and other[0][:2] == lines[0][:2]:
         for mine, theirs in zip(lines, other):
-            if mine != theirs:
-                return text + " (called from {}:{})".format(*mine)
+            if mine[:2] != theirs[:2]:
+                return text + " (called from {}:{})".format(*mine[:2])
     return text
 
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple
 
 import warnings
 
-from polygrad.core.op import GRAPH_OPS, Op, _at, declaring_place, is_builtin
+from polygrad.core.op import GRAPH_OPS, Op, _at, declaring_place, is_builtin, user_stacklevel
 from polygrad.core.primitive import apply
 
 __all__ = ["Export", "EXPORTS", "public", "unary", "binary", "row_function", "names"]
@@ -50,9 +50,8 @@ _ORIGINS: dict[int, tuple] = {}
 def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str | None = None, standard: bool = True,
            creates: bool = False) -> Any:
     """Register ``fn`` as a public function (a decorator, with or without arguments); returns it unchanged."""
-    _, origin = declaring_place(skip=(__name__,))
-
     def register(fn: Callable) -> Callable:
+        _, origin = declaring_place(skip=(__name__,))  # where it is applied (a decorator kept and reused)
         name = fn.__name__
         new = Export(name, fn, fn.__module__, ext, also, standard, creates)
         # Rules written with ``o`` call these by name under create_graph, and the namespaces list
@@ -69,7 +68,7 @@ def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str |
                 raise ValueError(f"polygrad: {taken!r} is the name of a built-in public function ({e.module}); "
                                  f"give yours another name")
             warnings.warn(f"polygrad: the public function {taken!r} registered at {_at(origin, old)} replaces the "
-                          f"one registered at {_at(old, origin)}", stacklevel=3)
+                          f"one registered at {_at(old, origin)}", stacklevel=user_stacklevel())
         for e in clash:
             EXPORTS.remove(e)
             _ORIGINS.pop(id(e.fn), None)
