@@ -35,6 +35,29 @@ def _bn_model(n_bn=1):
                              L.Linear(4, 2, dtype="float64"))
 
 
+def _load_statistics_of_five(model):
+    """Load into ``model`` (by save_npz and load_npz) a model whose first running mean is 5."""
+    import io
+
+    source = _bn_model()
+    source[1].avg_mean = source[1].avg_mean + 5.0
+    buf = io.BytesIO()
+    pg.serializers.save_npz(buf, source)
+    buf.seek(0)
+    pg.serializers.load_npz(buf, model)
+
+
+def _trained_in_chainer_form(steps):
+    """``(X, model, opt, step)``: a BN model trained ``steps`` good steps with SGD in Chainer's form."""
+    X, t = _data()
+    model = _bn_model()
+    opt = pg.optimizers.SGD(lr=0.1).setup(model)
+    step = _chainer_step(model, opt.update, t)
+    for _ in range(steps):
+        step(X)
+    return X, model, opt, step
+
+
 def _chainer_step(model, update, t):
     """Chainer's form of a step: the forward and backward, then ``update()`` (a function of x)."""
     def step(x):
@@ -193,19 +216,8 @@ def test_a_failing_chunk_after_a_load_keeps_the_loaded_statistics():
     """Statistics loaded between two updates, then a failing chunk in the Chainer form: the
     statistics went back to those of the last good update, silently undoing the load. They go
     back to the value the failing forward replaced, where it computes."""
-    import io
-
-    X, t = _data()
-    model = _bn_model()
-    opt = pg.optimizers.SGD(lr=0.1).setup(model)
-    step = _chainer_step(model, opt.update, t)
-    step(X)
-    source = _bn_model()
-    source[1].avg_mean = source[1].avg_mean + 5.0
-    buf = io.BytesIO()
-    pg.serializers.save_npz(buf, source)
-    buf.seek(0)
-    pg.serializers.load_npz(buf, model)
+    X, model, opt, step = _trained_in_chainer_form(1)
+    _load_statistics_of_five(model)
     loaded = pg.compute(model[1].avg_mean)[0].copy()
     with pytest.raises(ValueError, match="chunk 3 is corrupt"):
         step(X.map_blocks(_flaky, dtype=float))
@@ -264,20 +276,8 @@ def test_a_failed_update_keeps_values_that_compute_and_values_of_another_backend
     pre hook): they went back to the first update's, as the load wrote past the record of
     replaced values. And a numpy running mean set by the user on a dask model was dropped for
     the last good update's by a failing forward. Both stay now."""
-    import io
-
-    X, t = _data()
-    model = _bn_model()
-    opt = pg.optimizers.SGD(lr=0.1).setup(model)
-    step = _chainer_step(model, opt.update, t)
-    step(X)
-    step(X)
-    source = _bn_model()
-    source[1].avg_mean = source[1].avg_mean + 5.0
-    buf = io.BytesIO()
-    pg.serializers.save_npz(buf, source)
-    buf.seek(0)
-    pg.serializers.load_npz(buf, model)
+    X, model, opt, step = _trained_in_chainer_form(2)
+    _load_statistics_of_five(model)
 
     def fail(optimizer):
         raise RuntimeError("pre hook fails")
