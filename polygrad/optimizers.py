@@ -197,6 +197,8 @@ def _first_computed(backend: Any, candidates: list, fallback: list) -> list:
             continue
         try:
             done = backend.persist(tuple(values[i] for i in open_))
+            if k == 0 and not _all_finite(backend, done):  # (statistics of a batch a NaN check refused)
+                continue
         except Exception:
             if k < len(candidates) - 1:
                 continue
@@ -210,6 +212,13 @@ def _first_computed(backend: Any, candidates: list, fallback: list) -> list:
         for i, d in zip(open_, done):
             chosen[i] = d
     return [c if c is not None else f for c, f in zip(chosen, fallback)]
+
+
+def _all_finite(backend: Any, arrays: Any) -> bool:
+    """Whether every floating array of ``arrays`` (of ``backend``) is finite: one pass."""
+    xp = backend.xp
+    flags = [xp.all(xp.isfinite(a)) for a in arrays if xp.isdtype(a.dtype, ("real floating", "complex floating"))]
+    return all(bool(f) for f in backend.materialize(tuple(flags))) if flags else True
 
 
 def _restore(values: list) -> None:
@@ -310,8 +319,8 @@ class GradientMethod(Optimizer):
         except BaseException as exc:
             for (_, p), g in zip(params, grads):
                 p._grad = g
-            if recover:
-                self._recover_buffers(compute=isinstance(exc, Exception))  # (not after Ctrl-C)
+            if recover and isinstance(exc, Exception):  # (after Ctrl-C nothing was shown bad: values stay)
+                self._recover_buffers()
             raise
         self.t += 1
         for name, param, state, delta, new_state in plan:
@@ -326,14 +335,15 @@ class GradientMethod(Optimizer):
         """Remember the persistent values as they are now, known good (at setup, after an update)."""
         self._kept_buffers = {(id(link), name): value for link, name, value in self._persistents()}
 
-    def _recover_buffers(self, compute: bool = True) -> None:
+    def _recover_buffers(self) -> None:
         """After an update that failed before changing anything, lazy persistent values (running
         statistics) that may read a failing chunk: each stays where it computes (statistics of
         good chunks, a value loaded since the last update); else it goes back to the value it
         replaced (before the forward that fed this update) where that computes, else to its
-        value at the last good update. The values are persisted in one pass per backend, then
+        value at the last good update. The values are persisted in one pass per backend (and
+        count as failing where one is not finite: a NaN check that refused the update), then
         (where that fails) the values they replaced, one by one only where their pass fails
-        too; nothing is computed after a KeyboardInterrupt."""
+        too."""
         kept = getattr(self, "_kept_buffers", {})
         todo: dict[Any, list] = {}
         for link, name, value, backend in self._lazy_buffers():
@@ -343,7 +353,7 @@ class GradientMethod(Optimizer):
             candidates = [[value for _, _, value in items],
                           [link.__dict__.get("_replaced", {}).get(name) for link, name, _ in items]]
             last_good = [_moved(kept.get((id(link), name)), backend) for link, name, _ in items]
-            chosen = last_good if not compute else _first_computed(backend, candidates, last_good)
+            chosen = _first_computed(backend, candidates, last_good)
             _restore([(link, name, v) for (link, name, _), v in zip(items, chosen) if v is not None])
 
     def _update_in_place(self, params: list, loss: Any) -> Any:

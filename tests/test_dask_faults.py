@@ -291,3 +291,33 @@ def test_a_failed_update_keeps_values_that_compute_and_values_of_another_backend
     with pytest.raises(ValueError, match="chunk 3 is corrupt"):
         step(X.map_blocks(_flaky, dtype=float))
     np.testing.assert_array_equal(model[1].avg_mean, np.full(4, 7.0))
+
+
+def test_ctrl_c_leaves_loaded_statistics_and_a_refused_nan_update_restores_finite_ones():
+    """After a KeyboardInterrupt the recovery sent every statistic back to the last good
+    update's, undoing a load (the snapshot an `except KeyboardInterrupt: save` writes held
+    reset statistics); nothing is recovered after one now. And a pre hook refusing a NaN
+    gradient left the statistics of that batch, NaN for good: statistics that are not finite
+    count as failing."""
+    X, model, opt, step = _trained_in_chainer_form(1)
+    _load_statistics_of_five(model)
+
+    def interrupt(optimizer):
+        raise KeyboardInterrupt
+
+    opt.add_hook(interrupt, name="interrupt", timing="pre")
+    with pytest.raises(KeyboardInterrupt):
+        opt.update()
+    opt.remove_hook("interrupt")
+    np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], np.full(4, 5.0))
+    good = pg.compute(model[1].avg_mean)[0].copy()
+
+    def refuse_nan(optimizer):
+        for p in optimizer.target.params():
+            if not bool(np.all(np.isfinite(pg.compute(p.grad)[0]))):
+                raise ValueError("NaN gradient: update refused")
+
+    opt.add_hook(refuse_nan, name="refuse_nan", timing="pre")
+    with pytest.raises(ValueError, match="update refused"):
+        step(X * np.nan)
+    np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], good)

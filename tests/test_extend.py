@@ -194,3 +194,16 @@ def test_two_declarations_on_one_line_or_two_sources_run_with_exec_are_two_place
             REGISTRY.pop(name, None)
         EXPORTS[:] = [e for e in EXPORTS if e.name != "extend_test_dec"]
         vars(GRAPH_OPS).pop("linalg_extend_test_dec", None)
+
+
+def test_declaring_from_code_with_an_unhashable_constant():
+    """The place of a declaration hashes each frame's code object: one a bytecode tool gave an
+    unhashable constant made Op() raise a TypeError."""
+    def declare():
+        return E.Op("extend_test_unhashable")
+
+    declare.__code__ = declare.__code__.replace(co_consts=declare.__code__.co_consts + ([1],))
+    try:
+        assert declare().name == "extend_test_unhashable"
+    finally:
+        REGISTRY.pop("extend_test_unhashable", None)

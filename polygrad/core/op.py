@@ -268,7 +268,11 @@ def declaring_place(skip: tuple[str, ...] = ()) -> tuple[str | None, tuple]:
         # (the instruction too: two declarations on one line are two places; and the code: two
         # sources run with exec are both "<string>", line 1)
         code = frame.f_code
-        lines.append((code.co_filename, frame.f_lineno, frame.f_lasti, hash(code)))
+        try:
+            key = hash(code)
+        except TypeError:  # (a constant a bytecode tool made unhashable: this code object alone)
+            key = id(code)
+        lines.append((code.co_filename, frame.f_lineno, frame.f_lasti, key))
         if code.co_name == "<module>":
             break
         frame = frame.f_back
@@ -299,6 +303,7 @@ def _at(lines: tuple, other: tuple = ()) -> str:
         for mine, theirs in zip(lines, other):
             if mine[:2] != theirs[:2]:
                 return text + " (called from {}:{})".format(*mine[:2])
+        return text + " (other code, or another call on that line)"
     return text
 
 

@@ -79,17 +79,15 @@ class Link:
                 self._params.append(name)
         persistent = self.__dict__.get("_persistent")
         if persistent and name in persistent:
-            self._put_persistent(name, value)
-            return
+            self._note_replaced(name)
         super().__setattr__(name, value)
 
-    def _put_persistent(self, name: str, value: Any) -> None:
-        """Set persistent value ``name``, remembering the value it replaces (running statistics
-        before a forward, a value before a load): an optimizer whose update fails puts it back
-        where the new one cannot be computed (``GradientMethod._recover_buffers``). Every
-        write of a persistent value but the optimizer's own goes through here."""
+    def _note_replaced(self, name: str) -> None:
+        """Remember the value of persistent ``name`` that a write is about to replace (running
+        statistics before a forward, a value before a load): an optimizer whose update fails
+        puts it back where the new one cannot be computed (``GradientMethod._recover_buffers``).
+        Every write of a persistent value but the optimizer's own notes it."""
         self.__dict__.setdefault("_replaced", {})[name] = self.__dict__.get(name)
-        object.__setattr__(self, name, value)
 
     def __getstate__(self) -> dict:
         """For pickle and ``copy.deepcopy``: the link without the values its persistent
@@ -222,7 +220,8 @@ class Link:
         for p, value in params:
             p.data = value
         for owner, name, value in persistents:
-            owner._put_persistent(name, value)
+            owner._note_replaced(name)
+            object.__setattr__(owner, name, value)
 
     def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list) -> None:
         """Check ``link`` against this link and its children, appending the copies
@@ -288,7 +287,8 @@ class Link:
             if data is not value:
                 if value is None and is_array(data):
                     data = self._adopt(data, cast=False)
-                self._put_persistent(pname, data)
+                self._note_replaced(pname)
+                object.__setattr__(self, pname, data)
         for cname, child in self._named_children():
             child.serialize(serializer[cname])
 
