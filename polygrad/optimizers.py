@@ -221,9 +221,9 @@ def _all_finite(backend: Any, arrays: Any) -> bool:
     return all(bool(f) for f in backend.materialize(tuple(flags))) if flags else True
 
 
-def _restore(values: list) -> None:
-    """Put back ``(link, name, value)`` persistent values where a link holds another (as they
-    were: not counted as a new assignment, see ``Link.__setattr__``)."""
+def _set_persistents(values: list) -> None:
+    """Set ``(link, name, value)`` persistent values where a link holds another, as the
+    optimizer's own writes: not noted as replacing anything (see ``Link._note_replaced``)."""
     for link, name, value in values:
         if getattr(link, name, None) is not value:
             object.__setattr__(link, name, value)
@@ -254,7 +254,6 @@ class GradientMethod(Optimizer):
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
         self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
-        # The lazy persistent values as of the last good update (see _update), by (id(link), name).
         self._keep_buffers()
         return self
 
@@ -302,7 +301,7 @@ class GradientMethod(Optimizer):
             return self._update(loss, recover=False)
         except BaseException:
             if self.t == t:  # (a failure after the parameters changed, in a post hook, keeps the step's statistics)
-                _restore(persistents)
+                _set_persistents(persistents)
             raise
 
     def _update(self, loss: Any, recover: bool = True) -> Any:
@@ -325,7 +324,7 @@ class GradientMethod(Optimizer):
         self.t += 1
         for name, param, state, delta, new_state in plan:
             self._commit(param, state, delta, new_state)
-        _restore(buffers)
+        _set_persistents(buffers)
         self._keep_buffers()
         self._forget_dead(len(params))
         self.call_hooks("post")
@@ -354,7 +353,7 @@ class GradientMethod(Optimizer):
                           [link.__dict__.get("_replaced", {}).get(name) for link, name, _ in items]]
             last_good = [_moved(kept.get((id(link), name)), backend) for link, name, _ in items]
             chosen = _first_computed(backend, candidates, last_good)
-            _restore([(link, name, v) for (link, name, _), v in zip(items, chosen) if v is not None])
+            _set_persistents([(link, name, v) for (link, name, _), v in zip(items, chosen) if v is not None])
 
     def _update_in_place(self, params: list, loss: Any) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
@@ -382,7 +381,7 @@ class GradientMethod(Optimizer):
                 param.data = next(done)
                 for k in self.state_names:
                     state[k] = next(done)
-            _restore(stored)
+            _set_persistents(stored)
         self._keep_buffers()
         self._forget_dead(len(params))
         self.call_hooks("post")

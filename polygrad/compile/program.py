@@ -272,17 +272,16 @@ class Program:
         # A row whose shape depends on the values stays, even where its value is dead: its shape
         # may live on as a number in what follows (the count a mean's gradient divides by), and
         # only running it checks that shape (see guards, below).
-        shaped = [("s", out) for op, _, args, _, out in instrs
-                  if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))]
-        kept = _live(instrs, out_refs + shaped)
+        shaped = {out for op, _, args, _, out in instrs
+                  if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
+        kept = _live(instrs, out_refs + [("s", out) for out in shaped])
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
         if optimize:
             kept = _rewrite.typed_scalars(kept, tracer.alive)
         self.instrs = kept
         # The shape each value-shaped row gave when traced, checked at every run.
-        self.guards = {out: _shapes(tracer.alive[out]) for op, _, args, _, out in kept
-                       if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
+        self.guards = {out: _shapes(tracer.alive[out]) for *_, out in kept if out in shaped}
         _refuse_random_shapes(kept, self.guards)
         self.in_slots = in_slots
         self.out_refs = out_refs

@@ -137,9 +137,10 @@ class Op:
                 if is_builtin(old.module):
                     raise ValueError(f"polygrad: {name!r} is the name of a built-in op row ({old.module}); "
                                      f"give this row another name (polygrad.extend.row({name!r}) is the built-in one)")
-                warnings.warn(f"polygrad: the op row {name!r} declared at {_at(self.origin, old.origin)} replaces the "
-                              f"one declared at {_at(old.origin, self.origin)}; compiled functions, pickles and rules that find "
-                              f"rows by name now run the new one", stacklevel=user_stacklevel())
+                warnings.warn(f"polygrad: the op row {name!r} declared at {place_text(self.origin, old.origin)} "
+                              f"replaces the one declared at {place_text(old.origin, self.origin)}; compiled "
+                              f"functions, pickles and rules that find rows by name now run the new one",
+                              stacklevel=user_stacklevel())
             for raw in _RAW_OPS:  # the old row's kernels, cached by name
                 raw.__dict__.pop(name, None)
         REGISTRY[name] = self
@@ -293,7 +294,7 @@ def is_builtin(module: str | None) -> bool:
     return module is not None and (module == "polygrad" or module.startswith("polygrad."))
 
 
-def _at(lines: tuple, other: tuple = ()) -> str:
+def place_text(lines: tuple, other: tuple = ()) -> str:
     """``file:line`` of a place (:func:`declaring_place`), where its code is; where ``other``
     starts at the same line, also the first caller that differs (``called from file:line``)."""
     if not lines:

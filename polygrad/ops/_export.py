@@ -20,11 +20,10 @@ is registered once, with what the lists of the library are derived from:
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any, Callable, NamedTuple
 
-import warnings
-
-from polygrad.core.op import GRAPH_OPS, Op, _at, declaring_place, is_builtin, user_stacklevel
+from polygrad.core.op import GRAPH_OPS, Op, declaring_place, is_builtin, place_text, user_stacklevel
 from polygrad.core.primitive import apply
 
 __all__ = ["Export", "EXPORTS", "public", "unary", "binary", "row_function", "names"]
@@ -67,8 +66,8 @@ def public(fn: Callable | None = None, /, *, ext: str | None = None, also: str |
             if is_builtin(e.module):
                 raise ValueError(f"polygrad: {taken!r} is the name of a built-in public function ({e.module}); "
                                  f"give yours another name")
-            warnings.warn(f"polygrad: the public function {taken!r} registered at {_at(origin, old)} replaces the "
-                          f"one registered at {_at(old, origin)}", stacklevel=user_stacklevel())
+            warnings.warn(f"polygrad: the public function {taken!r} registered at {place_text(origin, old)} "
+                          f"replaces the one registered at {place_text(old, origin)}", stacklevel=user_stacklevel())
         for e in clash:
             EXPORTS.remove(e)
             _ORIGINS.pop(id(e.fn), None)

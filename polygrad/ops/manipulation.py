@@ -483,8 +483,8 @@ def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tupl
 GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True),
                     lambda o, g, ans, x, *arrays, key: o.getitem_grad_at(g, *arrays, key=key, shape=tuple(x.shape)))
 # The same with a boolean mask among the arrays: the result's shape depends on the mask's values.
-GETITEM_MASK_AT = defvjp(Op("getitem_mask_at", _getitem_at_kernel, shapes=True, value_shapes=True, shape_args=slice(1, None)),
-                         *GETITEM_AT.vjps)
+GETITEM_MASK_AT = defvjp(Op("getitem_mask_at", _getitem_at_kernel, shapes=True, value_shapes=True,
+                            shape_args=slice(1, None)), *GETITEM_AT.vjps)
 GETITEM_GRAD_AT = defvjp(Op("getitem_grad_at", _getitem_grad_at_kernel),
                          lambda o, g, ans, gy, *arrays, key, shape: o.getitem_at(g, *arrays, key=key))
 for _row in (GETITEM_AT, GETITEM_MASK_AT, GETITEM_GRAD_AT):

@@ -194,7 +194,6 @@ class _RefuseBad:
         _refuse_bad(chunk, backend_of_type(type(chunk)).xp, self.is_bad, self.rule, self.module, "values of a chunk")
 
 
-
 def _refuse_bad(v: Any, xp: Any, is_bad: Any, rule: str, module: str = "polygrad.functions",
                 of: str = "values") -> None:
     """:func:`check_values` on values already read (``of`` names what ``v`` holds)."""

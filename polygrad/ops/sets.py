@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import SCALARS, backend_of_type
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._export import names, public, unary
@@ -85,7 +85,7 @@ def _isin_kernel(xp: Any, x1: Any, x2: Any, invert: bool = False) -> Any:
         except RuntimeError as exc:
             if "API version" not in str(exc):  # (any other failure is the library's to report)
                 raise
-    if isinstance(x2, (bool, int, float, complex)):
+    if type(x2) in SCALARS:
         hit = x1 == x2
     else:
         hit = xp.any(xp.expand_dims(x1, axis=-1) == xp.reshape(x2, (-1,)), axis=-1)

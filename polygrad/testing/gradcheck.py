@@ -326,7 +326,10 @@ def check_double_backward(
         probe = _as_tuple(func(*[Variable(x, requires_grad=False) for x in xs]))
     eps, atol, rtol, _ = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in probe], eps, atol, rtol,
                                      _CHECK_DOUBLE_BACKWARD)
-    gys = [_random_like(_data(y), rng, "check_double_backward", f"output {j}") for j, y in enumerate(probe)] if y_grad is None else [_data(g) for g in _as_tuple(y_grad)]
+    if y_grad is None:
+        gys = [_random_like(_data(y), rng, "check_double_backward", f"output {j}") for j, y in enumerate(probe)]
+    else:
+        gys = [_data(g) for g in _as_tuple(y_grad)]
 
     def vjp(*args: Any) -> tuple:
         ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a for a in args]
