@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -335,7 +336,7 @@ def test_timer_hook_print_report(xp):
     buf = io.StringIO()
     m.print_report(file=buf)
     lines = buf.getvalue().splitlines()
-    assert lines[0].split() == ["function", "calls", "total", "mean", "share"]
+    assert lines[0].split() == ["function", "calls", "total", "mean", "self", "share"]
     assert len(lines) == 2
     assert lines[1].split()[0] == "exp" and lines[1].split()[1] == "2"
 
@@ -581,3 +582,96 @@ def test_a_hook_that_writes_gradients_during_an_accumulating_backward_does_not_h
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[4.0, 8.0]"
+
+
+class _Sleep(pg.Function):
+    """Identity whose forward sleeps 50 ms."""
+
+    def forward(self, inputs):
+        time.sleep(0.05)
+        return inputs[0] * 1.0,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs[0],
+
+
+class _SleepInBackward(pg.Function):
+    """Identity whose backward applies _Sleep to the gradient (a step nested in the backward step
+    under create_graph)."""
+
+    def forward(self, inputs):
+        return inputs[0] * 1.0,
+
+    def backward(self, inputs, grad_outputs):
+        return _Sleep()(grad_outputs[0]),
+
+
+def test_timer_hook_counts_a_nested_step_once():
+    """Under create_graph a backward step runs the forward steps of its rule: total_time added
+    both, so a 50 ms step nested in another counted 100 ms (Chainer adds only outermost steps),
+    and the shares of summary() were shares of that double count."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(_SleepInBackward()(x))
+    start = time.perf_counter()
+    with TimerHook() as m:
+        gx, = pg.grad([y], [x], create_graph=True)
+    wall = time.perf_counter() - start
+    assert [f.label for f, _ in m.call_history][-2:] == ["_Sleep", "_SleepInBackward"]
+    assert 0.05 <= m.total_time() <= wall
+    s = m.summary()
+    assert s["_SleepInBackward"]["total"] >= 0.05 > s["_SleepInBackward"]["self"]
+    assert s["_Sleep"]["self"] == s["_Sleep"]["total"] >= 0.05
+    assert sum(r["share"] for r in s.values()) == pytest.approx(1.0)
+    buf = io.StringIO()
+    m.print_report(file=buf)
+    assert buf.getvalue().splitlines()[0].split() == ["function", "calls", "total", "mean", "self", "share"]
+
+
+class _Fail(pg.Function):
+    def forward(self, inputs):
+        raise ValueError("fails")
+
+
+def test_timer_hook_after_a_step_that_raised():
+    """A function that raises never ends its step: the steps after it are still timed and
+    totalled, and a failed step nested in another is dropped when the outer one ends."""
+    class Swallow(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 1.0,
+
+        def backward(self, inputs, grad_outputs):
+            try:
+                _Fail()(grad_outputs[0])
+            except ValueError:
+                pass
+            return _Sleep()(grad_outputs[0]),
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    with TimerHook() as m:
+        with pytest.raises(ValueError):
+            _Fail()(x)
+        y = pg.sum(Swallow()(x))
+        gx, = pg.grad([y], [x], create_graph=True)
+    labels = [f.label for f, _ in m.call_history]
+    assert labels[-2:] == ["_Sleep", "Swallow"]
+    assert 0.05 <= m.total_time() < 0.1
+
+
+def test_memory_hook_counts_a_nested_step_once():
+    """total_used_bytes added the growth of a forward step run inside a create_graph backward
+    step twice (once in each step)."""
+    import tracemalloc
+
+    from polygrad.function_hooks import MemoryHook
+
+    x = pg.Variable(np.ones(250_000))
+    y = pg.sum(pg.exp(x))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with MemoryHook() as hook:
+            gx, = pg.grad([y], [x], create_graph=True)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 250_000 * 8 <= hook.total_used_bytes() <= grown + 100_000

@@ -27,27 +27,28 @@ class MemoryHook(StepHook):
 
     def __init__(self) -> None:
         self.call_history: list[tuple[Any, str, int | None]] = []
-        self._before: list[int | None] = []
 
     def _used(self, function: Any) -> int | None:
         backend = getattr(function, "backend", None)
         stats = backend.memory_stats() if backend is not None and hasattr(backend, "memory_stats") else None
         return None if not stats else stats.get("used")
 
-    def begin(self, function: Any) -> None:
-        self._before.append(self._used(function))
+    def begin(self, function: Any) -> int | None:
+        return self._used(function)
 
-    def end(self, function: Any, phase: str) -> None:
-        before, after = self._before.pop(), self._used(function)
+    def end(self, function: Any, phase: str, before: int | None) -> None:
+        after = self._used(function)
         delta = None if before is None or after is None else after - before
         self.call_history.append((function, phase, delta))
 
     def total_used_bytes(self) -> int:
-        """Sum of the reported growth over all recorded steps."""
-        return sum(d for _, _, d in self.call_history if d is not None)
+        """Sum of the reported growth over the recorded steps: a step that ran inside another (the
+        forward steps of a ``create_graph`` backward) is counted once, in the step that ran it."""
+        return sum(d for (_, _, d), outer in zip(self.call_history, self._outermost()) if outer and d is not None)
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per function label: calls, bytes (sum of growth), reported (whether the backend told)."""
+        """Per function label: calls, bytes (sum of growth, with the steps run inside its steps),
+        reported (whether the backend told)."""
         rows: dict[str, list] = {}
         for f, _, d in self.call_history:
             r = rows.setdefault(f.label, [0, 0, False])

@@ -23,44 +23,51 @@ class TimerHook(StepHook):
 
     def __init__(self) -> None:
         self.call_history: list[tuple[Any, float]] = []
-        self._starts: list[float] = []
 
     def _sync(self, function: Any) -> None:
         backend = getattr(function, "backend", None)
         if backend is not None and backend.device != "cpu":
             backend.synchronize()
 
-    def begin(self, function: Any) -> None:
+    def begin(self, function: Any) -> float:
         self._sync(function)
-        self._starts.append(time.perf_counter())
+        return time.perf_counter()
 
-    def end(self, function: Any, phase: str) -> None:
+    def end(self, function: Any, phase: str, started: float) -> None:
         self._sync(function)
-        self.call_history.append((function, time.perf_counter() - self._starts.pop()))
+        self.call_history.append((function, time.perf_counter() - started))
 
     def total_time(self) -> float:
-        """Total elapsed time in seconds."""
-        return sum(t for _, t in self.call_history)
+        """Total elapsed time in seconds: a step that ran inside another (the forward steps of a
+        ``create_graph`` backward) is counted once, in the step that ran it."""
+        return sum(t for (_, t), outer in zip(self.call_history, self._outermost()) if outer)
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per function label: ``{"calls", "total", "mean", "share"}``, most expensive first."""
+        """Per function label, most expensive first: ``calls``; ``total``, the time of its steps
+        (with the steps that ran inside them); ``mean``, total per call; ``self``, its time without
+        the steps run inside it; ``share``, self over :meth:`total_time`."""
         rows: dict[str, list[float]] = {}
-        for f, t in self.call_history:
-            r = rows.setdefault(f.label, [0, 0.0])
+        times = [t for _, t in self.call_history]
+        for (f, t), own in zip(self.call_history, self._exclusive(times)):
+            r = rows.setdefault(f.label, [0, 0.0, 0.0])
             r[0] += 1
             r[1] += t
+            r[2] += own
         total = self.total_time() or 1.0
-        ordered = sorted(rows.items(), key=lambda kv: -kv[1][1])
-        return {k: {"calls": n, "total": s, "mean": s / n, "share": s / total} for k, (n, s) in ordered}
+        ordered = sorted(rows.items(), key=lambda kv: -kv[1][2])
+        return {k: {"calls": n, "total": s, "mean": s / n, "self": own, "share": own / total}
+                for k, (n, s, own) in ordered}
 
     def print_report(self, file: TextIO | None = None, top: int | None = None) -> None:
         """Print the per-function table: calls, total, mean and share of time."""
         file = sys.stdout if file is None else file
         rows = list(self.summary().items())[:top]
         width = max([len("function")] + [len(k) for k, _ in rows])
-        print(f"{'function':<{width}}  {'calls':>7}  {'total':>10}  {'mean':>10}  {'share':>6}", file=file)
+        print(f"{'function':<{width}}  {'calls':>7}  {'total':>10}  {'mean':>10}  {'self':>10}  {'share':>6}",
+              file=file)
         for k, r in rows:
-            print(f"{k:<{width}}  {r['calls']:>7d}  {_fmt(r['total']):>10}  {_fmt(r['mean']):>10}  {r['share']:>6.1%}", file=file)
+            print(f"{k:<{width}}  {r['calls']:>7d}  {_fmt(r['total']):>10}  {_fmt(r['mean']):>10}  "
+                  f"{_fmt(r['self']):>10}  {r['share']:>6.1%}", file=file)
 
 
 def _fmt(seconds: float) -> str:
