@@ -13,6 +13,7 @@ way to write the same estimator by hand::
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
@@ -51,8 +52,23 @@ class Distribution:
     params: tuple[str, ...] = ()
     validate_args = True
 
-    def sample(self, rng: Any = None) -> Any:
-        """Draw a sample (a raw array of the parameters' backend)."""
+    def sample(self, sample_shape: Any = (), rng: Any = None) -> Any:
+        """Draw a sample (a raw array of the parameters' backend): one of the parameters' batch
+        shape, or ``sample_shape`` (an int or a tuple) of them, stacked in front, as
+        ``torch.distributions`` and Chainer do. ``rng`` is a generator of the backend's random
+        numbers (default: the backend's own); passing it first, ``sample(rng)``, is deprecated."""
+        if not isinstance(sample_shape, (int, tuple)):  # sample(rng), the older form
+            warnings.warn("polygrad: Distribution.sample(rng) is deprecated; pass sample(rng=rng)",
+                          DeprecationWarning, stacklevel=2)
+            sample_shape, rng = (), sample_shape
+        shape = (sample_shape,) if isinstance(sample_shape, int) else sample_shape
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+            raise ValueError(f"polygrad: {type(self).__name__}.sample: sample_shape must be a non-negative int "
+                             f"or a tuple of them, got {sample_shape!r}")
+        return self._draw(shape, self._rng(rng))
+
+    def _draw(self, shape: tuple, rng: Any) -> Any:
+        """A sample of ``shape`` stacked in front of the batch shape, drawn from ``rng``."""
         raise NotImplementedError
 
     def log_prob(self, value: Any) -> Variable:
@@ -74,9 +90,9 @@ class Bernoulli(Distribution):
     def __init__(self, p: Any) -> None:
         self.p = p
 
-    def sample(self, rng: Any = None) -> Any:
+    def _draw(self, shape: tuple, rng: Any) -> Any:
         p = _data(self.p)
-        u = self._rng(rng).uniform(tuple(p.shape), dtype=p.dtype)
+        u = rng.uniform(shape + tuple(p.shape), dtype=p.dtype)
         xp = self._backend().xp
         return xp.astype(u < p, p.dtype)
 
@@ -98,11 +114,11 @@ class Categorical(Distribution):
     def __init__(self, probs: Any) -> None:
         self.probs = probs
 
-    def sample(self, rng: Any = None) -> Any:
+    def _draw(self, shape: tuple, rng: Any) -> Any:
         probs = _data(self.probs)
         xp = self._backend().xp
         cum = xp.cumulative_sum(probs, axis=-1)
-        u = self._rng(rng).uniform(tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
+        u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
         index = index_dtype(xp)  # not int64: a namespace may have none
         k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
         return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))
@@ -129,13 +145,13 @@ class Normal(Distribution):
     def __init__(self, mean: Any, std: Any) -> None:
         self.mean, self.std = mean, std
 
-    def sample(self, rng: Any = None) -> Any:
+    def _draw(self, shape: tuple, rng: Any) -> Any:
         m, s = _data(self.mean), _data(self.std)
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
-        shape = tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float) else ()
+        batch = tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float) else ()
         dtype = ref.dtype if type(ref) not in (int, float) else default_dtypes(xp)["real floating"]
-        eps = self._rng(rng).normal(shape, dtype=dtype)
+        eps = rng.normal(shape + batch, dtype=dtype)
         return m + s * eps
 
     def log_prob(self, value: Any) -> Variable:

@@ -91,11 +91,12 @@ def test_leaky_relu_forward(xp):
     assert_close(F.leaky_relu(arr(xp, XA), slope=0.5), np.where(XA >= 0, XA, 0.5 * XA))
 
 
-def test_leaky_relu_gradient_at_zero_is_one(xp):
-    """At x = 0 the gradient is 1, as in Chainer."""
-    x = pg.Variable(arr(xp, [0.0, -1.0]))
-    pg.sum(F.leaky_relu(x)).backward()
-    assert_close(x.grad, np.array([1.0, 0.2]))
+def test_leaky_relu_gradient_at_zero_is_the_slope(xp):
+    """At x = 0 the gradient is the slope, as in Chainer 7.8.1 (``gy[y <= 0] *= slope``) and
+    PyTorch; it was 1, and this test said that was Chainer's."""
+    x = pg.Variable(arr(xp, [0.0, -1.0, 2.0]))
+    pg.sum(F.leaky_relu(x, slope=0.3)).backward()
+    assert_close(x.grad, np.array([0.3, 0.3, 1.0]))
 
 
 def test_elu_forward(xp):

@@ -232,3 +232,20 @@ def test_convolution_2d_rejects_a_filter_larger_than_the_input(xp):
     """A 3x3 filter on a 2x2 input without padding raises ValueError naming convolution_2d."""
     with pytest.raises(ValueError, match="convolution_2d: a 3x3 filter does not fit an input of 2x2"):
         F.convolution_2d(arr(xp, np.zeros((1, 1, 2, 2))), arr(xp, np.zeros((1, 1, 3, 3))))
+
+
+def test_linear_and_convolution_check_their_arguments_shapes():
+    """A one-row W broadcast against a longer b gave a (2, 3) output silently (Chainer: b.shape[0]
+    == W.shape[0]); x with the wrong number of features and a conv bias of the wrong length
+    failed inside matmul or reshape without naming the function's argument."""
+    x = pg.Variable(np.ones((2, 5), "float32"))
+    with pytest.raises(ValueError, match=r"linear: expects b of shape \(1,\) for W of shape \(1, 5\), got \(3,\)"):
+        F.linear(x, pg.Variable(np.ones((1, 5), "float32")), pg.Variable(np.arange(3, dtype="float32")))
+    with pytest.raises(ValueError, match=r"linear: x of shape \(2, 5\) has 5 features, W of shape \(4, 3\) takes 3"):
+        F.linear(x, pg.Variable(np.ones((4, 3), "float32")))
+    with pytest.raises(ValueError, match=r"linear: expects W of shape \(out, in\), got \(5,\)"):
+        F.linear(x, pg.Variable(np.ones(5, "float32")))
+    with pytest.raises(ValueError, match=r"convolution_2d: expects b of shape \(2,\) for W of shape \(2, 3, 3, 3\), got \(3,\)"):
+        F.convolution_2d(pg.Variable(np.ones((1, 3, 5, 5), "float32")), pg.Variable(np.ones((2, 3, 3, 3), "float32")),
+                         pg.Variable(np.ones(3, "float32")))
+    assert F.linear(pg.Variable(np.ones((2, 3, 2), "float32")), pg.Variable(np.ones((4, 6), "float32"))).shape == (2, 4)

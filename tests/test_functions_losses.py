@@ -265,3 +265,26 @@ def test_dask_soft_labels_that_require_grad_are_checked_where_the_loss_is_comput
     loss = F.sigmoid_cross_entropy(pg.Variable(da.zeros((2, 2))), t)
     with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
         pg.compute(loss)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("reduce", ["mean", "no"])
+def test_softmax_cross_entropy_of_a_class_per_position(xp, normalize, reduce):
+    """x (N, C, d1, ...) and t (N, d1, ...), as Chainer takes them (segmentation): it was refused.
+    The positions are rows of softmax's own case; normalize=False divides the sum by N, as
+    Chainer's (len(x)). Values checked against Chainer 7.8.1 in stop 25 (32 cases, all equal)."""
+    rs = np.random.RandomState(0)
+    x = rs.randn(2, 3, 4, 5)
+    t = np.random.RandomState(2).randint(-1, 3, size=(2, 4, 5))
+    logp = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
+    picked = np.where(t >= 0, np.take_along_axis(logp, np.maximum(t, 0)[:, None], axis=1)[:, 0], 0.0)
+    if reduce == "no":
+        want = -picked
+    else:
+        want = -picked.sum() / ((t >= 0).sum() if normalize else 2)
+    v = pg.Variable(arr(xp, x))
+    loss = F.softmax_cross_entropy(v, ints(xp, t), normalize=normalize, reduce=reduce)
+    assert_close(loss, want, rtol=1e-12)
+    check_grads(lambda a: F.softmax_cross_entropy(a, ints(xp, t), normalize=normalize, reduce=reduce), [arr(xp, x)])
+    with pytest.raises(ValueError, match=r"expects x of shape \(N, C, \.\.\.\) and t of shape \(N, \.\.\.\), got x \(2, 3, 4, 5\) and t \(2, 5, 4\)"):
+        F.softmax_cross_entropy(v, ints(xp, t.reshape(2, 5, 4)))

@@ -430,3 +430,64 @@ def test_chain_add_link_registers_a_child(xp):
     assert [n for n, _ in chain.namedparams()] == ["/l1/W", "/l1/b"]
     with pytest.raises(TypeError, match="needs a Link"):
         chain.add_link("f", F.relu)
+
+
+# ---------------------------------------------------------------------------
+# Initial values and addgrads, as Chainer 7.8.1 has them
+# ---------------------------------------------------------------------------
+def test_a_scalar_initial_value_fills_the_parameter():
+    """A number as initialW or initial_bias is Chainer's constant initializer: it fills the
+    parameter's shape. It made a 0-d parameter: Linear(3, 2, initial_bias=0.7) had 7
+    parameters, its forward broadcast silently and its backward failed."""
+    lin = L.Linear(3, 2, initialW=0.5, initial_bias=0.7)
+    assert lin.W.shape == (2, 3) and lin.b.shape == (2,) and lin.count_params() == 8
+    x = pg.Variable(np.ones((4, 3), "float32"))
+    F.sum(lin(x) * pg.Variable(np.array([[1, 0]] * 4, "float32"))).backward()
+    np.testing.assert_allclose(lin(x).data, np.full((4, 2), 2.2, "float32"), rtol=1e-6)
+    np.testing.assert_array_equal(lin.b.grad, [4.0, 0.0])
+    conv = L.Convolution2D(1, 2, 2, initialW=1.0, initial_bias=0.3)
+    assert conv.W.shape == (2, 1, 2, 2) and conv.b.shape == (2,)
+    assert L.EmbedID(3, 2, initialW=1.5).W.shape == (3, 2)
+    lazy = L.Linear(None, 2, initialW=0.5)
+    assert lazy(x).shape == (4, 2) and lazy.W.shape == (2, 3)
+
+
+def test_an_initial_array_is_broadcast_and_copied():
+    """An array broadcasts into the parameter's shape (Chainer fills with it); one that does not
+    fit is refused naming the link and the argument. The caller's array is never the parameter
+    (an update would write into it)."""
+    row = np.ones((1, 3), "float32")
+    lin = L.Linear(3, 2, initialW=row)
+    assert lin.W.shape == (2, 3)
+    full = np.arange(6, dtype="float32").reshape(2, 3)
+    lin = L.Linear(3, 2, initialW=full)
+    lin.W.data[0, 0] = 42.0
+    assert full[0, 0] == 0.0
+    with pytest.raises(ValueError, match=r"Linear: initialW.*\(3, 2\).*\(2, 3\)"):
+        L.Linear(3, 2, initialW=np.ones((3, 2), "float32"))
+    with pytest.raises(ValueError, match=r"Convolution2D: initial_bias.*\(3,\).*\(2,\)"):
+        L.Convolution2D(1, 2, 2, initial_bias=np.ones(3, "float32"))
+    with pytest.raises(TypeError, match="EmbedID: initialW takes a number or an array"):
+        L.EmbedID(3, 2, initialW=lambda shape: None)
+
+
+def test_addgrads_adds_another_links_gradients():
+    """Chainer's Link.addgrads (summing the gradients of copies of a model) was missing."""
+    x = pg.Variable(np.ones((3, 2), "float32"))
+    a, b = L.Linear(2, 2), L.Linear(2, 2)
+    F.sum(a(x)).backward()
+    F.sum(b(x) * 2).backward()
+    before = a.W.grad.copy(), a.b.grad.copy()
+    a.addgrads(b)
+    np.testing.assert_allclose(a.W.grad, before[0] + b.W.grad)
+    np.testing.assert_allclose(a.b.grad, before[1] + b.b.grad)
+    fresh = L.Linear(2, 2)
+    fresh.addgrads(b)
+    np.testing.assert_allclose(fresh.W.grad, b.W.grad)
+    assert fresh.W.grad is not b.W.grad
+    kept = a.W.grad.copy()
+    with pytest.raises(ValueError, match=r"addgrads: /W of Linear has shape \(3, 2\), here it is of shape \(2, 2\)"):
+        a.addgrads(L.Linear(2, 3))
+    with pytest.raises(ValueError, match=r"missing \['/b'\]"):
+        a.addgrads(L.Linear(2, 2, nobias=True))
+    np.testing.assert_array_equal(a.W.grad, kept)

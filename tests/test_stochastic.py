@@ -242,3 +242,23 @@ def test_log_prob_refuses_values_outside_the_support(dist, value):
     d.validate_args = False  # as torch.distributions' validate_args=False: no check
     with np.errstate(divide="ignore", invalid="ignore"):
         d.log_prob(np.asarray(value))
+
+
+def test_sample_takes_a_sample_shape():
+    """Distribution.sample(4) (torch.distributions' and Chainer's sample_shape) failed with
+    "'int' object has no attribute 'normal'": the first argument was the generator."""
+    D = pg.distributions
+    loc, scale = pg.Variable(np.zeros(3)), pg.Variable(np.ones(3))
+    assert D.Normal(loc, scale).sample(4).shape == (4, 3)
+    assert D.Normal(loc, scale).sample((2, 5)).shape == (2, 5, 3)
+    assert D.Normal(0.0, 1.0).sample(6).shape == (6,)
+    assert D.Bernoulli(np.full((2, 3), 0.5)).sample(4).shape == (4, 2, 3)
+    k = D.Categorical(np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])).sample(5)
+    assert k.shape == (5, 2) and (k == np.array([1, 2])).all()
+    assert D.Normal(loc, scale).sample().shape == (3,)
+    rng = pg.get_backend("numpy").rng()
+    assert D.Normal(loc, scale).sample(rng=rng).shape == (3,)
+    with pytest.warns(DeprecationWarning, match=r"sample\(rng\) is deprecated"):
+        assert D.Normal(loc, scale).sample(rng).shape == (3,)
+    with pytest.raises(ValueError, match="sample_shape must be a non-negative int"):
+        D.Normal(loc, scale).sample(-1)

@@ -29,6 +29,9 @@ def convolution_2d(x, W, b=None, stride=1, pad=0):
         )
     n, c, h, w = xs
     out_c, _, kh, kw = ws
+    if b is not None and _shape(b) not in ((out_c,), (None,)):
+        raise ValueError(f"polygrad.functions.convolution_2d: expects b of shape ({out_c},) for W of shape {ws}, "
+                         f"got {_shape(b)}")
     oh, ow = _im2col.outsize(h, kh, sy, ph), _im2col.outsize(w, kw, sx, pw)
     if oh <= 0 or ow <= 0:
         raise ValueError(

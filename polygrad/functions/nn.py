@@ -16,8 +16,8 @@ from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
-from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, reshape, squeeze, sum, tanh,
-                          where)
+from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape, squeeze,
+                          sum, tanh, where)
 from polygrad.ops.nn import (binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
                              softplus, valid_count)
 
@@ -39,9 +39,10 @@ def as_variable(x: Any) -> Any:
 
 
 def leaky_relu(x, slope=0.2):
-    """``x`` where ``x >= 0``, else ``slope * x`` (the gradient at 0 is 1, as in Chainer)."""
+    """``x`` where ``x > 0``, else ``slope * x`` (the gradient at 0 is ``slope``, as in Chainer
+    and PyTorch)."""
     slope = hyperparameter("leaky_relu", "slope", slope)
-    return where(x >= 0, x, x * slope)
+    return where(x > 0, x, x * slope)
 
 
 def elu(x, alpha=1.0):
@@ -104,10 +105,24 @@ def linear(x, W, b=None):
     if data.ndim is not None and data.ndim > 2:
         x = reshape(x, (data.shape[0], -1))
         data = x._data
+    _check_linear(x, W, b)
     if data.ndim == 2 or data.ndim is None:  # None: a symbolic input of unknown rank
         return linear_op(x, W, b)  # one node; W's gradient in W's own layout
     y = matmul(x, matrix_transpose(W))
     return y if b is None else y + b
+
+
+def _check_linear(x: Any, W: Any, b: Any) -> None:
+    """ValueError naming linear's argument whose shape does not fit ``W`` (out, in): without
+    it a one-row ``W`` broadcast against a longer ``b`` gave a wrong shape silently."""
+    xs, ws, bs = _shape(x), _shape(W), None if b is None else _shape(b)
+    if ws is not None and len(ws) != 2:
+        raise ValueError(f"polygrad.functions.linear: expects W of shape (out, in), got {ws}")
+    n_out, n_in = (None, None) if ws is None else ws
+    if xs is not None and xs and not _same(xs[-1:], (n_in,)):
+        raise ValueError(f"polygrad.functions.linear: x of shape {xs} has {xs[-1]} features, W of shape {ws} takes {n_in}")
+    if bs is not None and not _same(bs, (n_out,)):
+        raise ValueError(f"polygrad.functions.linear: expects b of shape ({n_out},) for W of shape {ws}, got {bs}")
 
 
 # ---------------------------------------------------------------------------
@@ -229,11 +244,12 @@ def mean_squared_error(x0, x1):
 def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """Cross entropy between softmax(x) over axis 1 and integer labels ``t``.
 
-    ``x`` has shape (N, C) and ``t`` (N,); each label is in ``[0, C)`` or equal
-    to ``ignore_label`` (None: no label is ignored), and contributes nothing
-    then. With ``reduce="mean"`` the loss is averaged over non-ignored labels
-    (``normalize=True``) or over the batch; ``reduce="no"`` returns per-example
-    losses. Built from rows of the op table (the usual case, mean and
+    ``x`` has shape (N, C) and ``t`` (N,), or, a class per position as in
+    Chainer, ``x`` (N, C, d1, ...) and ``t`` (N, d1, ...); each label is in
+    ``[0, C)`` or equal to ``ignore_label`` (None: no label is ignored), and
+    contributes nothing then. With ``reduce="mean"`` the loss is averaged over
+    non-ignored labels (``normalize=True``) or summed and divided by the batch
+    size N; ``reduce="no"`` returns the losses in t's shape. Built from rows of the op table (the usual case, mean and
     normalized, is ``log_softmax`` and the row ``nll``), so it works on lazy and
     symbolic inputs too.
 
@@ -249,8 +265,11 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     check_ignore_label(fname, ignore_label)
     check_labels(fname, "t", t)
     xs, ts = _shape(x), _shape(t)
-    if xs is not None and ts is not None and (len(xs) != 2 or len(ts) != 1 or not _same(xs[:1], ts)):
-        raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C) and t of shape (N,), got x {xs} and t {ts}")
+    if xs is not None and ts is not None and (len(xs) < 2 or len(ts) != len(xs) - 1 or not _same(xs[:1] + xs[2:], ts)):
+        raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C, ...) and t of shape (N, ...), "
+                         f"got x {xs} and t {ts}")
+    if xs is not None and len(xs) > 2:
+        return _per_position(x, t, xs, ts, normalize, ignore_label, reduce)
     mask = label_mask(x, t, ignore_label)
     logp = log_softmax(x, axis=1)
     if reduce == "mean" and normalize:  # the usual case: two nodes
@@ -259,6 +278,21 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     if reduce == "no":
         return -sum(picked, axis=1)
     return -mean(sum(picked, axis=1))
+
+
+def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_label: Any, reduce: str) -> Variable:
+    """softmax_cross_entropy of (N, C, d1, ...) logits: the positions as rows of (N d1 ..., C)."""
+    if None in xs or None in ts:
+        raise ValueError(f"polygrad.functions.softmax_cross_entropy: x of more than two dimensions needs a known shape, "
+                         f"got x {xs} and t {ts}")
+    rows = reshape(moveaxis(x, 1, -1), (-1, xs[1]))
+    labels = reshape(t, (-1,))
+    if reduce == "mean" and normalize:
+        return softmax_cross_entropy(rows, labels, True, ignore_label)
+    losses = softmax_cross_entropy(rows, labels, normalize, ignore_label, "no")
+    if reduce == "no":
+        return reshape(losses, ts)
+    return sum(losses) * (1.0 / builtins.max(1, xs[0]))
 
 
 def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):

@@ -159,6 +159,27 @@ class Link:
         for p in self.params(include_uninit=False):
             p.zerograd()
 
+    def addgrads(self, link: "Link") -> None:
+        """Add the gradients of ``link``'s parameters to this link's, parameter by name (Chainer's
+        ``addgrads``: sum the gradients that copies of a model computed). The links must have the
+        same parameters; each pair is checked before any gradient is added."""
+        mine, theirs = dict(self.namedparams()), dict(link.namedparams())
+        if mine.keys() != theirs.keys():
+            missing, extra = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
+            raise ValueError(f"polygrad: addgrads: {type(link).__name__} has other parameters than "
+                             f"{type(self).__name__} (missing {missing}, extra {extra})")
+        for name, p in mine.items():
+            q = theirs[name]
+            other = q.grad if q.grad is not None else q.data
+            if other is None or (p.data is None and q.grad is None):
+                continue
+            if p.data is None or tuple(other.shape) != tuple(p.shape):
+                have = "not initialized" if p.data is None else f"of shape {tuple(p.shape)}"
+                raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has shape "
+                                 f"{tuple(other.shape)}, here it is {have}")
+        for name, p in mine.items():
+            p.addgrad(theirs[name])
+
     def to_backend(self, name: str) -> "Link":
         """Move this link's parameters (with their gradients) and persistent arrays to
         backend ``name``, in place; returns self. Parameters not initialized yet
@@ -480,6 +501,24 @@ def _as_shape(size: Any) -> tuple[int, ...]:
     return (size,) if isinstance(size, int) else tuple(size)
 
 
+def _filled(backend: Any, value: Any, shape: tuple, dtype: Any, where: str) -> Any:
+    """Chainer's constant initializer: ``value``, a number or an array, broadcast to the
+    parameter's ``shape`` in a new array (the caller's array never becomes the parameter).
+    ``where`` names the link and the argument for the error."""
+    if callable(value):
+        raise TypeError(f"polygrad.links.{where} takes a number or an array, got {type(value).__name__} "
+                        "(an initializer object is not supported: pass its values as an array)")
+    xp = backend.xp
+    a = xp.asarray(value, dtype=dtype)
+    given = tuple(a.shape)
+    if given != shape:
+        if len(given) > len(shape) or any(m not in (1, n) for m, n in zip(given[::-1], shape[::-1])):
+            raise ValueError(f"polygrad.links.{where}: an initial value of shape {given} does not fill "
+                             f"the parameter's shape {shape}")
+        a = xp.broadcast_to(a, shape)
+    return xp.asarray(a, copy=True)
+
+
 def _copy_like(src: Any, like: Any) -> Any:
     """A copy of array ``src`` on the backend and with the dtype of array ``like``."""
     if like.shape != src.shape:
@@ -505,13 +544,14 @@ class _Connection(Link):
             if not nobias:
                 b = get_backend(backend)
                 dt = _as_dtype(b.xp, dtype)
-                bias = b.xp.zeros((n_out,), dtype=dt) if initial_bias is None else b.xp.asarray(initial_bias, dtype=dt)
+                bias = (b.xp.zeros((n_out,), dtype=dt) if initial_bias is None else
+                        _filled(b, initial_bias, (n_out,), dt, f"{type(self).__name__}: initial_bias"))
                 self.b = Variable(bias, name="b")
 
     def _draw_W(self, shape: tuple, fan_in: int) -> None:
         b, dt = self._creation_site()
         if self._initialW is not None:
-            self.W.data = b.xp.asarray(self._initialW, dtype=dt)
+            self.W.data = _filled(b, self._initialW, shape, dt, f"{type(self).__name__}: initialW")
         else:
             self.W.data = b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / fan_in))
 
@@ -597,7 +637,8 @@ class EmbedID(Link):
         self.ignore_label = ignore_label
         b = get_backend(backend)
         dt = _as_dtype(b.xp, dtype)
-        W = b.xp.asarray(initialW, dtype=dt) if initialW is not None else b.rng().normal((in_size, out_size), dtype=dt)
+        shape = (in_size, out_size)
+        W = _filled(b, initialW, shape, dt, "EmbedID: initialW") if initialW is not None else b.rng().normal(shape, dtype=dt)
         with self.init_scope():
             self.W = Variable(W, name="W")
 
