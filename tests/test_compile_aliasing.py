@@ -277,3 +277,55 @@ def test_a_constant_output_is_refused_clearly():
     x = T.vector("x")
     with pytest.raises(TypeError, match="output 1 is not a symbolic expression"):
         pg.function([x], [x * 2, pg.asarray([1.0, 2.0])])  # was an AttributeError about .id
+
+
+# ---------------------------------------------------------------------------
+# Results that are views of one another (found against PyTensor, stop 25)
+# ---------------------------------------------------------------------------
+_VIEWS = {
+    "T": lambda y: y.T, "reversed": lambda y: y[::-1], "row": lambda y: y[0], "reshape": lambda y: pg.reshape(y, (-1,)),
+    "expand_dims": lambda y: pg.expand_dims(y, axis=0), "flip": lambda y: pg.flip(y, axis=1),
+    "permute_dims": lambda y: pg.permute_dims(y, (1, 0)), "broadcast_to": lambda y: pg.broadcast_to(y, (2, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("view", sorted(_VIEWS))
+def test_a_view_of_a_value_held_elsewhere_is_copied(view):
+    """Aliasing was tracked per slot: an output that is a view of an update's value (``y.T``
+    with ``updates=[(s, y)]``) was handed out as the view, so writing into the array the caller
+    owns changed the shared variable; two outputs ``[y, y.T]`` and two updates ``(a, y), (b,
+    y.T)`` shared memory likewise. Results of one root of memory are now handed out once."""
+    v = _VIEWS[view]
+    x = T.matrix("x")
+    y = x * 2
+    want = np.full((2, 3), 2.0)
+    s = pg.shared(np.zeros((2, 3)), name="s")
+    out = pg.function([x], v(y), updates=[(s, y)])(np.ones((2, 3)))
+    out[...] = 99.0
+    np.testing.assert_array_equal(s.get_value(), want)
+    first, second = pg.function([x], [y, v(y)])(np.ones((2, 3)))
+    first[...] = 99.0
+    np.testing.assert_array_equal(second, np.broadcast_to(v(pg.asarray(want)).data, second.shape))
+    a = pg.shared(np.zeros((2, 3)), name="a")
+    b = pg.shared(np.asarray(v(pg.asarray(np.zeros((2, 3)))).data).copy(), name="b")
+    pg.function([x], [], updates=[(a, y), (b, v(y))])(np.ones((2, 3)))
+    a.get_value(borrow=True)[...] = 99.0
+    np.testing.assert_array_equal(b.get_value(), np.broadcast_to(v(pg.asarray(want)).data, b.get_value().shape))
+    pure = pg.function([x], v(y), updates=[(s, y)]).as_pure()
+    out, state = pure([np.ones((2, 3))], {"s": np.zeros((2, 3))})
+    out[...] = 99.0
+    np.testing.assert_array_equal(state["s"], want)
+
+
+def test_a_view_held_once_is_not_copied():
+    """Only a second holder of a root pays a copy: a lone view output and an update's value are
+    handed out as they are."""
+    x = T.matrix("x")
+    y = x * 2
+    s = pg.shared(np.zeros((3, 2)), name="s")
+    f = pg.function([x], [y], updates=[(s, y.T)])
+    out, = f(np.ones((2, 3)))
+    assert np.shares_memory(out, s.get_value(borrow=True)) is False
+    g = pg.function([x], y.T)
+    r = g(np.ones((2, 3)))
+    assert r.base is not None  # the view itself, not a copy of it

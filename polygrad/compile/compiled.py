@@ -364,18 +364,7 @@ class CompiledFunction:
         # an update of the same input, applied next, replaces it in turn.
         for i in writes:
             self._containers[i]._value = _own(values[i], not self.inputs[i].mutable)
-        # Each slot is handed out once as it is; a second holder (another output,
-        # an update's container) gets a copy, as does anything aliasing an input.
-        handed: set[int] = set()
-
-        def own(k: int, value: Any, may_copy: bool) -> Any:
-            kind, slot = program.out_refs[k]
-            if kind == "c":  # a constant of the program, borrowed or not: a write would change later calls
-                return _own(value, True)
-            repeat = slot in handed
-            handed.add(slot)
-            return _own(value, may_copy and (program.may_alias_input[k] or repeat))
-
+        own = _owner(program)
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
             self._containers[idx]._value = own(n_out + k, new, not self.inputs[idx].mutable)
         outs = [own(k, o, not self.outputs[k].borrow) for k, o in enumerate(outs)]
@@ -452,7 +441,10 @@ class CompiledFunction:
                         raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
             program, results = self._execute(values)
             n_out = len(self.outputs)
-            owned = [_own(r, program.may_alias_input[k]) for k, r in enumerate(results)]
+            own = _owner(program)
+            owned = list(results)
+            for k in [*range(n_out, len(results)), *range(n_out)]:  # the updates first, as a call does
+                owned[k] = own(k, results[k], True)
             new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, owned[n_out:])}
             outs = owned[:n_out]
             return (outs[0] if self._single else outs), new_state
@@ -540,6 +532,26 @@ def _backend_of(values: list, results: tuple) -> Any:
             except TypeError:
                 continue
     return None
+
+
+def _owner(program: Program) -> Any:
+    """``own(k, value, may_copy)``: result ``k`` of one run of ``program`` as its holder (an
+    output, an update's container) may keep it. The memory of each root (see
+    ``Program.roots``) is handed out once as it is; a second holder of it (the same value, or
+    a view of it: ``y`` and ``y.T``) gets a copy, as does a value that may alias an input,
+    unless ``may_copy`` is False (``borrow``, a mutable input)."""
+    handed: set[int] = set()
+
+    def own(k: int, value: Any, may_copy: bool) -> Any:
+        kind, _ = program.out_refs[k]
+        if kind == "c":  # a constant of the program, borrowed or not: a write would change later calls
+            return _own(value, True)
+        root = program.roots[k]
+        repeat = root in handed
+        handed.add(root)
+        return _own(value, may_copy and (program.may_alias_input[k] or repeat))
+
+    return own
 
 
 def _own(value: Any, copy: bool) -> Any:

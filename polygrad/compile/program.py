@@ -285,13 +285,19 @@ class Program:
         _refuse_random_shapes(kept, self.guards)
         self.in_slots = in_slots
         self.out_refs = out_refs
-        # Which slots may share memory with an input (so a returned value would alias the caller's
-        # array): the outputs of view rows (Op.view) of such slots, transitively.
-        aliasing = {s for i, s in enumerate(in_slots) if i not in borrowed}
+        # Whose memory each result may be: the root of its slot, the slot itself or, for the output
+        # of a view row (Op.view), the root of the slot it views (an item of a multi-output row is
+        # its own unless the row is a view). Two results of one root may share memory; a result
+        # whose root is an input may be the caller's array.
+        root: dict[int, int] = {}
         for op, impl, args, params, out in kept:
-            if op.view and args and args[0][0] == "s" and args[0][1] in aliasing:
-                aliasing.add(out)
-        self.may_alias_input = [k == "c" or v in aliasing for k, v in out_refs]
+            if op.view and args and args[0][0] == "s" and not isinstance(out, tuple):
+                base = args[0][1]
+                if op is not _ITEM or base in root:
+                    root[out] = root.get(base, base)
+        self.roots = [root.get(v, v) if k == "s" else None for k, v in out_refs]
+        aliasing = {s for i, s in enumerate(in_slots) if i not in borrowed}
+        self.may_alias_input = [k == "c" or r in aliasing for (k, _), r in zip(out_refs, self.roots)]
         self.n_kernels = len(kept)
         self.n_traced = len(tracer.instrs)
         self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))
