@@ -19,6 +19,7 @@ from polygrad.compile import fusion
 from polygrad.compile import Container
 from polygrad.compile.compiled import ProfileStats, UnusedInputError
 from polygrad.compile.symbolic import DisconnectedInputError
+from polygrad.ops.manipulation import setitem
 
 
 # ---------------------------------------------------------------------------
@@ -817,3 +818,90 @@ def test_a_gradient_alone_follows_the_count_of_a_boolean_mask():
         xv = pg.Variable(np.array(values))
         pg.mean(xv[xv > 0]).backward()
         np.testing.assert_allclose(f(np.array(values)), xv.grad)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_gradient_does_not_go_through_a_givens_replacement(backend):
+    """Theano builds a gradient on the graph, then substitutes givens into it: d(w x)/dw is x,
+    which givens then make w. polygrad traced the cost with the replacement in place and ran
+    backward through it: 6 where PyTensor gives 3, and the fixed-target idiom (a regression
+    target given as an expression of W) got 6 where PyTensor gives 12."""
+    if backend == "dask":
+        pytest.importorskip("dask.array", reason="the dask backend plugin needs dask")
+    with pg.using_backend(backend):
+        w, x = T.scalar("w"), T.scalar("x")
+        cost = w * x
+        f = pg.function([w], [cost, T.grad(cost, w), T.grad(cost, x)], givens=[(x, w)])
+        assert [float(v) for v in f(3.0)] == [9.0, 3.0, 3.0]
+        W = pg.shared(pg.asarray(2.0))
+        xin, target = T.scalar("xin"), T.scalar("target")
+        cost = (W * xin - target) ** 2
+        g = pg.function([xin], [cost, T.grad(cost, W)], givens=[(target, W * xin * 0.5 + 1)])
+        assert [float(v) for v in g(3.0)] == [4.0, 12.0]
+        a, b = pg.shared(pg.asarray(2.0)), pg.shared(pg.asarray(3.0))
+        xx = T.scalar("xx")
+        h = pg.function([], list(T.grad(a * xx + b * b, [a, b])), givens={xx: b})
+        assert [float(v) for v in h()] == [3.0, 6.0]
+
+
+def test_givens_cannot_replace_an_input():
+    """givens replacing an input of the function raised a false "not part of the graph" error,
+    and with on_unused_input='ignore' the caller's argument was dropped silently (f(5.0) gave
+    6.0). PyTensor refuses it: an input is given its value."""
+    x = T.scalar("x")
+    s = pg.shared(np.array(2.0))
+    for kwargs in ({}, {"on_unused_input": "ignore"}):
+        with pytest.raises(ValueError, match="givens replaces x, an input of the function"):
+            pg.function([x], x * 3, givens=[(x, s)], **kwargs)
+
+
+def test_slices_with_symbolic_bounds():
+    """``data[i * bs:(i + 1) * bs]``, the Theano tutorial's minibatch (through givens), raised a
+    false "input i is not part of the graph" (the bounds lived in the node's parameters), and
+    with on_unused_input='ignore' an AttributeError. The bounds are inputs of the node now; the
+    result's shape depends on their values (a shorter last batch traces again)."""
+    data = pg.shared(np.arange(10.0).reshape(5, 2), name="data")
+    i = T.scalar("i", dtype="int64")
+    x = T.matrix("x")
+    w = pg.shared(np.array([1.0, -1.0]), name="w")
+    cost = pg.sum((x @ w) ** 2)
+    train = pg.function([i], cost, updates=[(w, w - 0.01 * T.grad(cost, w))], givens={x: data[i * 2:(i + 1) * 2]})
+    assert float(train(0)) == 2.0
+    f = pg.function([x, i], [x[i * 2:(i + 1) * 2], T.grad(pg.sum(x[i * 2:(i + 1) * 2] ** 2), x)])
+    d = np.arange(10.0).reshape(5, 2)
+    for k in (0, 2, 1, -1):
+        out, g = f(d, k)
+        np.testing.assert_array_equal(out, d[k * 2:(k + 1) * 2])
+        want = np.zeros_like(d)
+        want[k * 2:(k + 1) * 2] = 2 * d[k * 2:(k + 1) * 2]
+        np.testing.assert_array_equal(g, want)
+    step = pg.function([x, i], x[::i])
+    np.testing.assert_array_equal(step(d, -2), d[::-2])
+    put = pg.function([x, i], setitem(x, slice(i, i + 2), 0.0))
+    want = d.copy()
+    want[3:5] = 0.0
+    np.testing.assert_array_equal(put(d, 3), want)
+
+
+def test_an_eager_slice_bound_may_be_a_variable():
+    """The same rows eagerly: a slice by Variable bounds is a copy (the row is not a view: an
+    in-place change of the result would have reached x behind its graph), and a bound that
+    is not an integer scalar is refused."""
+    d = np.arange(10.0).reshape(5, 2)
+    v = pg.Variable(d.copy())
+    y = v[pg.Variable(np.array(1)):pg.Variable(np.array(3))]
+    pg.sum(y * y).backward()
+    np.testing.assert_array_equal(v.grad[1:3], 2 * d[1:3])
+    y.data[0, 0] = 100.0
+    assert v.data[1, 0] == 2.0
+    with pytest.raises(TypeError, match="a slice bound must be an integer scalar"):
+        v[pg.Variable(np.array(1.5)):]
+
+
+def test_slices_with_symbolic_bounds_on_dask():
+    pytest.importorskip("dask.array", reason="the dask backend plugin needs dask")
+    with pg.using_backend("dask"):
+        data = pg.shared(pg.asarray(np.arange(12.0).reshape(6, 2)), name="data")
+        i = T.scalar("i", dtype="int64")
+        f = pg.function([i], pg.sum(data[i * 2:(i + 1) * 2]))
+        assert [float(f(k)) for k in range(3)] == [6.0, 22.0, 38.0]

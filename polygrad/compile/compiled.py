@@ -643,6 +643,13 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"and number of dimensions; pass rebuild_strict=False to allow it"
             )
     give_map = {a._data.id: b._data for a, b in giv}
+    for inp in ins:
+        if inp.variable._data.id in give_map:  # it would be read nowhere: its argument dropped silently
+            raise ValueError(
+                f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces "
+                f"{inp.variable._data!r}, an input of the function; an input is given its value at each "
+                f"call, so replacing it has no effect: remove it from the inputs or from givens"
+            )
     explicit = list(ins)
     known = {inp.variable._data.id for inp in ins}
     outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]

@@ -158,7 +158,10 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
             if s.id in givens:
                 g = givens[s.id]
                 if g.id in env:
-                    env[s.id] = env[g.id]
+                    # Theano substitutes into the graph its gradients were built on: a gradient
+                    # does not go through a replacement, which stands in as a leaf of its value
+                    # (w * x with x given as w: d/dw is x, not 2 w).
+                    env[s.id] = Variable(env[g.id]._data)
                     stack.pop()
                 else:
                     stack.append(g)

@@ -390,21 +390,52 @@ class KeyArg(NamedTuple):
 
 
 def _split_key(key: Any) -> tuple[Any, tuple]:
-    """``(template, variables)``: ``key`` with each Variable in it replaced by a :class:`KeyArg`."""
+    """``(template, variables)``: ``key`` with each Variable in it, an index array or the bound
+    of a slice (``data[i * bs:(i + 1) * bs]`` with a symbolic ``i``), replaced by a :class:`KeyArg`."""
     parts = key if isinstance(key, tuple) else (key,)
-    variables = tuple(k for k in parts if isinstance(k, Variable))
+    variables: list = []
+
+    def place(k: Any) -> Any:
+        if isinstance(k, Variable):
+            variables.append(k)
+            return KeyArg(len(variables) - 1)
+        return _unwrap_key_part(k)
+
+    template = tuple(slice(place(k.start), place(k.stop), place(k.step)) if isinstance(k, slice) else place(k)
+                     for k in parts)
     if not variables:
         return key, ()
-    it = iter(range(len(variables)))
-    template = tuple(KeyArg(next(it)) if isinstance(k, Variable) else _unwrap_key_part(k) for k in parts)
-    return (template if isinstance(key, tuple) else template[0]), variables
+    return (template if isinstance(key, tuple) else template[0]), tuple(variables)
+
+
+def _has_bounds(template: Any) -> bool:
+    """Whether a slice of ``template`` has a bound read from an input (its shape then depends on
+    the values, and the slice is taken as a copy: the row is not a view)."""
+    parts = template if isinstance(template, tuple) and not isinstance(template, KeyArg) else (template,)
+    return any(isinstance(k, slice) and any(isinstance(b, KeyArg) for b in (k.start, k.stop, k.step)) for k in parts)
 
 
 def _fill_key(template: Any, arrays: tuple) -> Any:
-    """The key of :func:`getitem_at` with its index arrays in their places."""
-    if isinstance(template, KeyArg):
-        return arrays[template.k]
-    return tuple(arrays[t.k] if isinstance(t, KeyArg) else t for t in template)
+    """The key of :func:`getitem_at` with its index arrays, and its slices' bounds, in their places."""
+    def fill(t: Any) -> Any:
+        if isinstance(t, KeyArg):
+            return arrays[t.k]
+        if isinstance(t, slice):
+            return slice(*(_bound(arrays[b.k]) if isinstance(b, KeyArg) else b for b in (t.start, t.stop, t.step)))
+        return t
+
+    if isinstance(template, tuple) and not isinstance(template, KeyArg):  # (a KeyArg is a tuple too)
+        return tuple(fill(t) for t in template)
+    return fill(template)
+
+
+def _bound(a: Any) -> int:
+    """A slice bound given as a 0-d integer array, as a Python int."""
+    xp = backend_of_type(type(a)).xp
+    if a.ndim != 0 or not xp.isdtype(a.dtype, "integral"):
+        raise TypeError(f"polygrad: a slice bound must be an integer scalar, got an array of shape "
+                        f"{tuple(a.shape)} and dtype {a.dtype}")
+    return int(a)
 
 
 def _unwrap_key(key: Any) -> Any:
@@ -446,8 +477,7 @@ def getitem(x, key):
     raw index arrays are parameters, kept as they are."""
     template, arrays = _split_key(key)
     if arrays:
-        row = GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT
-        return apply(row, (x, *arrays), {"key": template})
+        return getitem_at(x, *arrays, key=template)
     return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
 
 
@@ -470,7 +500,8 @@ def getitem_grad(g, key, shape):
 
 
 def _getitem_at_kernel(xp: Any, x: Any, *arrays: Any, key: Any) -> Any:
-    return GETITEM.kernel(backend_of_type(type(x)))(x, key=_fill_key(key, arrays))
+    out = GETITEM.kernel(backend_of_type(type(x)))(x, key=_fill_key(key, arrays))
+    return xp.asarray(out, copy=True) if _has_bounds(key) else out  # a slice is a view: this row is none
 
 
 def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tuple) -> Any:
@@ -482,7 +513,8 @@ def _getitem_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any, shape: tupl
 # for the index arrays; each rule reads them, and x's shape.
 GETITEM_AT = defvjp(Op("getitem_at", _getitem_at_kernel, shapes=True),
                     lambda o, g, ans, x, *arrays, key: o.getitem_grad_at(g, *arrays, key=key, shape=tuple(x.shape)))
-# The same with a boolean mask among the arrays: the result's shape depends on the mask's values.
+# The same with a boolean mask among the arrays, or a slice bound: the result's shape depends on
+# their values.
 GETITEM_MASK_AT = defvjp(Op("getitem_mask_at", _getitem_at_kernel, shapes=True, value_shapes=True,
                             shape_args=slice(1, None)), *GETITEM_AT.vjps)
 GETITEM_GRAD_AT = defvjp(Op("getitem_grad_at", _getitem_grad_at_kernel),
@@ -495,7 +527,8 @@ for _row in (GETITEM_AT, GETITEM_MASK_AT, GETITEM_GRAD_AT):
 @public(standard=False)
 def getitem_at(x, *arrays, key):
     """``x[key]`` where ``key`` holds :class:`KeyArg` places filled by ``arrays`` (see :func:`getitem`)."""
-    return apply(GETITEM_MASK_AT if any(_is_bool(a) for a in arrays) else GETITEM_AT, (x, *arrays), {"key": key})
+    shaped = _has_bounds(key) or any(_is_bool(a) for a in arrays)
+    return apply(GETITEM_MASK_AT if shaped else GETITEM_AT, (x, *arrays), {"key": key})
 
 
 @public(standard=False)
