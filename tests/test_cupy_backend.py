@@ -228,6 +228,17 @@ def test_fused_source_of_relu_backward():
                                  "o0 = n2;"]
 
 
+def test_fused_source_of_sigmoid_is_the_rows_precise_form():
+    """The fused line follows the row's kernel: exp(x) / (1 + exp(x)) for x < 0 (0.5 tanh(x / 2) +
+    0.5 cancelled there: sigmoid(-20) was 0 in float32)."""
+    from polygrad_cupy.fuse import source
+
+    nodes = _nodes(("sigmoid", (("input", 0),), {}, (4,), "float32"))
+    _, _, body = source(nodes, (((4,), np.dtype("float32"), False),), (0,))
+    assert body.splitlines()[0] == ("float n0 = ((i0) >= (float)0) ? (float)1 / ((float)1 + exp(-(i0))) "
+                                    ": exp(i0) / ((float)1 + exp(i0));")
+
+
 def test_fused_source_follows_numpy_promotion():
     """int32 + int64 casts to int64; an int divided by an int gives double; NaN and inf scalars are spelled in C."""
     from polygrad_cupy.fuse import source

@@ -223,3 +223,22 @@ def test_logsumexp_of_infinite_slices(xp):
         got = to_np(F.logsumexp(arr(xp, x), axis=1))
     np.testing.assert_array_equal(got[:2], [-np.inf, np.inf])
     assert got[2] == pytest.approx(np.log(1 + np.e))
+
+
+@pytest.mark.parametrize("dtype, xs", [("float32", [-10.0, -20.0, -40.0, 0.0, 30.0]),
+                                       ("float64", [-30.0, -40.0, -100.0, 0.0, 40.0])])
+def test_sigmoid_is_precise_in_both_tails(xp, dtype, xs):
+    """sigmoid was 0.5 tanh(x / 2) + 0.5, which cancels for negative x: sigmoid(-20) was 0 in
+    float32 (2.06e-9 is right), so log(sigmoid(x)) was -inf with a NaN gradient (JAX: -x and 1),
+    and softplus's gradient, written the same way, was 0."""
+    x64 = np.array(xs)
+    exact = np.exp(np.minimum(x64, 0)) / (1 + np.exp(-np.abs(x64)))
+    x = pg.Variable(xp.asarray(np.array(xs, dtype=dtype)))
+    s = F.sigmoid(x)
+    np.testing.assert_allclose(to_np(s.data), exact, rtol=4e-7 if dtype == "float32" else 1e-15)
+    pg.sum(pg.log(s)).backward()  # 1 - sigmoid(x): to the dtype's precision near 1 (s (1 - s) / s)
+    np.testing.assert_allclose(to_np(x.grad), 1 - exact, rtol=4e-7 if dtype == "float32" else 1e-15,
+                               atol=np.finfo(dtype).eps)
+    y = pg.Variable(xp.asarray(np.array(xs, dtype=dtype)))
+    pg.sum(F.softplus(y)).backward()
+    np.testing.assert_allclose(to_np(y.grad), exact, rtol=4e-7 if dtype == "float32" else 1e-15)

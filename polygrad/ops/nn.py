@@ -33,12 +33,23 @@ def relu(x):
     return apply(RELU, (x,))
 
 
-SIGMOID = defvjp(Op("sigmoid", lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5, elementwise=True),
+def _sigmoid_kernel(xp: Any, x: Any) -> Any:
+    """1 / (1 + exp(-x)) with full relative precision in both tails: ``e = exp(-|x|)`` never
+    overflows, ``r = 1 / (1 + e)`` is sigmoid(|x|), and for x < 0 sigmoid(x) = e r. (The form
+    0.5 tanh(x / 2) + 0.5 cancels for negative x: sigmoid(-20) was 0 in float32, where 2.06e-9
+    is right, so log(sigmoid(x)) was -inf with a NaN gradient.)"""
+    e = xp.exp(-xp.abs(x))
+    r = 1.0 / (1.0 + e)
+    return xp.where(x >= 0, r, e * r)
+
+
+SIGMOID = defvjp(Op("sigmoid", _sigmoid_kernel, elementwise=True),
                  lambda o, g, ans, x: g * ans * (1 - ans), saves="ans")
 
 
 @public(standard=False)
 def sigmoid(x):
+    """1 / (1 + exp(-x)), precise in both tails (see the kernel)."""
     return apply(SIGMOID, (x,))
 
 
@@ -49,8 +60,8 @@ def _softplus_kernel(xp: Any, x: Any, beta: float = 1.0) -> Any:
     return y / beta if beta != 1.0 else y
 
 
-SOFTPLUS = defvjp(Op("softplus", _softplus_kernel, elementwise=True),  # d/dx = sigmoid(beta x), written with tanh
-                  lambda o, g, ans, x, beta=1.0: g * (0.5 * o.tanh((0.5 * beta) * x) + 0.5), saves="x")
+SOFTPLUS = defvjp(Op("softplus", _softplus_kernel, elementwise=True),  # d/dx = sigmoid(beta x)
+                  lambda o, g, ans, x, beta=1.0: g * o.sigmoid(x * beta if beta != 1.0 else x), saves="x")
 
 
 @public(standard=False)

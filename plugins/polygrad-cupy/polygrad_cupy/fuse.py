@@ -123,9 +123,9 @@ def _line(np: Any, node: Any, operands: list, dtypes: list) -> str | None:
     if name == "relu":
         a = cast(0, out)
         return f"(({a} > 0) || ({a} != {a})) ? {a} : ({CTYPES[out.name]})0"
-    if name == "sigmoid":  # the row's kernel: 0.5 tanh(0.5 x) + 0.5
-        c = CTYPES[out.name]
-        return f"({c})0.5 * tanh(({c})0.5 * {cast(0, out)}) + ({c})0.5"
+    if name == "sigmoid":  # the row's kernel: 1 / (1 + exp(-x)), exp(x) / (1 + exp(x)) for x < 0
+        c, a = CTYPES[out.name], cast(0, out)
+        return f"(({a}) >= ({c})0) ? ({c})1 / (({c})1 + exp(-({a}))) : exp({a}) / (({c})1 + exp({a}))"
     return None
 
 
