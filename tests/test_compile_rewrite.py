@@ -22,28 +22,45 @@ def kernels(fn):
     return [op.name for op, *_ in program.instrs]
 
 
-@pytest.mark.parametrize("make", [lambda x: x * 1, lambda x: 1.0 * x, lambda x: x + 0, lambda x: 0.0 + x,
+@pytest.mark.parametrize("make", [lambda x: x * 1, lambda x: 1.0 * x, lambda x: x + (-0.0), lambda x: -0.0 + x,
                                   lambda x: x - 0, lambda x: x / 1, lambda x: x ** 1, lambda x: -(-x)],
-                         ids=["x*1", "1*x", "x+0", "0+x", "x-0", "x/1", "x**1", "--x"])
+                         ids=["x*1", "1*x", "x+(-0.0)", "(-0.0)+x", "x-0", "x/1", "x**1", "--x"])
 def test_identities_cost_no_kernel(make):
-    """x*1, x+0, x-0, x/1, x**1 and -(-x) compile to no kernel, and the output is a copy of x."""
+    """x*1, x+(-0.0), x-0, x/1, x**1 and -(-x) compile to no kernel, and the output is a copy of x
+    (the sign of a zero included)."""
     x = T.vector("x")
     fn = pg.function([x], make(x))
-    xv = np.array([1.5, -0.0, np.nan, np.inf])
+    xv = np.array([1.5, -0.0, 0.0, np.nan, np.inf])
     r = fn(xv)
     assert kernels(fn) == []
     assert r is not xv and not np.shares_memory(r, xv)
     np.testing.assert_array_equal(r, xv)
+    np.testing.assert_array_equal(np.signbit(r), np.signbit(xv))
 
 
 def test_times_minus_one_is_a_negation():
-    """x * -1 and 0 - x become one negative."""
+    """x * -1 and x / -1 become one negative."""
     x = T.vector("x")
-    fn = pg.function([x], [x * -1, 0 - x])
-    a, b = fn(np.array([1.0, -2.0]))
+    fn = pg.function([x], [x * -1, x / -1])
+    a, b = fn(np.array([1.0, -2.0, 0.0]))
     assert kernels(fn) == ["negative"]
-    np.testing.assert_array_equal(a, [-1.0, 2.0])
-    np.testing.assert_array_equal(b, [-1.0, 2.0])
+    np.testing.assert_array_equal(a, [-1.0, 2.0, -0.0])
+    np.testing.assert_array_equal(np.signbit(b), [True, False, True])
+
+
+@pytest.mark.parametrize("make", [lambda x: x + 0, lambda x: 0.0 + x, lambda x: 0 - x, lambda x: 1 / (0 - x),
+                                  lambda x: pg.atan2(0 - x, -1.0 + 0 * x), lambda x: x - (-0.0)],
+                         ids=["x+0", "0+x", "0-x", "1/(0-x)", "atan2(0-x,-1)", "x-(-0.0)"])
+def test_no_rewrite_changes_the_sign_of_a_zero(make):
+    """0 - x became -x and x + 0 became x: at x = 0.0 compiled 1 / (0 - x) gave -inf where eager
+    gives +inf, and atan2(0 - x, -1) gave -pi for pi (found against NumPy in stop 25)."""
+    x = T.vector("x")
+    fn = pg.function([x], make(x))
+    xv = np.array([0.0, -0.0, 2.0])
+    eager = make(pg.Variable(xv)).data
+    r = fn(xv)
+    np.testing.assert_array_equal(r, eager)
+    np.testing.assert_array_equal(np.signbit(r), np.signbit(eager))
 
 
 def test_promoting_identity_is_kept():

@@ -110,3 +110,14 @@ def test_linear_ops_carry_complex_gradients():
     y = P.take(P.flip(P.concat([x, x])), np.array([0, 1, 1]))  # [x1, x0, x0]
     y.backward(np.array([1.0, 1.0j, 2.0]))
     np.testing.assert_allclose(x.grad, np.array([2.0 + 1.0j, 1.0]))
+
+
+def test_a_python_bool_base_or_exponent_has_a_gradient():
+    """True ** z for a complex z computed, then its backward failed inside pow's rule ("'bool'
+    object has no attribute 'astype'"): a bool is the number 1 or 0."""
+    z = pg.Variable(np.array([1 + 1j, 2 - 1j]))
+    pg.sum(pg.real(True ** z)).backward()
+    np.testing.assert_array_equal(z.grad, [0, 0])
+    x = pg.Variable(np.array([2.0, 3.0]))
+    pg.sum(x ** True).backward()
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])

@@ -89,3 +89,27 @@ def test_clip_keeps_x_dtype_and_gives_bound_its_dtype(xp):
     pg.sum(y).backward()
     assert x.grad.dtype == xp.float32 and lo.grad.dtype == xp.float64
     assert_close(lo.grad, np.array([1.0, 0.0]))
+
+
+def test_atan2_gradient_of_small_and_large_inputs():
+    """atan2's rules divided by x * x + y * y, which underflows to 0 for small non-zero inputs (then
+    replaced by 1: the gradient was 1e49 times too small in float32) and overflows for large ones."""
+    for dtype, tiny in (("float32", 1e-25), ("float64", 1e-170), ("float64", 1e200)):
+        xs, ys = np.array([1.0, 3.0]) * tiny, np.array([1.0, 4.0]) * tiny
+        x, y = pg.Variable(xs.astype(dtype)), pg.Variable(ys.astype(dtype))
+        pg.sum(pg.atan2(x, y)).backward()
+        h = np.hypot(xs, ys)  # exact: y / (x^2 + y^2) and -x / (x^2 + y^2), computed in float64 without over/underflow
+        np.testing.assert_allclose(x.grad, ((ys / h) / h).astype(dtype), rtol=1e-6)
+        np.testing.assert_allclose(y.grad, (-(xs / h) / h).astype(dtype), rtol=1e-6)
+    z = pg.Variable(np.array([0.0])), pg.Variable(np.array([0.0]))
+    pg.sum(pg.atan2(*z)).backward()
+    assert z[0].grad[0] == 0.0 and z[1].grad[0] == 0.0
+
+
+def test_logaddexp_gradient_at_infinity():
+    """exp(x - ans) was exp(inf - inf) = NaN where an argument is +inf; the derivative is
+    sigmoid(x - y): 1 for the infinite argument, 0 for the other."""
+    x, y = pg.Variable(np.array([0.0, np.inf, 5.0])), pg.Variable(np.array([np.inf, -3.0, np.inf]))
+    pg.sum(pg.logaddexp(x, y)).backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(y.grad, [1.0, 0.0, 1.0])

@@ -227,3 +227,12 @@ def test_det_of_spd_second_order_with_graph_rules(xp):
     """Rules built with polygrad ops differentiate again: d/dX of grad(det) vs central differences."""
     a = sample(xp, (2, 2), "any", 3)
     check_grads(lambda x: L.det(spd(xp, x)) * L.trace(L.inv(spd(xp, x))), [a], order=2)
+
+
+@pytest.mark.parametrize("shape, ord", [((3, 0), 1), ((3, 0), math.inf), ((0, 0), 1), ((2, 0, 0), math.inf)])
+def test_matrix_norm_of_an_empty_matrix_has_an_empty_gradient(shape, ord):
+    """ord 1 / inf of a matrix with no entries is 0 forward; its backward took the max of no
+    column sums and raised NumPy's zero-size reduction error. The gradient is empty (JAX's)."""
+    x = pg.Variable(np.zeros(shape))
+    pg.sum(pg.linalg.matrix_norm(x, ord=ord)).backward()
+    assert x.grad.shape == shape

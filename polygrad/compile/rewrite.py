@@ -9,10 +9,13 @@ element the same value: a Python number, a one-element array, or a folded
 broadcast of one). The rules::
 
     x * 1, 1 * x, x / 1, x ** 1  ->  x
-    x + 0, 0 + x, x - 0          ->  x       (x + 0 turns a -0.0 of x into +0.0; the rewrite keeps -0.0)
+    x - 0, x + (-0.0)            ->  x
     x * -1, -1 * x, x / -1       ->  -x
-    0 - x                        ->  -x      (the same caveat on the sign of zero)
     -(-x)                        ->  x
+
+(x + 0 and 0 - x are left as they are: -0.0 + 0 is +0.0, and 0 - 0.0 is +0.0 where -0.0 is
+-0.0, and the sign of a zero shows in 1 / x and atan2: compiled 1 / (0 - x) gave -inf where
+eager gives +inf.) A uniform integer or boolean zero counts as +0.0.
     exp(log(x))                  ->  x       where x is known non-negative (exp, abs, sqrt, square, x*x, ...)
 
 The folded seed of ``sum``'s gradient (ones broadcast to the input's shape) is
@@ -154,15 +157,13 @@ def simplify(op: Any, args: tuple, params: dict | None, out: int, facts: Facts) 
                     new = _negative(facts, out, keep)
                     if new is not None:
                         return new
-        elif name == "add":
+        elif name == "add":  # x + (-0.0) is x, sign of zero too; x + 0.0 is not (-0.0 + 0.0 is +0.0)
             for u, keep in ((ub, a), (ua, b)):
-                if u == 0 and facts.same_array(out, keep):
+                if u == 0 and _negative_zero(u) and facts.same_array(out, keep):
                     return ("alias", keep)
-        elif name == "subtract":
-            if ub == 0 and facts.same_array(out, a):
+        elif name == "subtract":  # x - 0 is x; 0 - x is not -x (0 - 0.0 is +0.0, -(0.0) is -0.0)
+            if ub == 0 and not _negative_zero(ub) and facts.same_array(out, a):
                 return ("alias", a)
-            if ua == 0:
-                return _negative(facts, out, b)
         elif name == "divide":
             if ub == 1 and facts.same_array(out, a):
                 return ("alias", a)
@@ -183,6 +184,14 @@ def simplify(op: Any, args: tuple, params: dict | None, out: int, facts: Facts) 
                 and inner_args[0][1] in facts.non_negative and facts.same_array(out, inner_args[0])):
             return ("alias", inner_args[0])
     return None
+
+
+def _negative_zero(u: Any) -> bool:
+    """Whether the uniform value ``u`` is a floating-point -0.0."""
+    try:
+        return u == 0 and math.copysign(1.0, u) < 0
+    except TypeError:  # a complex or otherwise unsigned value
+        return False
 
 
 def note_kept(op: Any, args: tuple, out: int, facts: Facts) -> None:

@@ -92,6 +92,14 @@ def _nonzero(o: Any, a: Any) -> Any:
     return o.where(a == 0, 1.0, a)
 
 
+def _over_radius_squared(o: Any, g: Any, a: Any, x: Any, y: Any) -> Any:
+    """``g a / (x^2 + y^2)`` (atan2's rules), 0 at (0, 0), as ``g (a / h) / h`` with ``h =
+    hypot(x, y)``: x * x + y * y underflowed to 0 for small non-zero x, y (the gradient came out
+    1e49 times too small) and overflowed for large ones."""
+    h = _nonzero(o, o.hypot(x, y))
+    return g * (a / h) / h
+
+
 # ---------------------------------------------------------------------------
 # Arithmetic (broadcasting; Python scalars allowed on either side)
 # ---------------------------------------------------------------------------
@@ -120,7 +128,7 @@ remainder = binary(REMAINDER)
 
 
 def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
-    if type(y) in (int, float, complex):  # a constant exponent (the common case)
+    if type(y) in (bool, int, float, complex):  # a constant exponent (the common case)
         return g * 0.0 if y == 0 else g * _conj(o, y * x ** (y - 1))
     # y x**(y-1), with x**(y-1) taken at 1 where x = y = 0 (where it is 0**-1), so that the
     # gradient is 0 there and not nan. (A where() on y == 0 instead gave 0 at every y = 0, and
@@ -129,7 +137,7 @@ def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 
 def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
-    if type(x) in (int, float, complex):  # a constant base
+    if type(x) in (bool, int, float, complex):  # a constant base (True: 1)
         if x == 0:
             return g * 0.0  # d/dy 0**y = 0 (y > 0)
         if type(x) is complex or _is_complex(ans):
@@ -170,9 +178,9 @@ LOG2 = defvjp(_row("log2"), lambda o, g, ans, x: g / _conj(o, x * _LN2), saves="
 log2 = unary(LOG2)
 LOG10 = defvjp(_row("log10"), lambda o, g, ans, x: g / _conj(o, x * _LN10), saves="x")
 log10 = unary(LOG10)
-LOGADDEXP = defvjp(_row("logaddexp", broadcasts=True),
-                   lambda o, g, ans, x, y: g * o.exp(x - ans),
-                   lambda o, g, ans, x, y: g * o.exp(y - ans), saves="xy ans")
+LOGADDEXP = defvjp(_row("logaddexp", broadcasts=True),  # exp(x - ans) would be exp(inf - inf) at x = inf
+                   lambda o, g, ans, x, y: g * o.sigmoid(x - y),
+                   lambda o, g, ans, x, y: g * o.sigmoid(y - x), saves="xy")
 logaddexp = binary(LOGADDEXP)
 SQRT = defvjp(_row("sqrt"), lambda o, g, ans, x: g / (2 * _conj(o, ans)), saves="ans")
 sqrt = unary(SQRT)
@@ -195,8 +203,8 @@ acos = unary(ACOS)
 ATAN = defvjp(_row("atan"), lambda o, g, ans, x: g / _conj(o, 1 + x * x), saves="x")
 atan = unary(ATAN)
 ATAN2 = defvjp(_row("atan2", broadcasts=True),  # 0 at (0, 0)
-               lambda o, g, ans, x, y: g * y / _nonzero(o, x * x + y * y),
-               lambda o, g, ans, x, y: -g * x / _nonzero(o, x * x + y * y), saves="xy")
+               lambda o, g, ans, x, y: _over_radius_squared(o, g, y, x, y),
+               lambda o, g, ans, x, y: _over_radius_squared(o, -g, x, x, y), saves="xy")
 atan2 = binary(ATAN2)
 HYPOT = defvjp(_row("hypot", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: g * x / _nonzero(o, ans),

@@ -588,6 +588,8 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
         elif ord == -2:
             u, vh = u[..., :, -1:], vh[..., -1:, :]
         return _scale(o, g, o.matmul(u, vh))
+    if 0 in tuple(x.shape)[-2:]:  # an empty matrix: no entries, no gradient (max of no sums would raise)
+        return o.zeros_like(x)
     # 1 / -1: max / min column sum of |x|; inf / -inf: max / min row sum
     along, across = (-2, -1) if ord in (1, -1) else (-1, -2)
     a = o.abs(x)
