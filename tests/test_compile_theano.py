@@ -905,3 +905,46 @@ def test_slices_with_symbolic_bounds_on_dask():
         i = T.scalar("i", dtype="int64")
         f = pg.function([i], pg.sum(data[i * 2:(i + 1) * 2]))
         assert [float(f(k)) for k in range(3)] == [6.0, 22.0, 38.0]
+
+
+def test_shared_strict_and_declared_shape():
+    """pg.shared(strict=True) was accepted and ignored (int64, float32 and list values were
+    converted). A shared variable's shape is its first value's unless shape= declares a
+    dimension that may change (Theano's dataset swapped by set_value, a buffer an update grows);
+    the docs said neither."""
+    s = pg.shared(np.zeros(3), name="s", strict=True)
+    for bad in (np.array([1, 2, 3]), [1.0, 2.0, 3.0], np.zeros(3, dtype=np.float32)):
+        with pytest.raises(TypeError, match="the value of s is strict"):
+            s.set_value(bad)
+    s.set_value(np.ones(3))
+    with pytest.raises(ValueError, match=r"the value of s expects shape \(3,\), got \(5,\)"):
+        s.set_value(np.ones(5))
+    data = pg.shared(np.arange(6.0).reshape(3, 2), name="data", shape=(None, 2))
+    w = pg.shared(np.array([1.0, -1.0]), name="w")
+    f = pg.function([], pg.sum(data @ w))
+    assert float(f()) == -3.0
+    data.set_value(np.ones((5, 2)) * np.array([3.0, 1.0]))
+    assert float(f()) == 10.0
+    with pytest.raises(ValueError, match=r"expects shape \('\?', 2\), got \(5, 3\)"):
+        data.set_value(np.ones((5, 3)))
+    buf = pg.shared(np.zeros(3), name="buf", shape=(None,))
+    x = T.vector("x")
+    g = pg.function([x], pg.sum(buf), updates=[(buf, x)])
+    assert float(g(np.ones(5))) == 0.0 and buf.get_value().shape == (5,)
+    assert float(g(np.ones(2))) == 5.0 and buf.get_value().shape == (2,)
+    with pytest.raises(ValueError, match=r"shape \(None, 3\) does not fit the value of shape \(2, 2\)"):
+        pg.shared(np.ones((2, 2)), shape=(None, 3))
+
+
+def test_call_errors_name_the_function():
+    """Errors at call time did not name the function (even with name=), and a string argument
+    was called a loss of precision."""
+    W, x = T.matrix("W"), T.vector("x")
+    mv = pg.function([W, x], W @ x, name="mv")
+    with pytest.raises(ValueError, match=r"input W of function 'mv' expects shape"):
+        mv(np.ones(3), np.ones(3))
+    with pytest.raises(TypeError, match=r"input x of function 'mv' of dtype float64 takes numbers or arrays, got str"):
+        mv(np.ones((2, 3)), "abc")
+    with pytest.raises(ValueError, match="matmul failed") as info:
+        mv(np.ones((2, 3)), np.ones(4))
+    assert "(while running polygrad.function 'mv')" in info.value.__notes__

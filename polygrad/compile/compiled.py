@@ -301,6 +301,8 @@ class CompiledFunction:
                 values.append(v._data if isinstance(v, Variable) else v)
             else:
                 label = f"input {inp.name}" if inp.name is not None else f"input {i}"
+                if self.name is not None:
+                    label += f" of function {self.name!r}"
                 values.append(to_value(inp.variable, v, copy=False, strict=inp.strict, allow_downcast=self._downcast[i],
                                        what=label))
             if isinstance(inp.value, Container):
@@ -341,7 +343,12 @@ class CompiledFunction:
 
     def _run(self, args: tuple, kwargs: dict) -> Any:
         values, writes = self._bind(args, kwargs)
-        program, results = self._execute(values)
+        try:
+            program, results = self._execute(values)
+        except Exception as exc:
+            if self.name is not None:
+                exc.add_note(f"(while running polygrad.function {self.name!r})")
+            raise
         n_out = len(self.outputs)
         outs, ups = list(results[:n_out]), list(results[n_out:])
         backend = _backend_of(values, results)
@@ -354,11 +361,16 @@ class CompiledFunction:
         # Check every update before writing any: a failing call changes nothing.
         for (idx, expr), new in zip(self._updates, ups):
             old = self._containers[idx].value
-            if old is not None and (tuple(new.shape) != tuple(old.shape) or new.dtype != old.dtype):
+            declared = self.inputs[idx].variable._data.shape  # None where a dimension may change
+            if declared is None:
+                declared = tuple(old.shape) if old is not None else ()
+            if old is not None and (new.dtype != old.dtype or len(new.shape) != len(declared) or any(
+                    d is not None and d != n for d, n in zip(declared, new.shape))):
                 label = self.inputs[idx].name or f"input {idx}"
+                want = tuple("?" if d is None else d for d in declared)
                 raise ValueError(
                     f"polygrad: the update of {label} has shape {tuple(new.shape)} and dtype {new.dtype}, but {label} "
-                    f"has shape {tuple(old.shape)} and dtype {old.dtype}"
+                    f"has shape {want} and dtype {old.dtype}"
                 )
         # A value passed for an input whose value is a Container overwrites its content (Theano);
         # an update of the same input, applied next, replaces it in turn.

@@ -22,14 +22,15 @@ class Container:
     value to storing the new one, so that calls from several threads lose no update.
     """
 
-    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast", "lock")
+    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast", "lock", "strict")
 
     def __init__(self, variable: Variable, value: Any = None, name: str | None = None, *,
-                 allow_downcast: bool | None = None) -> None:
+                 allow_downcast: bool | None = None, strict: bool = False) -> None:
         self.variable = variable
         self.name = name
         self.readonly = False
         self.allow_downcast = allow_downcast
+        self.strict = strict
         self.lock = threading.RLock()
         self._value = None
         if value is not None:
@@ -44,8 +45,8 @@ class Container:
         self.set(value)
 
     def set(self, value: Any, borrow: bool = False) -> None:
-        value = to_value(self.variable, value, copy=not borrow, allow_downcast=self.allow_downcast,
-                         what=f"the value of {self.name or self.variable}")
+        value = to_value(self.variable, value, copy=not borrow, strict=getattr(self, "strict", False),
+                         allow_downcast=self.allow_downcast, what=f"the value of {self.name or self.variable}")
         with self.lock:  # not in the middle of a call that reads the old value and writes an update
             self._value = value
 
@@ -80,6 +81,9 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
     if is_array(value):
         backend = backend_of_type(type(value))
     else:
+        if isinstance(value, (str, bytes)):
+            raise TypeError(f"polygrad: {what} of dtype {sym.dtype} takes numbers or arrays, got {type(value).__name__} "
+                            f"{value[:40]!r}")
         if strict:
             raise TypeError(f"polygrad: {what} is strict and needs an array of dtype {sym.dtype}, got {type(value).__name__}")
         backend = get_backend()
@@ -186,10 +190,19 @@ class SharedVariable(Variable):
         self.container.set(value)
 
 
-def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow: bool = False) -> SharedVariable:
+def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow: bool = False,
+           shape: tuple | None = None) -> SharedVariable:
     """A shared variable initialized with ``value`` (an array, or anything
     ``pg.asarray`` takes; a Python float becomes a scalar of the current backend's default
-    floating dtype, float64 on numpy)."""
+    floating dtype, float64 on numpy).
+
+    :param strict: a new value (``set_value``) must be an array of exactly this dtype
+        (Theano's ``strict``); otherwise it is converted where no value changes.
+    :param shape: the shape later values may have: ``value``'s shape, with None where a
+        dimension may change (``shape=(None, 784)`` for a dataset swapped chunk by chunk).
+        By default ``value``'s shape, fixed: functions built on the variable may have read
+        it (unlike Theano, where only the number of dimensions is fixed).
+    """
     from polygrad.backends import asarray
     from polygrad.core.dispatch import is_array
 
@@ -198,10 +211,17 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
     arr = value._data if isinstance(value, Variable) else value
     if not is_array(arr):
         arr = asarray(arr)
-    sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=tuple(arr.shape))
+    if shape is None:
+        shape = tuple(arr.shape)
+    else:
+        shape = tuple(shape)
+        if len(shape) != len(arr.shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+            raise ValueError(f"polygrad.shared: shape {shape} does not fit the value of shape {tuple(arr.shape)} "
+                             f"(None for a dimension that may change)")
+    sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=shape)
     v = SharedVariable.__new__(SharedVariable)
     Variable.__init__(v, sym, requires_grad=False, name=name)
-    v.container = Container(v, None, name=name)
+    v.container = Container(v, None, name=name, strict=strict)
     v.container.set(arr, borrow=borrow)
     v.default_update = None
     sym.container = v.container
