@@ -57,8 +57,9 @@ def test_no_rewrite_changes_the_sign_of_a_zero(make):
     x = T.vector("x")
     fn = pg.function([x], make(x))
     xv = np.array([0.0, -0.0, 2.0])
-    eager = make(pg.Variable(xv)).data
-    r = fn(xv)
+    with np.errstate(divide="ignore"):  # 1 / 0 is the point
+        eager = make(pg.Variable(xv)).data
+        r = fn(xv)
     np.testing.assert_array_equal(r, eager)
     np.testing.assert_array_equal(np.signbit(r), np.signbit(eager))
 
