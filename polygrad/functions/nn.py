@@ -114,15 +114,22 @@ def linear(x, W, b=None):
 
 def _check_linear(x: Any, W: Any, b: Any) -> None:
     """ValueError naming linear's argument whose shape does not fit ``W`` (out, in): without
-    it a one-row ``W`` broadcast against a longer ``b`` gave a wrong shape silently."""
-    xs, ws, bs = _shape(x), _shape(W), None if b is None else _shape(b)
-    if ws is not None and len(ws) != 2:
-        raise ValueError(f"polygrad.functions.linear: expects W of shape (out, in), got {ws}")
-    n_out, n_in = (None, None) if ws is None else ws
-    if xs is not None and xs and not _same(xs[-1:], (n_in,)):
-        raise ValueError(f"polygrad.functions.linear: x of shape {xs} has {xs[-1]} features, W of shape {ws} takes {n_in}")
-    if bs is not None and not _same(bs, (n_out,)):
-        raise ValueError(f"polygrad.functions.linear: expects b of shape ({n_out},) for W of shape {ws}, got {bs}")
+    it a one-row ``W`` broadcast against a longer ``b`` gave a wrong shape silently. (Unknown
+    ranks and dimensions, None, fit anything.)"""
+    ws = (W._data if isinstance(W, Variable) else W).shape
+    if ws is None:
+        return
+    if len(ws) != 2:
+        raise ValueError(f"polygrad.functions.linear: expects W of shape (out, in), got {tuple(ws)}")
+    xs = (x._data if isinstance(x, Variable) else x).shape
+    if xs and xs[-1] != ws[1] and xs[-1] is not None and ws[1] is not None:
+        raise ValueError(f"polygrad.functions.linear: x of shape {tuple(xs)} has {xs[-1]} features, W of shape "
+                         f"{tuple(ws)} takes {ws[1]}")
+    if b is not None:
+        bs = (b._data if isinstance(b, Variable) else b).shape
+        if bs is not None and (len(bs) != 1 or (bs[0] != ws[0] and bs[0] is not None and ws[0] is not None)):
+            raise ValueError(f"polygrad.functions.linear: expects b of shape ({ws[0]},) for W of shape {tuple(ws)}, "
+                             f"got {tuple(bs)}")
 
 
 # ---------------------------------------------------------------------------

@@ -393,6 +393,12 @@ def _split_key(key: Any) -> tuple[Any, tuple]:
     """``(template, variables)``: ``key`` with each Variable in it, an index array or the bound
     of a slice (``data[i * bs:(i + 1) * bs]`` with a symbolic ``i``), replaced by a :class:`KeyArg`."""
     parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
+        if isinstance(k, Variable) or (type(k) is slice and (
+                isinstance(k.start, Variable) or isinstance(k.stop, Variable) or isinstance(k.step, Variable))):
+            break
+    else:
+        return key, ()  # the usual key: nothing to place
     variables: list = []
 
     def place(k: Any) -> Any:
@@ -403,8 +409,6 @@ def _split_key(key: Any) -> tuple[Any, tuple]:
 
     template = tuple(slice(place(k.start), place(k.stop), place(k.step)) if isinstance(k, slice) else place(k)
                      for k in parts)
-    if not variables:
-        return key, ()
     return (template if isinstance(key, tuple) else template[0]), tuple(variables)
 
 
