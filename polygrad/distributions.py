@@ -13,6 +13,7 @@ way to write the same estimator by hand::
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any
 
@@ -57,15 +58,11 @@ class Distribution:
         shape, or ``sample_shape`` (an int or a tuple) of them, stacked in front, as
         ``torch.distributions`` and Chainer do. ``rng`` is a generator of the backend's random
         numbers (default: the backend's own); passing it first, ``sample(rng)``, is deprecated."""
-        if not isinstance(sample_shape, (int, tuple)):  # sample(rng), the older form
+        if hasattr(sample_shape, "uniform") or hasattr(sample_shape, "normal"):  # sample(rng), the older form
             warnings.warn("polygrad: Distribution.sample(rng) is deprecated; pass sample(rng=rng)",
                           DeprecationWarning, stacklevel=2)
             sample_shape, rng = (), sample_shape
-        shape = (sample_shape,) if isinstance(sample_shape, int) else sample_shape
-        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
-            raise ValueError(f"polygrad: {type(self).__name__}.sample: sample_shape must be a non-negative int "
-                             f"or a tuple of them, got {sample_shape!r}")
-        return self._draw(shape, self._rng(rng))
+        return self._draw(_sample_shape(self, sample_shape), self._rng(rng))
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         """A sample of ``shape`` stacked in front of the batch shape, drawn from ``rng``."""
@@ -157,6 +154,19 @@ class Normal(Distribution):
     def log_prob(self, value: Any) -> Variable:
         z = subtract(_data(value), self.mean) / self.std
         return -0.5 * z * z - log(self.std if isinstance(self.std, Variable) else _as_array(self.std, value)) - 0.5 * math.log(2 * math.pi)
+
+
+def _sample_shape(d: Distribution, sample_shape: Any) -> tuple:
+    """``sample_shape`` (an integer, or a sequence of them: NumPy's integers too) as a tuple of ints."""
+    try:
+        shape = (operator.index(sample_shape),) if not hasattr(sample_shape, "__len__") else tuple(
+            operator.index(n) for n in sample_shape)
+    except TypeError:
+        shape = None
+    if shape is None or any(n < 0 for n in shape) or isinstance(sample_shape, bool):
+        raise ValueError(f"polygrad: {type(d).__name__}.sample: sample_shape must be a non-negative integer or a "
+                         f"sequence of them, got {sample_shape!r}")
+    return shape
 
 
 def _as_array(x: Any, like: Any) -> Any:

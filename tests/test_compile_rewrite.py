@@ -194,3 +194,13 @@ def test_signed_zero_constants_stay_apart(fusion_on, monkeypatch):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_integer_zero_identities_cost_no_kernel():
+    """Integers have no -0: x + 0 and 0 + x are x, 0 - x is -x (stop 25 had dropped these with
+    the floating rules)."""
+    i = T.tensor("int64", (None,), "i")
+    for make, want in ((lambda v: v + 0, []), (lambda v: 0 + v, []), (lambda v: 0 - v, ["negative"])):
+        fn = pg.function([i], make(i))
+        np.testing.assert_array_equal(fn(np.array([1, -2, 0])), make(np.array([1, -2, 0])))
+        assert kernels(fn) == want

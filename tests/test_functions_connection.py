@@ -249,3 +249,14 @@ def test_linear_and_convolution_check_their_arguments_shapes():
         F.convolution_2d(pg.Variable(np.ones((1, 3, 5, 5), "float32")), pg.Variable(np.ones((2, 3, 3, 3), "float32")),
                          pg.Variable(np.ones(3, "float32")))
     assert F.linear(pg.Variable(np.ones((2, 3, 2), "float32")), pg.Variable(np.ones((4, 6), "float32"))).shape == (2, 4)
+
+
+def test_linear_flattens_a_symbolic_input_of_unknown_batch():
+    """x (None, 3, 1) was flattened by reshape(x, (None, -1)), which failed at the call."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("float64", (None, 3, 1), "x")
+    W = pg.shared(np.arange(6.0).reshape(2, 3), name="W")
+    f = pg.function([x], F.linear(x, W))
+    xs = np.arange(12.0).reshape(4, 3, 1)
+    np.testing.assert_array_equal(f(xs), xs.reshape(4, 3) @ np.arange(6.0).reshape(2, 3).T)

@@ -288,3 +288,16 @@ def test_softmax_cross_entropy_of_a_class_per_position(xp, normalize, reduce):
     check_grads(lambda a: F.softmax_cross_entropy(a, ints(xp, t), normalize=normalize, reduce=reduce), [arr(xp, x)])
     with pytest.raises(ValueError, match=r"expects x of shape \(N, C, \.\.\.\) and t of shape \(N, \.\.\.\), got x \(2, 3, 4, 5\) and t \(2, 5, 4\)"):
         F.softmax_cross_entropy(v, ints(xp, t.reshape(2, 5, 4)))
+
+
+def test_softmax_cross_entropy_of_a_class_per_position_with_an_unknown_batch():
+    """Compiled with a symbolic batch size: only C and the positions need known sizes."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("float64", (None, 4, 3), "x")
+    t = T.tensor("int64", (None, 3), "t")
+    xs = np.random.RandomState(0).randn(2, 4, 3)
+    ts = np.array([[0, 3, -1], [2, 2, 1]])
+    for kwargs in ({}, {"normalize": False}, {"reduce": "no"}):
+        f = pg.function([x, t], F.softmax_cross_entropy(x, t, **kwargs))
+        np.testing.assert_allclose(f(xs, ts), F.softmax_cross_entropy(pg.Variable(xs), ts, **kwargs).data, rtol=1e-12)

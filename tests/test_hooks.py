@@ -675,3 +675,21 @@ def test_memory_hook_counts_a_nested_step_once():
     finally:
         tracemalloc.stop()
     assert 250_000 * 8 <= hook.total_used_bytes() <= grown + 100_000
+
+
+def test_timer_hook_totals_follow_call_history():
+    """The nesting was kept in a list beside call_history: after call_history.clear() (or a
+    filtered copy assigned to it) total_time() dropped outermost steps and summary() raised
+    IndexError. Each record knows whether it ran inside another step now."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(_SleepInBackward()(x))
+    with TimerHook() as m:
+        pg.sum(pg.exp(x))
+        m.call_history.clear()
+        gx, = pg.grad([y], [x], create_graph=True)
+        pg.sum(pg.exp(x))
+    assert 0.05 <= m.total_time() == pytest.approx(sum(t for r in m.call_history for t in (r[1],) if not r.nested))
+    m.call_history = [r for r in m.call_history if r[0].label != "exp"]
+    assert m.total_time() >= 0.05 and "_Sleep" in m.summary()
+    m.call_history.append((m.call_history[0][0], 0.5))  # a plain tuple counts as an outermost step
+    assert m.total_time() >= 0.55

@@ -260,5 +260,8 @@ def test_sample_takes_a_sample_shape():
     assert D.Normal(loc, scale).sample(rng=rng).shape == (3,)
     with pytest.warns(DeprecationWarning, match=r"sample\(rng\) is deprecated"):
         assert D.Normal(loc, scale).sample(rng).shape == (3,)
-    with pytest.raises(ValueError, match="sample_shape must be a non-negative int"):
-        D.Normal(loc, scale).sample(-1)
+    assert D.Normal(loc, scale).sample(np.int64(4)).shape == (4, 3)  # NumPy's integers, lists
+    assert D.Normal(loc, scale).sample([2, np.int64(4)]).shape == (2, 4, 3)
+    for bad in (-1, 2.5, [2, -1], "4"):
+        with pytest.raises(ValueError, match="sample_shape must be a non-negative integer"):
+            D.Normal(loc, scale).sample(bad)

@@ -173,7 +173,7 @@ class CompiledFunction:
             elif isinstance(inp.value, Container):
                 self._containers.append(inp.value)
             else:
-                c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i])
+                c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i], strict=inp.strict)
                 if inp.value is not None:
                     c.set(inp.value, borrow=inp.mutable)
                 self._containers.append(c)
@@ -376,10 +376,10 @@ class CompiledFunction:
         # an update of the same input, applied next, replaces it in turn.
         for i in writes:
             self._containers[i]._value = _own(values[i], not self.inputs[i].mutable)
-        own = _owner(program)
+        own = _owner(program, [not o.borrow for o in self.outputs] + [not self.inputs[i].mutable for i, _ in self._updates])
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
-            self._containers[idx]._value = own(n_out + k, new, not self.inputs[idx].mutable)
-        outs = [own(k, o, not self.outputs[k].borrow) for k, o in enumerate(outs)]
+            self._containers[idx]._value = own(n_out + k, new)
+        outs = [own(k, o) for k, o in enumerate(outs)]
         if self._single:
             return outs[0]
         return outs
@@ -453,10 +453,10 @@ class CompiledFunction:
                         raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
             program, results = self._execute(values)
             n_out = len(self.outputs)
-            own = _owner(program)
+            own = _owner(program, [True] * len(results))
             owned = list(results)
             for k in [*range(n_out, len(results)), *range(n_out)]:  # the updates first, as a call does
-                owned[k] = own(k, results[k], True)
+                owned[k] = own(k, results[k])
             new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, owned[n_out:])}
             outs = owned[:n_out]
             return (outs[0] if self._single else outs), new_state
@@ -490,7 +490,9 @@ class CompiledFunction:
             if i is None:
                 raise ValueError(f"polygrad: copy(swap=...): {old.name or old!r} is not a shared variable of this function")
             a, b = old._data, repl._data
-            if a.dtype != b.dtype or a.shape != b.shape:
+            # repl's values must fit what the function may have read of old's shape (None: nothing)
+            if a.dtype != b.dtype or (a.shape is not None and (b.shape is None or len(a.shape) != len(b.shape) or any(
+                    m is not None and m != n for m, n in zip(a.shape, b.shape)))):
                 raise TypeError(
                     f"polygrad: copy(swap=...): {repl.name or repl!r} (dtype {b.dtype}, shape {b.shape}) cannot replace "
                     f"{old.name or old!r} (dtype {a.dtype}, shape {a.shape})"
@@ -499,7 +501,7 @@ class CompiledFunction:
         if not share_memory:
             for i in self._owned:
                 c = self._containers[i]
-                fresh = Container(c.variable, None, name=c.name, allow_downcast=c.allow_downcast)
+                fresh = Container(c.variable, None, name=c.name, allow_downcast=c.allow_downcast, strict=c.strict)
                 if c.value is not None:
                     fresh._value = _own(c.value, True)
                 containers[i] = fresh
@@ -546,24 +548,49 @@ def _backend_of(values: list, results: tuple) -> Any:
     return None
 
 
-def _owner(program: Program) -> Any:
-    """``own(k, value, may_copy)``: result ``k`` of one run of ``program`` as its holder (an
-    output, an update's container) may keep it. The memory of each root (see
-    ``Program.roots``) is handed out once as it is; a second holder of it (the same value, or
-    a view of it: ``y`` and ``y.T``) gets a copy, as does a value that may alias an input,
-    unless ``may_copy`` is False (``borrow``, a mutable input)."""
-    handed: set[int] = set()
+def _owner(program: Program, may_copy: list) -> Any:
+    """``own(k, value)``: result ``k`` of one run of ``program`` as its holder (an output, an
+    update's container) may keep it. ``may_copy[k]`` is False for a holder that takes the
+    value as it is (``borrow``, a mutable input). The memory of each root (see
+    ``Program.roots``) is handed out as it is once: to the holders that take it so, else to
+    the first; any other holder of it (the same value, or a view of it: ``y`` and ``y.T``)
+    gets a copy, as does a value that may alias an input."""
+    kinds, roots = program.out_refs, program.roots
+    handed = {roots[k] for k, m in enumerate(may_copy) if not m and kinds[k][0] != "c"}
 
-    def own(k: int, value: Any, may_copy: bool) -> Any:
-        kind, _ = program.out_refs[k]
-        if kind == "c":  # a constant of the program, borrowed or not: a write would change later calls
+    def own(k: int, value: Any) -> Any:
+        if kinds[k][0] == "c":  # a constant of the program, borrowed or not: a write would change later calls
             return _own(value, True)
-        root = program.roots[k]
+        if not may_copy[k]:
+            return _own(value, False)
+        root = roots[k]
         repeat = root in handed
         handed.add(root)
-        return _own(value, may_copy and (program.may_alias_input[k] or repeat))
+        return _own(value, program.may_alias_input[k] or repeat)
 
     return own
+
+
+def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, name: str | None) -> None:
+    """NotImplementedError where givens replaces an intermediate expression that a gradient
+    passes through (from a ``wrt`` to the cost). Theano differentiates the graph as it was
+    built, through the replaced expression's own operations, and then substitutes its value;
+    a trace computes one value per expression, so polygrad cannot follow that. (A replaced
+    input or shared variable, or an expression no ``wrt`` leads to, is a leaf of the gradient
+    either way: its replacement gives its value.)"""
+    inner = set(give_map)
+    grads = [s for s in walk(roots, known, give_map) if s.kind == "grad"]
+    for g in grads:
+        cost, wrt = g.grad_of[0], g.grad_of[1]
+        wrt_ids = {w.id for w in wrt}
+        for s in walk([cost], known, {}):
+            if s.id in inner and s.kind in ("op", "item") and any(a.id in wrt_ids for a in walk([s], known, {})):
+                raise NotImplementedError(
+                    f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces {s!r}, an "
+                    f"expression the gradient of {cost!r} passes through on its way to "
+                    f"{', '.join(repr(w) for w in wrt)}; Theano differentiates the expression as it was built "
+                    f"there, which a traced program cannot follow: replace an input of that expression instead"
+                )
 
 
 def _own(value: Any, copy: bool) -> Any:
@@ -673,6 +700,7 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"expressions of the inputs (a constant array goes in as pg.shared(value))"
             )
     roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
+    _refuse_replaced_on_gradient_paths(roots, known, give_map, name)
     updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
     reached, defaults = _reach(roots, known, give_map, updated, no_default_updates)
     ups += defaults

@@ -13,9 +13,10 @@ broadcast of one). The rules::
     x * -1, -1 * x, x / -1       ->  -x
     -(-x)                        ->  x
 
-(x + 0 and 0 - x are left as they are: -0.0 + 0 is +0.0, and 0 - 0.0 is +0.0 where -0.0 is
--0.0, and the sign of a zero shows in 1 / x and atan2: compiled 1 / (0 - x) gave -inf where
-eager gives +inf.) A uniform integer or boolean zero counts as +0.0.
+(x + 0 and 0 - x of floating x are left as they are: -0.0 + 0 is +0.0, and 0 - 0.0 is +0.0
+where -(0.0) is -0.0, and the sign of a zero shows in 1 / x and atan2: compiled 1 / (0 - x)
+gave -inf where eager gives +inf. Of integer x they become x and -x.) A uniform integer or
+boolean zero counts as +0.0.
     exp(log(x))                  ->  x       where x is known non-negative (exp, abs, sqrt, square, x*x, ...)
 
 The folded seed of ``sum``'s gradient (ones broadcast to the input's shape) is
@@ -104,6 +105,11 @@ class Facts:
             self._real[key] = known
         return known
 
+    def is_integral(self, out: int) -> bool:
+        """Whether the traced result of slot ``out`` is an integer array (no signed zeros)."""
+        value = self.alive[out]
+        return type(value) not in _SCALARS and self.is_real(value) and not _is_floating(value)
+
     def same_array(self, out: int, ref: tuple) -> bool:
         """Whether the traced result of slot ``out`` can stand for ``ref``: same type, shape and real dtype."""
         if ref[0] != "s":
@@ -111,6 +117,13 @@ class Facts:
         a, b = self.alive[out], self.alive[ref[1]]
         return (type(a) is type(b) and type(a) not in _SCALARS and tuple(a.shape) == tuple(b.shape)
                 and a.dtype == b.dtype and self.is_real(a))
+
+
+def _is_floating(value: Any) -> bool:
+    try:
+        return bool(backend_of_type(type(value)).xp.isdtype(value.dtype, "real floating"))
+    except Exception:
+        return True  # unknown: treated as floating, where fewer rules apply
 
 
 def _read_small(v: Any) -> Any:
@@ -159,11 +172,13 @@ def simplify(op: Any, args: tuple, params: dict | None, out: int, facts: Facts) 
                         return new
         elif name == "add":  # x + (-0.0) is x, sign of zero too; x + 0.0 is not (-0.0 + 0.0 is +0.0)
             for u, keep in ((ub, a), (ua, b)):
-                if u == 0 and _negative_zero(u) and facts.same_array(out, keep):
+                if u == 0 and (_negative_zero(u) or facts.is_integral(out)) and facts.same_array(out, keep):
                     return ("alias", keep)
         elif name == "subtract":  # x - 0 is x; 0 - x is not -x (0 - 0.0 is +0.0, -(0.0) is -0.0)
             if ub == 0 and not _negative_zero(ub) and facts.same_array(out, a):
                 return ("alias", a)
+            if ua == 0 and facts.is_integral(out):  # integers have no -0
+                return _negative(facts, out, b)
         elif name == "divide":
             if ub == 1 and facts.same_array(out, a):
                 return ("alias", a)

@@ -1,84 +1,100 @@
 """StepHook: a FunctionHook that measures each forward and backward step alike.
 
 Steps nest: under ``create_graph`` a backward step applies the functions of its
-rule, whose forward steps run inside it. The hook records each step's span of
-events (per thread), so that totals count a nested step once, inside the step
-that ran it (Chainer's TimerHook and CupyMemoryProfileHook add only outermost
-steps to their totals). A step whose function raised has no end; it is dropped
-when the step that ran it ends.
+rule, whose forward steps run inside it. Each record of ``call_history`` knows
+whether its step ran inside another one of this hook (in the same thread), and
+how much of its measure was its own, so that totals count a nested step once,
+inside the step that ran it (Chainer's TimerHook and CupyMemoryProfileHook add
+only outermost steps to their totals). A step whose function raised has no end;
+it is dropped when the step that ran it ends (what ran inside it then counts as
+run inside that step), or, at the outermost level, stays open and counts nothing.
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 from typing import Any
 
 from polygrad.core.hooks import FunctionHook
 
-_ticks = itertools.count()
+
+class Record(tuple):
+    """A record of ``call_history``: a plain tuple (``function, seconds`` or ``function, phase,
+    bytes``) that also knows ``nested`` (whether its step ran inside another) and ``own`` (its
+    measure less that of the steps run directly inside it; None: all of it)."""
+
+    nested = False
+    own: Any = None
 
 
 class StepHook(FunctionHook):
-    """Calls ``begin(function)`` before and ``end(function, phase, started)`` after every
-    forward and backward step (``phase`` is ``"forward"`` or ``"backward"``, ``started`` what
-    ``begin`` returned); ``end`` appends one record to ``call_history``."""
+    """Calls ``begin(function)`` before every forward and backward step, and after it
+    ``end(function, phase, started)`` (``phase`` is ``"forward"`` or ``"backward"``,
+    ``started`` what ``begin`` returned), which returns the step's :class:`Record`, appended to
+    ``call_history``; ``measure(record)`` is the number totals add (None: nothing)."""
 
     call_history: list
 
     def begin(self, function: Any) -> Any:
         raise NotImplementedError
 
-    def end(self, function: Any, phase: str, started: Any) -> None:
+    def end(self, function: Any, phase: str, started: Any) -> Record:
+        raise NotImplementedError
+
+    def measure(self, record: Record) -> Any:
         raise NotImplementedError
 
     def _open_steps(self) -> list:
-        steps = self.__dict__.get("_open")
-        if steps is None:
-            steps = self.__dict__.setdefault("_open", {})
-        return steps.setdefault(threading.get_ident(), [])
+        """The steps begun and not ended in this thread, innermost last."""
+        local = self.__dict__.get("_local")
+        if local is None:
+            local = self.__dict__.setdefault("_local", threading.local())
+        try:
+            return local.steps
+        except AttributeError:
+            local.steps = []
+            return local.steps
 
     def _begin(self, function: Any) -> None:
-        self._open_steps().append((function, next(_ticks), self.begin(function)))
+        self._open_steps().append([function, self.begin(function), None])  # None: no step ran in it yet
 
     def _end(self, function: Any, phase: str) -> None:
         steps = self._open_steps()
-        while steps:  # steps above this one raised: they never end
-            f, tick, started = steps.pop()
+        inner: list = []
+        while steps:  # steps above this one raised and never end: what ran in them ran in this one
+            f, started, ran = steps.pop()
+            if ran:
+                inner += ran
             if f is function:
                 break
         else:
             return
-        self.end(function, phase, started)
-        spans = self.__dict__.setdefault("_spans", [])
-        spans.append((threading.get_ident(), tick, next(_ticks)))
-
-    def _outermost(self) -> list[bool]:
-        """For each record of ``call_history``: whether its step ran inside no other step."""
-        spans = self.__dict__.get("_spans", [])
-        outer = [True] * len(spans)
-        last_end: dict[int, int] = {}
-        for i in sorted(range(len(spans)), key=lambda i: spans[i][1]):
-            thread, b, e = spans[i]
-            if b < last_end.get(thread, -1):
-                outer[i] = False
+        record = self.end(function, phase, started)
+        if inner:  # (usually none: own stays None, "all of it")
+            own = self.measure(record)
+            for r in inner:
+                r.nested = True
+                m = self.measure(r)
+                if own is not None and m is not None:
+                    own -= m
+            record.own = own
+        self.call_history.append(record)
+        if steps:
+            parent = steps[-1]
+            if parent[2] is None:
+                parent[2] = [record]
             else:
-                last_end[thread] = e
-        return outer
+                parent[2].append(record)
 
-    def _exclusive(self, values: list) -> list:
-        """Each record's value less those of the steps that ran directly inside it."""
-        spans = self.__dict__.get("_spans", [])
-        own = list(values)
-        for thread in {s[0] for s in spans}:
-            stack: list[int] = []  # indices of the open enclosing spans, innermost last
-            for i in sorted((i for i in range(len(spans)) if spans[i][0] == thread), key=lambda i: spans[i][1]):
-                while stack and spans[stack[-1]][2] < spans[i][1]:
-                    stack.pop()
-                if stack:
-                    own[stack[-1]] -= values[i]
-                stack.append(i)
-        return own
+    def _total(self) -> Any:
+        """The sum of the measures of the outermost steps recorded."""
+        return sum(m for r in self.call_history if not getattr(r, "nested", False)
+                   for m in (self.measure(r),) if m is not None)
+
+    def __getstate__(self) -> dict:  # (pickle, deepcopy: the open steps are this process's threads')
+        state = dict(self.__dict__)
+        state.pop("_local", None)
+        return state
 
     def forward_preprocess(self, function: Any, in_data: tuple) -> None:
         self._begin(function)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from polygrad.function_hooks._step import StepHook
+from polygrad.function_hooks._step import Record, StepHook
 
 
 class MemoryHook(StepHook):
@@ -36,15 +36,17 @@ class MemoryHook(StepHook):
     def begin(self, function: Any) -> int | None:
         return self._used(function)
 
-    def end(self, function: Any, phase: str, before: int | None) -> None:
+    def end(self, function: Any, phase: str, before: int | None) -> Record:
         after = self._used(function)
-        delta = None if before is None or after is None else after - before
-        self.call_history.append((function, phase, delta))
+        return Record((function, phase, None if before is None or after is None else after - before))
+
+    def measure(self, record: Record) -> int | None:
+        return record[2]
 
     def total_used_bytes(self) -> int:
         """Sum of the reported growth over the recorded steps: a step that ran inside another (the
         forward steps of a ``create_graph`` backward) is counted once, in the step that ran it."""
-        return sum(d for (_, _, d), outer in zip(self.call_history, self._outermost()) if outer and d is not None)
+        return self._total()
 
     def summary(self) -> dict[str, dict[str, float]]:
         """Per function label: calls, bytes (sum of growth, with the steps run inside its steps),

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from polygrad.function_hooks._step import StepHook
+from polygrad.function_hooks._step import Record, StepHook
 
 
 class TimerHook(StepHook):
@@ -33,26 +33,30 @@ class TimerHook(StepHook):
         self._sync(function)
         return time.perf_counter()
 
-    def end(self, function: Any, phase: str, started: float) -> None:
+    def end(self, function: Any, phase: str, started: float) -> Record:
         self._sync(function)
-        self.call_history.append((function, time.perf_counter() - started))
+        return Record((function, time.perf_counter() - started))
+
+    def measure(self, record: Record) -> float:
+        return record[1]
 
     def total_time(self) -> float:
         """Total elapsed time in seconds: a step that ran inside another (the forward steps of a
         ``create_graph`` backward) is counted once, in the step that ran it."""
-        return sum(t for (_, t), outer in zip(self.call_history, self._outermost()) if outer)
+        return self._total()
 
     def summary(self) -> dict[str, dict[str, float]]:
         """Per function label, most expensive first: ``calls``; ``total``, the time of its steps
         (with the steps that ran inside them); ``mean``, total per call; ``self``, its time without
         the steps run inside it; ``share``, self over :meth:`total_time`."""
         rows: dict[str, list[float]] = {}
-        times = [t for _, t in self.call_history]
-        for (f, t), own in zip(self.call_history, self._exclusive(times)):
+        for record in self.call_history:
+            f, t = record
+            own = getattr(record, "own", None)  # (None: no step ran inside it, or a plain tuple)
             r = rows.setdefault(f.label, [0, 0.0, 0.0])
             r[0] += 1
             r[1] += t
-            r[2] += own
+            r[2] += t if own is None else own
         total = self.total_time() or 1.0
         ordered = sorted(rows.items(), key=lambda kv: -kv[1][2])
         return {k: {"calls": n, "total": s, "mean": s / n, "self": own, "share": own / total}

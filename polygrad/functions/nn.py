@@ -103,7 +103,14 @@ def linear(x, W, b=None):
     """
     data = x._data if isinstance(x, Variable) else x
     if data.ndim is not None and data.ndim > 2:
-        x = reshape(x, (data.shape[0], -1))
+        rest = data.shape[1:]
+        if data.shape[0] is not None:
+            x = reshape(x, (data.shape[0], -1))
+        elif None not in rest:
+            x = reshape(x, (-1, math.prod(rest)))  # the batch size unknown (a symbolic input)
+        else:
+            raise ValueError(f"polygrad.functions.linear: x of shape {tuple(data.shape)} is flattened to (batch, -1), "
+                             f"which needs its size past the batch or the batch size known")
         data = x._data
     _check_linear(x, W, b)
     if data.ndim == 2 or data.ndim is None:  # None: a symbolic input of unknown rank
@@ -288,18 +295,19 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
 
 
 def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_label: Any, reduce: str) -> Variable:
-    """softmax_cross_entropy of (N, C, d1, ...) logits: the positions as rows of (N d1 ..., C)."""
-    if None in xs or None in ts:
-        raise ValueError(f"polygrad.functions.softmax_cross_entropy: x of more than two dimensions needs a known shape, "
-                         f"got x {xs} and t {ts}")
+    """softmax_cross_entropy of (N, C, d1, ...) logits: the positions as rows of (N d1 ..., C).
+    The batch size N may be unknown (a symbolic input); C and d1, ... are needed."""
+    if None in xs[1:] or None in ts[1:]:
+        raise ValueError(f"polygrad.functions.softmax_cross_entropy: x of more than two dimensions needs known "
+                         f"sizes past the batch, got x {xs} and t {ts}")
     rows = reshape(moveaxis(x, 1, -1), (-1, xs[1]))
     labels = reshape(t, (-1,))
     if reduce == "mean" and normalize:
         return softmax_cross_entropy(rows, labels, True, ignore_label)
     losses = softmax_cross_entropy(rows, labels, normalize, ignore_label, "no")
     if reduce == "no":
-        return reshape(losses, ts)
-    return sum(losses) * (1.0 / builtins.max(1, xs[0]))
+        return reshape(losses, (-1,) + ts[1:])
+    return mean(losses) * math.prod(ts[1:])  # the sum over N d1 ... positions, divided by N
 
 
 def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):

@@ -391,14 +391,20 @@ class KeyArg(NamedTuple):
 
 def _split_key(key: Any) -> tuple[Any, tuple]:
     """``(template, variables)``: ``key`` with each Variable in it, an index array or the bound
-    of a slice (``data[i * bs:(i + 1) * bs]`` with a symbolic ``i``), replaced by a :class:`KeyArg`."""
+    of a slice (``data[i * bs:(i + 1) * bs]`` with a symbolic ``i``), replaced by a :class:`KeyArg`.
+    A bound given as a Variable of a concrete array is a number: an eager ``h[a:b]`` is the
+    view ``h[1:3]`` is; only a symbolic bound is read at each call."""
     parts = key if isinstance(key, tuple) else (key,)
-    for k in parts:
+    for k in parts:  # (_holds_variable, inline: every getitem passes here)
         if isinstance(k, Variable) or (type(k) is slice and (
                 isinstance(k.start, Variable) or isinstance(k.stop, Variable) or isinstance(k.step, Variable))):
             break
     else:
         return key, ()  # the usual key: nothing to place
+    parts = tuple(_known_bounds(k) if type(k) is slice else k for k in parts)
+    key = parts if isinstance(key, tuple) else parts[0]
+    if not any(_holds_variable(k) for k in parts):
+        return key, ()
     variables: list = []
 
     def place(k: Any) -> Any:
@@ -410,6 +416,19 @@ def _split_key(key: Any) -> tuple[Any, tuple]:
     template = tuple(slice(place(k.start), place(k.stop), place(k.step)) if isinstance(k, slice) else place(k)
                      for k in parts)
     return (template if isinstance(key, tuple) else template[0]), tuple(variables)
+
+
+def _holds_variable(k: Any) -> bool:
+    """Whether the key part ``k`` is a Variable or a slice with a Variable bound."""
+    return isinstance(k, Variable) or (type(k) is slice and (
+        isinstance(k.start, Variable) or isinstance(k.stop, Variable) or isinstance(k.step, Variable)))
+
+
+def _known_bounds(k: slice) -> slice:
+    """The slice with each bound given as a Variable of a concrete array as an int."""
+    def known(b: Any) -> Any:
+        return _bound(b._data) if isinstance(b, Variable) and has_namespace(b._data) else b
+    return slice(known(k.start), known(k.stop), known(k.step))
 
 
 def _has_bounds(template: Any) -> bool:

@@ -37,7 +37,10 @@ def _sigmoid_kernel(xp: Any, x: Any) -> Any:
     """1 / (1 + exp(-x)) with full relative precision in both tails: ``e = exp(-|x|)`` never
     overflows, ``r = 1 / (1 + e)`` is sigmoid(|x|), and for x < 0 sigmoid(x) = e r. (The form
     0.5 tanh(x / 2) + 0.5 cancels for negative x: sigmoid(-20) was 0 in float32, where 2.06e-9
-    is right, so log(sigmoid(x)) was -inf with a NaN gradient.)"""
+    is right, so log(sigmoid(x)) was -inf with a NaN gradient.) Complex x has no sign to split
+    on: the tanh form, holomorphic, is kept for it."""
+    if xp.isdtype(x.dtype, "complex floating"):
+        return 0.5 * xp.tanh(0.5 * x) + 0.5
     e = xp.exp(-xp.abs(x))
     r = 1.0 / (1.0 + e)
     return xp.where(x >= 0, r, e * r)
