@@ -1,9 +1,11 @@
 """PyTorch 0.x's optimizer interface over polygrad's optimizers: ``SGD(params, lr)``,
 ``Adam(params, ...)``, ``zero_grad()``, ``step()``.
 
-The update rules are :mod:`polygrad.optimizers`' (Chainer's), except SGD's momentum,
-which is PyTorch's (they differ once ``lr`` changes); this module gives them
-PyTorch's shape, so that a PyTorch 0.x training loop runs unchanged::
+The update rules are PyTorch's, built on :mod:`polygrad.optimizers`' (Chainer's) machinery:
+SGD's momentum (with dampening and Nesterov), Adam's moving averages and ``eps`` (PyTorch 0.x's
+place, before the bias correction), and ``weight_decay`` added to the gradient a step uses,
+never written into ``.grad``; this module gives them PyTorch's shape, so that a PyTorch 0.x
+training loop runs unchanged::
 
     optimizer = pg.optim.SGD([w, b], lr=0.1)
     optimizer.zero_grad()
@@ -28,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 from polygrad import optimizers
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.optimizer_hooks import WeightDecay
+from polygrad.optimizers import Hyperparameter
 
 __all__ = ["Optimizer", "SGD", "Adam"]
 
@@ -40,7 +42,16 @@ class _Params:
         # The link behind ``model.params()``: its running statistics are persisted with the
         # parameters on a lazy backend, and recovered after a failed step (see optimizers).
         self._link = getattr(params, "link", None)
+        if isinstance(params, Variable):  # iterating it would give its rows, never updated
+            raise TypeError("polygrad.optim: params must be an iterable of Variables (a list), got one Variable; "
+                            "pass [w]")
+        if isinstance(params, (set, frozenset)):
+            raise TypeError("polygrad.optim: params must be an ordered iterable of Variables, got a set: its "
+                            "order, which state_dict() numbers the parameters by, changes from run to run")
         self.params = list(params)
+        if not self.params:
+            raise ValueError("polygrad.optim: the optimizer got an empty parameter list (model.params() is an "
+                             "iterator: was it used up already?)")
         for k, p in enumerate(self.params):
             if isinstance(p, dict):
                 raise TypeError(
@@ -49,6 +60,9 @@ class _Params:
                 )
             if not isinstance(p, Variable):
                 raise TypeError(f"polygrad.optim: parameter {k} is a {type(p).__name__}, not a Variable")
+            if p.creator is not None:
+                raise ValueError(f"polygrad.optim: parameter {k} is not a leaf (it was computed by "
+                                 f"{p.creator.label}): an optimizer updates leaves")
 
     def namedparams(self, include_uninit: bool = True) -> Iterable[tuple[str, Variable]]:
         for k, p in enumerate(self.params):
@@ -109,16 +123,15 @@ class Optimizer:
 
     #: the hyperparameters under PyTorch's names, in its order
     _hyperparameters: tuple[str, ...] = ("weight_decay",)
-    #: those held by an attribute of the rule -> its name (``weight_decay`` is the WeightDecay
-    #: hook's rate, for every optimizer)
-    _rule_attributes: dict[str, str] = {}
+    #: the attribute of the rule that holds each
+    _rule_attributes: dict[str, str] = {"weight_decay": "weight_decay"}
+    #: hyperparameters a state dict of an earlier polygrad lacks -> the value it had
+    _added_later: dict[str, Any] = {}
 
-    def __init__(self, params: Iterable[Variable], rule: optimizers.GradientMethod, weight_decay: float = 0.0) -> None:
+    def __init__(self, params: Iterable[Variable], rule: optimizers.GradientMethod) -> None:
         self._params = _Params(params)
         self._rule = rule.setup(self._params)
         self._rule.zero_missing_grads = False  # PyTorch's step skips a parameter without gradient
-        self._decay: WeightDecay | None = None
-        self._set_hyperparameter("weight_decay", weight_decay)
 
     @property
     def params(self) -> list:
@@ -132,29 +145,21 @@ class Optimizer:
 
     # -- hyperparameters under PyTorch's names --------------------------------------
     def _get_hyperparameter(self, key: str) -> Any:
-        if key == "weight_decay":
-            return 0.0 if self._decay is None else self._decay.rate
         return getattr(self._rule, self._rule_attributes[key])
 
     def _set_hyperparameter(self, key: str, value: Any) -> None:
-        if key != "weight_decay":
-            setattr(self._rule, self._rule_attributes[key], value)
-            return
-        decay = WeightDecay(value)  # checks and converts the value
-        if self._decay is not None:
-            self._rule.remove_hook(self._decay.name)
-            self._decay = None
-        if decay.rate != 0:
-            self._rule.add_hook(decay)
-            self._decay = decay
+        setattr(self._rule, self._rule_attributes[key], value)  # checked and converted by the rule
 
     # -- the training loop ----------------------------------------------------------
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = False) -> None:
         """Zero the gradients that exist (PyTorch 0.x: a parameter without one keeps None,
-        and ``step()`` leaves it alone)."""
+        and ``step()`` leaves it alone); ``set_to_none=True`` sets them to None instead."""
         for p in self.params:
             if p.grad is not None:
-                p.zerograd()
+                if set_to_none:
+                    p.cleargrad()
+                else:
+                    p.zerograd()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update the parameters that have a gradient; with ``closure``, call it first
@@ -194,10 +199,15 @@ class Optimizer:
         if len(groups) != 1:
             raise ValueError(f"{where}: pg.optim optimizers have one parameter group; the state dict has {len(groups)}")
         group, n = groups[0], len(self.params)
-        if len(group.get("params", ())) != n:
-            raise ValueError(f"{where}: the state dict's parameter group has {len(group.get('params', ()))} "
+        ids = list(group.get("params", ()))
+        if len(ids) != n:
+            raise ValueError(f"{where}: the state dict's parameter group has {len(ids)} "
                              f"parameters, this optimizer {n}")
+        if len(set(ids)) != n:
+            raise ValueError(f"{where}: the state dict's parameter group names a parameter twice: {ids}")
+        position = {i: k for k, i in enumerate(ids)}  # PyTorch's: the state is keyed by these ids
         names = set(self._hyperparameters)
+        group = {**{k: v for k, v in self._added_later.items() if k not in group}, **group}  # an older state dict
         if set(group) - {"params"} != names:
             raise ValueError(f"{where}: the state dict's hyperparameters {sorted(set(group) - {'params'})} are not "
                              f"this optimizer's {sorted(names)} (the state dict of another kind of optimizer?)")
@@ -205,9 +215,10 @@ class Optimizer:
 
         rule = self._rule
         new: dict[int, dict] = {}
-        for k, entry in state.items():
-            if not isinstance(k, int) or not 0 <= k < n:
-                raise ValueError(f"{where}: state entry {k!r} is not the position of one of the {n} parameters")
+        for i, entry in state.items():
+            if i not in position:
+                raise ValueError(f"{where}: state entry {i!r} is not one of the parameter group's ids {ids}")
+            k = position[i]
             p = self.params[k]
             missing = [name for name in ("t",) + rule.state_names if name not in entry]
             if missing:
@@ -244,50 +255,147 @@ class Optimizer:
         self._rule.serialize(serializer)
 
 
-class _TorchMomentumSGD(optimizers.MomentumSGD):
-    """PyTorch's momentum: ``v = momentum * v + grad; param -= lr * v``. It equals Chainer's
-    rule while ``lr`` is constant; after a change of ``lr`` (a schedule through
-    ``param_groups``) the velocity already gathered moves by the new one, as in PyTorch."""
+def _non_negative(v: float) -> bool:
+    return v >= 0.0  # (False for NaN)
+
+
+class _Decayed:
+    """PyTorch's ``weight_decay``: the rule steps with ``grad + weight_decay * param``, and the
+    parameter's ``.grad`` is left as backward made it (a WeightDecay hook, Chainer's, writes
+    it). PyTorch's checks on the hyperparameters: none may be negative or NaN."""
+
+    weight_decay = Hyperparameter((_non_negative, "non-negative"))
+
+    def _decayed(self, data: Any, grad: Any) -> Any:
+        return grad + self.weight_decay * data if self.weight_decay else grad
+
+
+class _TorchSGD(_Decayed, optimizers.SGD):
+    hyperparameter_owner = "optim.SGD"
+    lr = Hyperparameter((_non_negative, "non-negative"))
+
+    def __init__(self, lr: float, weight_decay: float) -> None:
+        super().__init__(lr)
+        self.weight_decay = weight_decay
 
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
-        v = self.momentum * state["v"] + grad
-        return self.lr * v, {"v": v}
+        return super().step(data, self._decayed(data, grad), state, t)
+
+
+class _TorchMomentumSGD(_Decayed, optimizers.MomentumSGD):
+    """PyTorch's momentum: ``v = g`` at a parameter's first update, then ``v = momentum * v +
+    (1 - dampening) * g``; ``param -= lr * v`` (Nesterov: ``lr * (g + momentum * v)``). It equals
+    Chainer's rule while ``lr`` is constant and dampening 0; after a change of ``lr`` (a
+    schedule through ``param_groups``) the velocity already gathered moves by the new one, as in
+    PyTorch. A step with momentum 0 leaves the velocity as it was."""
+
+    hyperparameter_owner = "optim.SGD"
+    lr = Hyperparameter((_non_negative, "non-negative"))
+    momentum = Hyperparameter((_non_negative, "non-negative"))
+    dampening = Hyperparameter()
+
+    def __init__(self, lr: float, momentum: float, dampening: float, weight_decay: float, nesterov: bool) -> None:
+        super().__init__(lr, momentum)
+        self.dampening = dampening
+        self.weight_decay = weight_decay
+        self.nesterov = bool(nesterov)
+
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        g = self._decayed(data, grad)
+        if not self.momentum:
+            return self.lr * g, {"v": state["v"]}
+        v = g if t == 1 else self.momentum * state["v"] + (1.0 - self.dampening) * g if self.dampening else \
+            self.momentum * state["v"] + g
+        return self.lr * (g + self.momentum * v if self.nesterov else v), {"v": v}
 
 
 class SGD(Optimizer):
-    """``torch.optim.SGD(params, lr, momentum=0, weight_decay=0)``, with PyTorch's momentum
-    rule (its velocity is a sum of gradients, scaled by ``lr`` at each step)."""
+    """``torch.optim.SGD(params, lr, momentum=0, dampening=0, weight_decay=0, nesterov=False)``,
+    with PyTorch's momentum rule (its velocity is a sum of gradients, scaled by ``lr`` at each
+    step). Past ``momentum`` the arguments are taken by keyword only: PyTorch's fourth is
+    ``dampening``, and an earlier polygrad's was ``weight_decay``."""
 
-    _hyperparameters = ("lr", "momentum", "weight_decay")
-    _rule_attributes = {"lr": "lr", "momentum": "momentum"}
+    _hyperparameters = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    _added_later = {"dampening": 0.0, "nesterov": False}
+    _rule_attributes = {"lr": "lr", "momentum": "momentum", "dampening": "dampening", "weight_decay": "weight_decay",
+                        "nesterov": "nesterov"}
 
-    def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
-        rule = _TorchMomentumSGD(lr=lr, momentum=momentum) if momentum else optimizers.SGD(lr=lr)
-        super().__init__(params, rule, weight_decay)
+    def __init__(self, params: Iterable[Variable], lr: float, momentum: float = 0.0, *args: Any,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False) -> None:
+        if args:
+            raise TypeError("polygrad.optim.SGD takes dampening, weight_decay and nesterov by keyword: given by "
+                            "position, PyTorch's fourth argument is dampening and an earlier polygrad's weight_decay")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("polygrad.optim.SGD: Nesterov momentum requires a momentum and zero dampening")
+        rule = (_TorchMomentumSGD(lr, momentum, dampening, weight_decay, nesterov) if momentum or dampening or nesterov
+                else _TorchSGD(lr, weight_decay))
+        super().__init__(params, rule)
 
     def _get_hyperparameter(self, key: str) -> Any:
-        if key == "momentum" and not isinstance(self._rule, optimizers.MomentumSGD):
-            return 0.0
+        if key in ("momentum", "dampening", "nesterov") and not isinstance(self._rule, _TorchMomentumSGD):
+            return False if key == "nesterov" else 0.0
         return super()._get_hyperparameter(key)
 
     def _set_hyperparameter(self, key: str, value: Any) -> None:
-        if key == "momentum" and not isinstance(self._rule, optimizers.MomentumSGD):
-            if optimizers.MomentumSGD.momentum.convert(type(self).__name__, value) != 0:
-                raise ValueError("polygrad.optim: this SGD was made with momentum=0 and keeps no velocity; make "
-                                 "it with a momentum to change it later")
+        if key == "nesterov":
+            if value and (not isinstance(self._rule, _TorchMomentumSGD) or self._rule.dampening != 0):
+                raise ValueError("polygrad.optim.SGD: Nesterov momentum requires a momentum and zero dampening")
+            if isinstance(self._rule, _TorchMomentumSGD):
+                self._rule.nesterov = bool(value)
+            return
+        if key in ("momentum", "dampening") and not isinstance(self._rule, _TorchMomentumSGD):
+            if _TorchMomentumSGD.momentum.convert(type(self).__name__, value) != 0:
+                raise ValueError(f"polygrad.optim: this SGD was made with momentum=0 and keeps no velocity; make "
+                                 f"it with a momentum to change its {key} later")
             return
         super()._set_hyperparameter(key, value)
 
 
+class _TorchAdam(_Decayed, optimizers.Adam):
+    """PyTorch 0.x's Adam: ``m = beta1 m + (1 - beta1) g``, ``v = beta2 v + (1 - beta2) g^2`` (the
+    same as Chainer's up to rounding, except where a beta is 0: Chainer's ``v + (1 - beta2)
+    (g^2 - v)`` then cancels to 0), and ``param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) m /
+    (sqrt(v) + eps)``: eps is added before the bias correction, as in PyTorch 0.x (PyTorch
+    1.x adds it after)."""
+
+    hyperparameter_owner = "optim.Adam"
+    alpha = Hyperparameter((_non_negative, "non-negative"), label="lr")
+    eps = Hyperparameter((_non_negative, "non-negative"))
+
+    def __init__(self, lr: float, betas: Any, eps: float, weight_decay: float) -> None:
+        beta1, beta2 = _betas(betas)
+        super().__init__(alpha=lr, beta1=beta1, beta2=beta2, eps=eps)
+        self.weight_decay = weight_decay
+
+    @staticmethod
+    def _average(old: Any, new: Any, beta: float) -> Any:
+        return beta * old + (1.0 - beta) * new
+
+    def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        return super().step(data, self._decayed(data, grad), state, t)
+
+
+def _betas(value: Any) -> tuple[Any, Any]:
+    try:
+        beta1, beta2 = value
+    except (TypeError, ValueError):
+        raise ValueError(f"polygrad.optim.Adam: betas must be a pair (beta1, beta2), got {value!r}") from None
+    return beta1, beta2
+
+
 class Adam(Optimizer):
-    """``torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0)``."""
+    """``torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+    amsgrad=False)``, PyTorch 0.x's rule (see ``_TorchAdam``: eps before the bias correction);
+    ``amsgrad=True`` is not supported."""
 
     _hyperparameters = ("lr", "betas", "eps", "weight_decay")
-    _rule_attributes = {"lr": "alpha", "eps": "eps"}
+    _rule_attributes = {"lr": "alpha", "eps": "eps", "weight_decay": "weight_decay"}
 
     def __init__(self, params: Iterable[Variable], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
-        super().__init__(params, optimizers.Adam(alpha=lr, beta1=betas[0], beta2=betas[1], eps=eps), weight_decay)
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False) -> None:
+        if amsgrad:
+            raise NotImplementedError("polygrad.optim.Adam: amsgrad=True is not supported")
+        super().__init__(params, _TorchAdam(lr, betas, eps, weight_decay))
 
     def _get_hyperparameter(self, key: str) -> Any:
         if key == "betas":
@@ -298,7 +406,7 @@ class Adam(Optimizer):
         if key != "betas":
             super()._set_hyperparameter(key, value)
             return
-        beta1, beta2 = value
+        beta1, beta2 = _betas(value)
         rule = type(self._rule)
         beta1, beta2 = rule.beta1.convert(rule.__name__, beta1), rule.beta2.convert(rule.__name__, beta2)
         self._rule.beta1, self._rule.beta2 = beta1, beta2  # both checked before either changes

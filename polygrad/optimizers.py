@@ -56,8 +56,9 @@ class Hyperparameter:
         else a ValueError says it must be ``what``.
     """
 
-    def __init__(self, check: tuple[Callable[[float], bool], str] | None = None) -> None:
+    def __init__(self, check: tuple[Callable[[float], bool], str] | None = None, label: str | None = None) -> None:
         self.check = check
+        self.label = label  # the name errors give it (default: the attribute's)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -71,7 +72,8 @@ class Hyperparameter:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
 
     def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self.name] = self.convert(type(obj).__name__, value)
+        owner = getattr(type(obj), "hyperparameter_owner", None) or type(obj).__name__  # (the name a user knows)
+        obj.__dict__[self.name] = self.convert(owner, value)
 
     def convert(self, owner: str, value: Any) -> float:
         """``value`` as the float this hyperparameter of ``owner`` (a class name, for the
@@ -79,9 +81,10 @@ class Hyperparameter:
         the number it is (``weight_decay=False``), as PyTorch takes it."""
         from polygrad.functions.nn import hyperparameter
 
-        value = float(hyperparameter(owner, self.name, value, "polygrad", allow_bool=True))
+        name = self.label or self.name
+        value = float(hyperparameter(owner, name, value, "polygrad", allow_bool=True))
         if self.check is not None and not self.check[0](value):
-            raise ValueError(f"polygrad: {owner}'s {self.name} must be {self.check[1]}, got {value!r}")
+            raise ValueError(f"polygrad: {owner}'s {name} must be {self.check[1]}, got {value!r}")
         return value
 
 
@@ -701,18 +704,23 @@ class Adam(GradientMethod):
             raise ValueError("polygrad: Adam's learning rate is defined once updates have started (t >= 1)")
         return self.lr_at(self.t)
 
+    @staticmethod
+    def _average(old: Any, new: Any, beta: float) -> Any:
+        """The moving average of a moment: Chainer's form, ``old + (1 - beta) (new - old)``."""
+        return old + (1.0 - beta) * (new - old)
+
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp
         self._check_eps(state["backend"], grad.dtype)
-        m = state["m"] + (1.0 - self.beta1) * (grad - state["m"])
+        m = self._average(state["m"], grad, self.beta1)
         if not xp.isdtype(grad.dtype, "complex floating"):
-            v = state["v"] + (1.0 - self.beta2) * (grad * grad - state["v"])
+            v = self._average(state["v"], grad * grad, self.beta2)
             return self.lr_at(t) * m / (xp.sqrt(v) + self.eps), {"m": m, "v": v}
         # PyTorch's rule for complex parameters: each is a pair of real ones (view_as_real), so
         # v holds the second moment of the real parts in its real part and of the imaginary
         # parts in its imaginary part, and each part of m is divided by its own.
         re, im = xp.real(grad), xp.imag(grad)
-        v = state["v"] + (1.0 - self.beta2) * (_complex(xp, re * re, im * im, grad.dtype) - state["v"])
+        v = self._average(state["v"], _complex(xp, re * re, im * im, grad.dtype), self.beta2)
         re = xp.real(m) / (xp.sqrt(xp.real(v)) + self.eps)
         im = xp.imag(m) / (xp.sqrt(xp.imag(v)) + self.eps)
         return self.lr_at(t) * _complex(xp, re, im, grad.dtype), {"m": m, "v": v}

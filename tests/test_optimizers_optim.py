@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -251,3 +253,125 @@ def test_sgd_momentum_follows_pytorch_when_the_learning_rate_changes():
         pg.sum(w * w).backward()
         opt.step()
     np.testing.assert_allclose(w.data, [0.766])
+
+
+# ---------------------------------------------------------------------------
+# Against PyTorch's documented algorithms (a NumPy reference; stop 25)
+# ---------------------------------------------------------------------------
+def _torch_sgd(w, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    """torch.optim.SGD's documented algorithm."""
+    w, buf = w.copy(), None
+    for g in grads:
+        g = g + weight_decay * w
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        w = w - lr * g
+    return w
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.9}, {"momentum": 0.9, "dampening": 0.5},
+                                    {"momentum": 0.9, "nesterov": True}, {"momentum": 0.8, "weight_decay": 0.1},
+                                    {"weight_decay": 0.3}, {"momentum": 0.5, "dampening": 0.2, "weight_decay": 0.05}])
+def test_sgd_follows_pytorch(kwargs):
+    """dampening and nesterov were refused (nesterov=False too), and SGD's fourth positional
+    argument was weight_decay where PyTorch's is dampening: SGD([w], 0.1, 0.9, 0.5) ran a
+    different algorithm without a word. They are keyword-only now; weight decay leaves .grad
+    as backward made it (the WeightDecay hook wrote grad + wd * w into it)."""
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=3)
+    grads = [rng.normal(size=3) for _ in range(4)]
+    w = pg.Variable(w0.copy())
+    opt = pg.optim.SGD([w], lr=0.1, **kwargs)
+    for g in grads:
+        w.grad = g.copy()
+        opt.step()
+        np.testing.assert_array_equal(w.grad, g)
+    np.testing.assert_allclose(w.data, _torch_sgd(w0, grads, 0.1, **kwargs), rtol=1e-13)
+    with pytest.raises(TypeError, match="takes dampening, weight_decay and nesterov by keyword"):
+        pg.optim.SGD([w], 0.1, 0.9, 0.5)
+
+
+def test_sgd_momentum_zero_for_a_step_keeps_the_velocity():
+    """A step with momentum 0 (through param_groups) reset the velocity to that step's gradient;
+    PyTorch leaves its buffer alone."""
+    w = pg.Variable(np.array([1.0]))
+    opt = pg.optim.SGD([w], lr=0.1, momentum=0.9)
+    for momentum in (0.9, 0.9, 0.0, 0.9):
+        opt.param_groups[0]["momentum"] = momentum
+        w.grad = np.array([1.0])
+        opt.step()
+    # v: 1, 1.9, (kept 1.9: w -= 0.1 * g), 0.9 * 1.9 + 1 = 2.71; w: 0.9, 0.71, 0.61, 0.339
+    np.testing.assert_allclose(w.data, [0.339])
+
+
+def test_adam_with_a_zero_beta_keeps_its_moments():
+    """Chainer's form v + (1 - beta2)(g^2 - v) cancels to 0 when beta2 is 0 and g^2 is small
+    beside v: one float32 step moved the parameter to -999 instead of -0.2. pg.optim.Adam
+    uses PyTorch's form, beta2 v + (1 - beta2) g^2."""
+    w = pg.Variable(np.array([0.0], dtype=np.float32))
+    opt = pg.optim.Adam([w], lr=0.1, betas=(0.0, 0.0))
+    for g in (4.0, 1e-4):
+        w.grad = np.array([g], dtype=np.float32)
+        opt.step()
+    np.testing.assert_allclose(w.data, [-0.19999], rtol=1e-4)
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda w: pg.optim.SGD(w, lr=0.1), "got one Variable"),
+    (lambda w: pg.optim.SGD({w}, lr=0.1), "got a set"),
+    (lambda w: pg.optim.SGD([], lr=0.1), "empty parameter list"),
+    (lambda w: pg.optim.SGD([w * 2], lr=0.1), "is not a leaf"),
+    (lambda w: pg.optim.SGD([w], lr=-0.1), "lr must be non-negative"),
+    (lambda w: pg.optim.SGD([w], lr=float("nan")), "lr must be non-negative"),
+    (lambda w: pg.optim.SGD([w], lr=0.1, momentum=-0.5), "momentum must be non-negative"),
+    (lambda w: pg.optim.SGD([w], lr=0.1, weight_decay=-1), "weight_decay must be non-negative"),
+    (lambda w: pg.optim.SGD([w], lr=0.1, nesterov=True), "Nesterov momentum requires"),
+    (lambda w: pg.optim.Adam([w], lr=-1e-3), "lr must be non-negative"),
+    (lambda w: pg.optim.Adam([w], eps=-1e-8), "eps must be non-negative"),
+    (lambda w: pg.optim.Adam([w], betas=(0.9, 0.99, 0.5)), "betas must be a pair"),
+    (lambda w: pg.optim.Adam([w], amsgrad=True), "amsgrad=True is not supported"),
+    (lambda w: pg.optim.SGD([w], lr=0.1).param_groups[0].__setitem__("lr", -1), "lr must be non-negative"),
+])
+def test_optimizer_arguments_are_checked(make, error):
+    """A single Variable was split into its rows (never updated), a set or an empty list (a used-up
+    model.params()) accepted, a non-leaf accepted, negative or NaN hyperparameters accepted
+    (lr=-0.1 climbed the loss), and a third beta dropped; PyTorch raises for each."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    with pytest.raises((TypeError, ValueError, NotImplementedError), match=error):
+        make(w)
+
+
+def test_zero_grad_set_to_none_and_defaults_accepted():
+    w = pg.Variable(np.array([1.0]))
+    pg.optim.Adam([w], amsgrad=False)
+    opt = pg.optim.SGD([w], lr=0.1, nesterov=False)
+    w.grad = np.array([2.0])
+    opt.zero_grad()
+    assert w.grad[0] == 0.0
+    opt.zero_grad(set_to_none=True)
+    assert w.grad is None
+
+
+def test_load_state_dict_follows_the_parameter_ids():
+    """The state is keyed by the ids of the saved group's params (PyTorch's): it went to the
+    parameter at the key's position whatever the ids said; an older state dict without
+    dampening and nesterov still loads."""
+    a = [pg.Variable(np.ones(2)), pg.Variable(np.ones(2))]
+    opt = pg.optim.SGD(a, lr=0.1, momentum=0.9)
+    a[0].grad, a[1].grad = np.array([1.0, 1.0]), np.array([2.0, 2.0])
+    opt.step()
+    sd = copy.deepcopy(opt.state_dict())
+    sd["param_groups"][0]["params"] = [1, 0]
+    b = [pg.Variable(np.ones(2)), pg.Variable(np.ones(2))]
+    ob = pg.optim.SGD(b, lr=0.1, momentum=0.9)
+    ob.load_state_dict(sd)
+    np.testing.assert_array_equal(ob.state_dict()["state"][0]["v"], [2.0, 2.0])
+    sd["param_groups"][0]["params"] = [7, 8]
+    with pytest.raises(ValueError, match=r"state entry 0 is not one of the parameter group's ids \[7, 8\]"):
+        ob.load_state_dict(sd)
+    old = copy.deepcopy(opt.state_dict())
+    for key in ("dampening", "nesterov"):
+        del old["param_groups"][0][key]
+    ob.load_state_dict(old)
+    assert ob.param_groups[0]["nesterov"] is False
