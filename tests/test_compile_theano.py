@@ -1010,3 +1010,49 @@ def test_an_eager_slice_by_variable_bounds_is_a_view():
     np.testing.assert_array_equal(h.data, [0.0, 11.0, 12.0, 3.0, 4.0])
     pg.sum(h * h).backward()
     np.testing.assert_array_equal(x.grad, [0.0, 22.0, 24.0, 6.0, 8.0])
+
+
+def test_givens_refusal_only_where_a_gradient_goes_through():
+    """The replaced expression as the wrt itself, or one a wrt reaches only through a
+    comparison, is a leaf of the gradient: PyTensor's values, not a refusal."""
+    w = T.scalar("w")
+    h = w * 3
+    f = pg.function([w], [h * w, T.grad(h * w, h)], givens={h: w * 6})
+    assert [float(v) for v in f(2.0)] == [24.0, 2.0]
+    v = T.vector("v")
+    mask = pg.astype(v > 0, "float64")
+    g = pg.function([v], [pg.mean(mask * v), T.grad(pg.mean(mask * v), v)], givens={mask: v * 0 + 0.5})
+    out, grad = g(np.array([1.0, -1.0]))
+    assert float(out) == 0.0 and list(grad) == [0.25, 0.25]  # the mask, 0.5, over the mean's 2
+
+
+def test_an_eager_slice_bound_changed_after_the_forward():
+    """The node kept the bound Variables, so changing one in place after the forward moved the
+    gradient ([0, 0, 10, 20, 0] for [0, 10, 20, 0, 0]); it keeps the numbers read. And dask
+    refused the Variables left in the slice."""
+    x = pg.Variable(np.arange(5.0))
+    a, b = pg.Variable(np.array(1)), pg.Variable(np.array(3))
+    y = x[a:b]
+    a.data[...] = 2
+    b.data[...] = 4
+    pg.sum(y * pg.Variable(np.array([10.0, 20.0]))).backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 10.0, 20.0, 0.0, 0.0])
+    pytest.importorskip("dask.array", reason="the dask backend plugin needs dask")
+    with pg.using_backend("dask"):
+        xd = pg.Variable(pg.asarray(np.arange(5.0)))
+        yd = xd[pg.Variable(pg.asarray(np.array(1))):pg.Variable(pg.asarray(np.array(3)))]
+        np.testing.assert_array_equal(np.asarray(yd.data), [1.0, 2.0])
+
+
+def test_an_update_keeps_the_declared_shape_of_a_swapped_in_variable():
+    """copy(swap=) put a variable declared (5, 3) in place of one declared (None, 3), and an
+    update then stored a (10, 3) value in it (a shape its set_value refuses, and functions
+    compiled for it read 5 rows)."""
+    a = pg.shared(np.zeros((5, 3)), name="a", shape=(None, 3))
+    x = T.matrix("x")
+    f = pg.function([x], pg.sum(a), updates=[(a, x)])
+    c = pg.shared(np.ones((5, 3)), name="c")
+    g = f.copy(swap={a: c})
+    with pytest.raises(ValueError, match=r"the update of c has shape \(10, 3\).*c has shape \(5, 3\)"):
+        g(np.ones((10, 3)))
+    assert c.get_value().shape == (5, 3)

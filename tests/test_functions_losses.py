@@ -301,3 +301,13 @@ def test_softmax_cross_entropy_of_a_class_per_position_with_an_unknown_batch():
     for kwargs in ({}, {"normalize": False}, {"reduce": "no"}):
         f = pg.function([x, t], F.softmax_cross_entropy(x, t, **kwargs))
         np.testing.assert_allclose(f(xs, ts), F.softmax_cross_entropy(pg.Variable(xs), ts, **kwargs).data, rtol=1e-12)
+
+
+def test_softmax_cross_entropy_of_no_positions():
+    """An empty batch or an empty spatial dimension: normalize=False gave nan (a mean of none),
+    and reduce='no' failed on reshape(-1, 0); Chainer gives 0 and shape (2, 0)."""
+    for shape in ((0, 3, 4), (2, 3, 0)):
+        x = pg.Variable(np.zeros(shape))
+        t = np.zeros((shape[0],) + shape[2:], dtype=np.int64)
+        assert float(F.softmax_cross_entropy(x, t, normalize=False).data) == 0.0
+        assert F.softmax_cross_entropy(x, t, reduce="no").shape == t.shape

@@ -361,12 +361,13 @@ class CompiledFunction:
         # Check every update before writing any: a failing call changes nothing.
         for (idx, expr), new in zip(self._updates, ups):
             old = self._containers[idx].value
-            declared = self.inputs[idx].variable._data.shape  # None where a dimension may change
+            # None where a dimension may change; the container's variable's (a swapped-in one's own)
+            declared = self._containers[idx].variable._data.shape
             if declared is None:
                 declared = tuple(old.shape) if old is not None else ()
             if old is not None and (new.dtype != old.dtype or len(new.shape) != len(declared) or any(
                     d is not None and d != n for d, n in zip(declared, new.shape))):
-                label = self.inputs[idx].name or f"input {idx}"
+                label = self._containers[idx].name or self.inputs[idx].name or f"input {idx}"
                 want = tuple("?" if d is None else d for d in declared)
                 raise ValueError(
                     f"polygrad: the update of {label} has shape {tuple(new.shape)} and dtype {new.dtype}, but {label} "
@@ -576,21 +577,59 @@ def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, 
     passes through (from a ``wrt`` to the cost). Theano differentiates the graph as it was
     built, through the replaced expression's own operations, and then substitutes its value;
     a trace computes one value per expression, so polygrad cannot follow that. (A replaced
-    input or shared variable, or an expression no ``wrt`` leads to, is a leaf of the gradient
-    either way: its replacement gives its value.)"""
-    inner = set(give_map)
-    grads = [s for s in walk(roots, known, give_map) if s.kind == "grad"]
-    for g in grads:
+    input or shared variable, a replaced ``wrt`` itself, or an expression no ``wrt`` leads to
+    through floating-point values, is a leaf of the gradient either way: its replacement gives
+    its value.)"""
+    if not give_map:
+        return
+    replaced = [r for r in _symbols(roots, known, give_map) if r.id in give_map and r.kind in ("op", "item")]
+    if not replaced:
+        return
+    below: dict[int, set] = {}  # replaced expression -> the ids its floating-point inputs lead back to
+
+    def leads_to(r: SymbolicArray) -> set:
+        if r.id not in below:
+            args = [a for a in r.args if isinstance(a, SymbolicArray)]
+            below[r.id] = {a.id for a in _symbols(args, known, {}, floating_only=True)}
+        return below[r.id]
+
+    for g in (s for s in walk(roots, known, give_map) if s.kind == "grad"):
         cost, wrt = g.grad_of[0], g.grad_of[1]
         wrt_ids = {w.id for w in wrt}
-        for s in walk([cost], known, {}):
-            if s.id in inner and s.kind in ("op", "item") and any(a.id in wrt_ids for a in walk([s], known, {})):
+        above = {s.id for s in walk([cost], known, {})}
+        for r in replaced:
+            if r.id in above and r.id not in wrt_ids and wrt_ids & leads_to(r):
                 raise NotImplementedError(
-                    f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces {s!r}, an "
+                    f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces {r!r}, an "
                     f"expression the gradient of {cost!r} passes through on its way to "
                     f"{', '.join(repr(w) for w in wrt)}; Theano differentiates the expression as it was built "
                     f"there, which a traced program cannot follow: replace an input of that expression instead"
                 )
+
+
+def _symbols(roots: list, known: set, givens: dict, floating_only: bool = False) -> list:
+    """The expressions ``walk`` reaches; with ``floating_only``, not past one that is not of a
+    floating dtype (a comparison, a cast to integers: no gradient goes through it)."""
+    if not floating_only:
+        return list(walk(roots, known, givens))
+    seen: set[int] = set()
+    out, stack = [], list(roots)
+    while stack:
+        s = stack.pop()
+        if s.id in seen:
+            continue
+        seen.add(s.id)
+        if s.dtype is not None and not s.dtype.startswith(("float", "complex")):
+            continue
+        out.append(s)
+        if s.id in known:
+            continue
+        if s.kind in ("op", "item"):
+            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
+        elif s.kind == "grad":
+            stack.append(s.grad_of[0])
+            stack.extend(s.grad_of[1])
+    return out
 
 
 def _own(value: Any, copy: bool) -> Any:

@@ -6,12 +6,14 @@ whether its step ran inside another one of this hook (in the same thread), and
 how much of its measure was its own, so that totals count a nested step once,
 inside the step that ran it (Chainer's TimerHook and CupyMemoryProfileHook add
 only outermost steps to their totals). A step whose function raised has no end;
-it is dropped when the step that ran it ends (what ran inside it then counts as
-run inside that step), or, at the outermost level, stays open and counts nothing.
+it is dropped when the step that ran it ends, or when the next step begins and
+its frame no longer runs (what ran inside it then counts as run inside the open
+step below it, if any).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -25,6 +27,27 @@ class Record(tuple):
 
     nested = False
     own: Any = None
+
+
+_HOOK_FRAMES = frozenset({"_begin", "forward_preprocess", "backward_preprocess"})
+
+
+def _drop_failed(steps: list, caller: Any) -> None:
+    """Remove the steps whose function raised (their frame no longer runs ``caller``): what ran
+    inside one ran inside the open step below it, if any. Without this a step that raised at
+    the outermost level gathered every later step's record, and the arrays their nodes hold."""
+    running = set()
+    f = caller.f_back
+    while f is not None:
+        running.add(id(f))
+        f = f.f_back
+    kept: list = []
+    for entry in steps:
+        if id(entry[3]) in running:
+            kept.append(entry)
+        elif entry[2] and kept:
+            kept[-1][2] = (kept[-1][2] or []) + entry[2]
+    steps[:] = kept
 
 
 class StepHook(FunctionHook):
@@ -56,13 +79,19 @@ class StepHook(FunctionHook):
             return local.steps
 
     def _begin(self, function: Any) -> None:
-        self._open_steps().append([function, self.begin(function), None])  # None: no step ran in it yet
+        steps = self._open_steps()
+        caller = sys._getframe(1)  # the frame running the step (apply, the backward pass), past the hook's own
+        while caller.f_code.co_name in _HOOK_FRAMES and caller.f_back is not None:
+            caller = caller.f_back
+        if steps:
+            _drop_failed(steps, caller)
+        steps.append([function, self.begin(function), None, caller])  # None: no step ran in it yet
 
     def _end(self, function: Any, phase: str) -> None:
         steps = self._open_steps()
         inner: list = []
         while steps:  # steps above this one raised and never end: what ran in them ran in this one
-            f, started, ran = steps.pop()
+            f, started, ran, _ = steps.pop()
             if ran:
                 inner += ran
             if f is function:

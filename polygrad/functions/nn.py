@@ -306,8 +306,10 @@ def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_
         return softmax_cross_entropy(rows, labels, True, ignore_label)
     losses = softmax_cross_entropy(rows, labels, normalize, ignore_label, "no")
     if reduce == "no":
-        return reshape(losses, (-1,) + ts[1:])
-    return mean(losses) * math.prod(ts[1:])  # the sum over N d1 ... positions, divided by N
+        return reshape(losses, ts if ts[0] is not None else (-1,) + ts[1:])
+    if xs[0] is not None:  # the sum over the N d1 ... positions, divided by N (0 where there are none)
+        return sum(losses) * (1.0 / builtins.max(1, xs[0]))
+    return mean(losses) * math.prod(ts[1:])  # N unknown (symbolic): the same
 
 
 def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):

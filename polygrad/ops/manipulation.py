@@ -393,7 +393,8 @@ def _split_key(key: Any) -> tuple[Any, tuple]:
     """``(template, variables)``: ``key`` with each Variable in it, an index array or the bound
     of a slice (``data[i * bs:(i + 1) * bs]`` with a symbolic ``i``), replaced by a :class:`KeyArg`.
     A bound given as a Variable of a concrete array is a number: an eager ``h[a:b]`` is the
-    view ``h[1:3]`` is; only a symbolic bound is read at each call."""
+    view ``h[1:3]`` is; only a symbolic bound is read at each call. Without variables the
+    template is the key to use (its bounds read), never the key given."""
     parts = key if isinstance(key, tuple) else (key,)
     for k in parts:  # (_holds_variable, inline: every getitem passes here)
         if isinstance(k, Variable) or (type(k) is slice and (
@@ -498,10 +499,10 @@ def getitem(x, key):
     Index arrays given as Variables are inputs of the node (:func:`getitem_at`): a compiled
     function reads them at each call, and an in-place change before backward is refused;
     raw index arrays are parameters, kept as they are."""
-    template, arrays = _split_key(key)
+    template, arrays = _split_key(key)  # (without arrays: the key, its eager Variable bounds read)
     if arrays:
         return getitem_at(x, *arrays, key=template)
-    return apply(GETITEM, (x,), {"key": _unwrap_key(key)})
+    return apply(GETITEM, (x,), {"key": _unwrap_key(template)})
 
 
 def _is_bool(v: Any) -> bool:
@@ -606,7 +607,7 @@ def setitem(x, key, value):
     template, arrays = _split_key(key)
     if arrays:
         return apply(SETITEM_AT, (x, value, *arrays), {"key": template})
-    return apply(SETITEM, (x, value), {"key": _unwrap_key(key)})
+    return apply(SETITEM, (x, value), {"key": _unwrap_key(template)})
 
 
 def _setitem_at_kernel(xp: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
