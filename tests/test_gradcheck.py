@@ -418,3 +418,62 @@ def test_the_standards_unknown_size_none_is_named_too():
     assert known_shape(types.SimpleNamespace(shape=[2, 3]), "check", "input 0") == (2, 3)
     with pytest.raises(ValueError, match=r"check: input 1 has shape \(2, None\), with a size unknown"):
         known_shape(types.SimpleNamespace(shape=(2, None)), "check", "input 1")
+
+
+# ---------------------------------------------------------------------------
+# Checkers that must fail (mutation tests, stop 25)
+# ---------------------------------------------------------------------------
+def _mutated_sin():
+    """sin whose rule is right in value and in x, but doubles its dependence on the incoming
+    gradient g (through a product whose gradient in its first factor is doubled)."""
+    from polygrad.extend import Op, apply, binary, defvjp
+
+    mulw = defvjp(Op("test_gradcheck_mulw", lambda xp, a, b: a * b),
+                  lambda o, g, ans, a, b: 2 * g * b, lambda o, g, ans, a, b: g * a, saves="xy")
+    binary(mulw)
+    sin = defvjp(Op("test_gradcheck_sin", lambda xp, x: xp.sin(x)),
+                 lambda o, g, ans, x: o.test_gradcheck_mulw(g, o.cos(x)), saves="x")
+    return lambda v: apply(sin, (v,))
+
+
+def test_second_order_checks_see_the_dependence_on_the_output_gradient():
+    """Each second-order check held the output gradient u fixed, so a rule wrong only in how it
+    depends on it passed them all (and the conformance suite), while sin(sin(x))'' came out
+    -1.218 for -0.866. The vjp is checked as a function of x and u now, as Chainer's
+    check_double_backward does."""
+    from polygrad_conformance.gradcheck import check_vjp
+
+    f = _mutated_sin()
+    x = np.random.default_rng(2).normal(size=(3, 4))
+    check_backward(f, x)  # first order: right
+    check_grads(f, [x])
+    for check in (lambda: check_double_backward(f, x), lambda: check_grads(f, [x], order=2),
+                  lambda: check_vjp(f, [x], order=2)):
+        with pytest.raises(AssertionError):
+            check()
+
+
+def test_check_backward_fails_on_nan():
+    """A NaN gradient passed check_backward: abs(nan - n) > tol is False."""
+    class NaNGrad(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * 2.0,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * float("nan"),
+
+    with pytest.raises(AssertionError, match="analytic nan"):
+        check_backward(lambda v: NaNGrad()(v), np.array([1.0, 2.0, 3.0]))
+
+
+def test_check_double_backward_checks_the_first_order():
+    """A function without any gradient passed: its vjp is zeros, whose derivatives are zero."""
+    class NoGrad(pg.Function):
+        def forward(self, inputs):
+            return inputs[0] * inputs[0],
+
+        def backward(self, inputs, grad_outputs):
+            return None,
+
+    with pytest.raises(AssertionError, match="check_backward failed for input 0"):
+        check_double_backward(lambda v: NoGrad()(v), np.array([1.0, 2.0, 3.0]))

@@ -58,7 +58,7 @@ class Tol:
 
 TOLERANCES = {
     "float64": Tol(rtol=1e-7, atol=1e-12, eps=1e-6, grad_rtol=1e-4, grad_atol=1e-6),
-    "float32": Tol(rtol=1e-5, atol=1e-6, eps=3e-3, grad_rtol=2e-2, grad_atol=2e-2),
+    "float32": Tol(rtol=1e-5, atol=1e-6, eps=3e-3, grad_rtol=5e-3, grad_atol=1e-3),
 }
 
 

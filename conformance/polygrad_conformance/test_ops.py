@@ -402,12 +402,19 @@ def _assert_grad_like(case: Case, what: str, g, a, backend) -> None:
     assert g.dtype == a.dtype, f"{case.id}: {what} has dtype {g.dtype}, the input {a.dtype}"
 
 
-def test_grad_dtype(grad_dtype_case, pg_backend, xp):
+def test_grad_dtype(grad_dtype_case, pg_backend, xp, float_dtype):
     """At every real floating dtype the namespace declares, gradients keep the shape, dtype and
     backend of their input: x.grad after backward, and (for cases with a second derivative)
-    the gradients of pg.grad(..., create_graph=True) and their own gradients."""
+    the gradients of pg.grad(..., create_graph=True) and their own gradients. At a dtype other
+    than the one of the main checks (float32 beside float64) the first derivatives' values are
+    checked too."""
     case, name = grad_dtype_case
-    args = case.make(xp, _declared(xp, name))
+    dtype = _declared(xp, name)
+    if dtype != float_dtype:
+        # the values too: where the backend has float64, the gradient checks ran there only (a rule
+        # wrong only in float32 passed)
+        _check(case, xp, dtype, tolerance_for(xp, dtype), order=1)
+    args = case.make(xp, dtype)
     ins = _backward_from_every_output(case, xp, args)
     for i in case.differentiable_args():
         if i not in case.no_grad and ins[i].grad is not None:

@@ -87,7 +87,7 @@ def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequen
             )
 
 
-# (eps, atol, rtol) of each checker for float64; narrower dtypes get their own (see _tolerances).
+# (eps, atol, rtol) of each checker for float64; narrower dtypes get their own (see _Tolerance).
 _CHECK_GRADS = (1e-6, 1e-5, 1e-4)
 _CHECK_BACKWARD = (1e-3, 1e-5, 1e-4)
 _CHECK_DOUBLE_BACKWARD = (1e-3, 1e-4, 1e-3)
@@ -106,25 +106,35 @@ def _narrowest(xp: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
     return worst, worst_eps
 
 
-def _tolerances(xp: Any, arrays: Sequence[Any], eps: Any, atol: Any, rtol: Any,
-                defaults: tuple[float, float, float]) -> tuple[float, float, float, str]:
-    """``(eps, atol, rtol, hint)``: the values left at None chosen for the least precise
-    floating-point dtype among ``arrays``; ``hint`` is a sentence for failure messages
-    when that dtype is narrower than float64 (else empty)."""
-    dtype, e = _narrowest(xp, arrays)
-    narrow = e > 1e-12  # below float64's precision (2.2e-16)
-    if narrow:
+class _Tolerance:
+    """What a numerical check allows, chosen for the least precise floating-point dtype among the
+    arrays it sees. In float64, fixed ``atol`` and ``rtol``. In a narrower dtype, left at None,
+    they measure the central difference's own error instead of guessing it (fixed float32
+    tolerances of 4.9e-3 passed a sign-flipped gradient of a mean over 1,000 values, and
+    gradients 1% off): the difference between the central differences at ``eps`` and at
+    ``eps / 2`` (truncation and rounding), plus the rounding of the function's values over the
+    step (``8 e sum|u f| / eps``), plus ``rtol = 1e-3``."""
+
+    def __init__(self, xp: Any, arrays: Sequence[Any], eps: Any, atol: Any, rtol: Any,
+                 defaults: tuple[float, float, float]) -> None:
+        dtype, e = _narrowest(xp, arrays)
+        narrow = e > 1e-12  # below float64's precision (2.2e-16)
         step = e ** (1.0 / 3.0)  # the central difference's best step: float32 4.9e-3
-        chosen = (builtins.max(defaults[0], step), builtins.max(defaults[1], step), builtins.max(defaults[2], 2 * step))
-    else:
-        chosen = defaults
-    eps, atol, rtol = (c if v is None else v for v, c in zip((eps, atol, rtol), chosen))
-    hint = ""
-    if narrow:
-        hint = (f"; the check ran in {dtype} (machine epsilon {e:.2g}), where central differences with eps={eps:.2g} "
-                f"carry errors of about {e / eps:.1g} relative to the function's values: if the gradient passes in "
-                f"float64, this is the dtype's precision (loosen eps, atol or rtol)")
-    return eps, atol, rtol, hint
+        self.eps = eps if eps is not None else builtins.max(defaults[0], step) if narrow else defaults[0]
+        self.measured = narrow and atol is None  # the error of the numeric value is measured
+        self.atol = atol if atol is not None else 0.0 if narrow else defaults[1]
+        self.rtol = rtol if rtol is not None else builtins.max(defaults[2], 1e-3) if narrow else defaults[2]
+        self.machine_eps = e
+        self.hint = ""
+        if narrow:
+            self.hint = (f"; the check ran in {dtype} (machine epsilon {e:.2g}), where central differences with "
+                         f"eps={self.eps:.2g} carry errors of about {e / self.eps:.1g} relative to the function's "
+                         f"values: if the gradient passes in float64, this is the dtype's precision (loosen eps, "
+                         f"atol or rtol)")
+
+    def rounding(self, magnitude: float) -> float:
+        """The allowance for the rounding of function values of total size ``magnitude``."""
+        return 8.0 * self.machine_eps * magnitude / self.eps if self.measured else 0.0
 
 
 def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], eps: float = 1e-3) -> list:
@@ -173,10 +183,12 @@ def check_grads(
     :param f: a function of Variables returning a Variable or a tuple of them.
     :param inputs: arrays (float64 recommended) or Variables.
     :param order: 1 checks first derivatives; 2 also checks the vjp's own
-        derivative (through ``create_graph=True``).
+        derivatives, in the inputs and in the output gradient (through
+        ``create_graph=True``).
     :param eps, atol, rtol: the step and tolerances; None chooses them for the
         least precise floating-point dtype among the inputs and outputs
-        (float64: 1e-6, 1e-5, 1e-4; float32: about 4.9e-3, 4.9e-3, 9.8e-3).
+        (float64: 1e-6, 1e-5, 1e-4; float32: about 4.9e-3, the measured error of
+        the central difference, 1e-3: see ``_Tolerance``).
     :param wrt: indices of the inputs to differentiate (default: all); these
         must be floating-point.
     :raises TypeError: an input to differentiate is an integer or bool array.
@@ -193,8 +205,9 @@ def check_grads(
 
     xs = [Variable(d, requires_grad=i in wrt) for i, d in enumerate(datas)]
     ys = _as_tuple(f(*xs))
-    eps, atol, rtol, hint = _tolerances(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol,
-                                        _CHECK_GRADS)
+    given = (eps, atol, rtol)
+    tol = _Tolerance(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol, _CHECK_GRADS)
+    eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
     us = [_random_like(_data(y), rng, "check_grads", f"output {j}") for j, y in enumerate(ys)]
     vs = [_random_like(datas[i], rng, "check_grads", f"input {i}") for i in wrt]
 
@@ -206,10 +219,15 @@ def check_grads(
         return sum(_vdot(xp, _data(y), u) for y, u in zip(out, us))
 
     numeric = (directional(eps) - directional(-eps)) / (2 * eps)
+    allowed = atol + rtol * abs(numeric)
+    if tol.measured:
+        half = (directional(eps / 2) - directional(-eps / 2)) / eps
+        magnitude = sum(_vdot(xp, xp.abs(_data(y)), xp.abs(u)) for y, u in zip(ys, us))
+        allowed += 2 * abs(half - numeric) + tol.rounding(magnitude)
     gxs = _grad(list(ys), [xs[i] for i in wrt], grad_outputs=list(us), allow_unused=True)
     analytic = sum(_vdot(xp, _data(g), v) for g, v in zip(gxs, vs) if g is not None)
     name = getattr(f, "__name__", repr(f))
-    if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
+    if not abs(analytic - numeric) <= allowed:
         norms = ", ".join(
             f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}" for i, g in zip(wrt, gxs)
         )
@@ -218,17 +236,25 @@ def check_grads(
             f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}{hint}"
         )
     if order > 1:
+        # The vjp as a function of the inputs and of the output gradients u: a rule that is right
+        # in value but wrong in how it depends on u (on the incoming gradient) is wrong for every
+        # double backward, and passes a check that holds u fixed.
+        n = len(wrt)
+
         def vjp_fn(*args: Any) -> tuple:
-            ins = [a if isinstance(a, Variable) and a.requires_grad else Variable(_data(a), requires_grad=True) for a in args]
+            ins = [a if isinstance(a, Variable) and a.requires_grad else Variable(_data(a), requires_grad=True)
+                   for a in args[:n]]
+            cotangents = [a if isinstance(a, Variable) else Variable(_data(a)) for a in args[n:]]
             full = list(datas)
             for i, a in zip(wrt, ins):
                 full[i] = a
             out = _as_tuple(f(*full))
-            gs = _grad(list(out), ins, grad_outputs=list(us), create_graph=True, allow_unused=True)
+            gs = _grad(list(out), ins, grad_outputs=cotangents, create_graph=True, allow_unused=True)
             return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
 
         vjp_fn.__name__ = f"vjp of {name}"
-        check_grads(vjp_fn, [datas[i] for i in wrt], order=order - 1, eps=eps, atol=atol, rtol=rtol, seed=seed + 1)
+        check_grads(vjp_fn, [datas[i] for i in wrt] + us, order=order - 1, eps=given[0], atol=given[1], rtol=given[2],
+                    seed=seed + 1)
 
 
 def _no_grads(no_grads: Sequence[bool] | None, n: int, fname: str) -> list[bool]:
@@ -256,7 +282,8 @@ def check_backward(
 
     :param eps, atol, rtol: None chooses them for the least precise
         floating-point dtype among the inputs and outputs (float64: 1e-3, 1e-5,
-        1e-4, Chainer's defaults; float32: about 4.9e-3, 4.9e-3, 9.8e-3).
+        1e-4, Chainer's defaults; float32: about 4.9e-3, the measured error of the
+        central differences, 1e-3: see ``_Tolerance``).
     :param no_grads: per input, True to leave it out of the check (Chainer's);
         integer and bool inputs must be left out this way.
     :raises TypeError: an input checked is an integer or bool array.
@@ -270,8 +297,8 @@ def check_backward(
     _refuse_non_float("check_backward", xp, xs, checked, "leave it out with no_grads=")
     vs = [Variable(x, requires_grad=not skip[i]) for i, x in enumerate(xs)]
     ys = _as_tuple(func(*vs))
-    eps, atol, rtol, hint = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in ys], eps, atol, rtol,
-                                        _CHECK_BACKWARD)
+    tol = _Tolerance(xp, [xs[i] for i in checked] + [_data(y) for y in ys], eps, atol, rtol, _CHECK_BACKWARD)
+    eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
     if y_grad is None:
         rng = backend.random_generator(0)
         gys = [_random_like(_data(y), rng, "check_backward", f"output {j}") for j, y in enumerate(ys)]
@@ -286,9 +313,13 @@ def check_backward(
         return func(*full)
 
     numeric = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps)
-    for i, a, n in zip(checked, analytic, numeric):
+    halves = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps / 2) if tol.measured else numeric
+    magnitude = sum(_vdot(xp, xp.abs(_data(y)), xp.abs(g)) for y, g in zip(ys, gys) if g is not None)
+    for i, a, n, h in zip(checked, analytic, numeric, halves):
         a = xp.zeros_like(n) if a is None else _data(a)
-        bad = xp.abs(a - n) > atol + rtol * xp.abs(n)
+        allowed = atol + rtol * xp.abs(n) + 2 * xp.abs(h - n) + tol.rounding(magnitude)
+        # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
+        bad = xp.logical_not(xp.logical_or(xp.abs(a - n) <= allowed, xp.logical_and(xp.isnan(a), xp.isnan(n))))
         if bool(xp.any(bad)):
             where = xp.nonzero(xp.reshape(bad, (-1,)))[0]
             k = int(where[0])
@@ -311,8 +342,11 @@ def check_double_backward(
     rtol: float | None = None,
     no_grads: Sequence[bool] | None = None,
 ) -> None:
-    """Check the derivative of ``func``'s vjp (second order) by element-wise
-    central differences. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
+    """Check ``func``'s backward (first order, as :func:`check_backward`) and the
+    derivatives of its vjp (second order), element-wise by central differences: the
+    vjp is a function of the checked inputs and of the output gradient ``y_grad`` (as
+    in Chainer), so a rule that is right in value but not in how it depends on the
+    incoming gradient fails too. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
     :func:`check_backward` (float64 defaults 1e-3, 1e-4, 1e-3)."""
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
@@ -324,21 +358,26 @@ def check_double_backward(
     rng = backend.random_generator(1)
     with no_backprop_mode():
         probe = _as_tuple(func(*[Variable(x, requires_grad=False) for x in xs]))
-    eps, atol, rtol, _ = _tolerances(xp, [xs[i] for i in checked] + [_data(y) for y in probe], eps, atol, rtol,
-                                     _CHECK_DOUBLE_BACKWARD)
+    tol = _Tolerance(xp, [xs[i] for i in checked] + [_data(y) for y in probe], eps, atol, rtol, _CHECK_DOUBLE_BACKWARD)
+    eps = tol.eps
+    atol, rtol = (None, None) if tol.measured else (tol.atol, tol.rtol)  # measured again by check_backward
     if y_grad is None:
         gys = [_random_like(_data(y), rng, "check_double_backward", f"output {j}") for j, y in enumerate(probe)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
+    # first order (a function without any gradient has a vjp of zeros, whose derivatives are zero)
+    check_backward(func, xs, gys, eps=eps, atol=atol, rtol=rtol, no_grads=skip)
+    n = len(checked)
 
     def vjp(*args: Any) -> tuple:
-        ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a for a in args]
+        ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a
+               for a in args[:n]]
         full = list(xs)
         for i, a in zip(checked, ins):
             full[i] = a
         ys = _as_tuple(func(*full))
-        gs = _grad(list(ys), ins, grad_outputs=gys, create_graph=True, allow_unused=True)
+        gs = _grad(list(ys), ins, grad_outputs=list(args[n:]), create_graph=True, allow_unused=True)
         return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
 
     vjp.__name__ = f"vjp of {getattr(func, '__name__', func)}"
-    check_backward(vjp, tuple(xs[i] for i in checked), None, eps=eps, atol=atol, rtol=rtol)
+    check_backward(vjp, tuple(xs[i] for i in checked) + tuple(gys), None, eps=eps, atol=atol, rtol=rtol)
