@@ -304,8 +304,12 @@ class _TorchMomentumSGD(_Decayed, optimizers.MomentumSGD):
         g = self._decayed(data, grad)
         if not self.momentum:
             return self.lr * g, {"v": state["v"]}
-        v = g if t == 1 else self.momentum * state["v"] + (1.0 - self.dampening) * g if self.dampening else \
-            self.momentum * state["v"] + g
+        if t == 1:  # a copy: g may be the parameter's .grad, which the caller may write in place
+            v = state["backend"].xp.asarray(g, copy=True)
+        elif self.dampening:
+            v = self.momentum * state["v"] + (1.0 - self.dampening) * g
+        else:
+            v = self.momentum * state["v"] + g
         return self.lr * (g + self.momentum * v if self.nesterov else v), {"v": v}
 
 

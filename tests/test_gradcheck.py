@@ -482,3 +482,11 @@ def test_check_double_backward_checks_the_first_order():
 
     with pytest.raises(AssertionError, match="check_backward failed for input 0"):
         check_double_backward(lambda v: NoGrad()(v), np.array([1.0, 2.0, 3.0]))
+
+
+def test_float32_checks_divide_by_the_step_taken():
+    """x + eps rounds in float32: near 1500 the step is 0.79% short, which the measured error
+    (the same fraction at half the step) did not show, so right gradients failed."""
+    x = np.array([1500.3, 1700.7, 2049.1], dtype=np.float32)
+    check_backward(lambda v: pg.sin(v), x)
+    check_double_backward(lambda v: (v - 1500.0) * (v - 1500.0), x)

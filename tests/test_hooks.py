@@ -714,3 +714,28 @@ def test_a_step_that_raised_keeps_nothing_alive():
     gc.collect()
     assert node() is None
 
+
+
+def test_timer_hook_with_a_wrapped_preprocess_keeps_nested_steps():
+    """A hook whose preprocess went through a wrapper (a decorator) took the wrapper's frame for
+    the step's, so the steps nested in it were dropped as failed: 5 of 8 records."""
+    import functools
+
+    def wrapped(method):
+        @functools.wraps(method)
+        def inner(*args, **kwargs):
+            return method(*args, **kwargs)
+        return inner
+
+    class Wrapped(TimerHook):
+        forward_preprocess = wrapped(TimerHook.forward_preprocess)
+        backward_preprocess = wrapped(TimerHook.backward_preprocess)
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(pg.sin(x) * x)
+    counts = []
+    for hook in (TimerHook(), Wrapped()):
+        with hook:
+            pg.grad([y], [x], create_graph=True)
+        counts.append([f.label for f, _ in hook.call_history])
+    assert counts[0] == counts[1] and len(counts[0]) > 4

@@ -375,3 +375,16 @@ def test_load_state_dict_follows_the_parameter_ids():
         del old["param_groups"][0][key]
     ob.load_state_dict(old)
     assert ob.param_groups[0]["nesterov"] is False
+
+
+def test_sgd_velocity_is_not_the_gradient_array():
+    """The first momentum step kept the parameter's .grad array itself as the velocity: zeroing
+    the gradient in place (p.grad.data.zero_() in PyTorch 0.x) zeroed the velocity too."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    opt = pg.optim.SGD([w], lr=0.1, momentum=0.9)
+    w.grad = np.array([1.0, -1.0])
+    opt.step()
+    w.grad[...] = 0.0
+    w.grad = np.array([1.0, -1.0])
+    opt.step()
+    np.testing.assert_allclose(w.data, _torch_sgd(np.array([1.0, 2.0]), [np.array([1.0, -1.0])] * 2, 0.1, 0.9))

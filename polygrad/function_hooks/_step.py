@@ -29,21 +29,24 @@ class Record(tuple):
     own: Any = None
 
 
-_HOOK_FRAMES = frozenset({"_begin", "forward_preprocess", "backward_preprocess"})
+#: the modules whose frames run a step and call the hooks around it
+_STEP_MODULES = frozenset({"polygrad.core.primitive", "polygrad.core.engine"})
 
 
 def _drop_failed(steps: list, caller: Any) -> None:
     """Remove the steps whose function raised (their frame no longer runs ``caller``): what ran
     inside one ran inside the open step below it, if any. Without this a step that raised at
-    the outermost level gathered every later step's record, and the arrays their nodes hold."""
-    running = set()
+    the outermost level gathered every later step's record, and the arrays their nodes hold.
+    The walk up the stack stops once every open step's frame is found (nested steps: a few
+    frames), so only after a failure does it reach the bottom."""
+    pending = {id(entry[3]) for entry in steps}
     f = caller.f_back
-    while f is not None:
-        running.add(id(f))
+    while f is not None and pending:
+        pending.discard(id(f))
         f = f.f_back
     kept: list = []
     for entry in steps:
-        if id(entry[3]) in running:
+        if id(entry[3]) not in pending:
             kept.append(entry)
         elif entry[2] and kept:
             kept[-1][2] = (kept[-1][2] or []) + entry[2]
@@ -80,9 +83,9 @@ class StepHook(FunctionHook):
 
     def _begin(self, function: Any) -> None:
         steps = self._open_steps()
-        caller = sys._getframe(1)  # the frame running the step (apply, the backward pass), past the hook's own
-        while caller.f_code.co_name in _HOOK_FRAMES and caller.f_back is not None:
-            caller = caller.f_back
+        caller = sys._getframe(1)  # the frame running the step: apply, or the backward pass (past the
+        while caller.f_back is not None and caller.f_globals.get("__name__") not in _STEP_MODULES:  # hook's own
+            caller = caller.f_back                                                   # frames and any wrapper)
         if steps:
             _drop_failed(steps, caller)
         steps.append([function, self.begin(function), None, caller])  # None: no step ran in it yet

@@ -162,7 +162,10 @@ def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: S
             xs_p[i] = xp.reshape(plus, x.shape)
             xs_m = list(inputs)
             xs_m[i] = xp.reshape(minus, x.shape)
-            g.append((value(xs_p) - value(xs_m)) / (2 * eps))
+            # the step taken: x + eps rounds in x's dtype (float32 near 1500 moves 0.79% less)
+            d = plus[k] - minus[k]
+            step = float(xp.real(d) if xp.isdtype(d.dtype, "complex floating") else d)
+            g.append((value(xs_p) - value(xs_m)) / (step if step else 2 * eps))
         grads.append(xp.reshape(xp.asarray(g, dtype=x.dtype), x.shape))
     return grads
 
