@@ -7,7 +7,7 @@ import warnings
 from typing import Any, Sequence
 
 from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build
-from polygrad.compile.io import Container, In, Out, SharedVariable, to_value
+from polygrad.compile.io import Container, In, Out, SharedVariable, fits, to_value
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
 from polygrad.core.dispatch import backend_of_type, describe
 from polygrad.core.variable import Variable
@@ -347,7 +347,7 @@ class CompiledFunction:
             program, results = self._execute(values)
         except Exception as exc:
             if self.name is not None:
-                exc.add_note(f"(while running polygrad.function {self.name!r})")
+                exc.add_note(f"(while running {_who(self.name)})")
             raise
         n_out = len(self.outputs)
         outs, ups = list(results[:n_out]), list(results[n_out:])
@@ -363,10 +363,9 @@ class CompiledFunction:
             old = self._containers[idx].value
             # None where a dimension may change; the container's variable's (a swapped-in one's own)
             declared = self._containers[idx].variable._data.shape
-            if declared is None:
-                declared = tuple(old.shape) if old is not None else ()
-            if old is not None and (new.dtype != old.dtype or len(new.shape) != len(declared) or any(
-                    d is not None and d != n for d, n in zip(declared, new.shape))):
+            if declared is None and old is not None:
+                declared = tuple(old.shape)
+            if old is not None and (new.dtype != old.dtype or not fits(declared, tuple(new.shape))):
                 label = self._containers[idx].name or self.inputs[idx].name or f"input {idx}"
                 want = tuple("?" if d is None else d for d in declared)
                 raise ValueError(
@@ -398,7 +397,7 @@ class CompiledFunction:
             return program, program(*values)
         except ShapeChanged as e:  # changed between tracing and running: it depends on random draws
             raise NotImplementedError(
-                f"polygrad.function{'' if self.name is None else ' ' + repr(self.name)}: the shape of {e.op_name} "
+                f"{_who(self.name)}: the shape of {e.op_name} "
                 f"changed between tracing ({e.traced}) and running ({e.now}) on the same inputs, so it depends on "
                 f"random values, which a compiled program cannot follow; use a fixed-shape form such as where()"
             ) from None
@@ -419,7 +418,7 @@ class CompiledFunction:
                 program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
             except RandomShape as e:
                 raise NotImplementedError(
-                    f"polygrad.function{'' if self.name is None else ' ' + repr(self.name)}: the shape of "
+                    f"{_who(self.name)}: the shape of "
                     f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
                     f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
             self._programs[key] = program
@@ -492,8 +491,7 @@ class CompiledFunction:
                 raise ValueError(f"polygrad: copy(swap=...): {old.name or old!r} is not a shared variable of this function")
             a, b = old._data, repl._data
             # repl's values must fit what the function may have read of old's shape (None: nothing)
-            if a.dtype != b.dtype or (a.shape is not None and (b.shape is None or len(a.shape) != len(b.shape) or any(
-                    m is not None and m != n for m, n in zip(a.shape, b.shape)))):
+            if a.dtype != b.dtype or (a.shape is not None and not fits(a.shape, b.shape)):
                 raise TypeError(
                     f"polygrad: copy(swap=...): {repl.name or repl!r} (dtype {b.dtype}, shape {b.shape}) cannot replace "
                     f"{old.name or old!r} (dtype {a.dtype}, shape {a.shape})"
@@ -549,6 +547,11 @@ def _backend_of(values: list, results: tuple) -> Any:
     return None
 
 
+def _who(name: str | None) -> str:
+    """``polygrad.function`` and its name, for messages."""
+    return "polygrad.function" if name is None else f"polygrad.function {name!r}"
+
+
 def _owner(program: Program, may_copy: list) -> Any:
     """``own(k, value)``: result ``k`` of one run of ``program`` as its holder (an output, an
     update's container) may keep it. ``may_copy[k]`` is False for a holder that takes the
@@ -582,7 +585,7 @@ def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, 
     its value.)"""
     if not give_map:
         return
-    replaced = [r for r in _symbols(roots, known, give_map) if r.id in give_map and r.kind in ("op", "item")]
+    replaced = [r for r in walk(roots, known, give_map) if r.id in give_map and r.kind in ("op", "item")]
     if not replaced:
         return
     below: dict[int, set] = {}  # replaced expression -> the ids its floating-point inputs lead back to
@@ -590,7 +593,7 @@ def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, 
     def leads_to(r: SymbolicArray) -> set:
         if r.id not in below:
             args = [a for a in r.args if isinstance(a, SymbolicArray)]
-            below[r.id] = {a.id for a in _symbols(args, known, {}, floating_only=True)}
+            below[r.id] = {a.id for a in walk(args, known, {}, floating_only=True)}
         return below[r.id]
 
     for g in (s for s in walk(roots, known, give_map) if s.kind == "grad"):
@@ -600,36 +603,11 @@ def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, 
         for r in replaced:
             if r.id in above and r.id not in wrt_ids and wrt_ids & leads_to(r):
                 raise NotImplementedError(
-                    f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces {r!r}, an "
+                    f"{_who(name)}: givens replaces {r!r}, an "
                     f"expression the gradient of {cost!r} passes through on its way to "
                     f"{', '.join(repr(w) for w in wrt)}; Theano differentiates the expression as it was built "
                     f"there, which a traced program cannot follow: replace an input of that expression instead"
                 )
-
-
-def _symbols(roots: list, known: set, givens: dict, floating_only: bool = False) -> list:
-    """The expressions ``walk`` reaches; with ``floating_only``, not past one that is not of a
-    floating dtype (a comparison, a cast to integers: no gradient goes through it)."""
-    if not floating_only:
-        return list(walk(roots, known, givens))
-    seen: set[int] = set()
-    out, stack = [], list(roots)
-    while stack:
-        s = stack.pop()
-        if s.id in seen:
-            continue
-        seen.add(s.id)
-        if s.dtype is not None and not s.dtype.startswith(("float", "complex")):
-            continue
-        out.append(s)
-        if s.id in known:
-            continue
-        if s.kind in ("op", "item"):
-            stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
-        elif s.kind == "grad":
-            stack.append(s.grad_of[0])
-            stack.extend(s.grad_of[1])
-    return out
 
 
 def _own(value: Any, copy: bool) -> Any:
@@ -724,7 +702,7 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
     for inp in ins:
         if inp.variable._data.id in give_map:  # it would be read nowhere: its argument dropped silently
             raise ValueError(
-                f"polygrad.function{'' if name is None else ' ' + repr(name)}: givens replaces "
+                f"{_who(name)}: givens replaces "
                 f"{inp.variable._data!r}, an input of the function; an input is given its value at each "
                 f"call, so replacing it has no effect: remove it from the inputs or from givens"
             )

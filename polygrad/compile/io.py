@@ -108,11 +108,21 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
         raise TypeError(f"polygrad: cannot convert {type(value).__name__} to {what} of dtype {sym.dtype}: {exc}") from None
     shape = sym.shape
     if shape is not None:
-        if len(arr.shape) != len(shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+        if not fits(shape, tuple(arr.shape)):
             raise ValueError(
                 f"polygrad: {what} expects shape {tuple('?' if s is None else s for s in shape)}, got {tuple(arr.shape)}"
             )
     return arr
+
+
+def fits(declared: tuple | None, shape: tuple | None) -> bool:
+    """Whether ``shape`` is one a variable declared ``declared`` may take: the same number of
+    dimensions, and each size the declared one where that is known (None: any; an unknown rank:
+    any shape)."""
+    if declared is None:
+        return True
+    return shape is not None and len(shape) == len(declared) and all(
+        d is None or d == n for d, n in zip(declared, shape))
 
 
 def safe_cast(xp: Any, from_: Any, to: Any) -> bool:
@@ -215,7 +225,7 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
         shape = tuple(arr.shape)
     else:
         shape = tuple(shape)
-        if len(shape) != len(arr.shape) or any(s is not None and s != n for s, n in zip(shape, arr.shape)):
+        if not fits(shape, tuple(arr.shape)):
             raise ValueError(f"polygrad.shared: shape {shape} does not fit the value of shape {tuple(arr.shape)} "
                              f"(None for a dimension that may change)")
     sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=shape)

@@ -380,10 +380,12 @@ def grad(cost: Variable, wrt: Any, consider_constant: Any = None, disconnected_i
     return gs[0] if single else gs
 
 
-def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict) -> Iterator[SymbolicArray]:
+def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict, *,
+         floating_only: bool = False) -> Iterator[SymbolicArray]:
     """Every expression the roots read, as a call evaluates them: an input (an id in
     ``stop``) is given, not computed from its owner; a replaced one (in ``givens``) reads
-    its replacement instead."""
+    its replacement instead. ``floating_only``: not past (nor at) an expression of a dtype
+    known not to be floating (a comparison, a cast to integers: no gradient goes through)."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -391,6 +393,8 @@ def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict) -> Iterator[Sy
         if s.id in seen:
             continue
         seen.add(s.id)
+        if floating_only and s.dtype is not None and not s.dtype.startswith(("float", "complex")):
+            continue
         yield s
         if s.id in givens:
             stack.append(givens[s.id])

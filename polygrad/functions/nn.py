@@ -263,9 +263,9 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     ``[0, C)`` or equal to ``ignore_label`` (None: no label is ignored), and
     contributes nothing then. With ``reduce="mean"`` the loss is averaged over
     non-ignored labels (``normalize=True``) or summed and divided by the batch
-    size N; ``reduce="no"`` returns the losses in t's shape. Built from rows of the op table (the usual case, mean and
-    normalized, is ``log_softmax`` and the row ``nll``), so it works on lazy and
-    symbolic inputs too.
+    size N; ``reduce="no"`` returns the losses in t's shape. Built from rows of
+    the op table (the usual case, mean and normalized, is ``log_softmax`` and the
+    row ``nll``), so it works on lazy and symbolic inputs too.
 
     :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
     :raises ValueError: ``t`` not of an integer dtype, an unknown ``reduce``,

@@ -512,7 +512,13 @@ def _filled(backend: Any, value: Any, shape: tuple, dtype: Any, where: str) -> A
     a = xp.asarray(value, dtype=dtype)
     given = tuple(a.shape)
     if given != shape:
-        if len(given) > len(shape) or any(m not in (1, n) for m, n in zip(given[::-1], shape[::-1])):
+        from polygrad.ops.manipulation import broadcast_shapes
+
+        try:
+            fills = broadcast_shapes(given, shape) == shape
+        except ValueError:
+            fills = False
+        if not fills:
             raise ValueError(f"polygrad.links.{where}: an initial value of shape {given} does not fill "
                              f"the parameter's shape {shape}")
         a = xp.broadcast_to(a, shape)
