@@ -146,7 +146,8 @@ class Normal(Distribution):
         m, s = _data(self.mean), _data(self.std)
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
-        batch = tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float) else ()
+        batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
+                 else ())
         dtype = ref.dtype if type(ref) not in (int, float) else default_dtypes(xp)["real floating"]
         eps = rng.normal(shape + batch, dtype=dtype)
         return m + s * eps

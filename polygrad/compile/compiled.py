@@ -376,7 +376,8 @@ class CompiledFunction:
         # an update of the same input, applied next, replaces it in turn.
         for i in writes:
             self._containers[i]._value = _own(values[i], not self.inputs[i].mutable)
-        own = _owner(program, [not o.borrow for o in self.outputs] + [not self.inputs[i].mutable for i, _ in self._updates])
+        own = _owner(program, [not o.borrow for o in self.outputs]
+                     + [not self.inputs[i].mutable for i, _ in self._updates])
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
             self._containers[idx]._value = own(n_out + k, new)
         outs = [own(k, o) for k, o in enumerate(outs)]

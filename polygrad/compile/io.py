@@ -82,8 +82,8 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
         backend = backend_of_type(type(value))
     else:
         if isinstance(value, (str, bytes)):
-            raise TypeError(f"polygrad: {what} of dtype {sym.dtype} takes numbers or arrays, got {type(value).__name__} "
-                            f"{value[:40]!r}")
+            raise TypeError(f"polygrad: {what} of dtype {sym.dtype} takes numbers or arrays, got "
+                            f"{type(value).__name__} {value[:40]!r}")
         if strict:
             raise TypeError(f"polygrad: {what} is strict and needs an array of dtype {sym.dtype}, got {type(value).__name__}")
         backend = get_backend()

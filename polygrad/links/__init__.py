@@ -644,7 +644,8 @@ class EmbedID(Link):
         b = get_backend(backend)
         dt = _as_dtype(b.xp, dtype)
         shape = (in_size, out_size)
-        W = _filled(b, initialW, shape, dt, "EmbedID: initialW") if initialW is not None else b.rng().normal(shape, dtype=dt)
+        W = (_filled(b, initialW, shape, dt, "EmbedID: initialW") if initialW is not None
+             else b.rng().normal(shape, dtype=dt))
         with self.init_scope():
             self.W = Variable(W, name="W")
 
