@@ -270,9 +270,15 @@ class _Decayed:
         return grad + self.weight_decay * data if self.weight_decay else grad
 
 
-class _TorchSGD(_Decayed, optimizers.SGD):
+class _SGDChecks(_Decayed):
+    """What pg.optim.SGD's two rules (with and without a velocity) share: the name their errors
+    give, and PyTorch's check of ``lr``."""
+
     hyperparameter_owner = "optim.SGD"
     lr = Hyperparameter((_non_negative, "non-negative"))
+
+
+class _TorchSGD(_SGDChecks, optimizers.SGD):
 
     def __init__(self, lr: float, weight_decay: float) -> None:
         super().__init__(lr)
@@ -282,15 +288,13 @@ class _TorchSGD(_Decayed, optimizers.SGD):
         return super().step(data, self._decayed(data, grad), state, t)
 
 
-class _TorchMomentumSGD(_Decayed, optimizers.MomentumSGD):
+class _TorchMomentumSGD(_SGDChecks, optimizers.MomentumSGD):
     """PyTorch's momentum: ``v = g`` at a parameter's first update, then ``v = momentum * v +
     (1 - dampening) * g``; ``param -= lr * v`` (Nesterov: ``lr * (g + momentum * v)``). It equals
     Chainer's rule while ``lr`` is constant and dampening 0; after a change of ``lr`` (a
     schedule through ``param_groups``) the velocity already gathered moves by the new one, as in
     PyTorch. A step with momentum 0 leaves the velocity as it was."""
 
-    hyperparameter_owner = "optim.SGD"
-    lr = Hyperparameter((_non_negative, "non-negative"))
     momentum = Hyperparameter((_non_negative, "non-negative"))
     dampening = Hyperparameter()
 

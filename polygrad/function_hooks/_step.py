@@ -83,12 +83,16 @@ class StepHook(FunctionHook):
 
     def _begin(self, function: Any) -> None:
         steps = self._open_steps()
-        caller = sys._getframe(1)  # the frame running the step: apply, or the backward pass (past the
-        while caller.f_back is not None and caller.f_globals.get("__name__") not in _STEP_MODULES:  # hook's own
-            caller = caller.f_back                                                   # frames and any wrapper)
+        # The frame running the step (apply, or the backward pass), past the hook's own frames and
+        # any wrapper around them.
+        caller = sys._getframe(1)
+        while caller.f_back is not None and caller.f_globals.get("__name__") not in _STEP_MODULES:
+            caller = caller.f_back
         if steps:
             _drop_failed(steps, caller)
-        steps.append([function, self.begin(function), None, caller])  # None: no step ran in it yet
+        # an open step: [function, what begin() gave, the records of the steps run in it (None:
+        # none yet), the frame running it]
+        steps.append([function, self.begin(function), None, caller])
 
     def _end(self, function: Any, phase: str) -> None:
         steps = self._open_steps()
