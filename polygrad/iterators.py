@@ -30,18 +30,33 @@ class OrderSampler:
 class ShuffleOrderSampler(OrderSampler):
     """A new random permutation each epoch (Chainer's ``ShuffleOrderSampler``).
 
-    :param random_state: a ``random.Random``, or an int seed; None seeds one
-        from the current backend's random generator, so ``pg.seed(n)`` before
-        the sampler is made makes the order repeatable.
+    :param random_state: a ``random.Random``, an int seed, or a generator with a
+        ``permutation(n)`` method (NumPy's ``RandomState`` or ``Generator``, as
+        Chainer code passes); None seeds one from the current backend's random
+        generator, so ``pg.seed(n)`` before the sampler is made makes the order
+        repeatable.
     """
 
     def __init__(self, random_state: Any = None) -> None:
         if random_state is None:
             random_state = _seed_from_backend()
-        self._random = random_state if isinstance(random_state, random.Random) else random.Random(random_state)
+        if isinstance(random_state, random.Random) or callable(getattr(random_state, "permutation", None)):
+            self._random = random_state
+        else:
+            try:
+                self._random = random.Random(random_state)
+            except TypeError as exc:
+                raise TypeError(
+                    "polygrad.iterators.ShuffleOrderSampler: random_state must be a random.Random, an int seed, a "
+                    "generator with a permutation(n) method (numpy.random.RandomState) or None, got "
+                    f"{type(random_state).__name__}"
+                ) from exc
 
     def __call__(self, current_order: list[int], current_position: int) -> list[int]:
-        order = list(range(len(current_order)))
+        n = len(current_order)
+        if not isinstance(self._random, random.Random):
+            return [int(k) for k in self._random.permutation(n)]
+        order = list(range(n))
         self._random.shuffle(order)
         return order
 
@@ -112,8 +127,12 @@ class SerialIterator:
     def __next__(self) -> list:
         if not self._repeat and self.epoch > 0:
             raise StopIteration
-        self._previous_epoch_detail = self.epoch_detail
+        if self._order is None:  # in order: a data set that grew (or shrank) is read to its end
+            self._size = _length(self.dataset)
         n = self._size
+        if not n:
+            raise ValueError("polygrad.iterators.SerialIterator: the dataset is empty: there is no minibatch to make")
+        self._previous_epoch_detail = self.epoch_detail
         i = self.current_position
         i_end = i + self.batch_size
         batch = self._examples(i, min(i_end, n))
@@ -121,7 +140,9 @@ class SerialIterator:
             self.epoch += 1
             self.is_new_epoch = True
             self.current_position = 0
-            if self._repeat and n:
+            if not self._repeat and self._order is not None:
+                self._order = self._next_order(i)  # the end of every epoch draws the next order, as Chainer's
+            if self._repeat:
                 # Complete the minibatch from the next epochs: several of them when batch_size
                 # exceeds the dataset (every minibatch has batch_size examples).
                 rest = i_end - n
@@ -198,7 +219,12 @@ class SerialIterator:
         self.current_position = int(serializer("current_position", self.current_position))
         self.epoch = int(serializer("epoch", self.epoch))
         self.is_new_epoch = bool(serializer("is_new_epoch", self.is_new_epoch))
-        self._previous_epoch_detail = float(serializer("previous_epoch_detail", self._previous_epoch_detail))
+        try:
+            previous = serializer("previous_epoch_detail", self._previous_epoch_detail)
+        except KeyError:  # a file from before Chainer saved it: estimated as Chainer does
+            previous = self.epoch + (self.current_position - self.batch_size) / self._size if self._size else -1.0
+            previous = max(previous, 0.0) if self.epoch_detail > 0 else -1.0
+        self._previous_epoch_detail = float(previous)
         if self._order is not None:
             from polygrad.backends import get_backend
 

@@ -177,7 +177,10 @@ class NpzDeserializer:
         if isinstance(value, _SCALARS):
             if data.shape != ():
                 raise ValueError(f"polygrad.load_npz: {full!r} holds an array of shape {data.shape}, expected a scalar")
+            self._check_kind(full, _npz_backend().xp, data.dtype, _scalar_kind(value), type(value).__name__)
             return type(value)(data.item())
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            raise TypeError(f"polygrad.load_npz: cannot load {full!r} into a {type(value).__name__}: {_STORABLE}")
         shape = tuple(value.shape)
         if tuple(data.shape) != shape:
             raise ValueError(
@@ -187,13 +190,46 @@ class NpzDeserializer:
         backend = backend_of_type(type(value))
         out = _from_numpy(data, backend)
         if out.dtype != value.dtype:
-            out = backend.xp.astype(out, value.dtype)
+            xp = backend.xp
+            self._check_kind(full, xp, out.dtype, _kind(xp, value.dtype), value.dtype)
+            out = xp.astype(out, value.dtype)
         return out
+
+    def _check_kind(self, full: str, xp: Any, dtype: Any, target: int | None, target_name: Any) -> None:
+        """Refuse a stored dtype of a higher kind than the target's (NumPy's ``same_kind`` rule):
+        float into int truncates, int into bool and complex into real lose values."""
+        have = _kind(xp, dtype)
+        if have is not None and target is not None and have > target:
+            raise TypeError(
+                f"polygrad.load_npz: {full!r} in the file{self._file()} holds {dtype} values, which a target of {target_name} "
+                f"target cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
+                "load it into a target of that kind"
+            )
+
+
+#: Kinds of values in the order a cast may go without changing values in kind (NumPy's
+#: ``same_kind``): a Python scalar target's kind is its type's position here.
+_KIND_NAMES = ("bool", "integral", "real floating", "complex floating")
+_SCALAR_KINDS = (bool, int, float, complex)
+_STORABLE = "a .npz file stores arrays, Python scalars (bool, int, float, complex) and None"
+
+
+def _scalar_kind(value: Any) -> int:
+    """The kind of a Python scalar (a bool is an int too: it is asked first)."""
+    return next(k for k, t in enumerate(_SCALAR_KINDS) if isinstance(value, t))
+
+
+def _kind(xp: Any, dtype: Any) -> int | None:
+    """The position of ``dtype``'s kind in :data:`_KIND_NAMES` (None for another kind)."""
+    for k, name in enumerate(_KIND_NAMES):
+        if xp.isdtype(dtype, name):
+            return k
+    return None
 
 
 def _signature(value: Any) -> Any:
     """What a read is converted for: None, a scalar type, or an array's type, shape and dtype."""
-    if value is None or isinstance(value, _SCALARS):
+    if value is None or isinstance(value, _SCALARS) or not hasattr(value, "shape"):
         return type(value)
     return (type(value), tuple(value.shape), str(value.dtype))
 
@@ -292,6 +328,10 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     target: dict[str, Any] = {}
     serialize(obj, DictionarySerializer(target))
     keys = [k for k, v in target.items() if v is not None]
+    for k in keys:
+        v = target[k]
+        if not isinstance(v, _SCALARS) and not (hasattr(v, "shape") and hasattr(v, "dtype")):
+            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, a {type(v).__name__}: {_STORABLE}")
     values = compute(*(target[k] for k in keys))  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}

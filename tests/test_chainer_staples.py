@@ -406,3 +406,71 @@ def test_concat_examples_puts_python_labels_with_the_arrays(xp, backend_name):
         rows = [b.xp.asarray([1.0, 2.0]), b.xp.asarray([3.0, 4.0])]
     x, t = concat_examples([(rows[0], 1), (rows[1], 0)])  # the current backend is backend_name
     assert isinstance(t, type(x))
+
+
+# ---------------------------------------------------------------------------
+# SerialIterator against Chainer 7.8.1 (stop 26)
+# ---------------------------------------------------------------------------
+
+
+def test_serial_iterator_over_an_empty_dataset_raises():
+    """An empty dataset gave empty minibatches forever while epochs went by (a loop `while it.epoch
+    < 3` ended without one example); Chainer fails on it too."""
+    for repeat in (True, False):
+        with pytest.raises(ValueError, match="dataset is empty"):
+            next(SerialIterator([], 2, repeat=repeat, shuffle=False))
+
+
+def test_serial_iterator_in_order_reads_a_dataset_that_grew():
+    """In order, the length is read at each minibatch (Chainer's): two examples appended after
+    the first minibatch are visited in this epoch. They were skipped until reset()."""
+    data = [0, 1, 2, 3]
+    it = SerialIterator(data, 3, shuffle=False)
+    assert next(it) == [0, 1, 2]
+    data += [4, 5]
+    assert next(it) == [3, 4, 5] and it.epoch == 1 and it.epoch_detail == pytest.approx(1.0)
+
+
+class _Counting(pg.iterators.OrderSampler):
+    """A fixed rotation that counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, order, position):
+        self.calls += 1
+        return [(k + self.calls) % len(order) for k in range(len(order))]
+
+
+def test_serial_iterator_without_repeat_draws_the_next_order_at_the_epochs_end():
+    """repeat=False: the sampler is called at the end of the epoch as with repeat=True (Chainer's),
+    so the order saved after an epoch, and the next epoch's after reset(), are Chainer's. It was
+    called only when repeating (1 call after the epoch, where Chainer makes 2)."""
+    sampler = _Counting()
+    it = SerialIterator(list(range(4)), 4, repeat=False, order_sampler=sampler)
+    assert next(it) == [1, 2, 3, 0] and sampler.calls == 2
+    it.reset()
+    assert sampler.calls == 3 and next(it) == [3, 0, 1, 2]
+
+
+def test_shuffle_order_sampler_takes_a_numpy_random_state():
+    """Chainer code passes numpy.random.RandomState: taken as any generator with permutation(n)
+    (it failed in random.Random's seeding); an unusable random_state names what is taken."""
+    a = ShuffleOrderSampler(np.random.RandomState(0))([0] * 6, 0)
+    assert a == [int(k) for k in np.random.RandomState(0).permutation(6)]
+    assert sorted(ShuffleOrderSampler(np.random.default_rng(1))([0] * 5, 0)) == list(range(5))
+    with pytest.raises(TypeError, match="permutation"):
+        ShuffleOrderSampler([1, 2])
+
+
+def test_serial_iterator_loads_a_file_without_previous_epoch_detail(tmp_path):
+    """Older Chainer snapshots have no previous_epoch_detail: estimated as Chainer does (a KeyError before)."""
+    it = SerialIterator(list(range(10)), 3, shuffle=False)
+    for _ in range(5):
+        next(it)
+    np.savez(tmp_path / "old.npz", current_position=5, epoch=1, is_new_epoch=False)
+    fresh = SerialIterator(list(range(10)), 3, shuffle=False)
+    pg.serializers.load_npz(tmp_path / "old.npz", fresh)
+    assert (fresh.epoch, fresh.current_position) == (1, 5)
+    assert fresh.previous_epoch_detail == pytest.approx(1.2) == it.previous_epoch_detail
+    assert next(fresh) == next(it)

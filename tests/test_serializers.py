@@ -501,3 +501,84 @@ def test_a_none_persistent_value_loads_onto_the_links_backend_in_the_files_dtype
     serializers.load_npz(tmp_path / "s.npz", target)
     b = pg.get_backend(other)
     assert isinstance(target.mean, b.array_types) and target.mean.dtype == b.xp.int32
+
+
+# ---------------------------------------------------------------------------
+# Against Chainer 7.8.1 (stop 26): casts that change values, persistents that are not arrays
+# ---------------------------------------------------------------------------
+
+
+class Kinds(pg.Link):
+    def __init__(self, xp):
+        super().__init__()
+        self.add_persistent("hist", xp.asarray([0, 0], dtype=xp.int64))
+        self.add_persistent("flags", xp.asarray([False, False]))
+        self.add_persistent("z", xp.asarray([0.0], dtype=xp.float32))
+        self.add_persistent("steps", 0)
+        self.add_persistent("done", False)
+
+
+@pytest.mark.parametrize("key, stored", [("hist", [2.7, -1.5]), ("flags", [0, 2]), ("z", [1 + 2j]),
+                                         ("steps", 2.7), ("done", 5)])
+def test_a_value_of_a_higher_kind_is_refused_on_load(xp, tmp_path, key, stored):
+    """float into int, int into bool, complex into real (arrays and Python scalars) were cast,
+    changing the values silently (hist -> [2, -1], flags -> [False, True], z -> [1.0], steps -> 2,
+    done -> True); Chainer refuses them (same_kind). Nothing is changed."""
+    link = Kinds(xp)
+    saved = {k: np.asarray(v) for k, v in dict(hist=[1, 2], flags=[True, False], z=[3.0], steps=1, done=True).items()}
+    saved[key] = np.asarray(stored)
+    np.savez(tmp_path / "k.npz", **saved)
+    before = {k: to_np(getattr(link, k)) for k in saved}
+    with pytest.raises(TypeError, match=f"'{key}' .* cannot take without changing them"):
+        serializers.load_npz(tmp_path / "k.npz", link)
+    for k, v in before.items():
+        np.testing.assert_array_equal(to_np(getattr(link, k)), v)
+
+
+def test_a_value_of_the_same_or_a_lower_kind_loads(xp, tmp_path):
+    """int into float, bool into int, float64 into float32, int into a Python float: loaded."""
+    np.savez(tmp_path / "k.npz", hist=np.asarray([True, False]), flags=np.asarray([True, False]),
+             z=np.asarray([7], dtype=np.int16), steps=np.asarray(3), done=np.asarray(False))
+    link = Kinds(xp)
+    serializers.load_npz(tmp_path / "k.npz", link)
+    np.testing.assert_array_equal(to_np(link.hist), [1, 0])
+    np.testing.assert_array_equal(to_np(link.z), [7.0])
+    assert link.z.dtype == xp.float32 and link.steps == 3 and type(link.steps) is int
+
+
+def test_a_variable_persistent_is_kept_as_its_array(xp, tmp_path):
+    """add_persistent("avg", pg.zeros(3)) (a Variable) saved but could not be loaded (no backend claims
+    a Variable), and copyparams shared it between links. A persistent value keeps the array, also
+    when a Variable is assigned to it later."""
+    class Stat(pg.Link):
+        def __init__(self):
+            super().__init__()
+            self.add_persistent("avg", pg.asarray(xp.zeros(3)))
+
+    s = Stat()
+    assert not isinstance(s.avg, pg.Variable)
+    s.avg = pg.Variable(s.avg) + 5
+    assert not isinstance(s.avg, pg.Variable)
+    serializers.save_npz(tmp_path / "s.npz", s)
+    t = Stat()
+    serializers.load_npz(tmp_path / "s.npz", t)
+    np.testing.assert_array_equal(to_np(t.avg), [5.0, 5.0, 5.0])
+    c = Stat()
+    c.copyparams(s)
+    assert c.avg is not s.avg
+    np.testing.assert_array_equal(to_np(c.avg), [5.0, 5.0, 5.0])
+
+
+def test_a_value_that_is_not_storable_names_its_key(tmp_path):
+    """A list or str persistent: save and load name the key and what a file stores (a 'no backend
+    claims ... install a plugin' TypeError on save, an AttributeError on load before)."""
+    class Tagged(pg.Link):
+        def __init__(self):
+            super().__init__()
+            self.add_persistent("sizes", [3, 4])
+
+    with pytest.raises(TypeError, match="cannot save 'sizes', a list: a .npz file stores arrays"):
+        serializers.save_npz(tmp_path / "t.npz", Tagged())
+    np.savez(tmp_path / "t.npz", sizes=np.asarray([5, 6]))
+    with pytest.raises(TypeError, match="cannot load 'sizes' into a list"):
+        serializers.load_npz(tmp_path / "t.npz", Tagged())

@@ -72,14 +72,15 @@ class Link:
             object.__setattr__(self, "_within_init_scope", old)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
+        persistent = self.__dict__.get("_persistent")
+        if persistent and name in persistent:
+            self._note_replaced(name)
+            value = _persistent_value(value)
+        elif self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
             if value.name is None:
                 value.name = name
             if name not in self._params:
                 self._params.append(name)
-        persistent = self.__dict__.get("_persistent")
-        if persistent and name in persistent:
-            self._note_replaced(name)
         super().__setattr__(name, value)
 
     def _note_replaced(self, name: str) -> None:
@@ -99,11 +100,13 @@ class Link:
 
     def add_persistent(self, name: str, value: Any) -> None:
         """Register a value that is saved and loaded with the link but is not a
-        parameter (running statistics), as Chainer's ``add_persistent``."""
+        parameter (running statistics), as Chainer's ``add_persistent``: an array, a
+        Python scalar or None. A Variable (``pg.zeros(3)``) is kept as its array, here
+        and when it is assigned later: a persistent value is never differentiated."""
         persistent = self.__dict__.setdefault("_persistent", [])
         if name not in persistent:
             persistent.append(name)
-        object.__setattr__(self, name, value)
+        object.__setattr__(self, name, _persistent_value(value))
 
     def __delattr__(self, name: str) -> None:
         if name in self._params:
@@ -315,6 +318,12 @@ class Link:
 
     def count_params(self) -> int:
         return sum(int(p.size) for p in self.params(include_uninit=False))
+
+
+def _persistent_value(value: Any) -> Any:
+    """What a persistent value holds: a Variable's array (saving, loading, copying and moving
+    a link handle arrays and scalars; a Variable kept there was saved but could not be loaded)."""
+    return value.data if isinstance(value, Variable) else value
 
 
 class Chain(Link):
