@@ -75,3 +75,18 @@ def test_debug_mode_catches_gradients_that_overflow_when_summed(make):
         else:
             pg.sum(pg.sin(x) * 1e308).backward()
             pg.sum(pg.sin(x) * 1e308).backward()
+
+
+def test_using_config_debug_is_debug_mode_whole():
+    """using_config('debug', True) set the flag only: forward outputs went unchecked (log(0) passed)
+    and call sites were '<unknown>'; False inside debug_mode left the forward checks on."""
+    with pg.using_config("debug", True):
+        assert pg.is_debug()
+        with pytest.raises(FloatingPointError, match="output 0 of log .* called at .*test_debug.py"):
+            pg.log(pg.Variable(np.array([0.0])))
+    with pg.debug_mode():
+        with pg.using_config("debug", False):
+            assert not pg.is_debug()
+            pg.log(pg.Variable(np.array([0.0])))  # no check
+        with pytest.raises(FloatingPointError):
+            pg.log(pg.Variable(np.array([0.0])))

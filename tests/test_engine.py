@@ -252,3 +252,52 @@ def test_one_apply_path_for_every_node_kind():
     finally:
         mp.undo()
     assert calls == ["sin", "bernoulli", "Id"]
+
+
+# ---------------------------------------------------------------------------
+# .grad at the edge: 0-d gradients, a .grad of another shape, failed deliveries, pg.grad's message
+# ---------------------------------------------------------------------------
+
+
+def test_a_0d_gradient_is_an_array_that_writes_in_place():
+    """x.grad of a 0-d leaf was a NumPy scalar: `g = x.grad; g *= 0.5` left x.grad as it was
+    (a (1,)-shaped one changes), and x.grad[...] = 0 raised."""
+    x = pg.Variable(np.array(2.0))
+    (x * x).backward()
+    (x * x).backward()  # accumulated: the sum is an array too
+    g = x.grad
+    g *= 0.5
+    assert float(x.grad) == 4.0
+    x.grad[...] = 0
+    assert float(x.grad) == 0.0
+
+
+def test_accumulating_into_a_grad_of_another_shape_raises():
+    """After x.data changed shape, backward broadcast the new gradient into the stale (3, 2)
+    .grad silently (the .grad setter refuses that shape). Nothing is written."""
+    x = pg.Variable(np.ones((3, 2)))
+    pg.sum(x).backward()
+    x.data = np.ones(2)
+    w = pg.Variable(np.ones(2))
+    with pytest.raises(ValueError, match=r"\.grad has shape \(3, 2\), the gradient \(2,\).*cleargrad"):
+        pg.sum(x * w).backward()
+    assert x.grad.shape == (3, 2) and w.grad is None
+
+
+def test_a_pass_that_failed_in_a_leaf_hook_says_so_when_repeated():
+    """The repeat said the arrays 'were freed after the first backward' (as if it had succeeded)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    x.register_hook(lambda g: 1 / 0)
+    y = pg.sum(x * x)
+    with pytest.raises(ZeroDivisionError):
+        y.backward()
+    with pytest.raises(RuntimeError, match="then failed delivering the leaves' gradients: ZeroDivisionError"):
+        y.backward()
+
+
+def test_grad_of_an_input_that_does_not_require_grad_says_so():
+    """'is not used to compute the outputs' was said of a constant that is used."""
+    c = pg.Variable(np.array([1.0, 2.0]), requires_grad=False)
+    x = pg.Variable(np.array([3.0, 4.0]))
+    with pytest.raises(RuntimeError, match=r"input 1 .* does not require grad"):
+        pg.grad([pg.sum(x * c)], [x, c])

@@ -970,3 +970,72 @@ def test_a_user_function_on_symbolic_variables_is_refused_clearly():
     with pytest.raises(TypeError, match=r"polygrad: Twice cannot run on backend 'symbolic': .*cannot be traced by "
                                         r"pg.function; write it with polygrad's functions"):
         pg.function([v], pg.sum(Twice()(v)))
+
+
+# ---------------------------------------------------------------------------
+# mark_dirty: the write is counted whatever happens next; one array returned twice
+# ---------------------------------------------------------------------------
+
+
+class _AddOneInPlace(pg.Function):
+    def forward(self, inputs):
+        x, = inputs
+        x += 1
+        self.mark_dirty(x)
+        return x,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs
+
+
+class _DirtyThenFail(pg.Function):
+    def forward(self, inputs):
+        x, = inputs
+        x *= 2
+        self.mark_dirty(x)
+        raise ValueError("after the write")
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs
+
+
+def test_a_refused_or_failed_in_place_function_still_counts_its_write():
+    """The refusal of a dirty leaf (or a forward raising after mark_dirty) came after forward had
+    written into the input, whose version stayed: w * w's backward then used the new values,
+    w.grad [4, 6] for [2, 4]. The version moves first; the saved array is refused."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    y = w * w
+    with pytest.raises(RuntimeError, match="leaf"):
+        _AddOneInPlace()(w)
+    assert w.version == 1
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward(np.ones(2))
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 1
+    s = pg.sum(h * h)
+    with pytest.raises(ValueError, match="after the write"):
+        _DirtyThenFail()(h)
+    assert h.version == 1
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        s.backward()
+
+
+class _Twice(pg.Function):
+    def forward(self, inputs):
+        y = inputs[0] * 2
+        return y, y
+
+    def backward(self, inputs, grad_outputs):
+        return sum(g for g in grad_outputs if g is not None) * 2,
+
+
+def test_one_array_returned_as_two_outputs_shares_one_version_counter():
+    """a += 1 changed b (the same array) without moving b's version: sum(b * b)'s backward used
+    the new values (x.grad [12, 20] for [8, 16])."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    a, b = _Twice()(x)
+    s = pg.sum(b * b)
+    a += 1
+    assert b.version == a.version == 1
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        s.backward()

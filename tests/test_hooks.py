@@ -739,3 +739,58 @@ def test_timer_hook_with_a_wrapped_preprocess_keeps_nested_steps():
             pg.grad([y], [x], create_graph=True)
         counts.append([f.label for f, _ in hook.call_history])
     assert counts[0] == counts[1] and len(counts[0]) > 4
+
+
+# ---------------------------------------------------------------------------
+# Variable hooks: after the variable leaves its graph; hooks that write into their argument
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", ["detach_", "unchain", "unchain_backward", "set_creator"])
+@pytest.mark.parametrize("hooked_before", [True, False])
+def test_a_hook_registered_after_the_variable_left_its_graph_does_not_fire_there(cut, hooked_before):
+    """After h.detach_() (or unchain...), a hook registered on h fired in y's graph when one had
+    been registered before the cut (both were kept in one list the old node held): x.grad
+    [800, 1600] for [8, 16]. Hooks registered before the cut still fire there, as PyTorch's."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 2
+    fired = []
+    if hooked_before:
+        h.register_hook(lambda g: fired.append("before"))
+    y = pg.sum(h * h)
+    (h.set_creator(None) if cut == "set_creator" else getattr(h, cut)())
+    h.register_hook(lambda g: fired.append("after") or g * 100)
+    y.backward(retain_grad=True)
+    if cut == "unchain_backward":  # (it cut the graph behind h too)
+        assert x.grad is None
+    else:
+        np.testing.assert_array_equal(x.grad, [8.0, 16.0])
+    assert fired == (["before"] if hooked_before else [])
+    assert h.grad is None  # retain_grad wrote the old graph's gradient into the detached h
+
+
+def test_a_hook_that_writes_into_its_gradient_changes_that_gradient_only():
+    """`g *= 10` in a hook on x corrupted w's gradient (they shared add's array) and the caller's
+    seed; a broadcast gradient raised numpy's read-only error. Each hook gets an array of its own,
+    and a hook returning None after writing into it has changed its variable's gradient."""
+    def times_ten(g):
+        g *= 10
+
+    x, w = pg.Variable(np.zeros(2)), pg.Variable(np.zeros(2))
+    x.register_hook(times_ten)
+    seed = np.ones(2)
+    (x + w).backward(seed)
+    np.testing.assert_array_equal(x.grad, [10.0, 10.0])
+    np.testing.assert_array_equal(w.grad, [1.0, 1.0])
+    np.testing.assert_array_equal(seed, [1.0, 1.0])
+    x2 = pg.Variable(np.zeros(2))
+    x2.register_hook(times_ten)
+    pg.sum(x2).backward()  # the gradient reaching x2 is a read-only broadcast of the seed
+    np.testing.assert_array_equal(x2.grad, [10.0, 10.0])
+    kept = []
+    x3 = pg.Variable(np.zeros(2))
+    x3.register_hook(kept.append)
+    x3.register_hook(times_ten)
+    (x3 * 1.0).backward(np.ones(2))
+    np.testing.assert_array_equal(kept[0], [1.0, 1.0])  # what the first hook kept is not written into
+    np.testing.assert_array_equal(x3.grad, [10.0, 10.0])

@@ -91,6 +91,12 @@ def using_config(name: str, value: bool) -> Iterator[None]:
         var = _FLAGS[name]
     except KeyError:
         raise ValueError(f"polygrad.using_config: unknown flag {name!r}; known: {', '.join(sorted(_FLAGS))}") from None
+    if var is debug:  # debug mode is the flag and its hook (forward checks, call sites): one switch
+        from polygrad.core.debug import debug_mode
+
+        with debug_mode(bool(value)):
+            yield
+        return
     token = var.set(value)
     try:
         yield

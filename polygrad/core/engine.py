@@ -51,10 +51,18 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
 
 def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtype: Any, backend: Any,
                      what: str) -> Any:
-    """The hooks registered on a variable (``what``, of ``shape`` and ``dtype``), applied to its gradient."""
+    """The hooks registered on a variable (``what``, of ``shape`` and ``dtype``), applied to its gradient.
+
+    Each hook is handed an array of its own (a graph's Variable under ``create_graph``): the
+    gradient it sees may be shared with another input's, with the caller's seed or with what
+    an earlier hook kept, so a hook that writes into it (``g *= 10``, returning None) changes
+    this gradient only, as it means to."""
     for hook in tuple(hooks):
-        new = hook(g)
-        if new is not None:
+        seen = g if create_graph or isinstance(g, Variable) else backend.xp.asarray(g, copy=True)
+        new = hook(seen)
+        if new is None:
+            g = seen
+        else:
             name = getattr(hook, "__qualname__", None) or repr(hook)
             new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned")
             g = new if create_graph or not isinstance(new, Variable) else new._data
@@ -281,8 +289,14 @@ class _Pass:
         with _ACCUMULATE:  # (from reading .grad to the last write: threads lose no sum)
             writes = []
             for v, g in ready:
-                if v._grad is not None:  # the sum is a new array
-                    g = v._grad + g
+                old = v._grad
+                if old is not None:  # the sum is a new array
+                    if tuple(old.shape) != tuple(g.shape):
+                        raise ValueError(
+                            f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has "
+                            f"shape {tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since "
+                            f".grad was written); call cleargrad() first")
+                    g = old + g
                     if self.debug:
                         self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
                 elif not self.create_graph and self.owned.get(id(g)) is not g and (
@@ -290,6 +304,8 @@ class _Pass:
                     # The user gets an array of their own: not shared with another leaf or with
                     # an array the caller holds, not a view.
                     g = _copy(g)
+                if g.shape == () and not self.create_graph and not _owns_memory(g):
+                    g = _copy(g)  # a read-only scalar (NumPy's): `g = x.grad; g *= 2` would change nothing
                 writes.append((v, g))
             for v, g in self.retained + writes:
                 v._grad = g
@@ -350,7 +366,11 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
         raise
     finally:
         config.enable_backprop.reset(token)
-    return run.deliver()
+    try:
+        return run.deliver()
+    except BaseException as exc:  # a leaf's hook, a check of its sum: the nodes are freed already
+        run.failure = f" delivering the leaves' gradients: {type(exc).__name__}: {exc}"
+        raise
 
 
 def _copy(g: Any) -> Any:
@@ -427,8 +447,10 @@ def grad(
     if not allow_unused:
         for i, (v, g) in enumerate(zip(inputs_t, gs)):
             if g is None:
+                why = ("does not require grad" if not v._requires_grad and v._node is None
+                       else "is not used to compute the outputs")
                 raise RuntimeError(
-                    f"polygrad.grad: input {i} ({v._describe()}) is not used to compute the outputs, so it has no "
-                    f"gradient; pass allow_unused=True to get None for it"
+                    f"polygrad.grad: input {i} ({v._describe()}) {why}, so it has no gradient; pass "
+                    f"allow_unused=True to get None for it"
                 )
     return [g if g is None or isinstance(g, Variable) else Variable._make(g) for g in gs]

@@ -149,6 +149,7 @@ class Function(Node):
         d["_to_save"] = None
         d["_saved_versions"] = ()
         d["_dirty"] = ()
+        d["_dirty_bumped"] = False
         d["_non_differentiable"] = ()
         d["_shared_storage"] = ()
         d["_input_refs"] = ()
@@ -180,8 +181,22 @@ class Function(Node):
             from polygrad.core.type_check import TypeInfoTuple  # loaded only by Functions that check
 
             self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
-        outs = apply(_ROW, in_vars, None, self)
+        try:
+            outs = apply(_ROW, in_vars, None, self)
+        except BaseException:
+            self._bump_dirty(in_vars)  # forward may have written into them before it failed
+            raise
         return outs[0] if len(outs) == 1 else outs
+
+    def _bump_dirty(self, in_vars: tuple) -> None:
+        """Count the change of each input forward changed in place (``mark_dirty``), once and
+        before anything can fail, so that graphs which saved it refuse to use it: the write
+        has happened whether this application is refused, fails or is recorded."""
+        if self._dirty and not self._dirty_bumped:
+            self._dirty_bumped = True
+            for iv in in_vars:
+                if any(iv._data is t for t in self._dirty):
+                    iv._vbox.bump(self.label)
 
     def _start(self, backend: Any, record: bool, edges: list) -> Any:
         """Called by apply before the forward hooks: this application's backend and
@@ -247,17 +262,19 @@ class Function(Node):
         gradient, ``mark_shared_storage`` pairs share counters."""
         in_data = tuple(v._data for v in in_vars)
         dirty = self._dirty
+        self._bump_dirty(in_vars)
         for iv, d in zip(in_vars, in_data):
             if any(d is t for t in dirty):  # changed in place by forward, returned or not
                 iv._check_inplace(self.label)
-                iv._vbox.bump(self.label)
-        out_vars = []
+        out_vars: list = []
         for i, y in enumerate(outputs):
             same = next((iv for iv, d in zip(in_vars, in_data) if y is d), None)
             if same is not None and any(y is t for t in dirty):
                 v = same
             else:
-                v = Variable._make(y, vbox=None if same is None else same._vbox)
+                # an array returned twice is one array: its outputs share one version counter
+                twin = same if same is not None else next((ov for ov in out_vars if ov._data is y), None)
+                v = Variable._make(y, vbox=None if twin is None else twin._vbox)
             diff = record and not any(y is t for t in self._non_differentiable)
             v._volatile = volatile
             v._requires_grad = diff

@@ -588,6 +588,8 @@ class Variable:
     # -- graph ---------------------------------------------------------------
     def set_creator(self, gen_func: Any) -> None:
         """Notify the variable that ``gen_func`` created it (as one of its outputs)."""
+        if gen_func is not self._node:
+            self._leave_node()
         if gen_func is None:
             self._node = None
             return
@@ -620,7 +622,9 @@ class Variable:
         return Variable._make(self._data, volatile=self._volatile, vbox=self._vbox, name=self.name)
 
     def detach_(self) -> "Variable":
-        """Detach this variable from the graph that created it, making it a leaf."""
+        """Detach this variable from the graph that created it, making it a leaf (hooks
+        registered from now on, and retain_grad, no longer reach the graph it left)."""
+        self._leave_node()
         self._node = None
         self._index = 0
         self._requires_grad = False
@@ -628,6 +632,7 @@ class Variable:
 
     def unchain(self) -> None:
         """Delete the reference to the creator: this variable becomes a root."""
+        self._leave_node()
         self._node = None
 
     def unchain_backward(self) -> None:
@@ -637,6 +642,7 @@ class Variable:
         are freed by reference counting.
         """
         node = self._node
+        self._leave_node()
         self._node = None
         stack = [node] if node is not None else []
         seen = set()
