@@ -357,3 +357,102 @@ def test_augmented_assignment_into_a_slice_of_a_constant_keeps_the_path():
         c[0:1] += x[0:1] * 3.0
         (pg.sum(c * c) + pg.sum(x)).backward()
         np.testing.assert_allclose(pg.compute(x.grad)[0], [19.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# Against the numpy backend (stop 26): lazy index arrays, unknown sizes, masks, 0-d edges
+# ---------------------------------------------------------------------------
+
+
+def test_a_one_element_index_array_on_a_2d_array_has_the_right_shape():
+    """x[idx] with idx a dask array holding [0], on an axis in one chunk, was reported with the
+    axis' length (4, 6) and computed (1, 6): sum(y) / y.shape[0] gave 3.75 for 15, backward and
+    reshape failed. take, x[:, idx] the same."""
+    a = np.arange(24.0).reshape(4, 6)
+    idx = da.from_array(np.array([0]))
+    for key, expect in (((idx,), a[[0]]), ((slice(None), idx), a[:, [0]])):
+        x = pg.Variable(da.from_array(a, chunks=(4, 3)))
+        y = x[key if len(key) > 1 else key[0]]
+        assert y.shape == expect.shape
+        (pg.sum(y) / y.shape[0]).backward()
+        np.testing.assert_allclose(pg.compute(y)[0], expect)
+        want = np.zeros_like(a)
+        want[(key[0] if len(key) == 1 else (slice(None), [0]))] = 1.0 / expect.shape[0]
+        np.testing.assert_allclose(pg.compute(x.grad)[0], want)
+    for axis in (0, 1):
+        t = pg.take(pg.Variable(da.from_array(a, chunks=(4, 3))), idx, axis=axis)
+        assert t.shape == np.take(a, [0], axis=axis).shape
+        np.testing.assert_allclose(pg.compute(t)[0], np.take(a, [0], axis=axis))
+
+
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_an_index_past_the_end_raises_when_computed(chunks):
+    """x[[2, 10]] of 8 rows with a dask index gave row 2 twice (and its gradient), or an
+    unrelated 'index 0 ... size 0' error; two index arrays and take read row 10 of nothing.
+    numpy's IndexError, when the index is computed."""
+    a = np.arange(40.0).reshape(8, 5)
+    idx = da.from_array(np.array([2, 10]), chunks=chunks)
+    x = pg.Variable(da.from_array(a, chunks=(4, 5)))
+    for y in (x[idx], pg.take(x, idx, axis=0), x[idx, da.from_array(np.array([0, 1]), chunks=chunks)]):
+        with pytest.raises(IndexError, match="index 10 is out of bounds for axis 0 with size 8"):
+            pg.compute(y)
+    ok = x[da.from_array(np.array([2, -8]), chunks=chunks)]
+    np.testing.assert_allclose(pg.compute(ok)[0], a[[2, -8]])
+
+
+def test_searchsorted_on_unknown_sizes_raises():
+    """The sorted array of unknown chunk sizes gave float positions with NaN."""
+    s = da.from_array(np.array([0.0, 1.0, 2.0, 3.0]), chunks=2)
+    s = s[s > -1]
+    with pytest.raises(UnknownShapeError, match="searchsorted"):
+        pg.searchsorted(pg.Variable(s, requires_grad=False), pg.Variable(da.from_array(np.array([0.5, 2.5]))))
+
+
+def test_mask_assignment_on_dask_gives_numpys_values_and_gradients():
+    """h[h < 0] = 0 and h[rowmask] = 0 failed on dask (the values' shape is unknown there)."""
+    a = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]])
+    rows = np.array([True, False])
+    for mask_of in (lambda h, b: h < 0, lambda h, b: b.asarray(rows) if b is np else da.from_array(rows)):
+        results = []
+        for b in (np, da):
+            x = pg.Variable(a if b is np else da.from_array(a, chunks=(1, 2)))
+            v = pg.Variable(np.asarray(0.5) if b is np else da.from_array(np.asarray(0.5)))
+            h = x * 2
+            h[mask_of(h, b)] = v
+            pg.sum(h * h).backward()
+            results.append([pg.compute(t)[0] for t in (h, x.grad, v.grad)])
+        for n, d in zip(*results):
+            np.testing.assert_allclose(d, n)
+
+
+def test_backward_through_unknown_sizes_where_nothing_needs_them():
+    """vector_norm(ord=3) of an unknown-size input raised 'is (nan,), expected (nan,)'."""
+    a = np.array([0.5, -1.0, 2.0, 0.3])
+    d = da.from_array(a, chunks=2)
+    x = pg.Variable(d[d == d])
+    pg.linalg.vector_norm(x, ord=3).backward()
+    ref = pg.Variable(a)
+    pg.linalg.vector_norm(ref, ord=3).backward()
+    np.testing.assert_allclose(pg.compute(x.grad)[0], ref.grad)
+
+
+def test_new_axes_on_a_0d_array_backward():
+    """x[None] of a 0-d dask Variable failed in backward (a write of (1,) into a 0-d array)."""
+    x = pg.Variable(da.from_array(np.asarray(2.5)))
+    pg.sum(x[None, None] * x).backward()
+    assert float(pg.compute(x.grad)[0]) == 5.0
+
+
+def test_a_compiled_group_with_0d_inputs_runs_on_dask():
+    """The fused kernel per block wrote into a 0-d temporary, which NumPy returns as a scalar
+    ('out keyword parameter is not an array'): 27 of 236 random programs with a 0-d input."""
+    from polygrad import symbolic as T
+
+    a, m = T.tensor("float64", (), "a"), T.tensor("float64", (None, 1), "m")
+    cost = pg.sum(pg.tanh(pg.minimum(m, pg.atan2(a, pg.exp(a * 0.3)))))
+    fn = pg.function([a, m], [cost] + list(T.grad(cost, [a, m])))
+    av, mv = np.asarray(0.4), np.linspace(-1, 1, 6).reshape(6, 1)
+    want = fn(av, mv)
+    got = fn(da.from_array(av), da.from_array(mv, chunks=(3, 1)))
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(pg.compute(g)[0], w)

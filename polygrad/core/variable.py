@@ -195,7 +195,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
         b = backend_of_type(type(raw))
     except TypeError:
         b = None
-    if b is not backend or tuple(raw.shape) != tuple(shape) or dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend):
+    if b is not backend or not _shapes_may_match(tuple(raw.shape), tuple(shape)) or (
+            dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend)):
         got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
         raise (TypeError if b is not backend else ValueError)(
             f"polygrad: {source} is {got}, expected {dtype} {tuple(shape)} on {backend.name!r}"
@@ -205,6 +206,13 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
             return GRAPH_OPS.astype(g, dtype)
         return xp.astype(raw, dtype)
     return g
+
+
+def _shapes_may_match(a: tuple, b: tuple) -> bool:
+    """Equal shapes, where a size not known yet (None, or a lazy backend's NaN) matches any size:
+    there is nothing to refuse until it is known (``(nan,)`` was refused as not ``(nan,)``)."""
+    return a == b or (len(a) == len(b) and all(m == n or m is None or n is None or m != m or n != n
+                                                for m, n in zip(a, b)))
 
 
 class _HookHandle:

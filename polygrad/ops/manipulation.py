@@ -577,6 +577,9 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
                 raise
             # the standard specifies item assignment by index arrays nowhere (array_api_strict
             # refuses it): built as on an immutable backend
+    mask = _leading_mask(xp, key, tuple(x.shape))
+    if mask is not None and (not is_array(v) or v.ndim == 0):  # x[x < 0] = 0: no sizes needed (dask knows none)
+        return xp.where(mask, xp.astype(v, x.dtype) if is_array(v) else xp.asarray(v, dtype=x.dtype), x)
     part = GETITEM.kernel(backend)(x, key=key)  # (a backend's own: dask's takes several index arrays)
     if is_array(v):
         v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape))
@@ -587,7 +590,32 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     return xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
 
 
+def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
+    """For a key that is one boolean array over leading axes of ``shape`` (``x[x < 0]``, a mask
+    of rows): that mask, shaped to broadcast against ``shape``; else None."""
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not is_array(k) or not xp.isdtype(k.dtype, "bool") or k.ndim == 0 or tuple(k.shape) != shape[:k.ndim]:
+        return None
+    return xp.reshape(k, tuple(k.shape) + (1,) * (len(shape) - k.ndim))
+
+
+def _masked_value_grad(o: Any, g: Any, v: Any, key: Any) -> Any:
+    """The gradient of one value ``v`` written where a mask of leading axes holds (``x[x < 0] =
+    v``): the sum of ``g`` there, with no sizes (dask knows none). None for other keys."""
+    if tuple(v.shape) != ():
+        return None
+    data = g._data if isinstance(g, Variable) else g
+    xp = backend_of_type(type(data)).xp
+    raw = tuple(k._data if isinstance(k, Variable) else k for k in key) if isinstance(key, tuple) else (
+        key._data if isinstance(key, Variable) else key)
+    mask = _leading_mask(xp, raw, tuple(data.shape))
+    return None if mask is None else o.sum(o.where(mask, g, 0.0))
+
+
 def _setitem_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, key: Any) -> Any:
+    masked = _masked_value_grad(o, g, v, key)
+    if masked is not None:
+        return masked
     if not _is_basic(key):
         g = _refuse_repeated_positions(g, key)
     return o.sum_to(o.getitem(g, key), tuple(v.shape))
@@ -625,10 +653,16 @@ def _setitem_value_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any) -> An
 # setitem with index arrays as inputs (given as Variables). x's gradient is g with zeros where
 # the key writes; the values' gradient is g at the key, checked for repeated positions by a row
 # of its own, so that the check runs at every call of a compiled function too.
+def _setitem_at_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
+    masked = _masked_value_grad(o, g, v, _fill_key(key, arrays))
+    if masked is None:
+        masked = o.sum_to(o.setitem_value_grad_at(g, *arrays, key=key), tuple(v.shape))
+    return cast_grad(o, masked, v)
+
+
 SETITEM_AT = defvjp(Op("setitem_at", _setitem_at_kernel, shapes=True),
                     lambda o, g, ans, x, v, *arrays, key: o.setitem_at(g, 0.0, *arrays, key=key),
-                    lambda o, g, ans, x, v, *arrays, key: cast_grad(
-                        o, o.sum_to(o.setitem_value_grad_at(g, *arrays, key=key), tuple(v.shape)), v))
+                    _setitem_at_value_vjp)
 SETITEM_VALUE_GRAD_AT = defvjp(Op("setitem_value_grad_at", _setitem_value_grad_at_kernel, shapes=True),
                                lambda o, gg, ans, g, *arrays, key: o.getitem_grad_at(gg, *arrays, key=key,
                                                                                      shape=tuple(g.shape)))
@@ -655,6 +689,9 @@ def _hits(g: Any, key: Any) -> Any:
     """How many times ``x[key] = v`` writes each position of an array shaped like ``g``."""
     data = g._data if isinstance(g, Variable) else g
     backend = backend_of_type(type(data))
+    mask = _leading_mask(backend.xp, key, tuple(data.shape))
+    if mask is not None:
+        return backend.xp.astype(backend.xp.broadcast_to(mask, tuple(data.shape)), data.dtype)
     part = GETITEM.kernel(backend)(data, key=key)
     return _getitem_grad_kernel(backend.xp, backend.xp.ones_like(part), key, tuple(data.shape))
 

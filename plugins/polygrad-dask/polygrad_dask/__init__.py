@@ -237,21 +237,87 @@ def _source_chunks(key, shape):
 def getitem(x, key):
     """``x[key]`` with numpy's rules, lazily; integer arrays on several axes (or
     of several dimensions), which dask's own indexing refuses, become one 1-D
-    take on a flattened view."""
+    take on a flattened view. Lazy integer index arrays are checked against
+    their axis as they are computed (dask reads past the end of a chunk
+    without a word: ``x[[2, 10]]`` of 8 rows gave row 2 twice)."""
     _remember(key, x)
     keys = key if isinstance(key, tuple) else (key,)
+    keys = _bounds_checked(x, keys)
+    key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
     if len(arrays) > 1 or any(a.ndim != 1 for a in arrays):  # dask: "Don't yet support nd fancy indexing"
         out = _gather(x, key)
         if out is not None:
             return out
-    if x.ndim == 1 and len(keys) == 1 and arrays and tuple(arrays[0].shape) == (1,):
-        # dask reports x[k] of a 1-D x in one chunk and a dask k of one element with x's length
-        # (and computes one element): index by the element, then put the axis back
+    if len(arrays) == 1 and tuple(arrays[0].shape) == (1,) and all(
+            k is arrays[0] or isinstance(k, slice) or k is Ellipsis for k in keys):
+        # dask reports x[k] of an axis in one chunk and a dask k of one element (holding 0) with
+        # the axis' length (and computes one element): index by the element, then put the axis back
         import dask.array as da
 
-        return x[da.reshape(arrays[0], ())][None]
+        axis = _consumed_axes(keys, x.ndim)[next(i for i, k in enumerate(keys) if k is arrays[0])]
+        one = tuple(da.reshape(k, ()) if k is arrays[0] else k for k in keys)
+        return da.expand_dims(x[one], axis)
     return x[key]
+
+
+def _consumed_axes(keys, ndim):
+    """The axis of ``x`` each entry of an indexing key starts at (None for ``None``)."""
+    used = sum(0 if k is None or k is Ellipsis else getattr(k, "ndim", 1) if _is_bool_index(k) else 1
+               for k in keys)
+    axes, d = [], 0
+    for k in keys:
+        if k is None:
+            axes.append(None)
+        elif k is Ellipsis:
+            axes.append(d)
+            d += ndim - used
+        else:
+            axes.append(d)
+            d += k.ndim if _is_bool_index(k) else 1
+    return axes
+
+
+def _is_bool_index(k):
+    return _is_index_array(k) and "bool" in str(k.dtype)
+
+
+def _bounds_checked(x, keys):
+    """``keys`` with each lazy integer index array checked, block by block, against the
+    length of the axis it indexes (an IndexError as numpy's, when the block is computed)."""
+    import dask.array as da
+
+    lazy = [isinstance(k, da.Array) and "int" in str(k.dtype) for k in keys]
+    if not any(lazy):
+        return keys
+    axes = _consumed_axes(keys, x.ndim)
+    out = list(keys)
+    for i, (k, d) in enumerate(zip(keys, axes)):
+        if lazy[i] and d is not None and d < x.ndim and isinstance(x.shape[d], int):
+            out[i] = k.map_blocks(_checked_block, _InRange(x.shape[d], d), dtype=k.dtype, meta=k._meta)
+    return tuple(out)
+
+
+class _InRange:
+    """Refuses a block of indices outside ``[-n, n)`` (it travels to dask's workers)."""
+
+    def __init__(self, n, axis):
+        self.n, self.axis = n, axis
+
+    def __call__(self, block):
+        bad = (block < -self.n) | (block >= self.n)
+        if bad.any():
+            raise IndexError(f"index {int(block[bad].flat[0])} is out of bounds for axis {self.axis} with size {self.n}")
+
+
+def take(x, indices, /, *, axis=None):
+    """``xp.take`` through :func:`getitem` (its checks and its fix of one-element indices)."""
+    if axis is None and x.ndim != 1:
+        import array_api_compat.dask.array as xp
+
+        return xp.take(x, indices, axis=axis)  # (its error: the standard needs an axis here)
+    axis = 0 if axis is None else axis % x.ndim
+    return getitem(x, (slice(None),) * axis + (indices,))
 
 
 def _gather(x, key):
@@ -324,8 +390,10 @@ def _getitem_grad(g, key, shape):
                 wanted[-i] = g.chunks[-i]
         chunks = da.core.normalize_chunks(tuple(wanted), shape, dtype=g.dtype)
     keys = _normalize_key(key)
-    if not shape or _is_basic(keys):
-        out = da.zeros_like(g, shape=shape, chunks=chunks) if shape else da.zeros_like(g, shape=())
+    if not shape:  # a 0-d x: the key adds axes of one (None, ...) at most; g holds its one value
+        return da.reshape(g, ())
+    if _is_basic(keys):
+        out = da.zeros_like(g, shape=shape, chunks=chunks)
         if 0 not in tuple(g.shape):  # an empty selection adds nothing (dask's setitem refuses an empty value)
             out[key] = g
         return out
@@ -359,8 +427,12 @@ def _kernels():
         _check_known("sum_to", x.shape, "input shape")
         return row("sum_to").fwd(xp, x, shape)
 
+    def searchsorted(x1, x2, side="left", sorter=None):
+        _check_known("searchsorted", x1.shape, "shape of the sorted array")  # (dask's gives NaN positions)
+        return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+
     return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem,
-            "getitem_grad": _getitem_grad}
+            "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted}
 
 
 

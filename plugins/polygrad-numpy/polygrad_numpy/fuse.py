@@ -359,8 +359,10 @@ class _Plan:
                 if last[r] == k and r not in protected:
                     free_after[k].append(r)
             node = nodes[j]
-            if self.tiny:
-                continue  # a new array of a few hundred bytes costs less than numexpr's keywords
+            if self.tiny or not tuple(node.shape):
+                # a new array of a few hundred bytes costs less than numexpr's keywords; a 0-d
+                # temporary may be a NumPy scalar (what a ufunc returns for 0-d), no buffer
+                continue
             if kind == "ne" or self._ufunc(node) is not None:
                 for r in free_after[k]:
                     shape, dtype = ((self.inputs[r][0], self.inputs[r][1]) if r < n_in
