@@ -137,3 +137,18 @@ def test_real_input_numpy(name):
         assert_close(fn(pg.Variable(a), **kw), getattr(xp.fft, fn.__name__)(a, **kw))
         check_vjp(lambda v: fn(v, **kw), [a], **TOL)
         check_vjp_of_vjp(lambda v: fn(v, **kw), [a], **TOL)
+
+
+def test_a_repeated_axis_whose_length_changes_is_refused_in_backward():
+    """fftn(x, s=(3, 5), axes=(0, 0)) (numpy transforms axis 0 twice, at lengths 3 then 5) had a
+    gradient wrong by as much as its size, rfftn/irfftn with a repeated axis one that failed with
+    a broadcasting error: refused, naming the op. Repeated axes keeping their length stay right."""
+    x = pg.Variable(np.arange(8.0).reshape(4, 2) + 1j)
+    for y in (pg.fft.fftn(x, s=(3, 5), axes=(0, 0)), pg.fft.ifftn(x, s=(3, 6), axes=(0, 0)),
+              pg.fft.irfftn(x, axes=(0, 0))):
+        with pytest.raises(NotImplementedError, match="along a repeated axis"):
+            pg.sum(pg.real(y)).backward()
+    r = pg.Variable(np.arange(12.0).reshape(6, 2))
+    with pytest.raises(NotImplementedError, match="fft_rfftn along a repeated axis"):
+        pg.sum(pg.real(pg.fft.rfftn(r, axes=(0, 0)))).backward()
+    check_grads(lambda z: pg.real(pg.fft.fftn(z, axes=(0, 0))), [np.arange(8.0).reshape(4, 2) + 0.5j])

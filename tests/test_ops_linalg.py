@@ -236,3 +236,46 @@ def test_matrix_norm_of_an_empty_matrix_has_an_empty_gradient(shape, ord):
     x = pg.Variable(np.zeros(shape))
     pg.sum(pg.linalg.matrix_norm(x, ord=ord)).backward()
     assert x.grad.shape == shape
+
+
+# ---------------------------------------------------------------------------
+# Against JAX (stop 26)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["tensordot", "outer"])
+@pytest.mark.parametrize("complex_first", [True, False])
+def test_a_real_operand_of_a_complex_product_gets_the_real_part(op, complex_first):
+    """tensordot and outer of one complex and one real operand failed in backward ('complex128
+    ..., expected float64'), where matmul, vecdot and * give the real operand the real part."""
+    rng = np.random.default_rng(0)
+    c = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    r = rng.standard_normal((3, 2)) if op == "tensordot" else rng.standard_normal(4)
+    c = c if op == "tensordot" else c[:, 0]
+    a, b = (pg.Variable(c), pg.Variable(r)) if complex_first else (pg.Variable(r), pg.Variable(c))
+    fn = (lambda p, q: pg.tensordot(p, q, axes=2)) if op == "tensordot" else pg.linalg.outer
+    out = fn(a, b)
+    u = rng.standard_normal(out.shape) + 1j * rng.standard_normal(out.shape)
+    pg.sum(pg.real(out * pg.asarray(np.conj(u)))).backward()
+    real = b if complex_first else a
+    assert real.grad.dtype == np.float64
+    # its gradient is the real part of the complex one: through the product with the real
+    # operand cast to complex, which the rules handle already
+    a2, b2 = pg.Variable(a.data.astype(complex)), pg.Variable(b.data.astype(complex))
+    pg.sum(pg.real(fn(a2, b2) * pg.asarray(np.conj(u)))).backward()
+    np.testing.assert_allclose(real.grad, np.real((b2 if complex_first else a2).grad))
+
+
+def test_qr_refuses_modes_outside_the_standard():
+    """mode='r' returned R's rows unpacked as (Q, R); 'raw' numpy's (h, tau) labelled Q and R."""
+    for mode in ("r", "raw", "economic"):
+        with pytest.raises(ValueError, match="mode must be 'reduced' or 'complete'"):
+            pg.linalg.qr(pg.Variable(np.eye(3)), mode=mode)
+
+
+def test_cross_refuses_vectors_of_another_size():
+    """2-vectors gave numpy's deprecated scalar 'cross' and an obscure error in backward."""
+    with pytest.raises(ValueError, match="x1 must have size 3 along axis -1"):
+        pg.linalg.cross(pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0])))
+    with pytest.raises(ValueError, match="x2 must have size 3 along axis 0"):
+        pg.linalg.cross(pg.Variable(np.ones((3, 2))), pg.Variable(np.ones((2, 2))), axis=0)

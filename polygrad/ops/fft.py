@@ -73,11 +73,22 @@ def _to_input(o: Any, gx: Any, x: Any) -> Any:
     return o.real(gx)
 
 
-def _axes(ndim: int, s: Any, axes: Any) -> list:
-    """The transformed axes of an n-dimensional transform (non-negative)."""
+def _axes(ndim: int, s: Any, axes: Any, op: str, lengths_of: Any = None) -> list:
+    """The transformed axes of an n-dimensional transform (non-negative), for ``op``'s rule: a
+    repeated axis (numpy transforms along it twice, with a length each time) is refused, as
+    JAX's transforms refuse it, unless ``lengths_of`` (the input's shape, for the complex
+    transforms) shows that every pass keeps the axis' length: the adjoint then repeats too.
+    (The rules crop or pad each axis once: with lengths that change, the gradient came out
+    wrong by as much as its own size.)"""
     if axes is None:
         axes = range(ndim) if s is None else range(ndim - len(s), ndim)
-    return [a % ndim for a in axes]
+    out = [a % ndim for a in axes]
+    kept = lengths_of is not None and (s is None or all(n == lengths_of[a] for n, a in zip(s, out)))
+    if len(set(out)) != len(out) and not kept:
+        raise NotImplementedError(
+            f"polygrad: the gradient of {op} along a repeated axis (axes={tuple(axes)}) is not implemented; "
+            f"transform along the axis once per call (e.g. fft(fft(x, axis=0), axis=0))")
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -94,9 +105,9 @@ def _c2c_vjp(adjoint: str):
     return rule
 
 
-def _c2cn_vjp(adjoint: str):
+def _c2cn_vjp(adjoint: str, name: str):
     def rule(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-        axes_ = _axes(x.ndim, s, axes)
+        axes_ = _axes(x.ndim, s, axes, name, tuple(x.shape))
         gx = getattr(o, adjoint)(g, axes=tuple(axes_), norm=_DUAL[norm])
         for a in axes_:
             gx = _fit(o, gx, a, x.shape[a])
@@ -132,7 +143,7 @@ def _ihfft_vjp(o: Any, g: Any, ans: Any, x: Any, n: Any = None, axis: int = -1, 
 
 
 def _rfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-    axes_ = _axes(x.ndim, s, axes)
+    axes_ = _axes(x.ndim, s, axes, "fft_rfftn")
     last = axes_[-1]
     sizes = tuple(g.shape[a] for a in axes_[:-1]) + (x.shape[last] if s is None else s[-1],)
     w = _weights(g, sizes[-1], last, 0.5, True)
@@ -143,7 +154,7 @@ def _rfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None
 
 
 def _irfftn_vjp(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-    axes_ = _axes(x.ndim, s, axes)
+    axes_ = _axes(x.ndim, s, axes, "fft_irfftn")
     last = axes_[-1]
     gx = o.fft_rfftn(g, axes=tuple(axes_), norm=_DUAL[norm]) * _weights(g, g.shape[last], last, 2.0, False)
     for a in axes_:
@@ -176,9 +187,9 @@ FFT = defvjp(Op("fft_fft", shapes=True), _c2c_vjp("fft_ifft"))
 fft = _along_one_axis(FFT)
 IFFT = defvjp(Op("fft_ifft", shapes=True), _c2c_vjp("fft_fft"))
 ifft = _along_one_axis(IFFT)
-FFTN = defvjp(Op("fft_fftn", shapes=True), _c2cn_vjp("fft_ifftn"))
+FFTN = defvjp(Op("fft_fftn", shapes=True), _c2cn_vjp("fft_ifftn", "fft_fftn"))
 fftn = _along_axes(FFTN)
-IFFTN = defvjp(Op("fft_ifftn", shapes=True), _c2cn_vjp("fft_fftn"))
+IFFTN = defvjp(Op("fft_ifftn", shapes=True), _c2cn_vjp("fft_fftn", "fft_ifftn"))
 ifftn = _along_axes(IFFTN)
 RFFT = defvjp(Op("fft_rfft", shapes=True), _rfft_vjp)
 rfft = _along_one_axis(RFFT)

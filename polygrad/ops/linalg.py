@@ -20,7 +20,9 @@ follow the usual conventions:
   U or Vh of a non-square matrix carry gradient); repeated ones give inf or nan in
   the eigenvector / singular vector terms, as the derivative does not exist there
   unless the loss is invariant to the choice of basis. Losses of eigenvalues or
-  singular values alone are fine. With ``full_matrices=True`` only the first
+  singular values alone have a first derivative there; their second derivative
+  goes through the eigenvector terms and is NaN at repeated values (JAX's too),
+  even where the loss is smooth (the trace). With ``full_matrices=True`` only the first
   min(m, n) columns of U and rows of Vh carry gradient (the rest are not unique).
 * qr needs full rank; ``mode="complete"`` with more rows than columns has no
   gradient (Q's extra columns are not unique) and raises.
@@ -146,7 +148,7 @@ def _tensordot_vjp_x(o: Any, g: Any, ans: Any, x: Any, y: Any, axes: Any = 2) ->
     fy = [i for i in range(y.ndim) if i not in ay]
     # r's axes: fx, then the contracted axes of x in the order of sorted ay
     r = o.tensordot(g, _conj(o, y), axes=(list(range(len(fx), g.ndim)), fy))
-    return _permute_back(o, r, fx + [ax[j] for j in sorted(range(len(ay)), key=ay.__getitem__)])
+    return cast_grad(o, _permute_back(o, r, fx + [ax[j] for j in sorted(range(len(ay)), key=ay.__getitem__)]), x)
 
 
 def _tensordot_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axes: Any = 2) -> Any:
@@ -155,7 +157,7 @@ def _tensordot_vjp_y(o: Any, g: Any, ans: Any, x: Any, y: Any, axes: Any = 2) ->
     fy = [i for i in range(y.ndim) if i not in ay]
     # r's axes: the contracted axes of y in the order of sorted ax, then fy
     r = o.tensordot(_conj(o, x), g, axes=(fx, list(range(len(fx)))))
-    return _permute_back(o, r, [ay[j] for j in sorted(range(len(ax)), key=ax.__getitem__)] + fy)
+    return cast_grad(o, _permute_back(o, r, [ay[j] for j in sorted(range(len(ax)), key=ax.__getitem__)] + fy), y)
 
 
 def _neg_axis(axis: int, ndim: int) -> int:
@@ -254,12 +256,18 @@ CROSS = defvjp(Op("linalg_cross", broadcasts=True),
 
 @public(ext="linalg")
 def cross(x1, x2, /, *, axis=-1):
+    for name, v in (("x1", x1), ("x2", x2)):
+        shape = tuple(getattr(v, "shape", ()))
+        n = shape[axis] if -len(shape) <= axis < len(shape) else 0
+        if n is not None and n == n and n != 3:  # (a size unknown yet, None or NaN, is checked by the kernel)
+            raise ValueError(f"polygrad.linalg.cross: {name} must have size 3 along axis {axis} (the standard's "
+                             f"cross product of 3-vectors), got shape {shape}")
     return apply(CROSS, (x1, x2), {"axis": axis})
 
 
 OUTER = defvjp(Op("linalg_outer"),
-               lambda o, g, ans, x, y: o.matmul(g, _conj(o, y)),
-               lambda o, g, ans, x, y: o.matmul(_conj(o, x), g), saves="xy")
+               lambda o, g, ans, x, y: cast_grad(o, o.matmul(g, _conj(o, y)), x),
+               lambda o, g, ans, x, y: cast_grad(o, o.matmul(_conj(o, x), g), y), saves="xy")
 outer = binary(OUTER, ext="linalg")
 
 
@@ -532,6 +540,8 @@ QR = defvjp(Op("linalg_qr", multi=True),
 
 @public(ext="linalg")
 def qr(x, /, *, mode='reduced'):
+    if mode not in ("reduced", "complete"):  # numpy's 'r' and 'raw' return other things than (Q, R)
+        raise ValueError(f"polygrad.linalg.qr: mode must be 'reduced' or 'complete' (the standard's), got {mode!r}")
     return apply(QR, (x,), {"mode": mode})
 
 

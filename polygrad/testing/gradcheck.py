@@ -49,9 +49,37 @@ def _widest_float(xp: Any) -> Any:
     return getattr(xp, "float64", None) or xp.float32
 
 
+def _widest_complex(xp: Any) -> Any:
+    """The namespace's widest complex floating dtype."""
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        dtypes = info().dtypes(kind="complex floating")
+        for name in ("complex128", "complex64"):
+            if name in dtypes:
+                return dtypes[name]
+    return getattr(xp, "complex128", None) or xp.complex64
+
+
+def _is_complex(xp: Any, a: Any) -> bool:
+    return xp.isdtype(a.dtype, "complex floating")
+
+
 def _vdot(xp: Any, a: Any, b: Any) -> float:
+    """``Re sum(conj(a) b)`` in the widest dtype: a gradient paired with a direction. For complex
+    arrays this is the derivative along ``b`` of a gradient ``a`` in polygrad's convention
+    (``dL/d re + i dL/d im``); dropping the imaginary parts made every check blind to them."""
+    if _is_complex(xp, a) or _is_complex(xp, b):
+        wide = _widest_complex(xp)
+        return float(xp.real(xp.sum(xp.conj(xp.astype(a, wide)) * xp.astype(b, wide))))
     wide = _widest_float(xp)
     return float(xp.sum(xp.astype(a, wide) * xp.astype(b, wide)))
+
+
+def _number(v: Any) -> str:
+    """An element for a message: both parts of a complex one."""
+    z = complex(v)
+    return f"{z.real:.8g}" if z.imag == 0 and not isinstance(v, complex) and "complex" not in str(
+        getattr(v, "dtype", "")) else f"{z.real:.8g}{z.imag:+.8g}j"
 
 
 def known_shape(x: Any, checker: str, what: str) -> tuple:
@@ -71,7 +99,15 @@ def known_shape(x: Any, checker: str, what: str) -> tuple:
 
 
 def _random_like(x: Any, rng: Any, fname: str, what: str) -> Any:
-    return rng.normal(known_shape(x, f"polygrad.testing.{fname}", what), dtype=x.dtype)
+    """A random direction of ``x``'s shape and dtype; complex ones in both parts (a gradient
+    missing a conj agrees along every real direction)."""
+    shape = known_shape(x, f"polygrad.testing.{fname}", what)
+    xp = backend_of_type(type(x)).xp
+    if not _is_complex(xp, x):
+        return rng.normal(shape, dtype=x.dtype)
+    real = xp.finfo(x.dtype).dtype
+    re, im = rng.normal(shape, dtype=real), rng.normal(shape, dtype=real)
+    return xp.astype(re, x.dtype) + 1j * xp.astype(im, x.dtype)
 
 
 def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequence[int], how: str) -> None:
@@ -148,24 +184,30 @@ def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: S
         ys = _as_tuple(f(*[Variable(x, requires_grad=False) for x in xs]))
         return sum(_vdot(xp, _data(y), g) for y, g in zip(ys, gys) if g is not None)
 
+    def derivative(i: int, x: Any, flat: Any, k: int, unit: complex) -> float:
+        """The central difference of ``value`` along element ``k`` of input ``i``, times ``unit``
+        (1, or 1j for the imaginary part of a complex input)."""
+        orig = flat[k]
+        plus = xp.asarray(flat, copy=True)
+        plus[k] = orig + unit * eps
+        minus = xp.asarray(flat, copy=True)
+        minus[k] = orig - unit * eps
+        xs_p = list(inputs)
+        xs_p[i] = xp.reshape(plus, x.shape)
+        xs_m = list(inputs)
+        xs_m[i] = xp.reshape(minus, x.shape)
+        # the step taken: x + eps rounds in x's dtype (float32 near 1500 moves 0.79% less)
+        d = complex(plus[k] - minus[k]) / unit
+        step = d.real
+        return (value(xs_p) - value(xs_m)) / (step if step else 2 * eps)
+
     grads = []
     for i, x in enumerate(inputs):
         flat = xp.reshape(xp.asarray(x, copy=True), (-1,))
-        g = []
-        for k in range(flat.shape[0]):
-            orig = flat[k]
-            plus = xp.asarray(flat, copy=True)
-            plus[k] = orig + eps
-            minus = xp.asarray(flat, copy=True)
-            minus[k] = orig - eps
-            xs_p = list(inputs)
-            xs_p[i] = xp.reshape(plus, x.shape)
-            xs_m = list(inputs)
-            xs_m[i] = xp.reshape(minus, x.shape)
-            # the step taken: x + eps rounds in x's dtype (float32 near 1500 moves 0.79% less)
-            d = plus[k] - minus[k]
-            step = float(xp.real(d) if xp.isdtype(d.dtype, "complex floating") else d)
-            g.append((value(xs_p) - value(xs_m)) / (step if step else 2 * eps))
+        if _is_complex(xp, x):  # dL/d re + i dL/d im (polygrad's convention, PyTorch's)
+            g = [complex(derivative(i, x, flat, k, 1), derivative(i, x, flat, k, 1j)) for k in range(flat.shape[0])]
+        else:
+            g = [derivative(i, x, flat, k, 1) for k in range(flat.shape[0])]
         grads.append(xp.reshape(xp.asarray(g, dtype=x.dtype), x.shape))
     return grads
 
@@ -331,7 +373,7 @@ def check_backward(
             raise AssertionError(
                 f"check_backward failed for input {i} of {getattr(func, '__name__', func)} (shape {tuple(n.shape)}): "
                 f"{int(where.shape[0])} of {int(fn.shape[0])} elements differ; first at flat index {k}: "
-                f"analytic {float(fa[k]):.8g}, numeric {float(fn[k]):.8g}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
+                f"analytic {_number(fa[k])}, numeric {_number(fn[k])}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
             )
 
 
