@@ -301,3 +301,14 @@ def test_grad_of_an_input_that_does_not_require_grad_says_so():
     x = pg.Variable(np.array([3.0, 4.0]))
     with pytest.raises(RuntimeError, match=r"input 1 .* does not require grad"):
         pg.grad([pg.sum(x * c)], [x, c])
+
+
+def test_backward_from_a_complex_scalar_needs_a_gradient():
+    """backward() of a complex scalar started from 1, silently the gradient of Re(y); PyTorch and
+    JAX refuse it. A given gradient, or pg.real(y), says which."""
+    z = pg.Variable(np.array([1.0 + 2.0j, 3.0 - 1.0j]))
+    y = pg.sum(z * z)
+    with pytest.raises(RuntimeError, match="complex128 needs a gradient argument.*only for real outputs"):
+        y.backward()
+    pg.real(y).backward()
+    np.testing.assert_allclose(z.grad, 2 * np.conj(z.data))

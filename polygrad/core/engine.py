@@ -40,6 +40,12 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
                 f"polygrad: backward from {y._describe()} needs a gradient argument: an initial gradient "
                 f"is created implicitly only for outputs of one element (a scalar loss)"
             )
+        elif xp.isdtype(y._data.dtype, "complex floating"):  # as PyTorch and JAX: 1 would pick Re(y)
+            raise RuntimeError(
+                f"polygrad: backward from {y._describe()} of dtype {y._data.dtype} needs a gradient argument: "
+                f"an initial gradient is created implicitly only for real outputs (a complex loss has none); "
+                f"differentiate pg.real(y) or pg.abs(y), or pass the gradient"
+            )
         else:
             g = xp.ones_like(y._data)
         return Variable._make(g) if create_graph else g
