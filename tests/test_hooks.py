@@ -759,7 +759,11 @@ def test_a_hook_registered_after_the_variable_left_its_graph_does_not_fire_there
         h.register_hook(lambda g: fired.append("before"))
     y = pg.sum(h * h)
     (h.set_creator(None) if cut == "set_creator" else getattr(h, cut)())
-    h.register_hook(lambda g: fired.append("after") or g * 100)
+    if cut == "detach_":  # h no longer requires grad: a hook is refused (PyTorch's)
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            h.register_hook(lambda g: fired.append("after") or g * 100)
+    else:
+        h.register_hook(lambda g: fired.append("after") or g * 100)
     y.backward(retain_grad=True)
     if cut == "unchain_backward":  # (it cut the graph behind h too)
         assert x.grad is None
@@ -794,3 +798,10 @@ def test_a_hook_that_writes_into_its_gradient_changes_that_gradient_only():
     (x3 * 1.0).backward(np.ones(2))
     np.testing.assert_array_equal(kept[0], [1.0, 1.0])  # what the first hook kept is not written into
     np.testing.assert_array_equal(x3.grad, [10.0, 10.0])
+
+
+def test_a_hook_on_a_variable_without_gradient_is_refused():
+    """It was accepted and never ran (PyTorch raises)."""
+    c = pg.Variable(np.ones(2), requires_grad=False)
+    with pytest.raises(RuntimeError, match="does not require grad: it gets no gradient"):
+        c.register_hook(lambda g: g)

@@ -686,7 +686,13 @@ class Variable:
 
         ``grad`` is an array (a Variable under ``create_graph=True``). A non-None
         return value replaces the gradient. Returns a handle with ``remove()``.
+        A variable that does not require grad gets no gradient: its hook would never
+        run, so registering one raises (as in PyTorch).
         """
+        if not self._requires_grad and self._node is None:
+            raise RuntimeError(
+                f"polygrad: cannot register a hook on {self._describe()}, which does not require grad: it gets "
+                f"no gradient, so the hook would never run")
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
