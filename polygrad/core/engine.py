@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import _ACCUMULATE, Variable, _size, admit, admit_grad
+from polygrad.core.variable import _ACCUMULATE, Variable, _shapes_may_match, _size, admit, admit_grad
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
@@ -297,7 +297,7 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
-                    if tuple(old.shape) != tuple(g.shape):
+                    if not _shapes_may_match(tuple(old.shape), tuple(g.shape)):
                         raise ValueError(
                             f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has "
                             f"shape {tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since "
