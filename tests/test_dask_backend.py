@@ -456,3 +456,12 @@ def test_a_compiled_group_with_0d_inputs_runs_on_dask():
     got = fn(da.from_array(av), da.from_array(mv, chunks=(3, 1)))
     for w, g in zip(want, got):
         np.testing.assert_allclose(pg.compute(g)[0], w)
+
+
+def test_a_numpy_scalar_beside_a_dask_array_is_explained():
+    """x / np.sqrt(3) said only 'two backends ... numpy array shape ()': a NumPy scalar is a
+    0-d numpy array to polygrad, which the message now says, with what to pass instead."""
+    x = pg.Variable(da.ones(3))
+    with pytest.raises(TypeError, match=r"a 0-d array \(a NumPy scalar .*pass float\(value\)"):
+        x / np.sqrt(3)
+    np.testing.assert_allclose(pg.compute(x / float(np.sqrt(3)))[0], np.ones(3) / np.sqrt(3))

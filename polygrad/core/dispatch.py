@@ -246,6 +246,10 @@ def describe(a: Any) -> str:
 def mixed_backends_error(label: str, args: Any, b1: Any, b2: Any) -> TypeError:
     """The one error for arrays of two backends given to one function."""
     advice = b1.mixing_advice or b2.mixing_advice or f"move one with pg.to_backend(x, {b1.name!r})"
+    datas = [getattr(a, "_data", a) if type(a).__name__ == "Variable" else a for a in args]
+    if any(getattr(d, "shape", None) == () and type(d) not in SCALARS for d in datas):
+        # np.sqrt(3) or np.float32(0.5) beside a dask array: a 0-d array of numpy, not a number
+        advice += "; a 0-d array (a NumPy scalar such as np.float32(0.5)) counts as an array: pass float(value)"
     return TypeError(
         f"polygrad: {label} got arrays of two backends, {b1.name!r} and {b2.name!r} "
         f"({'; '.join(describe(a) for a in args if a is not None)}); {advice}"
