@@ -145,7 +145,7 @@ class SerialIterator:
             if self._repeat:
                 # Complete the minibatch from the next epochs: several of them when batch_size
                 # exceeds the dataset (every minibatch has batch_size examples).
-                rest = i_end - n
+                rest = self.batch_size - len(batch)  # (i_end - n, unless the dataset shrank below i)
                 while True:
                     if self._order is not None:
                         self._order = self._next_order(i)

@@ -50,6 +50,7 @@ import tempfile
 from typing import Any
 
 from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
+from polygrad.core.variable import Variable
 
 __all__ = ["save_npz", "load_npz", "DictionarySerializer", "NpzDeserializer"]
 
@@ -202,7 +203,7 @@ class NpzDeserializer:
         if have is not None and target is not None and have > target:
             raise TypeError(
                 f"polygrad.load_npz: {full!r} in the file{self._file()} holds {dtype} values, which a target of {target_name} "
-                f"target cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
+                f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
                 "load it into a target of that kind"
             )
 
@@ -330,8 +331,9 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     keys = [k for k, v in target.items() if v is not None]
     for k in keys:
         v = target[k]
-        if not isinstance(v, _SCALARS) and not (hasattr(v, "shape") and hasattr(v, "dtype")):
-            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, a {type(v).__name__}: {_STORABLE}")
+        if isinstance(v, Variable) or not isinstance(v, _SCALARS) and not (hasattr(v, "shape") and hasattr(v, "dtype")):
+            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, a {type(v).__name__}: {_STORABLE} (a Variable "
+                            f"could not be loaded back: give its .data)")
     values = compute(*(target[k] for k in keys))  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}

@@ -474,3 +474,13 @@ def test_serial_iterator_loads_a_file_without_previous_epoch_detail(tmp_path):
     assert (fresh.epoch, fresh.current_position) == (1, 5)
     assert fresh.previous_epoch_detail == pytest.approx(1.2) == it.previous_epoch_detail
     assert next(fresh) == next(it)
+
+
+def test_serial_iterator_in_order_over_a_dataset_that_shrank_keeps_its_batch_size():
+    """Read in order, a dataset that shrank below the position gave a batch of 5 for 4."""
+    data = list(range(6))
+    it = SerialIterator(data, 4, shuffle=False)
+    next(it)
+    del data[3:]
+    batch = next(it)
+    assert len(batch) == 4 and batch == [0, 1, 2, 0]

@@ -751,7 +751,8 @@ def test_timer_hook_with_a_wrapped_preprocess_keeps_nested_steps():
 def test_a_hook_registered_after_the_variable_left_its_graph_does_not_fire_there(cut, hooked_before):
     """After h.detach_() (or unchain...), a hook registered on h fired in y's graph when one had
     been registered before the cut (both were kept in one list the old node held): x.grad
-    [800, 1600] for [8, 16]. Hooks registered before the cut still fire there, as PyTorch's."""
+    [800, 1600] for [8, 16]. Hooks registered before the cut still fire there, as PyTorch's.
+    After detach_ (PyTorch's), retain_grad no longer writes the old graph's gradient into h."""
     x = pg.Variable(np.array([1.0, 2.0]))
     h = x * 2
     fired = []
@@ -770,7 +771,27 @@ def test_a_hook_registered_after_the_variable_left_its_graph_does_not_fire_there
     else:
         np.testing.assert_array_equal(x.grad, [8.0, 16.0])
     assert fired == (["before"] if hooked_before else [])
-    assert h.grad is None  # retain_grad wrote the old graph's gradient into the detached h
+    if cut == "detach_":
+        assert h.grad is None  # retain_grad wrote the old graph's gradient into the detached h
+
+
+def test_hooks_registered_before_unchain_fire_in_the_graphs_built_on_it():
+    """Truncated backprop: after h.unchain_backward() h is a root that still requires grad, and a
+    hook registered on it before fires when the next graph built on it runs backward (as it did
+    before the cut was made stricter); one removed with its handle fires nowhere."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 2
+    fired = []
+    h.register_hook(lambda g: fired.append("kept"))
+    gone = h.register_hook(lambda g: fired.append("removed"))
+    y = pg.sum(h * h)
+    h.unchain_backward()
+    gone.remove()
+    pg.sum(h * 3).backward()
+    assert fired == ["kept"]
+    np.testing.assert_array_equal(h.grad, [3.0, 3.0])
+    y.backward()  # the old graph: the hook registered before, not the removed one
+    assert fired == ["kept", "kept"]
 
 
 def test_a_hook_that_writes_into_its_gradient_changes_that_gradient_only():

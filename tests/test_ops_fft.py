@@ -152,3 +152,4 @@ def test_a_repeated_axis_whose_length_changes_is_refused_in_backward():
     with pytest.raises(NotImplementedError, match="fft_rfftn along a repeated axis"):
         pg.sum(pg.real(pg.fft.rfftn(r, axes=(0, 0)))).backward()
     check_grads(lambda z: pg.real(pg.fft.fftn(z, axes=(0, 0))), [np.arange(8.0).reshape(4, 2) + 0.5j])
+    check_grads(lambda z: pg.fft.fftn(z, s=(3, 3), axes=(0, 0)), [np.arange(10.0).reshape(5, 2) + 0.3j])

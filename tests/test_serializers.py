@@ -582,3 +582,32 @@ def test_a_value_that_is_not_storable_names_its_key(tmp_path):
     np.savez(tmp_path / "t.npz", sizes=np.asarray([5, 6]))
     with pytest.raises(TypeError, match="cannot load 'sizes' into a list"):
         serializers.load_npz(tmp_path / "t.npz", Tagged())
+
+
+def test_a_persistent_name_assigned_a_variable_in_init_scope_becomes_a_parameter():
+    """add_persistent('W', None) then `self.W = Variable(...)` in init_scope: a parameter, no longer
+    persistent (Chainer's); the unwrapping of persistent Variables made it a plain array."""
+    class Late(pg.Link):
+        def __init__(self):
+            super().__init__()
+            self.add_persistent("W", None)
+            with self.init_scope():
+                self.W = pg.Variable(np.ones(2))
+
+    link = Late()
+    assert [n for n, _ in link.namedparams()] == ["/W"] and isinstance(link.W, pg.Variable)
+    assert "W" not in link._persistent
+
+
+def test_a_variable_handed_to_the_serializer_is_refused_on_save(tmp_path):
+    """A custom serialize handing a Variable saved it, but it could not be loaded back."""
+    class Holder(pg.Link):
+        def __init__(self):
+            super().__init__()
+            self.w = pg.Variable(np.ones(2))
+
+        def serialize(self, serializer):
+            self.w = serializer("w", self.w)
+
+    with pytest.raises(TypeError, match="cannot save 'w', a Variable.*give its .data"):
+        serializers.save_npz(tmp_path / "h.npz", Holder())

@@ -1,5 +1,6 @@
-"""Gradient checks beyond :func:`polygrad.testing.check_grads`: complex inputs
-and outputs, and the vjp as a function of the output gradient.
+"""Gradient checks of the conformance suite, beside :func:`polygrad.testing.check_grads`:
+the vjp as a function of the output gradient, and float32 checks by Richardson
+extrapolation with host sums.
 
 The convention checked is PyTorch's: for L = Re<u, f(x)>, the gradient with
 respect to x = a + ib is dL/da + i dL/db, so Re<grad, v> is the derivative of
@@ -24,7 +25,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import polygrad as pg
-from polygrad.testing.gradcheck import known_shape
+from polygrad.testing.gradcheck import _is_complex, _random_like
 
 
 def _as_tuple(y: Any) -> tuple:
@@ -39,18 +40,9 @@ def _backend(a: Any) -> Any:
     return pg.Variable(_data(a), requires_grad=False).backend
 
 
-def _is_complex(xp: Any, a: Any) -> bool:
-    return xp.isdtype(a.dtype, "complex floating")
-
-
 def _direction(xp: Any, rng: Any, a: Any, what: str) -> Any:
     """A random array shaped like ``a``: normal, with a normal imaginary part where ``a`` is complex."""
-    shape = known_shape(a, "polygrad_conformance.gradcheck.check_vjp", what)
-    if not _is_complex(xp, a):
-        return rng.normal(shape, dtype=a.dtype)
-    real = xp.float64 if a.dtype == xp.complex128 else xp.float32
-    parts = [xp.astype(rng.normal(shape, dtype=real), a.dtype) for _ in range(2)]
-    return parts[0] + parts[1] * 1j
+    return _random_like(a, rng, "polygrad_conformance.gradcheck.check_vjp", what)
 
 
 def _re_dot(xp: Any, a: Any, b: Any) -> float:

@@ -21,6 +21,8 @@ from polygrad.backends import get_backend
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.op import REGISTRY, Op, value_shaped
 from polygrad.core.variable import Variable
+from polygrad.core.engine import complex_loss_error
+from polygrad.ops.elementwise import _is_complex
 
 _ids = itertools.count()
 
@@ -251,6 +253,8 @@ class SymbolicBackend:
                 f"{label}: the cost must be a scalar, but {cost._data!r} has shape "
                 f"{tuple('?' if n is None else n for n in shape)}; reduce it first (pg.sum, pg.mean)"
             )
+        if _is_complex(cost._data):  # (the engine's seed would be ones: the gradient of Re(cost), silently)
+            raise complex_loss_error(f"{label.removeprefix('polygrad ')} of {cost._data!r}", cost._data.dtype)
         connected = _differentiable_ancestors(cost._data)
         group = (cost._data, tuple(w._data for w in wrt))
         grads: list = []

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import _ACCUMULATE, Variable, _shapes_may_match, _size, admit, admit_grad
+from polygrad.core.variable import _ACCUMULATE, Variable, _same_shape, _size, admit, admit_grad
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
@@ -41,11 +41,7 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
                 f"is created implicitly only for outputs of one element (a scalar loss)"
             )
         elif xp.isdtype(y._data.dtype, "complex floating"):  # as PyTorch and JAX: 1 would pick Re(y)
-            raise RuntimeError(
-                f"polygrad: backward from {y._describe()} of dtype {y._data.dtype} needs a gradient argument: "
-                f"an initial gradient is created implicitly only for real outputs (a complex loss has none); "
-                f"differentiate pg.real(y) or pg.abs(y), or pass the gradient"
-            )
+            raise complex_loss_error(f"backward from {y._describe()}", y._data.dtype)
         else:
             g = xp.ones_like(y._data)
         return Variable._make(g) if create_graph else g
@@ -53,6 +49,14 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     if create_graph:
         return g if isinstance(g, Variable) else Variable._make(g)
     return g._data if isinstance(g, Variable) else g
+
+
+def complex_loss_error(what: str, dtype: Any) -> RuntimeError:
+    """The error for a gradient asked of a complex loss with no initial gradient given."""
+    return RuntimeError(
+        f"polygrad: {what} of dtype {dtype} needs a gradient argument: an initial gradient is created "
+        f"implicitly only for real outputs (a complex loss has none); differentiate pg.real(y) or pg.abs(y), "
+        f"or pass the gradient")
 
 
 def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtype: Any, backend: Any,
@@ -64,7 +68,10 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
     an earlier hook kept, so a hook that writes into it (``g *= 10``, returning None) changes
     this gradient only, as it means to."""
     for hook in tuple(hooks):
-        seen = g if create_graph or isinstance(g, Variable) else backend.xp.asarray(g, copy=True)
+        if isinstance(g, Variable):  # (create_graph) a new Variable, recorded, over an array of its own
+            seen = g * 1
+        else:
+            seen = backend.xp.asarray(g, copy=True)
         new = hook(seen)
         if new is None:
             g = seen
@@ -297,7 +304,7 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
-                    if not _shapes_may_match(tuple(old.shape), tuple(g.shape)):
+                    if not _same_shape(tuple(old.shape), tuple(g.shape)):
                         raise ValueError(
                             f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has "
                             f"shape {tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since "

@@ -227,7 +227,7 @@ class Node:
         for ref in self.outputs:
             v = ref()
             if v is not None and v._node is self:
-                v._leave_node()
+                v._keep_hooks_from_old_graph()
                 v._node = None
                 v._index = 0
         self.edges = ()

@@ -33,10 +33,11 @@ def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
 
 
 def _same_shape(a: Any, b: Any) -> bool:
-    """Whether shapes ``a`` and ``b`` may be equal: a dimension the standard leaves unknown
-    (None, in symbolic graphs) matches any."""
+    """Whether shapes ``a`` and ``b`` may be equal: a dimension not known yet (the standard's
+    None, in symbolic graphs; a lazy backend's NaN, dask's) matches any."""
     a, b = tuple(a), tuple(b)
-    return len(a) == len(b) and all(m == n or m is None or n is None for m, n in zip(a, b))
+    return a == b or (len(a) == len(b) and all(m == n or m is None or n is None or m != m or n != n
+                                                for m, n in zip(a, b)))
 
 
 def _view_base(node: Any) -> tuple | None:
@@ -195,7 +196,7 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
         b = backend_of_type(type(raw))
     except TypeError:
         b = None
-    if b is not backend or not _shapes_may_match(tuple(raw.shape), tuple(shape)) or (
+    if b is not backend or not _same_shape(raw.shape, shape) or (
             dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend)):
         got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
         raise (TypeError if b is not backend else ValueError)(
@@ -206,13 +207,6 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
             return GRAPH_OPS.astype(g, dtype)
         return xp.astype(raw, dtype)
     return g
-
-
-def _shapes_may_match(a: tuple, b: tuple) -> bool:
-    """Equal shapes, where a size not known yet (None, or a lazy backend's NaN) matches any size:
-    there is nothing to refuse until it is known (``(nan,)`` was refused as not ``(nan,)``)."""
-    return a == b or (len(a) == len(b) and all(m == n or m is None or n is None or m != m or n != n
-                                                for m, n in zip(a, b)))
 
 
 class _HookHandle:
@@ -228,6 +222,24 @@ class _HookHandle:
             self._hooks.remove(self._fn)
         except ValueError:
             pass
+
+
+class _HooksBefore:
+    """A variable's hooks as a graph it left sees them (``unchain``): those registered before it
+    left and not removed since (a handle's ``remove()`` reaches here too), in order; never the
+    ones registered later, which belong to the graphs built on it from then on."""
+
+    __slots__ = ("live", "before")
+
+    def __init__(self, live: list) -> None:
+        self.live, self.before = live, list(live)
+
+    def __iter__(self) -> Any:
+        live = self.live
+        return (h for h in self.before if any(h is k for k in live))
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self)
 
 
 class Variable:
@@ -597,7 +609,7 @@ class Variable:
     def set_creator(self, gen_func: Any) -> None:
         """Notify the variable that ``gen_func`` created it (as one of its outputs)."""
         if gen_func is not self._node:
-            self._leave_node()
+            self._keep_hooks_from_old_graph()
         if gen_func is None:
             self._node = None
             return
@@ -640,7 +652,7 @@ class Variable:
 
     def unchain(self) -> None:
         """Delete the reference to the creator: this variable becomes a root."""
-        self._leave_node()
+        self._keep_hooks_from_old_graph()
         self._node = None
 
     def unchain_backward(self) -> None:
@@ -650,7 +662,7 @@ class Variable:
         are freed by reference counting.
         """
         node = self._node
-        self._leave_node()
+        self._keep_hooks_from_old_graph()
         self._node = None
         stack = [node] if node is not None else []
         seen = set()
@@ -907,6 +919,16 @@ class Variable:
             fresh._vb.add_view(self)
         for w in views:
             w._follow(self)
+
+    def _keep_hooks_from_old_graph(self) -> None:
+        """This variable stops being the output of its creator but stays itself (unchain): the
+        hooks registered so far fire in both the old graph and the graphs built on it from now
+        on; hooks registered later only in the new ones (they fired in the old graph too)."""
+        node = self._node
+        if node is not None and self._hooks and type(node._var_hooks) is dict:
+            entry = node._var_hooks.get(self._index)
+            if entry is not None and entry[0] is self._hooks:
+                node._var_hooks[self._index] = (_HooksBefore(self._hooks),) + entry[1:]
 
     def _leave_node(self) -> None:
         """This variable stops being the output of its creator (it is about to change in place):

@@ -73,14 +73,16 @@ class Link:
 
     def __setattr__(self, name: str, value: Any) -> None:
         persistent = self.__dict__.get("_persistent")
-        if persistent and name in persistent:
-            self._note_replaced(name)
-            value = _persistent_value(value)
-        elif self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
+        if self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
             if value.name is None:
                 value.name = name
             if name not in self._params:
                 self._params.append(name)
+            if persistent and name in persistent:  # a parameter now (Chainer's)
+                persistent.remove(name)
+        elif persistent and name in persistent:
+            self._note_replaced(name)
+            value = _persistent_value(value)
         super().__setattr__(name, value)
 
     def _note_replaced(self, name: str) -> None:

@@ -73,17 +73,17 @@ def _to_input(o: Any, gx: Any, x: Any) -> Any:
     return o.real(gx)
 
 
-def _axes(ndim: int, s: Any, axes: Any, op: str, lengths_of: Any = None) -> list:
+def _axes(ndim: int, s: Any, axes: Any, op: str, same_lengths_ok: bool = False) -> list:
     """The transformed axes of an n-dimensional transform (non-negative), for ``op``'s rule: a
     repeated axis (numpy transforms along it twice, with a length each time) is refused, as
-    JAX's transforms refuse it, unless ``lengths_of`` (the input's shape, for the complex
-    transforms) shows that every pass keeps the axis' length: the adjoint then repeats too.
-    (The rules crop or pad each axis once: with lengths that change, the gradient came out
-    wrong by as much as its own size.)"""
+    JAX's transforms refuse it, unless ``same_lengths_ok`` (the complex transforms) and every
+    pass along the axis has one length: the adjoint then repeats too. (The rules crop or pad
+    each axis once: with lengths that change, the gradient came out wrong by as much as its
+    own size.)"""
     if axes is None:
         axes = range(ndim) if s is None else range(ndim - len(s), ndim)
     out = [a % ndim for a in axes]
-    kept = lengths_of is not None and (s is None or all(n == lengths_of[a] for n, a in zip(s, out)))
+    kept = same_lengths_ok and (s is None or all(len({n for n, b in zip(s, out) if b == a}) == 1 for a in out))
     if len(set(out)) != len(out) and not kept:
         raise NotImplementedError(
             f"polygrad: the gradient of {op} along a repeated axis (axes={tuple(axes)}) is not implemented; "
@@ -107,7 +107,7 @@ def _c2c_vjp(adjoint: str):
 
 def _c2cn_vjp(adjoint: str, name: str):
     def rule(o: Any, g: Any, ans: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
-        axes_ = _axes(x.ndim, s, axes, name, tuple(x.shape))
+        axes_ = _axes(x.ndim, s, axes, name, same_lengths_ok=True)
         gx = getattr(o, adjoint)(g, axes=tuple(axes_), norm=_DUAL[norm])
         for a in axes_:
             gx = _fit(o, gx, a, x.shape[a])

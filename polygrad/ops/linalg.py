@@ -257,11 +257,11 @@ CROSS = defvjp(Op("linalg_cross", broadcasts=True),
 @public(ext="linalg")
 def cross(x1, x2, /, *, axis=-1):
     for name, v in (("x1", x1), ("x2", x2)):
-        shape = tuple(getattr(v, "shape", ()))
-        n = shape[axis] if -len(shape) <= axis < len(shape) else 0
+        shape = getattr(v, "shape", None)  # (no shape, or an axis out of range: the kernel says so)
+        n = shape[axis] if shape is not None and -len(shape) <= axis < len(shape) else 3
         if n is not None and n == n and n != 3:  # (a size unknown yet, None or NaN, is checked by the kernel)
             raise ValueError(f"polygrad.linalg.cross: {name} must have size 3 along axis {axis} (the standard's "
-                             f"cross product of 3-vectors), got shape {shape}")
+                             f"cross product of 3-vectors), got shape {tuple(shape)}")
     return apply(CROSS, (x1, x2), {"axis": axis})
 
 

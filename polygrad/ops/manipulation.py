@@ -13,7 +13,7 @@ from typing import Any, Callable, NamedTuple
 from polygrad.core.dispatch import backend_of_type, checked_lazily, has_namespace, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, _same_shape
 from polygrad.ops.elementwise import cast_grad
 from polygrad.ops._dtypes import index_dtype
 from polygrad.ops._export import names, public
@@ -594,8 +594,13 @@ def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
     """For a key that is one boolean array over leading axes of ``shape`` (``x[x < 0]``, a mask
     of rows): that mask, shaped to broadcast against ``shape``; else None."""
     k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-    if not is_array(k) or not xp.isdtype(k.dtype, "bool") or k.ndim == 0 or tuple(k.shape) != shape[:k.ndim]:
+    if not is_array(k) or not xp.isdtype(k.dtype, "bool") or k.ndim == 0 or k.ndim > len(shape) or (
+            not _same_shape(tuple(k.shape), shape[:k.ndim])):  # (sizes unknown yet: where checks them)
         return None
+    if k.ndim == len(shape):
+        return k
+    if any(n is None or n != n for n in k.shape):
+        return None  # (a mask of unknown size over leading axes cannot be reshaped to broadcast)
     return xp.reshape(k, tuple(k.shape) + (1,) * (len(shape) - k.ndim))
 
 

@@ -15,8 +15,13 @@ floating-point dtype among the inputs and outputs (float64 keeps the
 documented defaults; float32 and narrower take ``eps = cbrt(finfo.eps)`` and
 tolerances to match), and a failure in a narrow dtype says that its precision
 may be the cause. Nothing here assumes a dtype the backend may lack: sums are
-taken in the widest real floating dtype of the namespace
-(``__array_namespace_info__()``).
+taken in the widest real (or, for complex arrays, complex) floating dtype of
+the namespace (``__array_namespace_info__()``).
+
+Complex inputs and outputs follow polygrad's convention (PyTorch's): for a
+real ``L = Re<u, f(x)>`` the gradient of ``x = a + ib`` is ``dL/da + i dL/db``,
+so ``Re<grad, v>`` is the derivative of ``L`` along ``v``; random directions
+are complex in both parts, and :func:`numerical_grad` steps both.
 """
 
 from __future__ import annotations
@@ -98,10 +103,11 @@ def known_shape(x: Any, checker: str, what: str) -> tuple:
     return shape
 
 
-def _random_like(x: Any, rng: Any, fname: str, what: str) -> Any:
+def _random_like(x: Any, rng: Any, checker: str, what: str) -> Any:
     """A random direction of ``x``'s shape and dtype; complex ones in both parts (a gradient
-    missing a conj agrees along every real direction)."""
-    shape = known_shape(x, f"polygrad.testing.{fname}", what)
+    missing a conj agrees along every real direction). ``checker`` and ``what`` name it in the
+    error for an unknown size."""
+    shape = known_shape(x, checker, what)
     xp = backend_of_type(type(x)).xp
     if not _is_complex(xp, x):
         return rng.normal(shape, dtype=x.dtype)
@@ -253,8 +259,8 @@ def check_grads(
     given = (eps, atol, rtol)
     tol = _Tolerance(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol, _CHECK_GRADS)
     eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
-    us = [_random_like(_data(y), rng, "check_grads", f"output {j}") for j, y in enumerate(ys)]
-    vs = [_random_like(datas[i], rng, "check_grads", f"input {i}") for i in wrt]
+    us = [_random_like(_data(y), rng, "polygrad.testing.check_grads", f"output {j}") for j, y in enumerate(ys)]
+    vs = [_random_like(datas[i], rng, "polygrad.testing.check_grads", f"input {i}") for i in wrt]
 
     def directional(eps_: float) -> float:
         shifted = list(datas)
@@ -346,7 +352,7 @@ def check_backward(
     eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
     if y_grad is None:
         rng = backend.random_generator(0)
-        gys = [_random_like(_data(y), rng, "check_backward", f"output {j}") for j, y in enumerate(ys)]
+        gys = [_random_like(_data(y), rng, "polygrad.testing.check_backward", f"output {j}") for j, y in enumerate(ys)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
     analytic = _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True)
@@ -407,7 +413,7 @@ def check_double_backward(
     eps = tol.eps
     atol, rtol = (None, None) if tol.measured else (tol.atol, tol.rtol)  # measured again by check_backward
     if y_grad is None:
-        gys = [_random_like(_data(y), rng, "check_double_backward", f"output {j}") for j, y in enumerate(probe)]
+        gys = [_random_like(_data(y), rng, "polygrad.testing.check_double_backward", f"output {j}") for j, y in enumerate(probe)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
     # first order (a function without any gradient has a vjp of zeros, whose derivatives are zero)

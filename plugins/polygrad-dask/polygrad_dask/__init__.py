@@ -312,7 +312,7 @@ class _InRange:
 
 def take(x, indices, /, *, axis=None):
     """``xp.take`` through :func:`getitem` (its checks and its fix of one-element indices)."""
-    if axis is None and x.ndim != 1:
+    if (axis is None and x.ndim != 1) or x.ndim == 0:
         import array_api_compat.dask.array as xp
 
         return xp.take(x, indices, axis=axis)  # (its error: the standard needs an axis here)
