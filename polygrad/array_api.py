@@ -72,9 +72,36 @@ def _unwrap(x: Any) -> Any:
 def _inspection(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+        return _python_numbers(fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()}))
 
     return wrapper
+
+
+class _Info:
+    """A backend's ``finfo``/``iinfo`` result with the standard's fields as Python numbers, as
+    the standard types them (numpy's are NumPy scalars, 0-d numpy arrays to polygrad: beside
+    a dask array ``x + xp.finfo(x.dtype).eps`` was refused as mixing backends); every other
+    attribute is the backend's own."""
+
+    _FIELDS = {"bits": int, "eps": float, "max": None, "min": None, "smallest_normal": float}
+
+    def __init__(self, info: Any) -> None:
+        self._info = info
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._info, name)
+        if name not in self._FIELDS:
+            return value
+        kind = self._FIELDS[name] or (float if hasattr(self._info, "eps") else int)  # max, min: the info's kind
+        return kind(value)
+
+    def __repr__(self) -> str:
+        return repr(self._info)
+
+
+def _python_numbers(result: Any) -> Any:
+    """``finfo``/``iinfo`` results as :class:`_Info`; other inspection results as they are."""
+    return _Info(result) if hasattr(result, "bits") and hasattr(result, "dtype") else result
 
 
 def _on_backend(fn: Callable, backend: Any) -> Callable:
@@ -125,7 +152,8 @@ def _inspection_now(name: str) -> Callable:
 
     def fn(*args: Any, **kwargs: Any) -> Any:
         xp = _backend_of_arguments(args).xp
-        return getattr(xp, name)(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+        return _python_numbers(getattr(xp, name)(*[_unwrap(a) for a in args],
+                                                 **{k: _unwrap(v) for k, v in kwargs.items()}))
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The Array API standard's ``{name}``, of the backend of the arguments (else the current backend)."
@@ -314,7 +342,10 @@ def _device_of(data: Any) -> Any:
 def _dlpack(self: Variable, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
             copy: Any = None) -> Any:
     """The standard's ``__dlpack__`` of the data; keywords left as None are not passed on (older
-    libraries take only ``stream``)."""
+    libraries take only ``stream``). Refused, as ``np.asarray(x)`` is, for a variable that
+    requires grad while backprop is on: another library's ``from_dlpack`` (scikit-learn moves
+    arrays so) would continue the computation without a gradient, silently."""
+    self._refuse_untracked("from_dlpack(x) (x.__dlpack__)")
     kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
                                 ("copy", copy)) if v is not None}
     return self._data.__dlpack__(**kwargs)

@@ -202,3 +202,77 @@ def test_unique_gradients_never_call_unique_all(monkeypatch, name):
     np.testing.assert_allclose(to_np(g.data), [200.0, 1.0, 200.0, 40.0, 1.0, 200.0])
     (g2,) = pg.grad(pg.sum(g), [x])
     np.testing.assert_allclose(to_np(g2.data), [200 / 3, 1.0, 200 / 3, 20.0, 1.0, 200 / 3])
+
+
+# ---------------------------------------------------------------------------
+# Clients of the namespace (stop 26, scipy / scikit-learn / array-api-extra on Variables)
+# ---------------------------------------------------------------------------
+
+
+def test_from_dlpack_of_a_variable_that_requires_grad_is_refused_as_asarray_is():
+    """np.from_dlpack(x) (scikit-learn's move_to) took the data of a Variable that requires grad
+    without a word, where np.asarray(x) is refused: Ridge().fit(X, y_variable) lost y's gradient."""
+    import numpy as np
+
+    x = pg.Variable(np.ones(3))
+    with pytest.raises(RuntimeError, match=r"from_dlpack\(x\).*which requires grad"):
+        np.from_dlpack(x)
+    np.testing.assert_array_equal(np.from_dlpack(x.detach()), np.ones(3))
+    assert pg.from_dlpack(x).requires_grad  # polygrad's own keeps the graph
+
+
+def test_finfo_and_iinfo_fields_are_python_numbers():
+    """The standard types them float and int; numpy's NumPy scalars counted as numpy arrays, so
+    on dask `x + xp.finfo(x.dtype).eps` was refused as mixing backends (scipy's zscore, skew)."""
+    da = pytest.importorskip("dask.array")
+    import numpy as np
+
+    x = pg.Variable(da.ones(3))
+    xp = x.__array_namespace__()
+    f = xp.finfo(x.dtype)
+    assert type(f.eps) is float and type(f.max) is float and type(f.bits) is int and f.dtype == np.float64
+    assert f.tiny > 0  # the backend's other attributes are still there
+    i = xp.iinfo(xp.int32)
+    assert (type(i.max), i.max, type(i.bits)) == (int, 2**31 - 1, int)
+    np.testing.assert_allclose(pg.compute(x + f.eps)[0], np.ones(3) + np.finfo(np.float64).eps)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_reshape_with_copy_never_aliases(backend):
+    """reshape(a, shape, copy=True) on dask returned a view: writing into it changed a."""
+    import numpy as np
+
+    if backend == "dask":
+        da = pytest.importorskip("dask.array")
+        a = pg.Variable(da.from_array(np.ones((2, 3))), requires_grad=False)
+    else:
+        a = pg.Variable(np.ones((2, 3)), requires_grad=False)
+    xp = a.__array_namespace__()
+    b = xp.reshape(a, (3, 2), copy=True)
+    b[0, 0] = 9.0
+    assert float(pg.compute(a)[0][0, 0]) == 1.0
+    w = pg.Variable(np.arange(6.0))
+    pg.sum(pg.reshape(w, (2, 3), copy=True) * 2.0).backward()
+    np.testing.assert_array_equal(w.grad, np.full(6, 2.0))
+
+
+def test_item_assignment_into_an_integer_array_on_dask():
+    """z[1:3] = 5 of an int64 dask Variable made float64 values and was refused."""
+    da = pytest.importorskip("dask.array")
+    import numpy as np
+
+    z = pg.Variable(da.zeros(4, dtype="int64"))
+    z[1:3] = 5
+    np.testing.assert_array_equal(pg.compute(z)[0], [0, 5, 5, 0])
+    assert z.dtype == np.int64
+
+
+def test_asarray_to_complex_of_a_real_variable_backward_on_strict():
+    """asarray(x, dtype=complex128) of a real x failed in backward on array_api_strict (a complex
+    gradient cast to float64): the real part, as astype's rule gives."""
+    pytest.importorskip("array_api_strict")
+    x = pg.Variable(pg.asarray(np.array([1.0, 2.0]), backend="strict")._data)
+    xp = x.__array_namespace__()
+    z = xp.asarray(x, dtype=xp.complex128) * (1 + 2j)
+    g, = pg.grad(xp.sum(xp.real(z) + xp.imag(z)), [x])
+    assert g.dtype == xp.float64 and [float(v) for v in g.data] == [3.0, 3.0]

@@ -19,6 +19,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import names, public
 from polygrad.ops.manipulation import broadcast_to, reshape, stack
+from polygrad.ops.elementwise import cast_grad
 
 
 # ---------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def _asarray_nested(obj: Any, dtype: Any) -> Variable:
 
 
 def _asarray_vjp(o: Any, g: Any, ans: Any, obj: Any, dtype: Any = None, device: Any = None, copy: Any = None) -> Any:
-    return g if g.dtype == obj.dtype else o.astype(g, obj.dtype)
+    return cast_grad(o, g, obj)  # (a real array made complex: the real part, as astype's rule)
 
 
 ASARRAY = defvjp(Op("asarray", lambda xp, obj, dtype=None, device=None, copy=None:

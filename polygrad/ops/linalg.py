@@ -27,7 +27,10 @@ follow the usual conventions:
 * qr needs full rank; ``mode="complete"`` with more rows than columns has no
   gradient (Q's extra columns are not unique) and raises.
 * det, slogdet, inv, solve need an invertible matrix; pinv a constant rank (rtol's
-  cut-off is held fixed); slogdet's sign has zero gradient.
+  cut-off is held fixed): its gradient is exact where the singular values cut off
+  are 0, and where ``rtol`` cuts a non-zero one it is that of the full matrix's
+  formula (JAX's too), not of the truncated inverse; slogdet's sign has zero
+  gradient.
 * norms: at 0 the gradient is 0 (``vector_norm``/``matrix_norm`` with ord 2 or
   "fro", and any ord < 1 at zero entries); ties of the max / min in ord inf, -inf,
   1, -1 share the gradient equally; ord 0 (a count) has zero gradient; matrix ord

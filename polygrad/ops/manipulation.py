@@ -126,6 +126,10 @@ RESHAPE = defvjp(Op("reshape", shapes=True, view=True, unview=_same_shape_as_bas
 @public
 def reshape(x, /, shape, *, copy=None):
     shape = tuple(shape)
+    if copy:  # a view (the row's) copied once: writes into the result never reach x, on any backend
+        from polygrad.ops.creation import asarray
+
+        return asarray(apply(RESHAPE, (x,), {"shape": shape}), copy=True)
     return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
 
 
@@ -587,7 +591,8 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
         v = xp.full(tuple(part.shape), v, dtype=x.dtype)
     placed = _getitem_grad_kernel(xp, v, key, tuple(x.shape))
     hits = _getitem_grad_kernel(xp, xp.ones_like(part), key, tuple(x.shape))
-    return xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
+    out = xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
+    return out if out.dtype == x.dtype else xp.astype(out, x.dtype)  # (an integer x: / made floats)
 
 
 def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
