@@ -44,26 +44,53 @@ def _shape(sizes: tuple) -> tuple:
 
 
 # -- reductions (PyTorch 0.x: dim, keepdim) --------------------------------------
-def _sum(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
-    """Sum over ``dim`` (all axes by default), PyTorch 0.x's ``x.sum(dim, keepdim)``."""
-    return ops.sum(x, axis=_axis(dim), keepdims=keepdim)
+# numpy's functions call the method of an object that is no ndarray: np.sum(x) is
+# x.sum(axis=None, dtype=None, out=None), np.var(x) passes ddof=0 too. The methods take
+# those keywords as well (numpy's meaning), so np.sum(x) of a Variable is polygrad's sum.
+def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, keepdims: Any) -> tuple:
+    """``(dim, keepdim)`` from PyTorch's and numpy's spellings of ``Variable.<name>``."""
+    if out is not None:
+        raise TypeError(f"polygrad: Variable.{name}(out=...) is not supported (arrays may be immutable); "
+                        f"use the result")
+    if axis is not None:
+        if dim is not None:
+            raise TypeError(f"polygrad: Variable.{name} got both dim and axis")
+        dim = axis
+    return dim, bool(keepdim or keepdims)
 
 
-def _mean(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
-    """Mean over ``dim`` (all axes by default)."""
-    return ops.mean(x, axis=_axis(dim), keepdims=keepdim)
+def _sum(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
+         out: Any = None, keepdims: Any = False) -> Variable:
+    """Sum over ``dim`` (all axes by default), PyTorch 0.x's ``x.sum(dim, keepdim)``; numpy's
+    ``axis``, ``dtype``, ``keepdims`` too (``np.sum(x)``)."""
+    dim, keepdim = _numpy_keywords("sum", dim, keepdim, axis, out, keepdims)
+    return ops.sum(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
-def _prod(x: Variable, dim: Any = None, keepdim: bool = False) -> Variable:
-    """Product over ``dim`` (all axes by default)."""
-    return ops.prod(x, axis=_axis(dim), keepdims=keepdim)
+def _mean(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
+          out: Any = None, keepdims: Any = False) -> Variable:
+    """Mean over ``dim`` (all axes by default); numpy's keywords too (``np.mean(x)``)."""
+    dim, keepdim = _numpy_keywords("mean", dim, keepdim, axis, out, keepdims)
+    return ops.mean(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), keepdims=keepdim)
+
+
+def _prod(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
+          out: Any = None, keepdims: Any = False) -> Variable:
+    """Product over ``dim`` (all axes by default); numpy's keywords too (``np.prod(x)``)."""
+    dim, keepdim = _numpy_keywords("prod", dim, keepdim, axis, out, keepdims)
+    return ops.prod(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
 def _extreme(values: Any, indices: Any) -> Any:
-    def method(x: Variable, dim: Any = None, keepdim: bool = False) -> Any:
+    def method(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, out: Any = None,
+               keepdims: Any = False) -> Any:
         """The extreme element; with ``dim``, PyTorch's ``(values, indices)`` along it. The values
         are read at the indices, so that their gradient goes to the element the index names, as
-        in PyTorch (``pg.max`` splits it among ties)."""
+        in PyTorch (``pg.max`` splits it among ties). numpy's ``axis`` (``np.max(x, axis=0)``)
+        gives the values alone, as numpy does."""
+        if axis is not None or out is not None or keepdims:
+            axis, keepdims = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
+            return values(x, axis=_axis(axis), keepdims=keepdims)
         if dim is None:
             return values(x)
         idx = indices(x, axis=dim, keepdims=True)
@@ -75,14 +102,24 @@ def _extreme(values: Any, indices: Any) -> Any:
     return method
 
 
-def _var(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
-    """Variance over ``dim``, unbiased by default (PyTorch); ``pg.var`` is the standard's (biased)."""
-    return ops.var(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
+def _spread(reduce: Any, name: str) -> Any:
+    def method(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *, axis: Any = None,
+               dtype: Any = None, out: Any = None, ddof: Any = None, keepdims: Any = False) -> Variable:
+        dim, keepdim = _numpy_keywords(name, dim, keepdim, axis, out, keepdims)
+        correction = float(ddof) if ddof is not None else 1.0 if unbiased else 0.0  # numpy's np.var passes ddof
+        return reduce(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), correction=correction,
+                      keepdims=keepdim)
+
+    method.__name__ = name
+    return method
 
 
-def _std(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False) -> Variable:
-    """Standard deviation over ``dim``, unbiased by default (PyTorch); ``pg.std`` is the standard's."""
-    return ops.std(x, axis=_axis(dim), correction=1.0 if unbiased else 0.0, keepdims=keepdim)
+_var = _spread(ops.var, "var")
+_var.__doc__ = """Variance over ``dim``, unbiased by default (PyTorch); ``pg.var`` is the standard's (biased).
+numpy's keywords too: ``np.var(x)`` passes ``ddof=0`` (biased, numpy's)."""
+_std = _spread(ops.std, "std")
+_std.__doc__ = """Standard deviation over ``dim``, unbiased by default (PyTorch); ``pg.std`` is the standard's.
+numpy's keywords too: ``np.std(x)`` passes ``ddof=0``."""
 
 
 def _norm(x: Variable, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Variable:

@@ -272,3 +272,23 @@ def test_addgrad_gives_a_gradient_of_its_own():
     a.addgrad(b)
     assert a.grad is not b.grad and not np.shares_memory(a.grad, b.grad)  # was the same array
     np.testing.assert_array_equal(a.grad, [1.0, 2.0])
+
+
+def test_numpys_reductions_of_a_variable_are_polygrads():
+    """np.sum(x), np.mean(x, axis=0), np.var(x) ... call the method with numpy's keywords (axis,
+    dtype, out, ddof, keepdims): they failed with '_sum() got an unexpected keyword argument
+    axis' (scikit-learn's r_regression, KMeans, ... on Variables). numpy's meaning: np.var is
+    biased (ddof=0), np.max(x, axis=0) the values alone; the graph is kept."""
+    a = np.array([[1.0, 2.0], [3.0, 5.0]])
+    x = pg.Variable(a)
+    for fn in (np.sum, np.mean, np.var, np.std, np.prod, np.max, np.min):
+        for kw in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}):
+            np.testing.assert_allclose(np.asarray(fn(x, **kw).data), fn(a, **kw), err_msg=f"{fn.__name__} {kw}")
+    np.testing.assert_allclose(np.asarray(np.var(x, ddof=1).data), np.var(a, ddof=1))
+    assert np.sum(x, dtype=np.float32).dtype == np.float32
+    np.sum(x * x).backward()
+    np.testing.assert_array_equal(x.grad, 2 * a)
+    with pytest.raises(TypeError, match=r"sum\(out=...\) is not supported"):
+        np.sum(x, out=np.zeros(()))
+    values, indices = x.max(0)  # PyTorch's spelling keeps its (values, indices)
+    np.testing.assert_array_equal(indices.data, [1, 1])
