@@ -465,3 +465,12 @@ def test_a_numpy_scalar_beside_a_dask_array_is_explained():
     with pytest.raises(TypeError, match=r"a 0-d array \(a NumPy scalar .*pass float\(value\)"):
         x / np.sqrt(3)
     np.testing.assert_allclose(pg.compute(x / float(np.sqrt(3)))[0], np.ones(3) / np.sqrt(3))
+
+
+def test_a_0d_index_array_backward():
+    """x[xp.asarray(1)] (a 0-d integer index array, as the standard allows) failed in backward
+    ('cannot reshape array of size 1 into shape (0,)')."""
+    x = pg.Variable(da.from_array(np.array([[0.5, -1.5], [2.0, 3.0]]), chunks=1))
+    for key in (da.from_array(np.asarray(1)), (slice(None), da.from_array(np.asarray(0)))):
+        pg.sum(x[key] * 3.0).backward()
+    np.testing.assert_allclose(pg.compute(x.grad)[0], [[3.0, 0.0], [6.0, 3.0]])

@@ -383,6 +383,13 @@ def _getitem_grad(g, key, shape):
     _check_known("getitem_grad (indexing backward)", g.shape, "gradient shape")
     shape = tuple(shape)
     chunks = _source_chunks(key, shape)
+    keys = _normalize_key(key)
+    one = [k for k in keys if isinstance(k, da.Array) and k.ndim == 0 and "int" in str(k.dtype)]
+    if len(one) == 1 and all(k is one[0] or isinstance(k, slice) or k is Ellipsis for k in keys):
+        # a 0-d index array (x[xp.asarray(1)]): as a one-element one, with its axis back in g
+        at = next(i for i, k in enumerate(keys) if k is one[0])
+        g = da.expand_dims(g, _consumed_axes(keys, len(shape))[at])
+        key = tuple(da.reshape(k, (1,)) if k is one[0] else k for k in keys)
     if chunks is None:  # chunk like g along trailing axes of equal size
         wanted = ["auto"] * len(shape)
         for i in range(1, min(len(shape), g.ndim) + 1):
