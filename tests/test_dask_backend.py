@@ -470,6 +470,9 @@ def test_a_numpy_scalar_beside_a_dask_array_is_explained():
 def test_a_0d_index_array_backward():
     """x[xp.asarray(1)] (a 0-d integer index array, as the standard allows) failed in backward
     ('cannot reshape array of size 1 into shape (0,)')."""
+    v = pg.Variable(da.from_array(np.array([0.5, -1.5, 2.0])))
+    (v[da.from_array(np.asarray(1))] * 3.0).backward()
+    np.testing.assert_allclose(pg.compute(v.grad)[0], [0.0, 3.0, 0.0])
     x = pg.Variable(da.from_array(np.array([[0.5, -1.5], [2.0, 3.0]]), chunks=1))
     for key in (da.from_array(np.asarray(1)), (slice(None), da.from_array(np.asarray(0)))):
         pg.sum(x[key] * 3.0).backward()
