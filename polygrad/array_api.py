@@ -28,7 +28,7 @@ import types
 from typing import Any, Callable
 
 from polygrad.backends import get_backend, using_backend
-from polygrad.core.dispatch import backend_of_type, current_backend, is_array
+from polygrad.core.dispatch import SCALARS, backend_of_type, current_backend, is_array
 from polygrad.core.variable import Variable
 from polygrad.ops import *  # noqa: F403  (the standard's functions; __all__ below picks them)
 from polygrad.ops.manipulation import broadcast_shapes
@@ -69,39 +69,55 @@ def _unwrap(x: Any) -> Any:
     return x
 
 
-def _inspection(fn: Callable) -> Callable:
+def _inspection(fn: Callable, backend: Any) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return _python_numbers(fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()}))
+        return _python_numbers(fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()}), backend)
 
     return wrapper
 
 
 class _Info:
-    """A backend's ``finfo``/``iinfo`` result with the standard's fields as Python numbers, as
-    the standard types them (numpy's are NumPy scalars, 0-d numpy arrays to polygrad: beside
-    a dask array ``x + xp.finfo(x.dtype).eps`` was refused as mixing backends); every other
-    attribute is the backend's own."""
+    """A backend's ``finfo``/``iinfo`` result whose numbers are arrays of another backend (dask's
+    and cupy's are NumPy scalars, 0-d numpy arrays to polygrad: ``x + xp.finfo(x.dtype).eps``
+    was refused as mixing backends), with its numeric fields as Python numbers, as the
+    standard types them; ``dtype`` and anything else are the backend's own, and it compares
+    and hashes as the backend's object does."""
 
-    _FIELDS = {"bits": int, "eps": float, "max": None, "min": None, "smallest_normal": float}
+    __slots__ = ("_info",)
 
     def __init__(self, info: Any) -> None:
-        self._info = info
+        object.__setattr__(self, "_info", info)
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._info, name)
-        if name not in self._FIELDS:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(object.__getattribute__(self, "_info"), name)
+        if type(value) in SCALARS or not is_array(value) or tuple(value.shape) != ():
             return value
-        kind = self._FIELDS[name] or (float if hasattr(self._info, "eps") else int)  # max, min: the info's kind
-        return kind(value)
+        integral = backend_of_type(type(value)).xp.isdtype(value.dtype, "integral")
+        return int(value) if integral else float(value)
+
+    def __eq__(self, other: Any) -> bool:
+        return self._info == (other._info if isinstance(other, _Info) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._info)
 
     def __repr__(self) -> str:
         return repr(self._info)
 
+    def __reduce__(self) -> Any:
+        return (_Info, (self._info,))
 
-def _python_numbers(result: Any) -> Any:
-    """``finfo``/``iinfo`` results as :class:`_Info`; other inspection results as they are."""
-    return _Info(result) if hasattr(result, "bits") and hasattr(result, "dtype") else result
+
+def _python_numbers(result: Any, backend: Any) -> Any:
+    """``finfo``/``iinfo`` results of ``backend`` whose numbers are arrays of another backend
+    (NumPy scalars of dask's) as :class:`_Info`; other inspection results as they are."""
+    if not (hasattr(result, "bits") and hasattr(result, "dtype")):
+        return result
+    top = getattr(result, "max", None)
+    return _Info(result) if is_array(top) and backend_of_type(type(top)) is not backend else result
 
 
 def _on_backend(fn: Callable, backend: Any) -> Callable:
@@ -151,9 +167,9 @@ def _inspection_now(name: str) -> Callable:
     """The standard's ``name`` about dtypes and shapes, on the backend of its arguments (else the current one)."""
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        xp = _backend_of_arguments(args).xp
-        return _python_numbers(getattr(xp, name)(*[_unwrap(a) for a in args],
-                                                 **{k: _unwrap(v) for k, v in kwargs.items()}))
+        backend = _backend_of_arguments(args)
+        return _python_numbers(getattr(backend.xp, name)(*[_unwrap(a) for a in args],
+                                                         **{k: _unwrap(v) for k, v in kwargs.items()}), backend)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The Array API standard's ``{name}``, of the backend of the arguments (else the current backend)."
@@ -283,7 +299,7 @@ class ArrayNamespace(types.ModuleType):
         for name in INSPECTION:  # the backend's own, on unwrapped arguments
             fn = getattr(xp, name, None)
             if fn is not None:
-                setattr(self, name, _inspection(fn))
+                setattr(self, name, _inspection(fn, backend))
         self.broadcast_shapes = broadcast_shapes  # plain Python: the same on every backend
 
     def __repr__(self) -> str:
@@ -345,7 +361,7 @@ def _dlpack(self: Variable, /, *, stream: Any = None, max_version: Any = None, d
     libraries take only ``stream``). Refused, as ``np.asarray(x)`` is, for a variable that
     requires grad while backprop is on: another library's ``from_dlpack`` (scikit-learn moves
     arrays so) would continue the computation without a gradient, silently."""
-    self._refuse_untracked("from_dlpack(x) (x.__dlpack__)")
+    self._refuse_untracked("from_dlpack(x) (x.__dlpack__)", "the library that takes the data")
     kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
                                 ("copy", copy)) if v is not None}
     return self._data.__dlpack__(**kwargs)

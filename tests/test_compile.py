@@ -867,3 +867,12 @@ def test_program_key_takes_a_dtype_that_is_not_hashable():
 
     Fn._programs[a] = "the program"
     assert CompiledFunction._program(Fn(), values) == "the program"
+
+
+def test_the_gradient_of_a_complex_cost_is_refused_saying_what_to_do():
+    """T.grad of a complex cost took Re(cost) silently, as eager backward did."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("complex128", (None,), "x")
+    with pytest.raises(RuntimeError, match=r"complex128 needs a gradient argument.*pg\.real\(cost\)"):
+        T.grad(pg.sum(x * x), x)

@@ -477,3 +477,13 @@ def test_a_0d_index_array_backward():
     for key in (da.from_array(np.asarray(1)), (slice(None), da.from_array(np.asarray(0)))):
         pg.sum(x[key] * 3.0).backward()
     np.testing.assert_allclose(pg.compute(x.grad)[0], [[3.0, 0.0], [6.0, 3.0]])
+
+
+def test_in_place_between_arrays_of_unknown_sizes_is_refused():
+    """a1 += b1 with sizes 1 and 5, both unknown: dask broadcast it, a1 became 5 long (numpy
+    raises); the first fix of '(nan,) is not (nan,)' let it through. Refused, saying why."""
+    a = da.from_array(np.arange(5.0), chunks=2)
+    a1 = pg.Variable(a[a > 3], requires_grad=False)
+    b1 = pg.Variable(a[a > -1], requires_grad=False)
+    with pytest.raises(ValueError, match="cannot check that its shape .* stays the same"):
+        a1 += b1

@@ -826,3 +826,22 @@ def test_a_hook_on_a_variable_without_gradient_is_refused():
     c = pg.Variable(np.ones(2), requires_grad=False)
     with pytest.raises(RuntimeError, match="does not require grad: it gets no gradient"):
         c.register_hook(lambda g: g)
+
+
+def test_after_unchain_the_old_graph_neither_retains_into_the_variable_nor_runs_later_hooks():
+    """unchain left the old node naming h: the old graph's retain_grad overwrote the .grad the
+    new one gave h ([4, 8] over [3, 3]); with every earlier hook removed, a hook registered
+    after unchain fired in the old graph."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 2
+    handle = h.register_hook(lambda g: None)
+    handle.remove()
+    loss1 = pg.sum(h * h)
+    h.unchain()
+    fired = []
+    h.register_hook(lambda g: fired.append("later"))
+    pg.sum(h * 3).backward()
+    assert fired == ["later"]
+    loss1.backward(retain_grad=True)
+    np.testing.assert_array_equal(h.grad, [3.0, 3.0])
+    assert fired == ["later"]

@@ -611,3 +611,14 @@ def test_a_variable_handed_to_the_serializer_is_refused_on_save(tmp_path):
 
     with pytest.raises(TypeError, match="cannot save 'w', a Variable.*give its .data"):
         serializers.save_npz(tmp_path / "h.npz", Holder())
+
+
+def test_a_persistent_value_cannot_take_a_parameters_name_and_deleting_one_forgets_it(tmp_path):
+    """add_persistent('w') over a parameter made w both (save_npz then failed); del of a persistent
+    value left its name registered (save_npz then failed)."""
+    link = pg.Link(w=pg.Variable(np.ones(2)))
+    with pytest.raises(AttributeError, match="parameter of that name"):
+        link.add_persistent("w", np.zeros(2))
+    link.add_persistent("n", 3)
+    del link.n
+    serializers.save_npz(tmp_path / "l.npz", link)

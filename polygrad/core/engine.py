@@ -51,12 +51,12 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     return g._data if isinstance(g, Variable) else g
 
 
-def complex_loss_error(what: str, dtype: Any) -> RuntimeError:
+def complex_loss_error(what: str, dtype: Any, advice: str = "differentiate pg.real(y) or pg.abs(y), or "
+                       "pass the gradient") -> RuntimeError:
     """The error for a gradient asked of a complex loss with no initial gradient given."""
     return RuntimeError(
         f"polygrad: {what} of dtype {dtype} needs a gradient argument: an initial gradient is created "
-        f"implicitly only for real outputs (a complex loss has none); differentiate pg.real(y) or pg.abs(y), "
-        f"or pass the gradient")
+        f"implicitly only for real outputs (a complex loss has none); {advice}")
 
 
 def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtype: Any, backend: Any,
@@ -304,7 +304,7 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
-                    if not _same_shape(tuple(old.shape), tuple(g.shape)):
+                    if not _same_shape(old.shape, g.shape, lazy=True):
                         raise ValueError(
                             f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has "
                             f"shape {tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since "

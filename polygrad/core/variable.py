@@ -32,12 +32,15 @@ def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
     return value
 
 
-def _same_shape(a: Any, b: Any) -> bool:
-    """Whether shapes ``a`` and ``b`` may be equal: a dimension not known yet (the standard's
-    None, in symbolic graphs; a lazy backend's NaN, dask's) matches any."""
+def _same_shape(a: Any, b: Any, lazy: bool = False) -> bool:
+    """Whether shapes ``a`` and ``b`` may be equal: a dimension the standard leaves unknown
+    (None, in symbolic graphs) matches any. A lazy backend's size not computed yet (NaN, dask's)
+    is a real size nobody knows: it matches only with ``lazy=True``, where a mismatch cannot
+    come from the user's data (a rule's gradient, a sum into .grad); where it can (an in-place
+    assignment, a mask), unknown sizes are refused, since dask would broadcast them silently."""
     a, b = tuple(a), tuple(b)
-    return a == b or (len(a) == len(b) and all(m == n or m is None or n is None or m != m or n != n
-                                                for m, n in zip(a, b)))
+    return a == b or (len(a) == len(b) and all(
+        m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b)))
 
 
 def _view_base(node: Any) -> tuple | None:
@@ -196,7 +199,7 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
         b = backend_of_type(type(raw))
     except TypeError:
         b = None
-    if b is not backend or not _same_shape(raw.shape, shape) or (
+    if b is not backend or not _same_shape(raw.shape, shape, lazy=True) or (
             dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend)):
         got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
         raise (TypeError if b is not backend else ValueError)(
@@ -559,12 +562,13 @@ class Variable:
             return to_array() if dtype is None else to_array(dtype)
         return to_array(dtype=dtype, copy=copy)
 
-    def _refuse_untracked(self, how: str) -> None:
+    def _refuse_untracked(self, how: str, taker: str = "numpy") -> None:
         """The error for reading the data of a variable that requires grad where the graph
-        cannot follow (numpy): what is computed from it would have no gradient."""
+        cannot follow (``taker``: numpy, or the library a dlpack export goes to): what is
+        computed from it would have no gradient."""
         if self._requires_grad and config.enable_backprop.get():
             raise RuntimeError(
-                f"polygrad: {how} of {self._describe()}, which requires grad: numpy cannot record a graph, so "
+                f"polygrad: {how} of {self._describe()}, which requires grad: {taker} cannot record a graph, so "
                 f"whatever is computed from the result would silently have no gradient. Use x.detach() (or "
                 f"x.data, or float(x) for a scalar) to say that no gradient should flow, or compute with "
                 f"polygrad's functions (x.__array_namespace__())."
@@ -781,6 +785,12 @@ class Variable:
         """
         new, old = result._data, self._data
         if not _same_shape(new.shape, old.shape) or new.dtype != old.dtype:
+            if new.dtype == old.dtype and _same_shape(new.shape, old.shape, lazy=True):
+                raise ValueError(
+                    f"polygrad: in-place {opname} of {self._describe()} cannot check that its shape "
+                    f"{tuple(old.shape)} stays the same: its sizes are not computed yet (a lazy backend would "
+                    f"broadcast a mismatch silently); compute them first (x.compute_chunk_sizes() on dask) or "
+                    f"use the out-of-place form")
             raise ValueError(
                 f"polygrad: in-place {opname} would change {self._describe()} (shape {tuple(old.shape)}, dtype "
                 f"{old.dtype}) to shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
@@ -923,12 +933,18 @@ class Variable:
     def _keep_hooks_from_old_graph(self) -> None:
         """This variable stops being the output of its creator but stays itself (unchain): the
         hooks registered so far fire in both the old graph and the graphs built on it from now
-        on; hooks registered later only in the new ones (they fired in the old graph too)."""
+        on; hooks registered later only in the new ones (they fired in the old graph too), and
+        the old graph's retain_grad no longer writes into its .grad."""
         node = self._node
-        if node is not None and self._hooks and type(node._var_hooks) is dict:
+        if node is None:
+            return
+        if type(node._var_hooks) is dict:
             entry = node._var_hooks.get(self._index)
-            if entry is not None and entry[0] is self._hooks:
+            if entry is not None and entry[0] is self._hooks:  # (even emptied: later ones stay out)
                 node._var_hooks[self._index] = (_HooksBefore(self._hooks),) + entry[1:]
+        outs = list(node.outputs)  # the old graph no longer names this variable (retain_grad)
+        outs[self._index] = _gone
+        node.outputs = tuple(outs)
 
     def _leave_node(self) -> None:
         """This variable stops being the output of its creator (it is about to change in place):

@@ -105,6 +105,9 @@ class Link:
         parameter (running statistics), as Chainer's ``add_persistent``: an array, a
         Python scalar or None. A Variable (``pg.zeros(3)``) is kept as its array, here
         and when it is assigned later: a persistent value is never differentiated."""
+        if name in self._params:  # (it would be both, and neither would save or load: Chainer refuses too)
+            raise AttributeError(f"polygrad: cannot register persistent value {name!r}: {type(self).__name__} has a "
+                                 f"parameter of that name")
         persistent = self.__dict__.setdefault("_persistent", [])
         if name not in persistent:
             persistent.append(name)
@@ -113,6 +116,9 @@ class Link:
     def __delattr__(self, name: str) -> None:
         if name in self._params:
             self._params.remove(name)
+        persistent = self.__dict__.get("_persistent")
+        if persistent and name in persistent:
+            persistent.remove(name)
         super().__delattr__(name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -413,9 +413,7 @@ def cast_grad(o: Any, g: Any, like: Any) -> Any:
 
 
 def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True) -> Any:
-    if _is_complex(g) and not _is_complex(x):
-        g = o.real(g)  # a real array cast to complex: its gradient is the real part
-    return o.astype(g, x.dtype, copy=copy)
+    return cast_grad(o, g, x)  # a real array cast to complex: its gradient is the real part
 
 
 ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True,

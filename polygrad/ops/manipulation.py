@@ -127,9 +127,9 @@ RESHAPE = defvjp(Op("reshape", shapes=True, view=True, unview=_same_shape_as_bas
 def reshape(x, /, shape, *, copy=None):
     shape = tuple(shape)
     if copy:  # a view (the row's) copied once: writes into the result never reach x, on any backend
-        from polygrad.ops.creation import asarray
+        from polygrad.ops.creation import ASARRAY
 
-        return asarray(apply(RESHAPE, (x,), {"shape": shape}), copy=True)
+        return apply(ASARRAY, (apply(RESHAPE, (x,), {"shape": shape}),), {"copy": True})
     return apply(RESHAPE, (x,), {"shape": shape} if copy is None else {"shape": shape, "copy": copy})
 
 
@@ -591,8 +591,12 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
         v = xp.full(tuple(part.shape), v, dtype=x.dtype)
     placed = _getitem_grad_kernel(xp, v, key, tuple(x.shape))
     hits = _getitem_grad_kernel(xp, xp.ones_like(part), key, tuple(x.shape))
-    out = xp.where(hits != 0, placed / xp.where(hits != 0, hits, xp.ones_like(hits)), x)
-    return out if out.dtype == x.dtype else xp.astype(out, x.dtype)  # (an integer x: / made floats)
+    written = hits != xp.zeros_like(hits)
+    if xp.isdtype(x.dtype, ("real floating", "complex floating")):
+        placed = placed / xp.where(written, hits, xp.ones_like(hits))
+    elif xp.isdtype(x.dtype, "integral"):  # exact, in x's dtype (/ made floats: 2**53 + 1 rounded)
+        placed = placed // xp.where(written, hits, xp.ones_like(hits))
+    return xp.where(written, placed, x)
 
 
 def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
@@ -600,7 +604,7 @@ def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
     of rows): that mask, shaped to broadcast against ``shape``; else None."""
     k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
     if not is_array(k) or not xp.isdtype(k.dtype, "bool") or k.ndim == 0 or k.ndim > len(shape) or (
-            not _same_shape(tuple(k.shape), shape[:k.ndim])):  # (sizes unknown yet: where checks them)
+            not _same_shape(tuple(k.shape), shape[:k.ndim])):
         return None
     if k.ndim == len(shape):
         return k
