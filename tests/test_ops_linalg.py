@@ -279,3 +279,16 @@ def test_cross_refuses_vectors_of_another_size():
         pg.linalg.cross(pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0])))
     with pytest.raises(ValueError, match="x2 must have size 3 along axis 0"):
         pg.linalg.cross(pg.Variable(np.ones((3, 2))), pg.Variable(np.ones((2, 2))), axis=0)
+
+
+def test_pinv_gradient_where_rtol_cuts_a_real_singular_value_is_refused():
+    """With rtol cutting off a singular value that is not zero (0.27 of 2.62 at rtol=0.5) the
+    rule, the whole matrix's formula (JAX's too), was off by 1.4x: refused. A cut-off that only
+    drops zeros (a rank-deficient matrix) keeps its exact gradient."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 3))
+    x = pg.Variable(a)
+    with pytest.raises(NotImplementedError, match="rtol cuts off a singular value that is not zero"):
+        pg.sum(pg.linalg.pinv(x, rtol=0.5)).backward()
+    low = a[:, :2] @ rng.standard_normal((2, 3))  # rank 2: its third singular value is zero
+    check_grads(lambda m: pg.linalg.pinv(m, rtol=1e-3), [low])  # (the step stays below the cut-off)
