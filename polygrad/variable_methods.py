@@ -46,10 +46,16 @@ def _shape(sizes: tuple) -> tuple:
 # -- reductions (PyTorch 0.x: dim, keepdim) --------------------------------------
 # numpy's functions call the method of an object that is no ndarray: np.sum(x) is
 # x.sum(axis=None, dtype=None, out=None), np.var(x) passes ddof=0 too. The methods take
-# those keywords as well (numpy's meaning), so np.sum(x) of a Variable is polygrad's sum.
+# those keywords as well, so np.sum(x) of a Variable is polygrad's sum. ``axis`` and
+# ``keepdims`` are aliases of ``dim`` and ``keepdim`` (PyTorch's too: x.max(axis=1) is its
+# (values, indices)); numpy's own meaning (np.max(x, axis=0): the values alone) is taken where
+# ``out=`` is passed, as numpy always passes it.
+_NOT_GIVEN: Any = object()
+
+
 def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, keepdims: Any) -> tuple:
     """``(dim, keepdim)`` from PyTorch's and numpy's spellings of ``Variable.<name>``."""
-    if out is not None:
+    if out is not None and out is not _NOT_GIVEN:
         raise TypeError(f"polygrad: Variable.{name}(out=...) is not supported (arrays may be immutable); "
                         f"use the result")
     if axis is not None:
@@ -60,7 +66,7 @@ def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, kee
 
 
 def _sum(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-         out: Any = None, keepdims: Any = False) -> Variable:
+         out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
     """Sum over ``dim`` (all axes by default), PyTorch 0.x's ``x.sum(dim, keepdim)``; numpy's
     ``axis``, ``dtype``, ``keepdims`` too (``np.sum(x)``)."""
     dim, keepdim = _numpy_keywords("sum", dim, keepdim, axis, out, keepdims)
@@ -68,29 +74,32 @@ def _sum(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = Non
 
 
 def _mean(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-          out: Any = None, keepdims: Any = False) -> Variable:
-    """Mean over ``dim`` (all axes by default); numpy's keywords too (``np.mean(x)``)."""
+          out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
+    """Mean over ``dim`` (all axes by default); numpy's keywords too (``np.mean(x)``), with a
+    floating ``dtype``."""
     dim, keepdim = _numpy_keywords("mean", dim, keepdim, axis, out, keepdims)
+    if dtype is not None and not x.xp.isdtype(dtype, ("real floating", "complex floating")):
+        raise TypeError(f"polygrad: Variable.mean(dtype={dtype}): a mean is computed in a floating dtype")
     return ops.mean(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), keepdims=keepdim)
 
 
 def _prod(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-          out: Any = None, keepdims: Any = False) -> Variable:
+          out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
     """Product over ``dim`` (all axes by default); numpy's keywords too (``np.prod(x)``)."""
     dim, keepdim = _numpy_keywords("prod", dim, keepdim, axis, out, keepdims)
     return ops.prod(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
 def _extreme(values: Any, indices: Any) -> Any:
-    def method(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, out: Any = None,
+    def method(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, out: Any = _NOT_GIVEN,
                keepdims: Any = False) -> Any:
-        """The extreme element; with ``dim``, PyTorch's ``(values, indices)`` along it. The values
-        are read at the indices, so that their gradient goes to the element the index names, as
-        in PyTorch (``pg.max`` splits it among ties). numpy's ``axis`` (``np.max(x, axis=0)``)
-        gives the values alone, as numpy does."""
-        if axis is not None or out is not None or keepdims:
-            axis, keepdims = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
-            return values(x, axis=_axis(axis), keepdims=keepdims)
+        """The extreme element; with ``dim`` (or ``axis``), PyTorch's ``(values, indices)`` along it.
+        The values are read at the indices, so that their gradient goes to the element the index
+        names, as in PyTorch (``pg.max`` splits it among ties). numpy's call (``np.max(x,
+        axis=0)``, which passes ``out=``) gives the values alone, as numpy does."""
+        dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
+        if out is not _NOT_GIVEN:
+            return values(x, axis=_axis(dim), keepdims=keepdim)
         if dim is None:
             return values(x)
         idx = indices(x, axis=dim, keepdims=True)
@@ -104,7 +113,7 @@ def _extreme(values: Any, indices: Any) -> Any:
 
 def _spread(reduce: Any, name: str) -> Any:
     def method(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *, axis: Any = None,
-               dtype: Any = None, out: Any = None, ddof: Any = None, keepdims: Any = False) -> Variable:
+               dtype: Any = None, out: Any = _NOT_GIVEN, ddof: Any = None, keepdims: Any = False) -> Variable:
         dim, keepdim = _numpy_keywords(name, dim, keepdim, axis, out, keepdims)
         correction = float(ddof) if ddof is not None else 1.0 if unbiased else 0.0  # numpy's np.var passes ddof
         return reduce(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), correction=correction,
@@ -116,7 +125,7 @@ def _spread(reduce: Any, name: str) -> Any:
 
 _var = _spread(ops.var, "var")
 _var.__doc__ = """Variance over ``dim``, unbiased by default (PyTorch); ``pg.var`` is the standard's (biased).
-numpy's keywords too: ``np.var(x)`` passes ``ddof=0`` (biased, numpy's)."""
+numpy's keywords too: ``np.var(x)`` passes ``ddof=0`` (biased, numpy's); ``ddof`` wins over ``unbiased``."""
 _std = _spread(ops.std, "std")
 _std.__doc__ = """Standard deviation over ``dim``, unbiased by default (PyTorch); ``pg.std`` is the standard's.
 numpy's keywords too: ``np.std(x)`` passes ``ddof=0``."""
@@ -256,7 +265,7 @@ def _in_place(fn: Any, text: str) -> Any:
     def method(x: Variable, *args: Any, **kwargs: Any) -> Variable:
         """In place (PyTorch's trailing underscore): the variable holds the result, its version moves."""
         x._check_inplace(text)
-        return x._assign_inplace(fn(x, *args, **kwargs), text)
+        return x._assign_inplace(fn(x, *args, **kwargs), text, (*args, *kwargs.values()))
 
     return method
 

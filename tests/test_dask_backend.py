@@ -487,3 +487,13 @@ def test_in_place_between_arrays_of_unknown_sizes_is_refused():
     b1 = pg.Variable(a[a > -1], requires_grad=False)
     with pytest.raises(ValueError, match="cannot check that its shape .* stays the same"):
         a1 += b1
+
+
+def test_in_place_with_scalars_on_unknown_sizes_works():
+    """y *= 2.0 and y += y on a Variable of unknown size were refused ('(nan,) to (nan,)'): only
+    an operand that may have another size is refused now."""
+    a = da.from_array(np.arange(5.0), chunks=2)
+    y = pg.Variable(a[a > 0], requires_grad=False)
+    y *= 2.0
+    y += y
+    np.testing.assert_array_equal(pg.compute(y)[0], [4.0, 8.0, 12.0, 16.0])

@@ -288,7 +288,15 @@ def test_pinv_gradient_where_rtol_cuts_a_real_singular_value_is_refused():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((4, 3))
     x = pg.Variable(a)
-    with pytest.raises(NotImplementedError, match="rtol cuts off a singular value that is not zero"):
+    with pytest.raises(NotImplementedError, match="rtol cuts off a singular value that is not small beside those kept"):
         pg.sum(pg.linalg.pinv(x, rtol=0.5)).backward()
     low = a[:, :2] @ rng.standard_normal((2, 3))  # rank 2: its third singular value is zero
     check_grads(lambda m: pg.linalg.pinv(m, rtol=1e-3), [low])  # (the step stays below the cut-off)
+    u, _, vt = np.linalg.svd(a, full_matrices=False)
+    tiny = pg.Variable((u * np.array([2.6, 1.5, 1e-12])) @ vt)  # a cut value small beside those kept
+    pg.sum(pg.linalg.pinv(tiny, rtol=0.01)).backward()
+    everything = pg.Variable(a)  # rtol >= 1 cuts every value: P = 0, its gradient 0
+    pg.sum(pg.linalg.pinv(everything, rtol=2.0)).backward()
+    assert not np.any(everything.grad)
+    batch = pg.Variable(np.stack([a, a]))
+    pg.sum(pg.linalg.pinv(batch, rtol=[1e-3, 1e-3])).backward()  # a list rtol, as numpy takes

@@ -292,3 +292,16 @@ def test_numpys_reductions_of_a_variable_are_polygrads():
         np.sum(x, out=np.zeros(()))
     values, indices = x.max(0)  # PyTorch's spelling keeps its (values, indices)
     np.testing.assert_array_equal(indices.data, [1, 1])
+
+
+def test_axis_and_keepdims_are_pytorchs_aliases_outside_numpys_calls():
+    """x.max(axis=1) is PyTorch's (values, indices) (it gave the values alone, which unpacked into
+    rows silently); numpy's np.max passes out= and gets the values alone. A mean in an integer
+    dtype is refused (numpy's truncates)."""
+    x = pg.Variable(np.array([[1.0, 7.0], [9.0, 3.0]]))
+    values, indices = x.max(axis=1)
+    np.testing.assert_array_equal(values.data, [7.0, 9.0])
+    np.testing.assert_array_equal(indices.data, [1, 0])
+    np.testing.assert_array_equal(np.max(x, axis=0).data, [9.0, 7.0])
+    with pytest.raises(TypeError, match="floating dtype"):
+        np.mean(x, dtype=np.int64)

@@ -254,8 +254,7 @@ class SymbolicBackend:
                 f"{tuple('?' if n is None else n for n in shape)}; reduce it first (pg.sum, pg.mean)"
             )
         if _is_complex(cost._data):  # (the engine's seed would be ones: the gradient of Re(cost), silently)
-            raise complex_loss_error(f"the gradient of {cost._data!r}", cost._data.dtype,
-                                     "differentiate pg.real(cost) or pg.abs(cost)")
+            raise complex_loss_error(f"the gradient of {cost._data!r}", cost._data.dtype, symbolic=True)
         connected = _differentiable_ancestors(cost._data)
         group = (cost._data, tuple(w._data for w in wrt))
         grads: list = []

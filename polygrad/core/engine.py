@@ -51,12 +51,16 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     return g._data if isinstance(g, Variable) else g
 
 
-def complex_loss_error(what: str, dtype: Any, advice: str = "differentiate pg.real(y) or pg.abs(y), or "
-                       "pass the gradient") -> RuntimeError:
-    """The error for a gradient asked of a complex loss with no initial gradient given."""
+def complex_loss_error(what: str, dtype: Any, symbolic: bool = False) -> RuntimeError:
+    """The error for a gradient asked of a complex loss with no initial gradient given (``symbolic``:
+    a compiled gradient, which takes none)."""
+    if symbolic:
+        return RuntimeError(f"polygrad: {what} of dtype {dtype}: a gradient is taken of a real cost only (a "
+                            f"complex one has none); differentiate pg.real(cost) or pg.abs(cost)")
     return RuntimeError(
         f"polygrad: {what} of dtype {dtype} needs a gradient argument: an initial gradient is created "
-        f"implicitly only for real outputs (a complex loss has none); {advice}")
+        f"implicitly only for real outputs (a complex loss has none); differentiate pg.real(y) or pg.abs(y), "
+        f"or pass the gradient")
 
 
 def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtype: Any, backend: Any,

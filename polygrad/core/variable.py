@@ -227,6 +227,16 @@ class _HookHandle:
             pass
 
 
+def _may_reshape(data: Any, operand: Any) -> bool:
+    """Whether ``operand`` of an in-place operation on ``data`` may broadcast it to another shape
+    where sizes are unknown: an array of its own (not a scalar, not 0-d, not ``data`` itself)."""
+    d = operand._data if isinstance(operand, Variable) else operand
+    if d is data or type(d) in (bool, int, float, complex) or d is None or isinstance(d, (slice, type(Ellipsis))):
+        return False
+    shape = getattr(d, "shape", None)
+    return shape is None or tuple(shape) != ()
+
+
 class _HooksBefore:
     """A variable's hooks as a graph it left sees them (``unchain``): those registered before it
     left and not removed since (a handle's ``remove()`` reaches here too), in order; never the
@@ -770,7 +780,7 @@ class Variable:
                 f"pg.no_backprop_mode()."
             )
 
-    def _assign_inplace(self, result: "Variable", opname: str) -> "Variable":
+    def _assign_inplace(self, result: "Variable", opname: str, operands: tuple = ()) -> "Variable":
         """Make this variable hold ``result`` (computed out of place), in place.
 
         A view of a Variable with a graph writes through to its base: the base
@@ -782,17 +792,18 @@ class Variable:
         onto ``result``'s creator, and its recorded views follow it.
         """
         new, old = result._data, self._data
-        if not _same_shape(new.shape, old.shape) or new.dtype != old.dtype:
-            if new.dtype == old.dtype and _same_shape(new.shape, old.shape, lazy=True):
-                raise ValueError(
-                    f"polygrad: in-place {opname} of {self._describe()} cannot check that its shape "
-                    f"{tuple(old.shape)} stays the same: its sizes are not computed yet (a lazy backend would "
-                    f"broadcast a mismatch silently); compute them first (x.compute_chunk_sizes() on dask) or "
-                    f"use the out-of-place form")
+        if new.dtype != old.dtype or not _same_shape(new.shape, old.shape, lazy=True):
             raise ValueError(
                 f"polygrad: in-place {opname} would change {self._describe()} (shape {tuple(old.shape)}, dtype "
                 f"{old.dtype}) to shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
+        if not _same_shape(new.shape, old.shape) and any(_may_reshape(old, a) for a in operands):
+            # sizes not computed yet (dask's NaN), and an operand of its own size beside this array
+            raise ValueError(
+                f"polygrad: in-place {opname} of {self._describe()} cannot check that its shape "
+                f"{tuple(old.shape)} stays the same: its sizes are not computed yet and an operand's may differ "
+                f"(a lazy backend would broadcast a mismatch silently); compute them first "
+                f"(x.compute_chunk_sizes() on dask) or use the out-of-place form")
         index = self._index
         view = _view_base(self._node)
         if view is None and self._node is None and (result._node is not None or not self._writes_in_place()):

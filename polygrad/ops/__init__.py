@@ -42,7 +42,7 @@ for _chapter in CHAPTERS:
 def _inplace(op_fn, symbol):
     def method(self, other):
         self._check_inplace(symbol)
-        return self._assign_inplace(op_fn(self, other), symbol)
+        return self._assign_inplace(op_fn(self, other), symbol, (other,))
 
     method.__name__ = f"__i{op_fn.__name__}__"
     return method
@@ -50,7 +50,8 @@ def _inplace(op_fn, symbol):
 
 def _setitem(self, key, value):
     self._check_inplace("x[key] = value")
-    self._assign_inplace(manipulation.setitem(self, key, value), "x[key] = value")
+    keys = key if isinstance(key, tuple) else (key,)
+    self._assign_inplace(manipulation.setitem(self, key, value), "x[key] = value", (value, *keys))
 
 
 def _reflected(fn):

@@ -28,9 +28,9 @@ follow the usual conventions:
   gradient (Q's extra columns are not unique) and raises.
 * det, slogdet, inv, solve need an invertible matrix; pinv a constant rank (rtol's
   cut-off is held fixed): its gradient is exact where the singular values cut off
-  are 0 (to the dtype's precision); where ``rtol`` cuts a larger one it raises
-  (the full matrix's formula, JAX's too, would be wrong there); slogdet's sign has
-  zero gradient.
+  are 0, and off by about (largest cut) / (smallest kept); where that ratio is above
+  sqrt(eps) it raises, where the values can be read (not on dask outside debug
+  mode); slogdet's sign has zero gradient.
 * norms: at 0 the gradient is 0 (``vector_norm``/``matrix_norm`` with ord 2 or
   "fro", and any ord < 1 at zero entries); ties of the max / min in ord inf, -inf,
   1, -1 share the gradient equally; ord 0 (a count) has zero gradient; matrix ord
@@ -309,23 +309,25 @@ def _solve_vjp_a(o: Any, g: Any, ans: Any, a: Any, b: Any) -> Any:
 
 
 def _refuse_cut_values(x: Any, rtol: Any) -> None:
-    """A NotImplementedError where ``rtol`` cut off a singular value that is not zero in the
-    dtype's precision (above the default cut-off, ``max(m, n) eps`` times the largest): the
-    rule below is the derivative of the pseudo-inverse of the whole matrix, which is exact
-    only where the values cut off are 0 (1.4x off in a 4x3 case, JAX's too). Not read on a
-    lazy backend outside debug mode (see ``readable``)."""
+    """A NotImplementedError where ``rtol`` cut off a singular value that is not small beside the
+    smallest one kept (above ``sqrt(eps)`` times it): the rule below is the derivative of the
+    pseudo-inverse of the whole matrix, off by about that ratio where the values cut off are
+    not 0 (1.4x with rtol=0.5 cutting 0.27 of 2.62, JAX's too). Read where the values can be:
+    not on a lazy backend outside debug mode (see ``readable``)."""
     data, xp = readable(getattr(x, "_data", x))
     if data is None or rtol is None:
         return
     s = xp.linalg.svdvals(data)
     top = xp.max(s, axis=-1, keepdims=True)
-    noise = max(data.shape[-2:]) * float(xp.finfo(data.dtype).eps) * top
-    cut = (s <= xp.asarray(rtol, dtype=top.dtype)[..., None] * top if getattr(rtol, "ndim", 0) else s <= rtol * top)
-    if bool(xp.any(cut & (s > noise))):
+    r = xp.asarray(rtol, dtype=top.dtype)
+    cut = s <= (xp.expand_dims(r, axis=-1) if r.ndim else r) * top
+    biggest_cut = xp.max(xp.where(cut, s, 0.0), axis=-1)
+    smallest_kept = xp.min(xp.where(cut, xp.inf, s), axis=-1)  # inf where everything is cut (P = 0)
+    if bool(xp.any(biggest_cut > float(xp.finfo(data.dtype).eps) ** 0.5 * smallest_kept)):
         raise NotImplementedError(
-            "polygrad: the gradient of linalg.pinv where rtol cuts off a singular value that is not zero is not "
-            "implemented (the pseudo-inverse then jumps with the rank); use a smaller rtol, or the pseudo-inverse "
-            "of a truncated svd")
+            "polygrad: the gradient of linalg.pinv where rtol cuts off a singular value that is not small beside "
+            "those kept is not implemented (its formula is the whole matrix's); use a smaller rtol, or the "
+            "pseudo-inverse of a truncated svd")
 
 
 def _pinv_vjp(o: Any, g: Any, ans: Any, x: Any, rtol: Any = None) -> Any:
