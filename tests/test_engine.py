@@ -312,13 +312,3 @@ def test_backward_from_a_complex_scalar_needs_a_gradient():
         y.backward()
     pg.real(y).backward()
     np.testing.assert_allclose(z.grad, 2 * np.conj(z.data))
-
-
-def test_backward_of_several_outputs_takes_their_preset_grads():
-    """pg.backward([y, z]) refused 'needs a gradient argument' where y.grad and z.grad were set,
-    which y.backward() takes (Chainer's chainer.backward takes them too)."""
-    x = pg.Variable(np.array([1.0, 2.0]))
-    y, z = x * 2, x * 3
-    y.grad, z.grad = np.ones(2), np.full(2, 2.0)
-    pg.backward([y, z])
-    np.testing.assert_array_equal(x.grad, [8.0, 8.0])

@@ -400,18 +400,15 @@ def _owns_memory(g: Any) -> bool:
 
 def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, retain_variables: bool | None = None, *, retain_grad: bool = False) -> None:
-    """Backprop from several variables at once (PyTorch 0.x ``autograd.backward``, Chainer's
-    ``chainer.backward``).
+    """Backprop from several variables at once (PyTorch 0.x ``autograd.backward``).
 
-    ``grad_variables`` gives one gradient per variable; None takes the variable's ``.grad``
-    where one was set (Chainer's), else the implicit one (a scalar's ones; nothing for a
-    stochastic sample, whose reward drives its gradient).
+    ``grad_variables`` gives one gradient per variable (None: the implicit one,
+    or nothing for a stochastic sample, whose reward drives its gradient).
     """
     vs = (variables,) if isinstance(variables, Variable) else tuple(variables)
     gs = (None,) * len(vs) if grad_variables is None else tuple(grad_variables)
     if len(gs) != len(vs):
         raise ValueError(f"polygrad.backward: got {len(gs)} gradients for {len(vs)} variables")
-    gs = tuple(getattr(v, "_grad", None) if g is None else g for v, g in zip(vs, gs))
     if retain_variables is not None and retain_graph is None:
         retain_graph = retain_variables
     if retain_graph is None:  # PyTorch's default, as pg.grad's: an explicit False frees, create_graph or not

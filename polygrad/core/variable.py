@@ -758,6 +758,8 @@ class Variable:
 
         if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
             gradient, retain_grad = None, gradient
+        if gradient is None and self._grad is not None:
+            gradient = self._grad
         backward_all((self,), (gradient,), retain_graph, create_graph, retain_variables, retain_grad=retain_grad)
 
     # -- in-place support for polygrad.ops -----------------------------------
