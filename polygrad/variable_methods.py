@@ -78,9 +78,18 @@ def _mean(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = No
     """Mean over ``dim`` (all axes by default); numpy's keywords too (``np.mean(x)``), with a
     floating ``dtype``."""
     dim, keepdim = _numpy_keywords("mean", dim, keepdim, axis, out, keepdims)
-    if dtype is not None and not x.xp.isdtype(dtype, ("real floating", "complex floating")):
-        raise TypeError(f"polygrad: Variable.mean(dtype={dtype}): a mean is computed in a floating dtype")
-    return ops.mean(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), keepdims=keepdim)
+    return ops.mean(_floating(x, dtype, "mean"), axis=_axis(dim), keepdims=keepdim)
+
+
+def _floating(x: Variable, dtype: Any, name: str) -> Variable:
+    """``x`` in ``dtype`` (any spelling numpy takes, through astype) for a statistic computed in
+    it; a TypeError for a dtype that is not floating (numpy's np.mean(x, dtype=int) truncates)."""
+    if dtype is None:
+        return x
+    y = ops.astype(x, dtype)
+    if not x.xp.isdtype(y.dtype, ("real floating", "complex floating")):
+        raise TypeError(f"polygrad: Variable.{name}(dtype={dtype}): it is computed in a floating dtype")
+    return y
 
 
 def _prod(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
@@ -98,10 +107,9 @@ def _extreme(values: Any, indices: Any) -> Any:
         names, as in PyTorch (``pg.max`` splits it among ties). numpy's call (``np.max(x,
         axis=0)``, which passes ``out=``) gives the values alone, as numpy does."""
         dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
-        if out is not _NOT_GIVEN:
+        if out is not _NOT_GIVEN or dim is None or isinstance(dim, (tuple, list)):
+            # numpy's call, all axes, or several: the values alone (as numpy and torch.amax give them)
             return values(x, axis=_axis(dim), keepdims=keepdim)
-        if dim is None:
-            return values(x)
         idx = indices(x, axis=dim, keepdims=True)
         picked = ops.take_along_axis(x, idx, axis=dim)
         if keepdim:
@@ -116,8 +124,7 @@ def _spread(reduce: Any, name: str) -> Any:
                dtype: Any = None, out: Any = _NOT_GIVEN, ddof: Any = None, keepdims: Any = False) -> Variable:
         dim, keepdim = _numpy_keywords(name, dim, keepdim, axis, out, keepdims)
         correction = float(ddof) if ddof is not None else 1.0 if unbiased else 0.0  # numpy's np.var passes ddof
-        return reduce(x if dtype is None else ops.astype(x, dtype), axis=_axis(dim), correction=correction,
-                      keepdims=keepdim)
+        return reduce(_floating(x, dtype, name), axis=_axis(dim), correction=correction, keepdims=keepdim)
 
     method.__name__ = name
     return method

@@ -305,3 +305,17 @@ def test_axis_and_keepdims_are_pytorchs_aliases_outside_numpys_calls():
     np.testing.assert_array_equal(np.max(x, axis=0).data, [9.0, 7.0])
     with pytest.raises(TypeError, match="floating dtype"):
         np.mean(x, dtype=np.int64)
+
+
+def test_max_over_all_or_several_axes_and_mean_dtype_spellings():
+    """x.max(keepdims=True) gave a 0-d result (numpy: (1, 1)); x.max(axis=(0, 1)) failed in argmax;
+    np.mean(x, dtype=float) and dtype='f8' raised numpy's 'must be a NumPy dtype' (the dtype was
+    checked before it was resolved)."""
+    x = pg.Variable(np.array([[1.0, 7.0], [9.0, 3.0]]))
+    assert x.max(keepdims=True).shape == (1, 1)
+    assert float(x.max(axis=(0, 1))) == 9.0
+    np.testing.assert_array_equal(x.min(axis=(0,)).data, [1.0, 3.0])
+    for dtype in (float, "float64", "f8"):
+        assert float(np.mean(x, dtype=dtype)) == 5.0
+    with pytest.raises(TypeError, match="floating dtype"):
+        np.var(x, dtype=int)

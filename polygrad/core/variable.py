@@ -36,8 +36,9 @@ def _same_shape(a: Any, b: Any, lazy: bool = False) -> bool:
     """Whether shapes ``a`` and ``b`` may be equal: a dimension the standard leaves unknown
     (None, in symbolic graphs) matches any. A lazy backend's size not computed yet (NaN, dask's)
     is a real size nobody knows: it matches only with ``lazy=True``, where a mismatch cannot
-    come from the user's data (a rule's gradient, a sum into .grad); where it can (an in-place
-    assignment, a mask), unknown sizes are refused, since dask would broadcast them silently."""
+    come from the user's data (a rule's gradient, a sum into .grad, an in-place operation with
+    scalars only); where it can (a mask, an array operand in place), unknown sizes are refused,
+    since dask would broadcast them silently."""
     a, b = tuple(a), tuple(b)
     return a == b or (len(a) == len(b) and all(
         m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b)))

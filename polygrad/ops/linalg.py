@@ -323,11 +323,14 @@ def _refuse_cut_values(x: Any, rtol: Any) -> None:
     cut = s <= (xp.expand_dims(r, axis=-1) if r.ndim else r) * top
     biggest_cut = xp.max(xp.where(cut, s, 0.0), axis=-1)
     smallest_kept = xp.min(xp.where(cut, xp.inf, s), axis=-1)  # inf where everything is cut (P = 0)
-    if bool(xp.any(biggest_cut > float(xp.finfo(data.dtype).eps) ** 0.5 * smallest_kept)):
+    eps = float(xp.finfo(data.dtype).eps)
+    noise = max(data.shape[-2:]) * eps * top[..., 0]  # a zero singular value, as computed
+    if bool(xp.any((biggest_cut > eps ** 0.5 * smallest_kept) & (biggest_cut > noise))):
+        ratio = float(xp.max(biggest_cut / smallest_kept))
         raise NotImplementedError(
-            "polygrad: the gradient of linalg.pinv where rtol cuts off a singular value that is not small beside "
-            "those kept is not implemented (its formula is the whole matrix's); use a smaller rtol, or the "
-            "pseudo-inverse of a truncated svd")
+            f"polygrad: the gradient of linalg.pinv where rtol cuts off a singular value that is not small beside "
+            f"those kept ({ratio:.3g} times the smallest kept) is not implemented: its formula is the whole "
+            f"matrix's, off by about that ratio; compute the pseudo-inverse of a truncated svd instead")
 
 
 def _pinv_vjp(o: Any, g: Any, ans: Any, x: Any, rtol: Any = None) -> Any:
