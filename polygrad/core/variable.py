@@ -16,7 +16,7 @@ import weakref
 from typing import Any, Callable
 
 from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import SCALARS, backend_of_type
 from polygrad.core.node import Version
 from polygrad.core.op import GRAPH_OPS
 
@@ -232,7 +232,7 @@ def _may_reshape(data: Any, operand: Any) -> bool:
     """Whether ``operand`` of an in-place operation on ``data`` may broadcast it to another shape
     where sizes are unknown: an array of its own (not a scalar, not 0-d, not ``data`` itself)."""
     d = operand._data if isinstance(operand, Variable) else operand
-    if d is data or type(d) in (bool, int, float, complex) or d is None or isinstance(d, (slice, type(Ellipsis))):
+    if d is data or type(d) in SCALARS or d is None or isinstance(d, (slice, type(Ellipsis))):
         return False
     shape = getattr(d, "shape", None)
     return shape is None or tuple(shape) != ()
