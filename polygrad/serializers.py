@@ -211,7 +211,7 @@ class NpzDeserializer:
 #: Kinds of values in the order a cast may go without changing values in kind (NumPy's
 #: ``same_kind``): a Python scalar target's kind is its type's position here.
 _KIND_NAMES = ("bool", "integral", "real floating", "complex floating")
-_SCALAR_KINDS = (bool, int, float, complex)
+_SCALAR_KINDS = (bool, int, float, complex)  # the Python type of each kind, in the same order
 _STORABLE = "a .npz file stores arrays, Python scalars (bool, int, float, complex) and None"
 
 
@@ -332,8 +332,8 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     for k in keys:
         v = target[k]
         if isinstance(v, Variable) or not isinstance(v, _SCALARS) and not (hasattr(v, "shape") and hasattr(v, "dtype")):
-            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, a {type(v).__name__}: {_STORABLE} (a Variable "
-                            f"could not be loaded back: give its .data)")
+            hint = " (a Variable could not be loaded back: give its .data)" if isinstance(v, Variable) else ""
+            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, a {type(v).__name__}: {_STORABLE}{hint}")
     values = compute(*(target[k] for k in keys))  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}

@@ -40,8 +40,8 @@ def _same_shape(a: Any, b: Any, lazy: bool = False) -> bool:
     scalars only); where it can (a mask, an array operand in place), unknown sizes are refused,
     since dask would broadcast them silently."""
     a, b = tuple(a), tuple(b)
-    return a == b or (len(a) == len(b) and all(
-        m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b)))
+    return len(a) == len(b) and all(
+        m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b))
 
 
 def _view_base(node: Any) -> tuple | None:
