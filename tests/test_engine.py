@@ -272,6 +272,18 @@ def test_a_0d_gradient_is_an_array_that_writes_in_place():
     assert float(x.grad) == 0.0
 
 
+def test_a_retained_0d_gradient_is_an_array_that_writes_in_place():
+    """The same for a retained intermediate: y.grad of a 0-d y was a NumPy scalar."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = pg.sum(x * 2)
+    (y * 3).backward(retain_grad=True)
+    g = y.grad
+    g *= 0.5
+    assert float(y.grad) == 1.5
+    y.grad[...] = 0
+    assert float(y.grad) == 0.0
+
+
 def test_accumulating_into_a_grad_of_another_shape_raises():
     """After x.data changed shape, backward broadcast the new gradient into the stale (3, 2)
     .grad silently (the .grad setter refuses that shape). Nothing is written."""

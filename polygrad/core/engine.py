@@ -271,8 +271,8 @@ class _Pass:
                 continue
             if self.retain_grad:
                 g = gys[i]
-                if id(g) in self.exposed and not self.create_graph:
-                    g = _copy(g)  # two retained gradients never share an array
+                if not self.create_graph and (id(g) in self.exposed or (g.shape == () and not _owns_memory(g))):
+                    g = _copy(g)  # two retained gradients never share an array; a read-only scalar as below
                 self.retained.append((y, g))
                 if not node._var_hooks:
                     node._var_hooks = True  # a later pass without retain_grad clears it
