@@ -178,6 +178,21 @@ def test_clip_gradient_at_the_bounds_goes_to_x(xp):
     assert_close(hi.grad, np.asarray(5.0))
 
 
+def test_clip_with_min_above_max_sends_the_gradient_to_max():
+    """min > max: numpy (and cupy, JAX, torch) give max; the gradient went to min where x < min
+    and to max where x > max as well (total 4 for a sum of 3 elements), now all to max, and the
+    numerical check agrees, to second order, with per-element bounds of both orders."""
+    x = pg.Variable(np.array([0.0, 5.0, 10.0]))
+    lo, hi = pg.Variable(np.array(6.0)), pg.Variable(np.array(4.0))
+    pg.sum(pg.clip(x, lo, hi)).backward()
+    assert_close(x.grad, np.zeros(3))
+    assert_close(lo.grad, np.asarray(0.0))
+    assert_close(hi.grad, np.asarray(3.0))
+    rng = np.random.default_rng(0)
+    xs, los, his = rng.normal(size=(3, 40))
+    check_grads(lambda a, b, c: pg.clip(a, b, c) ** 2, [xs, los, his], order=2)
+
+
 def test_rounding_feeds_a_differentiable_op(xp):
     """floor(x) * x: floor contributes a constant factor (zero derivative almost everywhere)."""
     f = lambda v: pg.floor(v) * v + pg.round(v) * pg.trunc(v) - pg.ceil(v)  # noqa: E731

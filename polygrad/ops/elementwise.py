@@ -305,13 +305,15 @@ def _clip_vjp_x(o: Any, g: Any, ans: Any, x: Any, b1: Any = None, b2: Any = None
 
 
 # clip(x, min, max): the gradient passes to x where min <= x <= max (bounds included), to min where
-# x < min, to max where x > max. The rules assume min <= max: min > max is implementation-defined in
-# the standard (array_api_strict refuses it). A missing bound is not an input (apply takes no None):
+# x < min, to max where x > max. min > max is implementation-defined in the standard (array_api_strict
+# refuses it); numpy, cupy, JAX and torch give max there (minimum(maximum(x, min), max)), so the
+# gradient goes to max there, never to min. A missing bound is not an input (apply takes no None):
 # clip(x, max=b) passes b as the one bound with upper=True.
 CLIP = defvjp(_row("clip", _clip_kernel, broadcasts=True),
               _clip_vjp_x,
-              lambda o, g, ans, x, b1, b2=None, *, upper=False: o.where(x > b1 if upper else x < b1, g, 0.0),
-              lambda o, g, ans, x, b1, b2: o.where(x > b2, g, 0.0), saves="xyz")
+              lambda o, g, ans, x, b1, b2=None, *, upper=False: o.where(
+                  x > b1 if upper else (x < b1 if b2 is None else (x < b1) & (b1 <= b2)), g, 0.0),
+              lambda o, g, ans, x, b1, b2: o.where((x > b2) | (b1 > b2), g, 0.0), saves="xyz")
 
 
 @public
