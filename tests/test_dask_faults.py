@@ -175,8 +175,8 @@ def test_bad_labels_raise_where_the_loss_is_computed():
 
 
 def test_a_repeated_index_in_setitem_raises_where_the_gradient_is_computed():
-    """With a repeated index dask keeps the mean of the values, and backward outside debug
-    mode gave v.grad = [6, 6] (no semantics fits; the mean's would be [3, 3]). The values'
+    """With a repeated index dask kept the mean of the values (now the last write, as numpy),
+    and backward outside debug mode gave v.grad = [6, 6] (no semantics fits). The values'
     gradient now raises when it is computed; x's gradient and distinct indices are unchanged."""
     with pg.using_backend("dask"):
         x = pg.Variable(pg.asarray([0.0, 0.0, 0.0]))

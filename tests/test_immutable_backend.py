@@ -94,6 +94,30 @@ def test_item_assignment_on_a_variable_builds_the_result_without_writes(immutabl
     np.testing.assert_array_equal(np.asarray(x.grad), [0.0, 0.0, 0.0, 32.0])
 
 
+@pytest.mark.parametrize("backend", ["immutable", "strict", "dask"])
+def test_item_assignment_at_a_repeated_position_keeps_the_last_write_exactly(immutable, backend):
+    """Where a key writes a position twice, a backend without writes kept the mean of the
+    values (1.5 for 1 and 2; three writes of 0.1 gave 0.10000000000000002; int8 127 and 127
+    overflowed to -1), where numpy keeps the last; now the last write, taken, never computed."""
+    name = immutable_backend.NAME if backend == "immutable" else backend
+    with pg.using_backend(name):
+        xp = pg.get_backend(name).xp
+        cases = [([0.0, 0.0, 0.0], [0, 0, 2], [1.0, 2.0, 3.0], "float64"),
+                 ([0.0, 0.0], [1, 1, 1], [0.1, 0.1, 0.1], "float64"),
+                 ([0, 0], [0, 0], [127, 127], "int8"),
+                 ([False, False, True], [2, 0, 2], [True, True, False], "bool")]
+        for x, idx, v, dtype in cases:
+            h = pg.Variable(xp.asarray(x, dtype=getattr(xp, dtype)), requires_grad=False)
+            h[xp.asarray(idx)] = xp.asarray(v, dtype=getattr(xp, dtype))
+            expected = np.asarray(x, dtype=dtype)
+            expected[np.asarray(idx)] = np.asarray(v, dtype=dtype)
+            got = np.asarray(pg.to_backend(h, "numpy").data)
+            assert got.dtype == expected.dtype and np.array_equal(got, expected), (x, idx, v, got)
+        h = pg.Variable(xp.asarray(np.zeros((2, 3))), requires_grad=False)  # two index arrays, broadcast
+        h[xp.asarray([[0], [1]]), xp.asarray([2, 0, 2])] = xp.asarray([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        np.testing.assert_array_equal(np.asarray(pg.to_backend(h, "numpy").data), [[2.0, 0.0, 3.0], [5.0, 0.0, 6.0]])
+
+
 # --- Views made outside recording, on arrays that do not share writes -----------------------
 # A view made under no_backprop_mode (or of a base that requires no gradient) has no graph
 # node to name its base. On a backend without in-place writes a write through it used to

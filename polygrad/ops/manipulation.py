@@ -567,9 +567,8 @@ def getitem_grad_at(g, *arrays, key, shape):
 
 def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     """A copy of ``x`` with ``v`` at ``[key]``: written into the copy where arrays take writes,
-    else built (``v`` scattered into zeros, chosen where the key reaches): no array of a backend
-    declared ``inplace=False`` is ever written. (There, repeated indices must carry equal values:
-    their mean is taken, where numpy keeps the last.)"""
+    else built (see :func:`_built_setitem`): no array of a backend declared ``inplace=False`` is
+    ever written."""
     backend = backend_of_type(type(x))
     if backend.inplace:
         out = xp.asarray(x, copy=True)
@@ -584,19 +583,37 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     mask = _leading_mask(xp, key, tuple(x.shape))
     if mask is not None and (not is_array(v) or v.ndim == 0):  # x[x < 0] = 0: no sizes needed (dask knows none)
         return xp.where(mask, xp.astype(v, x.dtype) if is_array(v) else xp.asarray(v, dtype=x.dtype), x)
-    part = GETITEM.kernel(backend)(x, key=key)  # (a backend's own: dask's takes several index arrays)
+    return _built_setitem(xp, backend, x, v, key)
+
+
+def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
+    """``x`` with ``v`` at ``[key]``, built without writing into any array: each written element's
+    flat position is ``arange(size)[key]``; where a position is written more than once the last
+    write (in the order of ``x[key]``'s elements) wins, as in numpy; the value is taken, never
+    computed, so it is exact in every dtype (it was the mean of the repeated writes: 1.5 for 1
+    and 2, and not even that for three equal floats)."""
+    shape = tuple(x.shape)
+    size = math.prod(shape)
+    itype = index_dtype(xp)
+    getitem = GETITEM.kernel(backend)  # (a backend's own: dask's takes several index arrays)
+    where = xp.reshape(getitem(xp.reshape(xp.arange(size, dtype=itype), shape), key=key), (-1,))
+    n = where.shape[0]
+    if n == 0:
+        return x
     if is_array(v):
-        v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape))
+        values = xp.reshape(xp.broadcast_to(xp.astype(v, x.dtype), tuple(getitem(x, key=key).shape)), (-1,))
     else:
-        v = xp.full(tuple(part.shape), v, dtype=x.dtype)
-    placed = _getitem_grad_kernel(xp, v, key, tuple(x.shape))
-    hits = _getitem_grad_kernel(xp, xp.ones_like(part), key, tuple(x.shape))
-    written = hits != xp.zeros_like(hits)
-    if xp.isdtype(x.dtype, ("real floating", "complex floating")):
-        placed = placed / xp.where(written, hits, xp.ones_like(hits))
-    elif xp.isdtype(x.dtype, "integral"):  # exact, in x's dtype (/ made floats: 2**53 + 1 rounded)
-        placed = placed // xp.where(written, hits, xp.ones_like(hits))
-    return xp.where(written, placed, x)
+        values = xp.full((n,), v, dtype=x.dtype)
+    # Sorted stably, the writes to one position stay in order: the last of each run wins. Its
+    # number plus one is scattered to its position (the other writes add 0), so 0 means unwritten.
+    order = xp.argsort(where, stable=True)
+    positions = xp.take(where, order)
+    last = xp.concat([positions[1:] != positions[:-1], xp.ones((1,), dtype=xp.bool)])
+    winners = backend.scatter_add(xp.zeros((size,), dtype=itype), (positions,),
+                                  xp.where(last, order + 1, xp.zeros_like(order)))
+    written = winners != xp.zeros_like(winners)
+    taken = xp.take(values, xp.where(written, winners - 1, xp.zeros_like(winners)))
+    return xp.where(xp.reshape(written, shape), xp.reshape(taken, shape), x)
 
 
 def _leading_mask(xp: Any, key: Any, shape: tuple) -> Any:
