@@ -194,6 +194,16 @@ def test_a_repeated_index_in_setitem_raises_where_the_gradient_is_computed():
         np.testing.assert_array_equal(pg.compute(v.grad)[0], [2.0, 10.0])
 
 
+def test_item_assignment_by_an_index_array_into_unknown_sizes_says_so():
+    """x[idx] = v builds a new array of x's shape on dask: with sizes not computed yet it failed
+    inside dask (cannot convert float NaN to integer); now polygrad's message says what to do."""
+    with pg.using_backend("dask"):
+        x = pg.asarray([1.0, -2.0, 3.0])
+        y = x[x > 0]
+        with pytest.raises(ValueError, match=r"shape \(nan,\), whose sizes are not computed yet.*compute_chunk_sizes"):
+            y[pg.asarray([0, 1])] = pg.asarray([5.0, 6.0])
+
+
 def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_good_update():
     """loss.backward(); opt.update(): the forward ran before the update, so the update had no
     earlier statistics to put back, and a failing chunk poisoned them for good. The optimizer

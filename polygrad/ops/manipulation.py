@@ -593,6 +593,11 @@ def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
     computed, so it is exact in every dtype (it was the mean of the repeated writes: 1.5 for 1
     and 2, and not even that for three equal floats)."""
     shape = tuple(x.shape)
+    if any(n is None or n != n for n in shape):
+        raise ValueError(
+            f"polygrad: x[key] = value on {backend.name!r}, whose arrays take no writes, builds a new array "
+            f"of x's shape {shape}, whose sizes are not computed yet; compute them first "
+            f"(x.compute_chunk_sizes() on dask)")
     size = math.prod(shape)
     itype = index_dtype(xp)
     getitem = GETITEM.kernel(backend)  # (a backend's own: dask's takes several index arrays)
