@@ -352,6 +352,9 @@ def test_vecdot_with_an_axis_counted_from_the_front(xp):
     assert_close(a.grad, np.arange(12.0).reshape(2, 2, 3))
     with pytest.raises(ValueError, match="ambiguous"):
         pg.vecdot(pg.Variable(arr(xp, np.ones((2, 3)))), b, axis=1)
+    for axis in (3, 5):  # axis - ndim contracted axis 0 (or 2) silently
+        with pytest.raises(ValueError, match=rf"vecdot: axis {axis} is out of bounds for arrays of 3 dimensions"):
+            pg.vecdot(a, b, axis=axis)
 
 
 def test_astype_without_a_copy_to_the_same_dtype_is_the_input(xp):

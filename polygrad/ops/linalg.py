@@ -205,6 +205,9 @@ def vecdot(x1, x2, /, *, axis=-1):
         if n1 != n2:
             raise ValueError(f"polygrad: vecdot: axis {axis} counted from the front is ambiguous for arrays of "
                              f"{n1} and {n2} dimensions; give it counted from the end (axis={axis - max(n1, n2)}?)")
+        if axis >= n1:  # (axis - n1 would name another axis, counted from the end)
+            raise ValueError(f"polygrad.vecdot: axis {axis} is out of bounds for arrays of {n1} dimensions "
+                             f"(shapes {tuple(x1.shape)} and {tuple(x2.shape)})")
         axis -= n1  # the same axis, counted from the end, as the rules count it
     return apply(VECDOT, (x1, x2), {"axis": axis})
 
