@@ -168,3 +168,14 @@ def test_running_statistics_written_in_place_move_their_version():
     np.testing.assert_allclose(rm.data, 0.1 * x.mean(axis=0))
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         y.backward()
+
+
+def test_a_running_statistic_that_does_not_fit_changes_neither():
+    """running_var of the wrong shape: running_mean was updated in place before numpy's bare
+    broadcast error; now a ValueError names the statistic and shapes, and neither changes."""
+    rm, rv = np.zeros(3), np.ones(5)
+    x = np.arange(12.0).reshape(4, 3)
+    with pytest.raises(ValueError, match=r"batch_normalization: running_var \(shape \(5,\).*shape \(3,\)"):
+        F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
+    np.testing.assert_array_equal(rm, np.zeros(3))
+    np.testing.assert_array_equal(rv, np.ones(5))

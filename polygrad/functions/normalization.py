@@ -53,7 +53,9 @@ def running_average(old: Any, stat: Any, decay: float) -> Any:
     return new if new.dtype == old.dtype else xp.astype(new, old.dtype)
 
 
-def _update_in_place(target: Any, stat: Any, decay: float) -> None:
+def _running_update(target: Any, stat: Any, decay: float, name: str) -> tuple[Any, Any]:
+    """``(array, new value)`` for one running statistic, every check done: nothing is written
+    until both statistics have passed theirs."""
     data = _data(target)
     if not has_namespace(stat):  # a symbolic statistic: the arrays would have to change at every call
         raise NotImplementedError(
@@ -67,9 +69,12 @@ def _update_in_place(target: Any, stat: Any, decay: float) -> None:
             f"polygrad.functions.batch_normalization: running statistics on backend {backend.name!r} cannot be "
             "updated in place; use L.BatchNormalization, which rebinds them"
         )
-    data[...] = running_average(data, stat, decay)
-    if isinstance(target, Variable):  # a write into a Variable's array: its version moves (a saved copy is refused)
-        target._vbox.bump("batch_normalization running statistics")
+    if tuple(data.shape) != tuple(stat.shape) or backend_of_type(type(stat)) is not backend:
+        raise ValueError(
+            f"polygrad.functions.batch_normalization: {name} (shape {tuple(data.shape)}, backend "
+            f"{backend.name!r}) does not fit the batch statistic (shape {tuple(stat.shape)}, backend "
+            f"{backend_of_type(type(stat)).name!r}); neither running statistic was changed")
+    return data, running_average(data, stat, decay)
 
 
 def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var=None, decay=0.9):
@@ -92,10 +97,16 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
         return fixed_batch_normalization(x, gamma, beta, running_mean, running_var, eps)
     y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
     if train:
+        updates = []
         if running_mean is not None:
-            _update_in_place(running_mean, _data(mu), decay)
+            updates.append((running_mean, *_running_update(running_mean, _data(mu), decay, "running_mean")))
         if running_var is not None:
-            _update_in_place(running_var, _data(var) * (m / max(m - 1, 1)), decay)
+            updates.append((running_var, *_running_update(running_var, _data(var) * (m / max(m - 1, 1)), decay,
+                                                           "running_var")))
+        for target, data, new in updates:
+            data[...] = new
+            if isinstance(target, Variable):  # a write into a Variable's array: its version moves
+                target._vbox.bump("batch_normalization running statistics")
     return y
 
 
