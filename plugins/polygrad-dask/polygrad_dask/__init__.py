@@ -242,6 +242,15 @@ def getitem(x, key):
     without a word: ``x[[2, 10]]`` of 8 rows gave row 2 twice)."""
     _remember(key, x)
     keys = key if isinstance(key, tuple) else (key,)
+    import numpy as np
+
+    for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
+        if isinstance(k, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
+            raise IndexError(
+                f"polygrad (dask): {k!r} ({type(k).__name__}) is not an index: only integers, slices, "
+                f"Ellipsis, None and integer or boolean arrays are" + (
+                    " (a Python bool, numpy's 0-d mask, is not taken on dask: use None for a new axis)"
+                    if isinstance(k, (bool, np.bool_)) else ""))
     keys = _bounds_checked(x, keys)
     key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
