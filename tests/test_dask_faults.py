@@ -347,3 +347,18 @@ def test_a_bool_or_float_scalar_index_is_refused(key):
             g[key] = 7.0
         assert g.version == 0
         np.testing.assert_array_equal(pg.compute(g)[0], [1.0, 2.0, 3.0])
+
+
+def test_a_python_number_that_does_not_fit_the_dtype_is_refused_at_the_write():
+    """g[0] = 1 + 2j kept the real part on dask (numpy: TypeError); i[0] = 2**70 was taken and
+    failed at compute, after the version had moved. Both refused at the write, as numpy's."""
+    with pg.using_backend("dask"):
+        g = pg.Variable(pg.asarray([1.0, 2.0, 3.0])) * 1.0
+        with pytest.raises(TypeError, match="imaginary part would be lost"):
+            g[0] = 1 + 2j
+        i = pg.Variable(pg.asarray([1, 2, 3]), requires_grad=False)
+        with pytest.raises(OverflowError, match=r"out of the range of dtype int64"):
+            i[0] = 2**70
+        assert (g.version, i.version) == (0, 0)
+        i[0] = 2**62
+        np.testing.assert_array_equal(pg.compute(i)[0], [2**62, 2, 3])

@@ -668,10 +668,31 @@ def setitem(x, key, value):
 
     Index arrays given as Variables are inputs of the node (:func:`setitem_at`), as
     for :func:`getitem`: a compiled function reads them at each call."""
+    if isinstance(value, (int, complex)) and not isinstance(value, bool):
+        _check_scalar_fits(x, value)
     template, arrays = _split_key(key)
     if arrays:
         return apply(SETITEM_AT, (x, value, *arrays), {"key": template})
     return apply(SETITEM, (x, value), {"key": _unwrap_key(template)})
+
+
+def _check_scalar_fits(x: Any, value: Any) -> None:
+    """numpy's refusals of a Python number written into an array, on every backend: dask kept
+    the real part of a complex value and took an int out of the dtype's range (failing later,
+    at compute)."""
+    data = x._data if isinstance(x, Variable) else x
+    if not has_namespace(data):
+        return
+    xp = backend_of_type(type(data)).xp
+    dtype = data.dtype
+    if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
+        raise TypeError(f"polygrad: x[key] = {value!r}: a complex value cannot be written into an array of dtype "
+                        f"{dtype} (its imaginary part would be lost)")
+    if isinstance(value, int) and xp.isdtype(dtype, "integral"):
+        info = xp.iinfo(dtype)
+        if not int(info.min) <= value <= int(info.max):
+            raise OverflowError(f"polygrad: x[key] = {value}: out of the range of dtype {dtype} "
+                                f"[{int(info.min)}, {int(info.max)}]")
 
 
 def _setitem_at_kernel(xp: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
