@@ -362,3 +362,20 @@ def test_a_python_number_that_does_not_fit_the_dtype_is_refused_at_the_write():
         assert (g.version, i.version) == (0, 0)
         i[0] = 2**62
         np.testing.assert_array_equal(pg.compute(i)[0], [2**62, 2, 3])
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: pg.flip(d, axis=(0, 0)), lambda d: pg.squeeze(pg.reshape(d, (1, 6)), axis=(0, 0)),
+    lambda d: pg.sum(d, axis=(0, -2)), lambda d: pg.mean(d, axis=[1, 1]), lambda d: pg.max(d, axis=(0, 0)),
+    lambda d: pg.prod(d, axis=(1, 1)), lambda d: pg.var(d, axis=(0, 0)), lambda d: pg.all(d, axis=(1, 1)),
+    lambda d: pg.count_nonzero(d, axis=(0, 0)), lambda d: pg.linalg.vector_norm(d, axis=(0, 0)),
+    lambda d: F.logsumexp(d, axis=(0, 0)),
+], ids=["flip", "squeeze", "sum", "mean", "max", "prod", "var", "all", "count_nonzero", "vector_norm", "logsumexp"])
+def test_a_repeated_axis_is_refused_at_the_call(call):
+    """dask flipped axis=(0, 0) once (numpy refuses) and its reductions failed only when computed:
+    one check at the call, on every backend."""
+    for name in ("numpy", "dask"):
+        with pg.using_backend(name):
+            d = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)))
+            with pytest.raises(ValueError, match="repeat an axis"):
+                call(d)

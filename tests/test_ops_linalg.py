@@ -266,6 +266,14 @@ def test_a_real_operand_of_a_complex_product_gets_the_real_part(op, complex_firs
     np.testing.assert_allclose(real.grad, np.real((b2 if complex_first else a2).grad))
 
 
+def test_outer_refuses_operands_that_are_not_vectors():
+    """numpy's outer flattens other ranks: outer of a (2, 2) and a (3,) gave (4, 3), whose
+    gradient then failed inside matmul. The standard's outer takes vectors: refused at the call."""
+    for x1, x2, name in ((np.ones((2, 2)), np.ones(3), "x1"), (np.ones(2), np.asarray(3.0), "x2")):
+        with pytest.raises(ValueError, match=rf"linalg.outer: {name} must be 1-D.*got shape"):
+            pg.linalg.outer(pg.Variable(x1), pg.Variable(x2))
+
+
 def test_qr_refuses_modes_outside_the_standard():
     """mode='r' returned R's rows unpacked as (Q, R); 'raw' numpy's (h, tau) labelled Q and R."""
     for mode in ("r", "raw", "economic"):

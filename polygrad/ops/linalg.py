@@ -48,6 +48,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import binary, names, public, unary
 from polygrad.ops.elementwise import _conj, _is_complex, cast_grad
+from polygrad.ops.manipulation import axis_param
 
 
 # ---------------------------------------------------------------------------
@@ -274,7 +275,15 @@ def cross(x1, x2, /, *, axis=-1):
 OUTER = defvjp(Op("linalg_outer"),
                lambda o, g, ans, x, y: cast_grad(o, o.matmul(g, _conj(o, y)), x),
                lambda o, g, ans, x, y: cast_grad(o, o.matmul(_conj(o, x), g), y), saves="xy")
-outer = binary(OUTER, ext="linalg")
+
+
+@public(ext="linalg")
+def outer(x1, x2, /):
+    for name, v in (("x1", x1), ("x2", x2)):  # numpy flattens other ranks (and the gradient then failed)
+        if getattr(v, "ndim", 0) != 1:
+            raise ValueError(f"polygrad.linalg.outer: {name} must be 1-D (the standard's outer product of two "
+                             f"vectors), got shape {tuple(getattr(v, 'shape', ()))}")
+    return apply(OUTER, (x1, x2))
 
 
 # ---------------------------------------------------------------------------
@@ -646,7 +655,7 @@ VECTOR_NORM = defvjp(Op("linalg_vector_norm"),
 
 @public(ext="linalg")
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    return apply(VECTOR_NORM, (x,), {"axis": axis, "keepdims": keepdims, "ord": ord})
+    return apply(VECTOR_NORM, (x,), {"axis": axis_param(x, axis, "linalg.vector_norm"), "keepdims": keepdims, "ord": ord})
 
 
 MATRIX_NORM = defvjp(Op("linalg_matrix_norm"), _matrix_norm_vjp, saves="x ans")

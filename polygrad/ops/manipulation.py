@@ -40,6 +40,18 @@ def _normalize_axes(axis: Any, ndim: int, fn: str = "") -> tuple[int, ...]:
     return axes
 
 
+def axis_param(x: Any, axis: Any, fn: str) -> Any:
+    """``axis`` as an op's parameter (a list as a tuple), a tuple checked here once, at the call:
+    a repeated or out-of-range axis raises on every backend (dask flipped ``axis=(0, 0)`` once,
+    and its reductions failed only when computed)."""
+    if isinstance(axis, (tuple, list)):
+        axis = tuple(axis)
+        ndim = getattr(x, "ndim", None)
+        if ndim is not None:
+            _normalize_axes(axis, ndim, fn)
+    return axis
+
+
 def _along(axis: int, index: Any, ndim: int) -> tuple:
     """The key selecting ``index`` on ``axis`` (non-negative) and everything elsewhere."""
     return (slice(None),) * axis + (index,) + ((Ellipsis,) if axis < ndim - 1 else ())
@@ -207,7 +219,7 @@ SQUEEZE = defvjp(Op("squeeze", shapes=True, view=True, unview=_same_shape_as_bas
 
 @public
 def squeeze(x, /, axis):
-    return apply(SQUEEZE, (x,), {"axis": axis})
+    return apply(SQUEEZE, (x,), {"axis": axis_param(x, axis, "squeeze")})
 
 
 FLIP = def_linear(Op("flip", view=True, unview=lambda o, base, value, index, axis=None: o.flip(value, axis=axis)))  # its own adjoint
@@ -215,7 +227,7 @@ FLIP = def_linear(Op("flip", view=True, unview=lambda o, base, value, index, axi
 
 @public
 def flip(x, /, *, axis=None):
-    return apply(FLIP, (x,), {"axis": axis})
+    return apply(FLIP, (x,), {"axis": axis_param(x, axis, "flip")})
 
 
 def _negate(shift: Any) -> Any:
@@ -229,7 +241,7 @@ ROLL = defvjp(Op("roll"),
 @public
 def roll(x, /, shift, *, axis=None):
     return apply(ROLL, (x,), {"shift": tuple(shift) if isinstance(shift, list) else shift,
-                              "axis": tuple(axis) if isinstance(axis, list) else axis})
+                              "axis": tuple(axis) if isinstance(axis, list) else axis})  # (repeats add up, as numpy's)
 
 
 def _tile_vjp(o: Any, g: Any, ans: Any, x: Any, repetitions: tuple) -> Any:

@@ -13,7 +13,7 @@ from polygrad.core.op import Op, def_nograd
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import names, public, unary
-from polygrad.ops.manipulation import require_data_dependent_shapes
+from polygrad.ops.manipulation import axis_param, require_data_dependent_shapes
 
 
 def _nonzero_kernel(xp: Any, x: Any) -> tuple:
@@ -42,7 +42,7 @@ COUNT_NONZERO = def_nograd(Op("count_nonzero"))
 
 @public
 def count_nonzero(x, /, *, axis=None, keepdims=False):
-    return apply(COUNT_NONZERO, (x,), {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims})
+    return apply(COUNT_NONZERO, (x,), {"axis": axis_param(x, axis, "count_nonzero"), "keepdims": keepdims})
 
 
 NONZERO = def_nograd(Op("nonzero", _nonzero_kernel, multi=True, value_shapes=True))

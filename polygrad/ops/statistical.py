@@ -16,7 +16,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import names, public
 from polygrad.ops.elementwise import cast_grad
-from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes
+from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes, axis_param
 
 
 def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
@@ -145,8 +145,8 @@ def _cumprod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any 
     return cast_grad(o, gx, x)
 
 
-def _params(axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
-    params = {"axis": tuple(axis) if isinstance(axis, list) else axis, "keepdims": keepdims, **more}
+def _params(x: Any, fn: str, axis: Any, keepdims: bool, dtype: Any = None, **more: Any) -> dict:
+    params = {"axis": axis_param(x, axis, fn), "keepdims": keepdims, **more}
     if dtype is not None:
         params["dtype"] = dtype
     return params
@@ -158,7 +158,7 @@ SUM = defvjp(Op("sum", shapes=True, casts=True),
 
 @public
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    return apply(SUM, (x,), _params(axis, keepdims, dtype))
+    return apply(SUM, (x,), _params(x, "sum", axis, keepdims, dtype))
 
 
 MEAN = defvjp(Op("mean", shapes=True),
@@ -167,7 +167,7 @@ MEAN = defvjp(Op("mean", shapes=True),
 
 @public
 def mean(x, /, *, axis=None, keepdims=False):
-    return apply(MEAN, (x,), _params(axis, keepdims))
+    return apply(MEAN, (x,), _params(x, "mean", axis, keepdims))
 
 
 MAX = defvjp(Op("max"),
@@ -176,7 +176,7 @@ MAX = defvjp(Op("max"),
 
 @public
 def max(x, /, *, axis=None, keepdims=False):
-    return apply(MAX, (x,), _params(axis, keepdims))
+    return apply(MAX, (x,), _params(x, "max", axis, keepdims))
 
 
 MIN = defvjp(Op("min"),
@@ -185,7 +185,7 @@ MIN = defvjp(Op("min"),
 
 @public
 def min(x, /, *, axis=None, keepdims=False):
-    return apply(MIN, (x,), _params(axis, keepdims))
+    return apply(MIN, (x,), _params(x, "min", axis, keepdims))
 
 
 PROD = defvjp(Op("prod", casts=True),
@@ -194,7 +194,7 @@ PROD = defvjp(Op("prod", casts=True),
 
 @public
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    return apply(PROD, (x,), _params(axis, keepdims, dtype))
+    return apply(PROD, (x,), _params(x, "prod", axis, keepdims, dtype))
 
 
 VAR = defvjp(Op("var"),
@@ -203,7 +203,7 @@ VAR = defvjp(Op("var"),
 
 @public
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return apply(VAR, (x,), _params(axis, keepdims, correction=correction))
+    return apply(VAR, (x,), _params(x, "var", axis, keepdims, correction=correction))
 
 
 STD = defvjp(Op("std"),
@@ -212,7 +212,7 @@ STD = defvjp(Op("std"),
 
 @public
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
-    return apply(STD, (x,), _params(axis, keepdims, correction=correction))
+    return apply(STD, (x,), _params(x, "std", axis, keepdims, correction=correction))
 
 
 CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True, casts=True),

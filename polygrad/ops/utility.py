@@ -5,11 +5,7 @@ from __future__ import annotations
 from polygrad.core.op import Op, def_nograd
 from polygrad.core.primitive import apply
 from polygrad.ops._export import names, public
-from polygrad.ops.manipulation import _along, _normalize_axes, concat, getitem
-
-
-def _axis(axis):
-    return tuple(axis) if isinstance(axis, list) else axis
+from polygrad.ops.manipulation import _along, _normalize_axes, axis_param, concat, getitem
 
 
 ALL = def_nograd(Op("all"))
@@ -17,7 +13,7 @@ ALL = def_nograd(Op("all"))
 
 @public
 def all(x, /, *, axis=None, keepdims=False):
-    return apply(ALL, (x,), {"axis": _axis(axis), "keepdims": keepdims})
+    return apply(ALL, (x,), {"axis": axis_param(x, axis, "all"), "keepdims": keepdims})
 
 
 ANY = def_nograd(Op("any"))
@@ -25,7 +21,7 @@ ANY = def_nograd(Op("any"))
 
 @public
 def any(x, /, *, axis=None, keepdims=False):
-    return apply(ANY, (x,), {"axis": _axis(axis), "keepdims": keepdims})
+    return apply(ANY, (x,), {"axis": axis_param(x, axis, "any"), "keepdims": keepdims})
 
 
 @public
