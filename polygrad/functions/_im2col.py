@@ -8,6 +8,7 @@ the engine adds the contributions of overlapping windows.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from polygrad.functions.array import static_shape
@@ -15,14 +16,17 @@ from polygrad.ops import getitem, getitem_grad, ones_like, where
 
 
 def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
-    """``k`` or ``(kh, kw)`` as a pair of ints."""
-    if isinstance(v, int):
-        return v, v
+    """``k`` or ``(kh, kw)`` as a pair of ints, each at least 1 (at least 0 for ``pad``): a
+    stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry."""
     try:
-        a, b = v
-        return int(a), int(b)
+        a, b = (v, v) if isinstance(v, int) else v
+        a, b = operator.index(a), operator.index(b)
     except (TypeError, ValueError):
         raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
+    least = 0 if what == "pad" else 1
+    if a < least or b < least:
+        raise ValueError(f"polygrad.functions.{fname}: {what} must be at least {least}, got {v!r}")
+    return a, b
 
 
 def outsize(size: int, k: int, s: int, p: int, cover_all: bool = False) -> int:
