@@ -316,3 +316,14 @@ def test_an_axis_out_of_bounds_is_an_error_never_wrapped_around(call):
     with pytest.raises(ValueError, match=r"polygrad\.(moveaxis|permute_dims): axis -?\d is out of bounds .* 3 dimensions"):
         call(x)
     assert pg.moveaxis(x, -1, 0).shape == (4, 2, 3) and pg.permute_dims(x, (-1, 0, 1)).shape == (4, 2, 3)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: pg.sin([1.0, 2.0]), r"polygrad: sin: input 0 \(list\): no backend claims"),
+    (lambda x: pg.add(x, None), r"polygrad: add: input 1 \(NoneType\): got None"),
+    (lambda x: pg.matmul(x, "ab"), r"polygrad: matmul: input 1 \(str\): no backend claims"),
+], ids=["list", "none", "str"])
+def test_an_input_no_backend_claims_names_the_op_and_the_input(call, message):
+    """A list, None or a string as an op's input: the error named neither the op nor which input."""
+    with pytest.raises(TypeError, match=message):
+        call(pg.asarray([1.0, 2.0]))

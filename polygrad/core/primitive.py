@@ -240,7 +240,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 continue
             saved.append(d if i in keep else None)
         t = type(d)
-        b = _type_cache.get(t) or backend_of_type(t)
+        b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i)
         if backend is None:
             backend = b
             d0 = d
@@ -413,6 +413,17 @@ def _floating(a: Any) -> bool:
 
 
 _FLOATING_DTYPES: dict = {}
+
+
+def _input_backend(t: type, name: str, i: int) -> Any:
+    """The backend of input ``i``'s type; a type no backend claims (a list, None) is an error
+    naming the op and the input (it named neither)."""
+    try:
+        return backend_of_type(t)
+    except TypeError as exc:
+        text = str(exc)
+        text = text[len("polygrad: "):] if text.startswith("polygrad: ") else text
+        raise TypeError(f"polygrad: {name}: input {i} ({t.__name__}): {text}") from None
 
 
 def _op_error(label: str, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
