@@ -327,3 +327,12 @@ def test_an_input_no_backend_claims_names_the_op_and_the_input(call, message):
     """A list, None or a string as an op's input: the error named neither the op nor which input."""
     with pytest.raises(TypeError, match=message):
         call(pg.asarray([1.0, 2.0]))
+
+
+def test_a_backward_error_of_a_rule_that_kept_no_input_shows_no_empty_description():
+    """The message read "failed on backend 'numpy' for () with {'upper': False}"."""
+    x = pg.Variable(np.eye(3) * 2 + 0.5j)
+    y = pg.linalg.cholesky(x)
+    with pytest.raises(NotImplementedError) as info:
+        pg.sum(pg.real(y)).backward()
+    assert "for ()" not in str(info.value) and "linalg_cholesky in backward (input 0)" in str(info.value)

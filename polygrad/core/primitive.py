@@ -430,7 +430,8 @@ def _op_error(label: str, args: tuple, params: dict | None, backend: Any, exc: E
     desc = "; ".join(describe(a) for a in args if a is not None)
     extra = f" with {params}" if params else ""
     where = f" in {phase}" if phase else ""
-    msg = f"polygrad: {label}{where} failed on backend {backend.name!r} for ({desc}){extra}: {type(exc).__name__}: {exc}"
+    desc = f" for ({desc})" if desc else ""  # (a backward whose rules kept no input)
+    msg = f"polygrad: {label}{where} failed on backend {backend.name!r}{desc}{extra}: {type(exc).__name__}: {exc}"
     try:
         return type(exc)(msg)
     except Exception:
