@@ -336,3 +336,11 @@ def test_a_backward_error_of_a_rule_that_kept_no_input_shows_no_empty_descriptio
     with pytest.raises(NotImplementedError) as info:
         pg.sum(pg.real(y)).backward()
     assert "for ()" not in str(info.value) and "linalg_cholesky in backward (input 0)" in str(info.value)
+
+
+def test_reciprocal_of_integers_is_refused():
+    """numpy's reciprocal of integers is an integer division: pg.reciprocal of [[1, 2], [3, 4]]
+    gave [[1, 0], [0, 0]]. The standard's takes floating dtypes (array_api_strict refuses too)."""
+    with pytest.raises(TypeError, match="reciprocal: x must have a floating dtype.*got int64"):
+        pg.reciprocal(pg.Variable(np.array([[1, 2], [3, 4]])))
+    np.testing.assert_array_equal(pg.reciprocal(pg.Variable(np.array([2.0, 4.0]))).data, [0.5, 0.25])

@@ -37,6 +37,7 @@ import math
 import operator
 from typing import Any
 
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -161,7 +162,17 @@ SQUARE = defvjp(_row("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves=
 square = unary(SQUARE)
 RECIPROCAL = defvjp(_row("reciprocal"),
                     lambda o, g, ans, x: -g * _conj(o, ans * ans), saves="ans")
-reciprocal = unary(RECIPROCAL)
+
+
+@public
+def reciprocal(x, /):
+    data = x._data if isinstance(x, Variable) else x
+    if has_namespace(data) and not backend_of_type(type(data)).xp.isdtype(
+            data.dtype, ("real floating", "complex floating")):
+        # numpy's reciprocal of integers is an integer division (reciprocal([1, 2]) is [1, 0])
+        raise TypeError(f"polygrad.reciprocal: x must have a floating dtype (the standard's), got {data.dtype}; "
+                        f"use 1 / x or pg.astype(x, ...) first")
+    return apply(RECIPROCAL, (x,))
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))
