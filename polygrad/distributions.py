@@ -89,6 +89,8 @@ class Bernoulli(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         p = _data(self.p)
+        if self.validate_args:  # (1.5 drew 1 always, NaN 0 always)
+            p = check_values(p, _outside_unit, "Bernoulli: p must be in [0, 1]", "polygrad.distributions")
         u = rng.uniform(shape + tuple(p.shape), dtype=p.dtype)
         xp = self._backend().xp
         return xp.astype(u < p, p.dtype)
@@ -113,6 +115,9 @@ class Categorical(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         probs = _data(self.probs)
+        if self.validate_args:  # (a negative probability drew from a wrong distribution)
+            probs = check_values(probs, _negative_or_nan, "Categorical: probs must be non-negative",
+                                 "polygrad.distributions")
         xp = self._backend().xp
         cum = xp.cumulative_sum(probs, axis=-1)
         u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
@@ -144,6 +149,12 @@ class Normal(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         m, s = _data(self.mean), _data(self.std)
+        if self.validate_args:  # (a negative std drew a sample of -std)
+            if type(s) in (int, float):
+                if not s >= 0:
+                    raise ValueError(f"polygrad.distributions.Normal: std must be non-negative, got {s!r}")
+            else:
+                s = check_values(s, _negative_or_nan, "Normal: std must be non-negative", "polygrad.distributions")
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
         batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
@@ -155,6 +166,14 @@ class Normal(Distribution):
     def log_prob(self, value: Any) -> Variable:
         z = subtract(_data(value), self.mean) / self.std
         return -0.5 * z * z - log(self.std if isinstance(self.std, Variable) else _as_array(self.std, value)) - 0.5 * math.log(2 * math.pi)
+
+
+def _outside_unit(xp: Any, v: Any) -> Any:
+    return xp.logical_not(xp.logical_and(v >= 0, v <= 1))  # (NaN too)
+
+
+def _negative_or_nan(xp: Any, v: Any) -> Any:
+    return xp.logical_not(v >= 0)
 
 
 def _sample_shape(d: Distribution, sample_shape: Any) -> tuple:

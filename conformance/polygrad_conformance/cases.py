@@ -14,7 +14,7 @@ backend's own namespace ``ref(xp, *args)``, and its arguments:
 * ``F(shape, kind)``: a float input, differentiated by the gradient checks
   (``raw=True``: passed as a raw array and not differentiated). Values are
   fixed by the case id; ``kind`` keeps them where the op is smooth:
-  ``any`` (-1, 1), ``pos`` (0.5, 1.5), ``unit`` (-0.8, 0.8), ``gt1`` (1.2, 2),
+  ``any`` (-1, 1), ``pos`` (0.5, 1.5), ``unit`` (-0.8, 0.8), ``prob`` (0.1, 0.9), ``gt1`` (1.2, 2),
   ``nonzero`` (0.3 <= |x| < 1),
   ``distinct`` (well separated, so max/maximum have no ties within eps),
   ``grid`` (from {-0.5, 0, 0.5}, so comparisons see ties),
@@ -145,6 +145,8 @@ def _values(spec: F, r: random.Random) -> list:
         return [r.uniform(0.5, 1.5) for _ in range(n)]
     if kind == "unit":
         return [r.uniform(-0.8, 0.8) for _ in range(n)]
+    if kind == "prob":  # probabilities (a draw refuses values outside [0, 1])
+        return [r.uniform(0.1, 0.9) for _ in range(n)]
     if kind == "gt1":
         return [r.uniform(1.2, 2.0) for _ in range(n)]
     if kind == "nonzero":

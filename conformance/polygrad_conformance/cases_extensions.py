@@ -385,7 +385,7 @@ private("dropout_mask", "shape", lambda xp, row, x: row(x, ratio=0.25), lambda x
 case("dropout", "grad", lambda xp, x: _seeded_dropout(x), lambda xp, x: _seeded_dropout(x).data, F((3, 4)), values=False)
 
 # Random draws (stochastic functions): shapes and dtypes; their REINFORCE gradients are sampled, not differenced.
-case("bernoulli", "shape", lambda xp, p: F_.bernoulli(p), lambda xp, p: xp.empty_like(p), F((3, 4), "unit"),
+case("bernoulli", "shape", lambda xp, p: F_.bernoulli(p), lambda xp, p: xp.empty_like(p), F((3, 4), "prob"),
      values=False)
 case("categorical", "shape", lambda xp, p: F_.categorical(p), lambda xp, p: xp.zeros((2,), dtype=index_dtype(xp)),
      F((2, 3), "pos"), values=False)
