@@ -11,9 +11,10 @@ a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, current_backend, is_array
+from polygrad.core.dispatch import backend_of_type, current_backend, has_namespace, is_array
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -63,8 +64,15 @@ def ones(shape, *, dtype=None, device=None):
 FULL = def_nograd(Op("full"))
 
 
+def _check_fill(fill_value: Any, fn: str) -> None:
+    """The standard's fill values are Python numbers (numpy made string and object arrays of others)."""
+    if not isinstance(fill_value, numbers.Number) and not (is_array(fill_value) and getattr(fill_value, "ndim", 1) == 0):
+        raise TypeError(f"polygrad.{fn}: fill_value must be a number, got {fill_value!r}")
+
+
 @public(creates=True)
 def full(shape, fill_value, *, dtype=None, device=None):
+    _check_fill(fill_value, "full")
     return apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device})
 
 
@@ -162,7 +170,20 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         from polygrad.backends import to_backend
 
         obj = to_backend(obj, current_backend().name)
-    return apply(ASARRAY, (), {"obj": obj, "dtype": dtype, "device": device, "copy": copy})
+    out = apply(ASARRAY, (), {"obj": obj, "dtype": dtype, "device": device, "copy": copy})
+    data = out._data if isinstance(out, Variable) else out
+    if has_namespace(data) and not _standard_dtype(backend_of_type(type(data)).xp, data.dtype):
+        # numpy makes object and string arrays of None or text: no op of the standard takes them
+        raise TypeError(f"polygrad.asarray: {obj!r} makes an array of dtype {data.dtype}, which is not one of the "
+                        f"standard's (bool, integer, floating or complex)")
+    return out
+
+
+def _standard_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        return bool(xp.isdtype(dtype, ("bool", "numeric")))
+    except (TypeError, ValueError):
+        return False
 
 
 EMPTY_LIKE = def_nograd(Op("empty_like"))
@@ -178,6 +199,7 @@ FULL_LIKE = def_nograd(Op("full_like"))
 
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
+    _check_fill(fill_value, "full_like")
     return apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device})
 
 
