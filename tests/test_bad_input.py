@@ -375,3 +375,20 @@ def test_arrays_of_dtypes_outside_the_standard_are_refused_where_made(call, mess
 
     with pytest.raises(TypeError, match=message):
         call(xp)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+@pytest.mark.parametrize("call, error, message", [
+    (lambda xp: xp.eye(-1), ValueError, "eye: n_rows must be an int of at least 0, got -1"),
+    (lambda xp: xp.linspace(0, 1, 2.5), TypeError, "linspace: num must be an int, got 2.5"),
+    (lambda xp: xp.fft.fftfreq(-2), ValueError, "fft.fftfreq: n must be an int of at least 1, got -2"),
+    (lambda xp: xp.fft.rfftfreq(0), ValueError, "fft.rfftfreq: n must be an int of at least 1, got 0"),
+], ids=["eye", "linspace", "fftfreq", "rfftfreq"])
+def test_creation_sizes_are_checked_where_they_enter(backend, call, error, message):
+    """dask made (0, 0) of eye(-1), two points of linspace(0, 1, 2.5), and empty frequencies
+    of fftfreq(-2); numpy refuses each (fftfreq(0) with a ZeroDivisionError)."""
+    import polygrad.array_api as xp
+
+    with pg.using_backend(backend):
+        with pytest.raises(error, match=message):
+            call(xp)

@@ -12,6 +12,7 @@ a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 from __future__ import annotations
 
 import numbers
+import operator
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, current_backend, has_namespace, is_array
@@ -30,6 +31,18 @@ from polygrad.ops.elementwise import cast_grad
 # ---------------------------------------------------------------------------
 ARANGE = def_nograd(Op("arange", lambda xp, start, stop=None, step=1, dtype=None, device=None:
                        xp.arange(start, stop, step, dtype=dtype, device=device)))
+
+
+def count(n: Any, what: str, fn: str, least: int = 0) -> int:
+    """``n`` as an int of at least ``least``, checked where the size enters (dask made (0, 0) of
+    ``eye(-1)`` and two points of ``linspace(0, 1, 2.5)``; numpy refuses both)."""
+    try:
+        value = operator.index(n)
+    except TypeError:
+        raise TypeError(f"polygrad.{fn}: {what} must be an int, got {n!r}") from None
+    if value < least or isinstance(n, bool):
+        raise ValueError(f"polygrad.{fn}: {what} must be an int of at least {least}, got {n!r}")
+    return value
 
 
 @public(creates=True)
@@ -82,6 +95,8 @@ EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, devi
 
 @public(creates=True)
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    n_rows = count(n_rows, "n_rows", "eye")
+    n_cols = None if n_cols is None else count(n_cols, "n_cols", "eye")
     return apply(EYE, (), {"n_rows": n_rows, "n_cols": n_cols, "k": k, "dtype": dtype, "device": device})
 
 
@@ -91,6 +106,7 @@ LINSPACE = def_nograd(Op("linspace", lambda xp, start, stop, num, dtype=None, de
 
 @public(creates=True)
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    num = count(num, "num", "linspace")
     return apply(LINSPACE, (), {"start": start, "stop": stop, "num": num, "dtype": dtype, "device": device, "endpoint": endpoint})
 
 

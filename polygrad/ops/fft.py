@@ -29,6 +29,7 @@ from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import names, public, row_function
+from polygrad.ops.creation import count
 
 
 _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -228,6 +229,7 @@ FFTFREQ = def_nograd(Op("fft_fftfreq", lambda xp, n, d=1.0, dtype=None, device=N
 
 @public(ext="fft", creates=True)
 def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    n = count(n, "n", "fft.fftfreq", least=1)
     return apply(FFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
 
 
@@ -237,6 +239,7 @@ RFFTFREQ = def_nograd(Op("fft_rfftfreq", lambda xp, n, d=1.0, dtype=None, device
 
 @public(ext="fft", creates=True)
 def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+    n = count(n, "n", "fft.rfftfreq", least=1)
     return apply(RFFTFREQ, (), {"n": n, "d": d, "dtype": dtype, "device": device})
 
 
