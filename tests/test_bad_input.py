@@ -392,3 +392,11 @@ def test_creation_sizes_are_checked_where_they_enter(backend, call, error, messa
     with pg.using_backend(backend):
         with pytest.raises(error, match=message):
             call(xp)
+
+
+def test_an_op_the_namespace_lacks_is_named_with_the_backend():
+    """dask's namespace has no linalg.det: a bare AttributeError from array_api_compat's module."""
+    with pg.using_backend("dask"):
+        x = pg.Variable(pg.asarray(np.eye(2)))
+        with pytest.raises(NotImplementedError, match="linalg_det is not available on backend 'dask'.*no linalg.det"):
+            pg.linalg.det(x)

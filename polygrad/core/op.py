@@ -158,7 +158,12 @@ class Op:
             impl = backend.kernels.get(self.name)
             if impl is None:
                 if type(self.fwd) is NamespaceKernel:
-                    impl = self.fwd.resolve(backend.xp)
+                    try:
+                        impl = self.fwd.resolve(backend.xp)
+                    except AttributeError:  # (dask's namespace has no linalg.det)
+                        raise NotImplementedError(
+                            f"polygrad: {self.name} is not available on backend {backend.name!r}: its namespace "
+                            f"has no {'.'.join(self.fwd.path)} (and the backend declares no kernel for it)") from None
                 else:
                     impl = functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd
             self._impl[backend] = impl
