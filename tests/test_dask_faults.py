@@ -333,13 +333,15 @@ def test_ctrl_c_leaves_loaded_statistics_and_a_refused_nan_update_restores_finit
     np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], good)
 
 
-@pytest.mark.parametrize("key", [True, 1.0, np.float64(1), np.bool_(True), np.float32(1)],
-                         ids=["bool", "float", "np_float64", "np_bool", "np_float32"])
+@pytest.mark.parametrize("key", [True, 1.0, np.float64(1), np.bool_(True), np.float32(1), "a", np.array([0.5])],
+                         ids=["bool", "float", "np_float64", "np_bool", "np_float32", "str", "float_array"])
 def test_a_bool_or_float_scalar_index_is_refused(key):
     """dask reads True as 1 and 1.0 as 1: h[True] gave h[1] (numpy's is h[None]), h[1.0] and
-    g[1.0] = 7 were taken (numpy refuses floats). Refused, and the write leaves g as it was."""
+    g[1.0] = 7 were taken (numpy refuses floats); a string or a float index array failed inside
+    dask (KeyError, AttributeError). Refused, and the write leaves g as it was."""
     with pg.using_backend("dask"):
         h = pg.Variable(pg.asarray([1.0, 2.0, 3.0]))
+        key = pg.asarray(key) if isinstance(key, np.ndarray) else key
         with pytest.raises(IndexError, match="is not an index"):
             h[key]
         g = h * 1.0

@@ -245,9 +245,11 @@ def getitem(x, key):
     import numpy as np
 
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
-        if isinstance(k, (bool, float, complex, np.bool_, np.floating, np.complexfloating)):
+        if isinstance(k, (bool, float, complex, str, np.bool_, np.floating, np.complexfloating)) or (
+                _is_index_array(k) and not ("int" in str(k.dtype) or "bool" in str(k.dtype))):
+            what = f"an array of dtype {k.dtype}" if _is_index_array(k) else f"{k!r} ({type(k).__name__})"
             raise IndexError(
-                f"polygrad (dask): {k!r} ({type(k).__name__}) is not an index: only integers, slices, "
+                f"polygrad (dask): {what} is not an index: only integers, slices, "
                 f"Ellipsis, None and integer or boolean arrays are" + (
                     " (a Python bool, numpy's 0-d mask, is not taken on dask: use None for a new axis)"
                     if isinstance(k, (bool, np.bool_)) else ""))
