@@ -381,3 +381,11 @@ def test_a_repeated_axis_is_refused_at_the_call(call):
             d = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)))
             with pytest.raises(ValueError, match="repeat an axis"):
                 call(d)
+
+
+def test_matmul_of_sizes_that_do_not_match_names_them():
+    """dask's own message was "Chunks do not add up to shape"."""
+    with pg.using_backend("dask"):
+        x, w = pg.Variable(pg.asarray(np.ones((2, 3)))), pg.Variable(pg.asarray(np.ones((4, 2))))
+        with pytest.raises(ValueError, match=r"x1's last axis has 3 elements \(shape \(2, 3\)\), x2's second-to-last axis 4"):
+            x @ w

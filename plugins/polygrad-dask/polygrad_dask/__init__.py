@@ -449,8 +449,17 @@ def _kernels():
         _check_known("searchsorted", x1.shape, "shape of the sorted array")  # (dask's gives NaN positions)
         return xp.searchsorted(x1, x2, side=side, sorter=sorter)
 
+    def matmul(x1, x2):
+        # dask's own error for sizes that do not match is "Chunks do not add up to shape"
+        if x1.ndim and x2.ndim:
+            n1, n2 = x1.shape[-1], x2.shape[-2 if x2.ndim > 1 else 0]
+            if isinstance(n1, int) and isinstance(n2, int) and n1 != n2:
+                raise ValueError(f"polygrad-dask: matmul: x1's last axis has {n1} elements (shape {tuple(x1.shape)}), "
+                                 f"x2's {'second-to-last' if x2.ndim > 1 else 'only'} axis {n2} (shape {tuple(x2.shape)})")
+        return xp.matmul(x1, x2)
+
     return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem,
-            "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted}
+            "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted, "matmul": matmul}
 
 
 
