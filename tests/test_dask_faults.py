@@ -202,6 +202,9 @@ def test_item_assignment_by_an_index_array_into_unknown_sizes_says_so():
         y = x[x > 0]
         with pytest.raises(ValueError, match=r"shape \(nan,\), whose sizes are not computed yet.*compute_chunk_sizes"):
             y[pg.asarray([0, 1])] = pg.asarray([5.0, 6.0])
+        z = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)), requires_grad=False)
+        with pytest.raises(ValueError, match=r"boolean mask that is not one over x's leading axes.*pg.where"):
+            z[:, pg.asarray([True, False, True])] = 1.0  # (cannot convert float NaN to integer)
 
 
 def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_good_update():

@@ -613,7 +613,13 @@ def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
     size = math.prod(shape)
     itype = index_dtype(xp)
     getitem = GETITEM.kernel(backend)  # (a backend's own: dask's takes several index arrays)
-    where = xp.reshape(getitem(xp.reshape(xp.arange(size, dtype=itype), shape), key=key), (-1,))
+    where = getitem(xp.reshape(xp.arange(size, dtype=itype), shape), key=key)
+    if any(n is None or n != n for n in where.shape):  # a mask on a lazy backend: how many it writes is unknown
+        raise ValueError(
+            f"polygrad: x[key] = value on {backend.name!r}, whose arrays take no writes, with a boolean mask "
+            f"that is not one over x's leading axes: the number of positions written is not known before "
+            f"computing; write pg.where(mask, value, x) with the mask shaped to broadcast against x {shape}")
+    where = xp.reshape(where, (-1,))
     n = where.shape[0]
     if n == 0:
         return x
