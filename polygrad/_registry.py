@@ -369,14 +369,40 @@ def _by_hand_rank(plugin: Any) -> int:
     return -1
 
 
-def _hook_relay(plugin: Any, name: str, info: BackendInfo) -> Any:
-    """The hooks of one backend: its plugin over polygrad's defaults."""
+def _hook_relay(plugin: Any, name: str, info: BackendInfo, addons: list[tuple[Any, str]] = ()) -> Any:
+    """The hooks of one backend: its plugin, then the add-ons (see :func:`_addons`), over
+    polygrad's defaults (pluggy asks the last registered first)."""
     relay = pluggy.PluginManager("polygrad")
     relay.add_hookspecs(hookspecs)
     relay.register(_defaults, name="polygrad-defaults")
     relay.register(_defaults.LibraryCheck(info.module), name="polygrad-defaults-check")
+    for addon, addon_name in addons:
+        relay.register(addon, name=f"{addon_name} (add-on of {name})")
     relay.register(plugin, name=name)
     return relay.hook
+
+
+def _addons(pm: pluggy.PluginManager) -> list[tuple[Any, str]]:
+    """Plugins that implement hooks but declare no backend (no ``polygrad_backend_info``): in
+    polygrad 0.1 every plugin was asked about every backend, so a backend's hooks could live
+    in two plugin objects (a second entry point of its distribution, an add-on giving kernels);
+    since f7b8aa9 only the declaring plugin was asked, and such hooks were dropped without a
+    word (a lazy backend's pg.compute returned uncomputed arrays). They are asked again, after
+    the declaring plugin, with a DeprecationWarning. A plugin that declares backends is asked
+    only about its own."""
+    declaring = {id(impl.plugin) for impl in pm.hook.polygrad_backend_info.get_hookimpls()}
+    implementing = {id(impl.plugin) for caller in vars(pm.hook).values() if isinstance(caller, pluggy.HookCaller)
+                    for impl in caller.get_hookimpls()}  # (by id: a plugin object may be unhashable)
+    found = [(plugin, name) for name, plugin in pm.list_name_plugin()
+             if plugin is not None and id(plugin) in implementing and id(plugin) not in declaring]
+    if found:
+        warnings.warn(
+            f"polygrad: {' and '.join(_origin(pm, p) for p, _ in found)} "
+            f"{'implements' if len(found) == 1 else 'implement'} polygrad hooks but "
+            f"{'declares' if len(found) == 1 else 'declare'} no backend; as in polygrad 0.1 they are asked about every backend, after the plugin that declares it. "
+            f"This form is deprecated: implement a backend's hooks in the plugin object whose "
+            f"polygrad_backend_info declares it", DeprecationWarning, stacklevel=5)
+    return found
 
 
 def _declarations(pm: pluggy.PluginManager) -> dict[str, list[tuple[Any, BackendInfo]]]:
@@ -444,9 +470,11 @@ def by_name() -> dict[str, Backend]:
         if _registry is None:
             pm = _plugin_manager()
             built = {}
+            addons = _addons(pm)
             for name, claims in _declarations(pm).items():
                 plugin, info = _provider(pm, name, claims)
-                built[name] = Backend(info, _hook_relay(plugin, pm.get_name(plugin), info), plugin, _origin(pm, plugin))
+                built[name] = Backend(info, _hook_relay(plugin, pm.get_name(plugin), info, addons), plugin,
+                                      _origin(pm, plugin))
             _registry = built
         return _registry
 

@@ -209,6 +209,28 @@ def test_unhashable_plugin_object_works(registry_state):
     assert pg.get_backend("unhashable").memory_stats() == {"used": 3}
 
 
+class _SplitHalf:
+    """The second plugin object of a 0.1-style backend split in two (a second entry point of its
+    distribution): hooks guarded by name, no polygrad_backend_info."""
+
+    @hookimpl
+    def polygrad_memory_stats(self, backend):
+        return {"used": 7} if backend == "guarded" else None
+
+
+def test_hooks_of_a_backend_split_over_two_plugin_objects_are_asked_with_a_deprecation(registry_state):
+    """0.1 asked every plugin about every backend, so a backend's hooks could live in two plugin
+    objects; f7b8aa9 asked the declaring one only and dropped the others' answers silently (a
+    lazy backend's pg.compute returned uncomputed arrays). Asked again after the declaring
+    plugin, with a DeprecationWarning naming the plugin; a declaring plugin still answers first."""
+    pg.register_plugin(Guarded("guarded"), name="guarded-plugin")
+    pg.register_plugin(_SplitHalf(), name="guarded-extras")
+    with pytest.warns(DeprecationWarning, match=r"plugin 'guarded-extras'.*declares no backend"):
+        stats = pg.get_backend("guarded").memory_stats()
+    assert stats == {"used": 7}
+    assert pg.get_backend("numpy").memory_stats() is None  # (its name guard answers None there)
+
+
 def test_latest_plugin_registered_by_hand_provides_a_name_declared_twice(registry_state):
     """Two plugins registered by hand declaring one name: the later provides it alone, with a warning naming both."""
     first, second = Declaring("twice", {"used": 1}), Guarded("twice")
