@@ -314,6 +314,11 @@ def _npz_backend() -> Any:
             continue
         if b.check_usable()[0] and b.can_do_npz():
             return b
+    names = backends()
+    if "numpy" in names and names["numpy"].usable:  # installed, but older than its npz hooks
+        raise RuntimeError("polygrad: saving and loading .npz files needs the numpy plugin's polygrad_save_npz and "
+                           "polygrad_load_npz hooks, which the installed polygrad-numpy predates: upgrade it "
+                           "(pip install -U polygrad-numpy)")
     raise RuntimeError("polygrad: saving and loading .npz files needs the numpy backend (pip install polygrad-numpy)")
 
 

@@ -622,3 +622,13 @@ def test_a_persistent_value_cannot_take_a_parameters_name_and_deleting_one_forge
     link.add_persistent("n", 3)
     del link.n
     serializers.save_npz(tmp_path / "l.npz", link)
+
+
+def test_an_installed_numpy_plugin_without_the_npz_hooks_is_named(monkeypatch, tmp_path):
+    """A polygrad-numpy older than its npz hooks: the message said to install polygrad-numpy,
+    which was installed."""
+    import polygrad._registry as R
+
+    monkeypatch.setattr(R.Backend, "can_do_npz", lambda self: False)
+    with pytest.raises(RuntimeError, match="the installed polygrad-numpy predates: upgrade it"):
+        pg.serializers.save_npz(tmp_path / "m.npz", pg.links.Linear(2, 2))
