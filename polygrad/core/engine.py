@@ -91,6 +91,16 @@ def _apply_leaf_hooks(v: Variable, g: Any, create_graph: bool) -> Any:
     return _apply_var_hooks(v._hooks, g, create_graph, tuple(d.shape), d.dtype, backend_of_type(type(d)), v._describe())
 
 
+class _Outcome:
+    """How a backward pass ended, as the nodes it freed see it: ``failure`` is None, or where and
+    why the pass raised (see :func:`polygrad.core.node.freed_error`)."""
+
+    __slots__ = ("failure",)
+
+    def __init__(self) -> None:
+        self.failure: str | None = None
+
+
 class _Pass:
     """One backward pass: the gradients on their way, and what the caller asked for."""
 
@@ -114,7 +124,10 @@ class _Pass:
         # ids of gradient arrays the user holds too (seeds, retained grads, what hooks saw):
         # a leaf never gets one of them as its .grad, but a copy
         self.exposed: set[int] = set()
-        self.failure: str | None = None  # set when the pass raised: what freed nodes then say
+        # what the nodes this pass frees keep (never the pass itself: it holds the leaves and their
+        # gradients, which a loss kept after backward kept alive, step after step, in cycles
+        # through retained gradients): the failure, set if the pass raises, that they then report
+        self.outcome = _Outcome()
         self.starts: set[int] = set()  # the variables backward starts from keep their .grad
         self.retained: list[tuple] = []  # (intermediate, its .grad): written with the leaves
         # Whether anything watches every node (hooks, debug mode, retained or captured gradients);
@@ -241,7 +254,7 @@ class _Pass:
         if self.debug:
             check_finite(gxs, "backward result for input", node)
         if not self.retain_graph and not captures_only:
-            node._release(self)
+            node._release(self.outcome)
         return gxs
 
     def _outputs_seen(self, node: Any, gys: list) -> None:
@@ -374,19 +387,19 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
             else:  # a node cut off by unchain() has no edges: nowhere to send gradients
                 gxs = node._backward(tuple(gys), create_graph) if node.edges else ()
                 if not retain_graph:
-                    node._release(run)
+                    node._release(run.outcome)
             pending = zip(node.edges, gxs)
             gys = gxs = None  # the gradients live on only in pending, until routed
     except BaseException as exc:
         where = f" at {node.label}" if node is not None else ""
-        run.failure = f"{where}: {type(exc).__name__}: {exc}"
+        run.outcome.failure = f"{where}: {type(exc).__name__}: {exc}"
         raise
     finally:
         config.enable_backprop.reset(token)
     try:
         return run.deliver()
     except BaseException as exc:  # a leaf's hook, a check of its sum: the nodes are freed already
-        run.failure = f" delivering the leaves' gradients: {type(exc).__name__}: {exc}"
+        run.outcome.failure = f" delivering the leaves' gradients: {type(exc).__name__}: {exc}"
         raise
 
 
