@@ -48,3 +48,25 @@ def test_a_pass_that_retains_or_captures_gradients_leaves_no_cycle(no_cyclic_gc,
         pg.grad(loss, [w])  # (v's part of the graph is pruned: the pass keeps nodes by name)
     del h, loss
     assert saved() is None
+
+
+def test_a_step_that_raised_under_a_timer_keeps_no_frame(no_cyclic_gc):
+    """TimerHook kept the frame of a step whose function raised (and every array its locals
+    held) until it timed another step in the same thread."""
+
+    class Boom(pg.Function):
+        def forward(self, inputs):
+            raise RuntimeError("boom")
+
+    hook = pg.function_hooks.TimerHook()
+
+    def failing():
+        data = np.ones(1000)
+        with hook:
+            try:
+                Boom()(pg.Variable(data, requires_grad=False))
+            except RuntimeError:
+                pass
+        return weakref.ref(data)
+
+    assert failing()() is None

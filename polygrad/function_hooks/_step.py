@@ -39,14 +39,14 @@ def _drop_failed(steps: list, caller: Any) -> None:
     the outermost level gathered every later step's record, and the arrays their nodes hold.
     The walk up the stack stops once every open step's frame is found (nested steps: a few
     frames), so only after a failure does it reach the bottom."""
-    pending = {id(entry[3]) for entry in steps}
+    pending = {entry[3] for entry in steps}
     f = caller.f_back
     while f is not None and pending:
         pending.discard(id(f))
         f = f.f_back
     kept: list = []
     for entry in steps:
-        if id(entry[3]) not in pending:
+        if entry[3] not in pending:
             kept.append(entry)
         elif entry[2] and kept:
             kept[-1][2] = (kept[-1][2] or []) + entry[2]
@@ -90,9 +90,11 @@ class StepHook(FunctionHook):
             caller = caller.f_back
         if steps:
             _drop_failed(steps, caller)
-        # an open step: [function, what begin() gave, the records of the steps run in it (None:
-        # none yet), the frame running it]
-        steps.append([function, self.begin(function), None, caller])
+        # an open step: [the function's id, what begin() gave, the records of the steps run in it (None:
+        # none yet), the id of the frame running it]; ids, not the objects: a step that raised
+        # kept its frame and function, and every array they held, until this hook timed another
+        # step in this thread
+        steps.append([id(function), self.begin(function), None, id(caller)])
 
     def _end(self, function: Any, phase: str) -> None:
         steps = self._open_steps()
@@ -101,7 +103,7 @@ class StepHook(FunctionHook):
             f, started, ran, _ = steps.pop()
             if ran:
                 inner += ran
-            if f is function:
+            if f == id(function):
                 break
         else:
             return
