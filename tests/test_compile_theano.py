@@ -261,6 +261,24 @@ def test_default_update_and_no_default_updates():
     assert float(s.get_value()) == 6.0
 
 
+def test_a_function_keeps_a_bounded_number_of_programs():
+    """One program per batch size, kept without bound (14 MB after 1,000 sizes, each program
+    holding constants of its shapes): the oldest are dropped past MAX_PROGRAMS and compiled again
+    when their shapes come back, with the same results."""
+    from polygrad.compile.compiled import MAX_PROGRAMS
+
+    x = T.vector("x")
+    f = pg.function([x], pg.mean(x * 2), profile=True)
+    n = MAX_PROGRAMS + 8
+    for size in range(1, n + 1):
+        assert float(f(np.arange(size, dtype=float))) == size - 1
+    assert len(f._programs) == MAX_PROGRAMS
+    f(np.arange(float(n)))  # the newest: kept
+    assert f.profile.n_compiles == n
+    assert float(f(np.arange(1.0))) == 0.0  # the oldest: dropped, compiled again
+    assert f.profile.n_compiles == n + 1 and len(f._programs) == MAX_PROGRAMS
+
+
 def test_profile_counts_calls_and_compilations():
     """profile=True records calls and compilations in fn.profile."""
     x = T.vector("x")

@@ -16,6 +16,9 @@ __all__ = ["function", "CompiledFunction", "ProfileStats", "UnusedInputError"]
 
 #: Theano's modes that mean something here: the optimizations of the program (None: FAST_RUN).
 MODES = (None, "FAST_RUN", "FAST_COMPILE")
+#: programs a compiled function keeps, one per combination of argument types, shapes and dtypes;
+#: past this, the oldest is dropped (and compiled again if those shapes come back)
+MAX_PROGRAMS = 32
 ON_UNUSED_INPUT = (None, "raise", "warn", "ignore")
 
 
@@ -404,6 +407,9 @@ class CompiledFunction:
             ) from None
 
     def _program(self, values: list, again: bool = False) -> Program:
+        """The program for these values' types, shapes and dtypes: cached, at most
+        :data:`MAX_PROGRAMS` of them (one per batch size of a loop over lengths grew without
+        bound, each program holding constants of its shapes)."""
         key = _signature(values)
         try:
             program = self._programs.get(key)
@@ -422,7 +428,11 @@ class CompiledFunction:
                     f"{_who(self.name)}: the shape of "
                     f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
                     f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
-            self._programs[key] = program
+            programs = self._programs
+            programs.pop(key, None)
+            while len(programs) >= MAX_PROGRAMS:  # the oldest first (dicts keep insertion order)
+                del programs[next(iter(programs))]
+            programs[key] = program
             if self.profile is not None:
                 self.profile.n_compiles += 1
                 self.profile.compile_time += time.perf_counter() - start
