@@ -149,6 +149,14 @@ class Entry:
     def matches(self, test_id: str) -> bool:
         return _compile(self.test_id).fullmatch(test_id) is not None
 
+    def matches_as_before(self, test_id: str) -> bool:
+        """The meaning of ``*`` in the suite's first files: any text, ``::``, ``[`` and ``]``
+        included (the plugin applies it, with a warning, to an entry that matches nothing now)."""
+        if "*" not in self.test_id:
+            return False
+        pattern = ".*".join(re.escape(part) for part in self.test_id.split("*"))
+        return re.fullmatch(pattern + r"(\[.*\]|::.*)?", test_id) is not None
+
     def applies(self, truth: Callable[[str], bool]) -> bool:
         """Whether the entry is in force: no condition, or its condition holds."""
         return self.condition is None or self.condition.holds(truth)
