@@ -832,6 +832,28 @@ with depth:
          lambda xp, x, p, q: xp.diff(x, axis=0, n=2, prepend=p, append=q), F((3, 2)), F((1, 2)), F((2, 2)))
 
 
+# ---------------------------------------------------------------------------
+# Edge values a kernel override gets wrong where the cases above cannot see it (found by planting
+# such bugs in a copied plugin: each passed the whole suite): signs of divisors, integers, NaN,
+# a long sum, a dtype= argument, a 0-d condition, values near underflow
+# ---------------------------------------------------------------------------
+mirror("remainder", "negative_divisor", "remainder", floats([0.5, -0.5, 2.0, -2.25]), floats([-1.5, -1.5, 1.5, 1.5]),
+       order=0)
+mirror("remainder", "int_signs", "remainder", ints([-7, 7, -1, 5]), ints([2, -2, 3, -3]), order=0)
+mirror("floor_divide", "int_signs", "floor_divide", ints([-7, 7, -1, 0]), ints([2, 2, 2, -3]), order=0)
+for _name in ("max", "min"):  # NaN propagates (the standard's rule)
+    mirror(_name, "nan", _name, floats([1.0, float("nan"), 3.0]), order=0)
+mirror("argmax", "all_keepdims", "argmax", F((3, 4), "distinct"), kw={"keepdims": True}, order=0)
+mirror("sum", "long", "sum", F((5000,), "pos"), order=0)
+mirror("sum", "int", "sum", ints([[1, 2, 3], [4, 5, 6]]), kw={"axis": 1}, order=0)
+case("sum", "dtype_float64", lambda xp, x: pg.sum(x, dtype=xp.float64), lambda xp, x: xp.sum(x, dtype=xp.float64),
+     C(lambda xp, dt: xp.asarray([1e8, 1.0, -1e8], dtype=xp.float32)), order=0, requires=("float64",))
+case("where", "0d_condition", lambda xp, x, y: pg.where(xp.asarray(True), x, y),
+     lambda xp, x, y: xp.where(xp.asarray(True), x, y), F((2, 3)), F((2, 3)))
+case("exp", "near_underflow", lambda xp, x: pg.log(pg.exp(x)), lambda xp, x: xp.log(xp.exp(x)),
+     lit([-30.0, -50.0, -80.0]), order=0)
+
+
 from polygrad_conformance import cases_extensions  # noqa: E402,F401  (linalg, fft, nn: appended to CASES)
 
 

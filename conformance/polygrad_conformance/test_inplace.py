@@ -90,3 +90,23 @@ def test_setitem_on_variable_is_differentiable(xp, float_dtype):
     pg.sum(v).backward()
     assert tolist(v) == [0.0, 6.0, 9.0]
     assert tolist(x.grad) == [0.0, 3.0, 3.0]
+
+
+@pytest.mark.requires("inplace")
+def test_gradients_and_copies_share_no_memory(xp, float_dtype):
+    """Each leaf's .grad is its own array, and asarray(copy=True) a copy: a plugin whose
+    owns_memory answered True for views, or whose namespace's asarray(copy=True) returned its
+    input, made x.grad and w.grad one buffer (writing into one changed the other) and passed."""
+    x = pg.Variable(xp.ones((2, 2), dtype=float_dtype))
+    w = pg.Variable(xp.ones((4,), dtype=float_dtype))
+    pg.sum((pg.reshape(x, (4,)) + w) * 2.0).backward()
+    x.grad[0, 0] = 0.0
+    assert tolist(w.grad) == [2.0, 2.0, 2.0, 2.0]
+    a, b = pg.Variable(xp.ones((3,), dtype=float_dtype)), pg.Variable(xp.ones((3,), dtype=float_dtype))
+    pg.sum(a + b).backward()
+    a.grad[0] = 5.0
+    assert tolist(b.grad) == [1.0, 1.0, 1.0]
+    data = xp.ones((3,), dtype=float_dtype)
+    copy = xp.asarray(data, copy=True)
+    copy[0] = 7.0
+    assert tolist(data) == [1.0, 1.0, 1.0]

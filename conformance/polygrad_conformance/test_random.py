@@ -50,10 +50,29 @@ def test_uniform_range_and_normal_moments(pg_backend, xp, float_dtype):
     gen = pg_backend.random_generator(7)
     u = gen.uniform((2000,), dtype=float_dtype, low=-2.0, high=3.0)
     assert bool(xp.all(u >= -2.0)) and bool(xp.all(u < 3.0))
+    # ... and fills it: a generator that ignored low and high stayed in [0, 1) and passed
+    low, high, mean = float(xp.min(u)), float(xp.max(u)), float(xp.mean(u))
+    assert low < -1.9 and high > 2.9 and abs(mean - 0.5) < 0.15, (low, high, mean)
     n = gen.normal((4000,), dtype=float_dtype, mean=1.5, std=2.0)
     mean = float(xp.mean(n))
     std = float(xp.sqrt(xp.mean((n - mean) ** 2)))
     assert abs(mean - 1.5) < 0.15 and abs(std - 2.0) < 0.15, (mean, std)
+    # the normal's shape, not only its moments (a uniform of that mean and std has no tails):
+    # 4.55% beyond two standard deviations, 68.3% within one
+    z = xp.abs(n - 1.5) / 2.0
+    tails, body = float(xp.mean(xp.astype(z > 2.0, float_dtype))), float(xp.mean(xp.astype(z < 1.0, float_dtype)))
+    assert 0.03 < tails < 0.065 and 0.64 < body < 0.72, (tails, body)
+
+
+def test_a_large_draw_does_not_repeat_itself(pg_backend, xp, float_dtype):
+    """A draw of 2**17 numbers (more than one chunk of a chunked library) repeats values only as
+    often as chance makes two floats equal: a lazy plugin that drew every chunk from the same seed
+    gave 131,044 distinct values of a 1000 x 1000 draw."""
+    n = 2**17
+    draw = pg_backend.random_generator(11).normal((n,), dtype=float_dtype)
+    s = xp.sort(draw)
+    repeats = int(xp.sum(xp.astype(s[1:] == s[:-1], xp.int32 if hasattr(xp, "int32") else s.dtype)))
+    assert repeats < n // 100, f"{repeats} of {n} values repeat the one before them once sorted"
 
 
 def test_pg_seed_makes_the_shared_generator_repeatable(pg_backend, float_dtype):
