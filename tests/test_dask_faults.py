@@ -392,3 +392,23 @@ def test_matmul_of_sizes_that_do_not_match_names_them():
         x, w = pg.Variable(pg.asarray(np.ones((2, 3)))), pg.Variable(pg.asarray(np.ones((4, 2))))
         with pytest.raises(ValueError, match=r"x1's last axis has 3 elements \(shape \(2, 3\)\), x2's second-to-last axis 4"):
             x @ w
+
+
+def test_a_lazy_backend_that_cannot_check_values_says_so_once(monkeypatch):
+    """A lazy plugin written before polygrad_check_lazily: bad labels gave a wrong loss with no
+    word (training.md promises an error). A RuntimeWarning names the backend, once."""
+    from polygrad.core import dispatch
+
+    backend = pg.get_backend("dask")
+    monkeypatch.setattr(backend, "check_lazily", lambda array, check: None)
+    monkeypatch.setattr(dispatch, "_UNCHECKED", set())
+    with pg.using_backend("dask"):
+        x = pg.Variable(pg.asarray(np.zeros((2, 3))))
+        t = pg.asarray(np.array([0, 5]))
+        with pytest.warns(RuntimeWarning, match="lazy backend 'dask' cannot check values.*debug mode"):
+            F.softmax_cross_entropy(x, t)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            F.softmax_cross_entropy(x, t)  # once

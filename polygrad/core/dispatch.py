@@ -12,6 +12,7 @@ facade ``polygrad.backends.Backend`` implements over the hooks.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, ContextManager, Protocol
 
 from polygrad.core import config
@@ -226,7 +227,17 @@ def checked_lazily(t: Any, check: Any) -> Any:
     if not backend.lazy:
         return t
     deferred = backend.check_lazily(t, check)
+    if deferred is None and backend.name not in _UNCHECKED:
+        _UNCHECKED.add(backend.name)  # (once per backend: the values are never read here)
+        warnings.warn(
+            f"polygrad: the lazy backend {backend.name!r} cannot check values where they are computed (its "
+            f"plugin has no polygrad_check_lazily hook): labels, ids and repeated item-assignment positions "
+            f"are checked only in debug mode (pg.debug_mode()), so a bad label gives a wrong loss without an "
+            f"error", RuntimeWarning, stacklevel=3)
     return t if deferred is None else deferred
+
+
+_UNCHECKED: set[str] = set()  # lazy backends already warned about (see checked_lazily)
 
 
 def describe(a: Any) -> str:
