@@ -595,11 +595,19 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     mask = _leading_mask(xp, key, tuple(x.shape))
     if mask is not None and (not is_array(v) or v.ndim == 0):  # x[x < 0] = 0: no sizes needed (dask knows none)
         return xp.where(mask, xp.astype(v, x.dtype) if is_array(v) else xp.asarray(v, dtype=x.dtype), x)
+    if _is_basic(key):  # no position written twice: v scattered into zeros, chosen where the key reaches
+        part = GETITEM.kernel(backend)(x, key=key)
+        shape = tuple(x.shape)
+        v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape)) if is_array(v) else xp.full(
+            tuple(part.shape), v, dtype=x.dtype)
+        written = _getitem_grad_kernel(xp, xp.ones_like(part), key, shape) != xp.zeros(shape, dtype=x.dtype)
+        return xp.where(written, _getitem_grad_kernel(xp, v, key, shape), x)
     return _built_setitem(xp, backend, x, v, key)
 
 
 def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
-    """``x`` with ``v`` at ``[key]``, built without writing into any array: each written element's
+    """``x`` with ``v`` at ``[key]`` for a key with index arrays or masks, built without writing
+    into any array: each written element's
     flat position is ``arange(size)[key]``; where a position is written more than once the last
     write (in the order of ``x[key]``'s elements) wins, as in numpy; the value is taken, never
     computed, so it is exact in every dtype (it was the mean of the repeated writes: 1.5 for 1
@@ -777,14 +785,16 @@ def _untouched_mask(g: Any, key: Any) -> Any:
 
 _REPEATED_POSITIONS = (
     "polygrad: setitem (x[key] = v) wrote some positions of x more than once (repeated indices), so which "
-    "value each keeps is up to the backend and v has no gradient there; use indices without repeats, or "
+    "value each keeps is up to the backend (numpy keeps the last, cupy any) and v has no gradient there; use "
+    "indices without repeats, or "
     "compute v's contribution with a scatter-add (the gradient of take)")
 
 
 def _refuse_repeated_positions(g: Any, key: Any) -> Any:
     """A ValueError where an index array of ``key`` writes one position twice: which value the
-    position keeps is the backend's choice (numpy keeps one, cupy an arbitrary one, an immutable
-    backend their mean), so the values' gradient is not defined. Returns the gradient to
+    position keeps is the backend's choice (numpy and polygrad's own item assignment on backends
+    without writes keep the last, cupy an arbitrary one), so the values' gradient is not defined
+    on every backend. Returns the gradient to
     compute with: ``g``, checked now where the counts may be read
     (:func:`~polygrad.core.dispatch.readable`); on a lazy backend outside debug mode, an
     array of g's values that is computed after the check (``polygrad_check_lazily``)."""
