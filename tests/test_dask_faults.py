@@ -412,3 +412,19 @@ def test_a_lazy_backend_that_cannot_check_values_says_so_once(monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             F.softmax_cross_entropy(x, t)  # once
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: pg.take(d, pg.asarray(np.array([0])), axis=2), lambda d: pg.take(d, pg.asarray(np.array([0])), axis=-3),
+    lambda d: pg.take_along_axis(d, pg.asarray(np.zeros((2, 1), dtype=np.int64)), axis=5),
+    lambda d: pg.sort(d, axis=3), lambda d: pg.argsort(d, axis=-4),
+], ids=["take", "take_negative", "take_along_axis", "sort", "argsort"])
+def test_an_axis_out_of_range_is_refused_at_the_call(call):
+    """dask's take wrapped axis=2 of a 2-D array around to axis 0 (and -3 to axis 1),
+    take_along_axis took axis=5 as axis 1: wrong values; sort failed with 'tuple index out of
+    range'. numpy refuses each."""
+    for name in ("numpy", "dask"):
+        with pg.using_backend(name):
+            d = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)))
+            with pytest.raises(ValueError, match="is out of bounds for an array of 2 dimensions"):
+                call(d)

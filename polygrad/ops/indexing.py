@@ -11,6 +11,7 @@ from polygrad.core.op import Op, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._dtypes import index_dtype
 from polygrad.ops._export import names, public
+from polygrad.ops.manipulation import axis_param
 
 
 def _take_grad_kernel(xp: Any, g: Any, indices: Any, axis: int, shape: tuple) -> Any:
@@ -73,7 +74,7 @@ TAKE = defvjp(Op("take", _take_kernel, shapes=True),
 
 @public
 def take(x, indices, /, *, axis=None):
-    return apply(TAKE, (x, indices), {"axis": axis})
+    return apply(TAKE, (x, indices), {"axis": axis_param(x, axis, "take", single=True)})
 
 
 TAKE_GRAD = defvjp(Op("take_grad", _take_grad_kernel),
@@ -93,7 +94,7 @@ TAKE_ALONG_AXIS = defvjp(Op("take_along_axis", shapes=True),
 
 @public
 def take_along_axis(x, indices, /, *, axis=-1):
-    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis})
+    return apply(TAKE_ALONG_AXIS, (x, indices), {"axis": axis_param(x, axis, "take_along_axis", single=True)})
 
 
 TAKE_ALONG_AXIS_GRAD = defvjp(Op("take_along_axis_grad", _take_along_axis_grad_kernel),

@@ -40,12 +40,13 @@ def _normalize_axes(axis: Any, ndim: int, fn: str = "") -> tuple[int, ...]:
     return axes
 
 
-def axis_param(x: Any, axis: Any, fn: str) -> Any:
-    """``axis`` as an op's parameter (a list as a tuple), a tuple checked here once, at the call:
-    a repeated or out-of-range axis raises on every backend (dask flipped ``axis=(0, 0)`` once,
-    and its reductions failed only when computed)."""
-    if isinstance(axis, (tuple, list)):
-        axis = tuple(axis)
+def axis_param(x: Any, axis: Any, fn: str, single: bool = False) -> Any:
+    """``axis`` as an op's parameter (a list as a tuple), a tuple (or, with ``single``, an int)
+    checked here once, at the call: a repeated or out-of-range axis raises on every backend (dask
+    flipped ``axis=(0, 0)`` once, its reductions failed only when computed, and its take wrapped
+    ``axis=2`` of a 2-D array around to axis 0)."""
+    if isinstance(axis, (tuple, list)) or (single and axis is not None):
+        axis = tuple(axis) if isinstance(axis, list) else axis
         ndim = getattr(x, "ndim", None)
         if ndim is not None:
             _normalize_axes(axis, ndim, fn)

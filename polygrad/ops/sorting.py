@@ -12,6 +12,7 @@ from typing import Any
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.ops._export import names, public
+from polygrad.ops.manipulation import axis_param
 
 
 def _sort_vjp(o: Any, g: Any, ans: Any, x: Any, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
@@ -26,7 +27,8 @@ SORT = defvjp(Op("sort"),
 
 @public
 def sort(x, /, *, axis=-1, descending=False, stable=True):
-    return apply(SORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
+    return apply(SORT, (x,), {"axis": axis_param(x, axis, "sort", single=True), "descending": descending,
+                              "stable": stable})
 
 
 ARGSORT = def_nograd(Op("argsort"))
@@ -34,7 +36,8 @@ ARGSORT = def_nograd(Op("argsort"))
 
 @public
 def argsort(x, /, *, axis=-1, descending=False, stable=True):
-    return apply(ARGSORT, (x,), {"axis": axis, "descending": descending, "stable": stable})
+    return apply(ARGSORT, (x,), {"axis": axis_param(x, axis, "argsort", single=True), "descending": descending,
+                                 "stable": stable})
 
 
 __all__ = names(__name__)  # the public functions declared above
