@@ -28,6 +28,7 @@ The user API over it is :mod:`polygrad.backends`.
 from __future__ import annotations
 
 import difflib
+import functools
 
 import importlib.metadata
 import sys
@@ -387,22 +388,56 @@ def _addons(pm: pluggy.PluginManager) -> list[tuple[Any, str]]:
     polygrad 0.1 every plugin was asked about every backend, so a backend's hooks could live
     in two plugin objects (a second entry point of its distribution, an add-on giving kernels);
     since f7b8aa9 only the declaring plugin was asked, and such hooks were dropped without a
-    word (a lazy backend's pg.compute returned uncomputed arrays). They are asked again, after
-    the declaring plugin, with a DeprecationWarning. A plugin that declares backends is asked
-    only about its own."""
+    word (a lazy backend's pg.compute returned uncomputed arrays). Their hooks that take
+    ``backend`` (0.1's form: they answer None for names that are not theirs) are asked again,
+    after the declaring plugin, each switched off with a warning where it raises; a
+    PluginWarning says the form is deprecated. A plugin that declares backends is asked only
+    about its own."""
     declaring = {id(impl.plugin) for impl in pm.hook.polygrad_backend_info.get_hookimpls()}
-    implementing = {id(impl.plugin) for caller in vars(pm.hook).values() if isinstance(caller, pluggy.HookCaller)
-                    for impl in caller.get_hookimpls()}  # (by id: a plugin object may be unhashable)
-    found = [(plugin, name) for name, plugin in pm.list_name_plugin()
-             if plugin is not None and id(plugin) in implementing and id(plugin) not in declaring]
-    if found:
-        warnings.warn(
-            f"polygrad: {' and '.join(_origin(pm, p) for p, _ in found)} "
-            f"{'implements' if len(found) == 1 else 'implement'} polygrad hooks but "
-            f"{'declares' if len(found) == 1 else 'declare'} no backend; as in polygrad 0.1 they are asked about every backend, after the plugin that declares it. "
-            f"This form is deprecated: implement a backend's hooks in the plugin object whose "
-            f"polygrad_backend_info declares it", DeprecationWarning, stacklevel=5)
+    hooks: dict[int, list] = {}  # (by id: a plugin object may be unhashable)
+    for caller in vars(pm.hook).values():
+        if isinstance(caller, pluggy.HookCaller):
+            for impl in caller.get_hookimpls():
+                if id(impl.plugin) not in declaring:
+                    hooks.setdefault(id(impl.plugin), []).append((caller.name, impl))
+    found = []
+    for name, plugin in pm.list_name_plugin():
+        if plugin is None or id(plugin) not in hooks:
+            continue
+        origin = _origin(pm, plugin)
+        kept = [(hook, impl) for hook, impl in hooks[id(plugin)] if "backend" in impl.argnames]
+        dropped = sorted(hook for hook, impl in hooks[id(plugin)] if "backend" not in impl.argnames)
+        _warn(f"polygrad: {origin} implements polygrad hooks but declares no backend (deprecated: implement a "
+              f"backend's hooks in the plugin object whose polygrad_backend_info declares it); as in polygrad 0.1 "
+              f"its hooks that take `backend` are asked about every backend, after the plugin that declares it"
+              + (f"; {', '.join(dropped)} take no `backend` and are not asked" if dropped else ""))
+        if kept:
+            found.append((_AddOn(origin, kept), name))
     return found
+
+
+class _AddOn:
+    """The hooks of an add-on plugin (see :func:`_addons`) that take ``backend``; one that raises
+    is a PluginWarning naming the plugin, and answers None (the declaring plugin's or polygrad's
+    default answer stands), so that an add-on never breaks a backend it does not provide."""
+
+    def __init__(self, origin: str, hooks: list) -> None:
+        for hook, impl in hooks:
+            setattr(self, hook, self._guarded(origin, hook, impl.function, impl.argnames.index("backend")))
+
+    @staticmethod
+    def _guarded(origin: str, hook: str, fn: Callable, at: int) -> Callable:
+        @functools.wraps(fn)  # (the hookimpl marker and the argument names pluggy reads)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                backend = args[at] if at < len(args) else kwargs.get("backend")
+                _warn(f"polygrad: {origin} (an add-on: it declares no backend) raised in {hook} for backend "
+                      f"{backend!r} and is ignored there: {type(exc).__name__}: {exc}")
+                return None
+
+        return call
 
 
 def _declarations(pm: pluggy.PluginManager) -> dict[str, list[tuple[Any, BackendInfo]]]:

@@ -225,10 +225,37 @@ def test_hooks_of_a_backend_split_over_two_plugin_objects_are_asked_with_a_depre
     plugin, with a DeprecationWarning naming the plugin; a declaring plugin still answers first."""
     pg.register_plugin(Guarded("guarded"), name="guarded-plugin")
     pg.register_plugin(_SplitHalf(), name="guarded-extras")
-    with pytest.warns(DeprecationWarning, match=r"plugin 'guarded-extras'.*declares no backend"):
+    with pytest.warns(hookspecs.PluginWarning, match=r"plugin 'guarded-extras'.*declares no backend \(deprecated"):
         stats = pg.get_backend("guarded").memory_stats()
     assert stats == {"used": 7}
     assert pg.get_backend("numpy").memory_stats() is None  # (its name guard answers None there)
+
+
+class _RaisingAddOn:
+    @hookimpl
+    def polygrad_memory_stats(self, backend):
+        raise RuntimeError("add-on bug")
+
+
+class _GuardFreeAddOn:
+    @hookimpl
+    def polygrad_memory_stats(self):
+        return {"used": 123}
+
+
+def test_an_add_on_never_breaks_or_answers_for_a_backend_it_does_not_guard(registry_state):
+    """Review of the add-on relay: an add-on that raises broke numpy's memory_stats (with no
+    name), and one whose hooks take no `backend` answered for every backend. The first is a
+    warning naming it (the default answers), the second is not asked, and the warning says so."""
+    pg.register_plugin(_RaisingAddOn(), name="raising-add-on")
+    pg.register_plugin(_GuardFreeAddOn(), name="guard-free-add-on")
+    with pytest.warns(hookspecs.PluginWarning) as caught:
+        stats = pg.get_backend("numpy").memory_stats()
+    assert stats is None
+    texts = [str(w.message) for w in caught]
+    assert any("'raising-add-on'" in t and "raised in polygrad_memory_stats for backend 'numpy'" in t for t in texts)
+    assert any("'guard-free-add-on'" in t and "polygrad_memory_stats take no `backend` and are not asked" in t
+               for t in texts)
 
 
 def test_latest_plugin_registered_by_hand_provides_a_name_declared_twice(registry_state):
