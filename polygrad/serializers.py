@@ -316,9 +316,10 @@ def _npz_backend() -> Any:
             return b
     names = backends()
     if "numpy" in names and names["numpy"].usable:  # installed, but older than its npz hooks
-        raise RuntimeError("polygrad: saving and loading .npz files needs the numpy plugin's polygrad_save_npz and "
-                           "polygrad_load_npz hooks, which the installed polygrad-numpy predates: upgrade it "
-                           "(pip install -U polygrad-numpy)")
+        raise RuntimeError(f"polygrad: saving and loading .npz files needs the polygrad_save_npz and "
+                           f"polygrad_load_npz hooks of the plugin providing the numpy backend "
+                           f"({get_backend('numpy').origin}), which has none: a polygrad-numpy older than those hooks; "
+                           f"upgrade it (pip install -U polygrad-numpy)")
     raise RuntimeError("polygrad: saving and loading .npz files needs the numpy backend (pip install polygrad-numpy)")
 
 

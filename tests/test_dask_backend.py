@@ -497,3 +497,14 @@ def test_in_place_with_scalars_on_unknown_sizes_works():
     y *= 2.0
     y += y
     np.testing.assert_array_equal(pg.compute(y)[0], [4.0, 8.0, 12.0, 16.0])
+
+
+def test_a_draw_across_chunks_does_not_repeat_its_chunks():
+    """The conformance suite's large draw is one chunk on dask: here a draw of 16 chunks, whose
+    chunks must not be the same numbers (a plugin that seeded each chunk alike passed it)."""
+    gen = pg.get_backend("dask").random_generator(3)
+    for kind in ("normal", "uniform"):
+        draw = np.asarray(getattr(gen, kind)((16 * 4096,), dtype=np.float64, chunks=4096))
+        blocks = draw.reshape(16, 4096)
+        assert len({b.tobytes() for b in blocks}) == 16
+        assert len(np.unique(draw)) == draw.size

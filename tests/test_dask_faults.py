@@ -336,8 +336,10 @@ def test_ctrl_c_leaves_loaded_statistics_and_a_refused_nan_update_restores_finit
     np.testing.assert_array_equal(pg.compute(model[1].avg_mean)[0], good)
 
 
-@pytest.mark.parametrize("key", [True, 1.0, np.float64(1), np.bool_(True), np.float32(1), "a", np.array([0.5])],
-                         ids=["bool", "float", "np_float64", "np_bool", "np_float32", "str", "float_array"])
+@pytest.mark.parametrize("key", [True, 1.0, np.float64(1), np.bool_(True), np.float32(1), "a", np.array([0.5]),
+                                 [0.0, 1.0], slice(0.0, 2.0), slice(None, None, 2.0)],
+                         ids=["bool", "float", "np_float64", "np_bool", "np_float32", "str", "float_array",
+                              "float_list", "float_bounds", "float_step"])
 def test_a_bool_or_float_scalar_index_is_refused(key):
     """dask reads True as 1 and 1.0 as 1: h[True] gave h[1] (numpy's is h[None]), h[1.0] and
     g[1.0] = 7 were taken (numpy refuses floats); a string or a float index array failed inside
@@ -392,6 +394,9 @@ def test_matmul_of_sizes_that_do_not_match_names_them():
         x, w = pg.Variable(pg.asarray(np.ones((2, 3)))), pg.Variable(pg.asarray(np.ones((4, 2))))
         with pytest.raises(ValueError, match=r"x1's last axis has 3 elements \(shape \(2, 3\)\), x2's second-to-last axis 4"):
             x @ w
+        a, b = pg.Variable(pg.asarray(np.ones((5, 2, 3)))), pg.Variable(pg.asarray(np.ones((4, 3, 4))))
+        with pytest.raises(ValueError, match=r"the batch shapes \(5,\) and \(4,\) .* do not broadcast"):
+            a @ b
 
 
 def test_a_lazy_backend_that_cannot_check_values_says_so_once(monkeypatch):

@@ -332,7 +332,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unused = [e for e in active if e not in used]
     if unused and not state.depth:  # entries for the in-depth cases match nothing without --polygrad-depth
         depth_ids = _depth_ids({_xfails.short_id(i.nodeid).split("[", 1)[0] for i in ours})
-        unused = [e for e in unused if not any(e.matches(d) for d in depth_ids)]
+        unused = [e for e in unused if not any(e.matches(d) or e.matches_as_before(d) for d in depth_ids)]
     for entry in unused:
         warnings.warn(
             pytest.PytestWarning(

@@ -245,9 +245,14 @@ def getitem(x, key):
     import numpy as np
 
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
-        if isinstance(k, (bool, float, complex, str, np.bool_, np.floating, np.complexfloating)) or (
-                _is_index_array(k) and not ("int" in str(k.dtype) or "bool" in str(k.dtype))):
-            what = f"an array of dtype {k.dtype}" if _is_index_array(k) else f"{k!r} ({type(k).__name__})"
+        scalar = isinstance(k, (bool, float, complex, str, np.generic))
+        if (scalar and not isinstance(k, np.integer)) or (
+                not scalar and _is_index_array(k) and not ("int" in str(k.dtype) or "bool" in str(k.dtype))) or (
+                isinstance(k, list) and not all(isinstance(i, (int, np.integer)) for i in k)) or (
+                isinstance(k, slice) and not all(b is None or isinstance(b, (int, np.integer)) and not isinstance(b, bool)
+                                                 for b in (k.start, k.stop, k.step))):
+            what = (f"an array of dtype {k.dtype}" if not scalar and _is_index_array(k) else
+                    f"{k!r} ({type(k).__name__})")
             raise IndexError(
                 f"polygrad (dask): {what} is not an index: only integers, slices, "
                 f"Ellipsis, None and integer or boolean arrays are" + (
@@ -456,6 +461,11 @@ def _kernels():
             if isinstance(n1, int) and isinstance(n2, int) and n1 != n2:
                 raise ValueError(f"polygrad-dask: matmul: x1's last axis has {n1} elements (shape {tuple(x1.shape)}), "
                                  f"x2's {'second-to-last' if x2.ndim > 1 else 'only'} axis {n2} (shape {tuple(x2.shape)})")
+            b1, b2 = tuple(x1.shape[:-2]), tuple(x2.shape[:-2])
+            for a, b in zip(b1[::-1], b2[::-1]):
+                if isinstance(a, int) and isinstance(b, int) and a != b and 1 not in (a, b):
+                    raise ValueError(f"polygrad-dask: matmul: the batch shapes {b1} and {b2} (of {tuple(x1.shape)} "
+                                     f"and {tuple(x2.shape)}) do not broadcast")
         return xp.matmul(x1, x2)
 
     return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem,
