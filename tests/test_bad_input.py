@@ -368,13 +368,36 @@ def test_a_draw_with_parameters_outside_their_range_is_refused(backend, call, me
     (lambda xp: xp.asarray([1, "a"]), r"asarray: \[1, 'a'\] makes an array of dtype <U21"),
     (lambda xp: xp.full((2,), "a"), "full: fill_value must be a number, got 'a'"),
     (lambda xp: xp.full_like(xp.asarray([1.0]), None), "full_like: fill_value must be a number, got None"),
-], ids=["asarray_none", "asarray_text", "full_text", "full_like_none"])
+    (lambda xp: xp.full((2,), np.array("a")), r"full: array\('a', dtype='<U1'\) makes an array of dtype <U1"),
+    (lambda xp: xp.full((2,), __import__("decimal").Decimal(1)), "full: Decimal.* makes an array of dtype object"),
+], ids=["asarray_none", "asarray_text", "full_text", "full_like_none", "full_0d_text", "full_decimal"])
 def test_arrays_of_dtypes_outside_the_standard_are_refused_where_made(call, message):
-    """numpy made object and string arrays (Variables of them failed later, deep inside some op)."""
+    """numpy made object and string arrays (Variables of them failed later, deep inside some op),
+    and NaN of full_like(x, None)."""
     import polygrad.array_api as xp
 
     with pytest.raises(TypeError, match=message):
         call(xp)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_fill_value_that_does_not_fit_the_dtype_is_refused(backend):
+    """x.fill_(1j) of a float array gave zeros with numpy's ComplexWarning; an int8 fill_(300) on
+    dask failed only when computed (as x[key] = number did). A 0-d Variable fills as before."""
+    import polygrad.array_api as xp
+
+    with pg.using_backend(backend):
+        a = pg.Variable(pg.asarray([1.0, 2.0]), requires_grad=False)
+        with pytest.raises(TypeError, match="full_like with fill_value=1j: a complex value"):
+            a.fill_(1j)
+        i = pg.Variable(pg.asarray(np.array([1, 2], dtype=np.int8)), requires_grad=False)
+        with pytest.raises(OverflowError, match="300 is out of the range of dtype int8"):
+            i.fill_(300)
+        with pytest.raises(TypeError, match="full with fill_value=1j"):
+            xp.full((2,), 1j, dtype=xp.float64)
+        assert (a.version, i.version) == (0, 0)
+        three = xp.full((2,), pg.Variable(pg.asarray(3.0), requires_grad=False))
+        np.testing.assert_array_equal(np.asarray(pg.to_backend(three, "numpy").data), [3.0, 3.0])
 
 
 @pytest.mark.parametrize("backend", ["numpy", "dask"])

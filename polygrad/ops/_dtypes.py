@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["default_dtypes", "dtype_named", "index_dtype", "positions"]
+__all__ = ["check_number_fits", "default_dtypes", "dtype_named", "index_dtype", "positions"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -63,3 +63,18 @@ def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
         declared = {}
     raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
                     f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
+
+
+def check_number_fits(xp: Any, dtype: Any, value: Any, what: str) -> None:
+    """numpy's refusals of a Python number put into an array of ``dtype``, on every backend (dask
+    kept the real part of a complex value, and took an int out of the dtype's range, failing
+    only when computed): a complex value into a dtype that is not complex, an int out of an
+    integer dtype's range. ``what`` names the operation for the message."""
+    if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
+        raise TypeError(f"polygrad: {what}: a complex value ({value!r}) cannot be put into an array of dtype {dtype} "
+                        f"(its imaginary part would be lost)")
+    if isinstance(value, int) and not isinstance(value, bool) and xp.isdtype(dtype, "integral"):
+        info = xp.iinfo(dtype)
+        if not int(info.min) <= value <= int(info.max):
+            raise OverflowError(f"polygrad: {what}: {value} is out of the range of dtype {dtype} "
+                                f"[{int(info.min)}, {int(info.max)}]")

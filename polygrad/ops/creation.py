@@ -11,7 +11,6 @@ a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 
 from __future__ import annotations
 
-import numbers
 import operator
 from typing import Any
 
@@ -19,6 +18,7 @@ from polygrad.core.dispatch import backend_of_type, current_backend, has_namespa
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import check_number_fits
 from polygrad.ops._export import names, public
 from polygrad.ops.manipulation import broadcast_to, reshape, stack
 from polygrad.ops.elementwise import cast_grad
@@ -77,16 +77,33 @@ def ones(shape, *, dtype=None, device=None):
 FULL = def_nograd(Op("full"))
 
 
-def _check_fill(fill_value: Any, fn: str) -> None:
-    """The standard's fill values are Python numbers (numpy made string and object arrays of others)."""
-    if not isinstance(fill_value, numbers.Number) and not (is_array(fill_value) and getattr(fill_value, "ndim", 1) == 0):
+def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
+    """A Python number that does not fit ``dtype`` (given, or the array's) of namespace ``xp``:
+    refused as in item assignment (numpy dropped a complex value's imaginary part with a
+    warning; dask took an int out of range and failed when computed)."""
+    if fill_value is None or isinstance(fill_value, (str, bytes)):  # (numpy: NaN of None, text arrays)
         raise TypeError(f"polygrad.{fn}: fill_value must be a number, got {fill_value!r}")
+    if dtype is not None and xp is not None and isinstance(fill_value, (int, complex)) and not isinstance(
+            fill_value, bool):
+        check_number_fits(xp, dtype, fill_value, f"{fn} with fill_value={fill_value!r}")
+
+
+def _made(out: Any, what: Any, fn: str) -> Any:
+    """``out``, refused where its dtype is none of the standard's: numpy makes object and string
+    arrays of None, text, Decimal... (no op of the standard takes them; such Variables failed
+    later, deep inside some op)."""
+    data = out._data if isinstance(out, Variable) else out
+    if has_namespace(data) and not _standard_dtype(backend_of_type(type(data)).xp, data.dtype):
+        raise TypeError(f"polygrad.{fn}: {what!r} makes an array of dtype {data.dtype}, which is not one of the "
+                        f"standard's (bool, integer, floating or complex)")
+    return out
 
 
 @public(creates=True)
 def full(shape, fill_value, *, dtype=None, device=None):
-    _check_fill(fill_value, "full")
-    return apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device})
+    _check_fill(fill_value, dtype, current_backend().xp, "full")
+    return _made(apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device}),
+                 fill_value, "full")
 
 
 EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, device=None:
@@ -186,16 +203,24 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         from polygrad.backends import to_backend
 
         obj = to_backend(obj, current_backend().name)
-    out = apply(ASARRAY, (), {"obj": obj, "dtype": dtype, "device": device, "copy": copy})
-    data = out._data if isinstance(out, Variable) else out
-    if has_namespace(data) and not _standard_dtype(backend_of_type(type(data)).xp, data.dtype):
-        # numpy makes object and string arrays of None or text: no op of the standard takes them
-        raise TypeError(f"polygrad.asarray: {obj!r} makes an array of dtype {data.dtype}, which is not one of the "
-                        f"standard's (bool, integer, floating or complex)")
-    return out
+    return _made(apply(ASARRAY, (), {"obj": obj, "dtype": dtype, "device": device, "copy": copy}), obj, "asarray")
+
+
+_STANDARD: dict = {}  # (id(xp), dtype) -> whether the standard has it (asked once: xp.isdtype is slow)
 
 
 def _standard_dtype(xp: Any, dtype: Any) -> bool:
+    try:
+        return _STANDARD[(id(xp), dtype)]
+    except KeyError:
+        pass
+    except TypeError:  # a dtype that is not hashable
+        return _isdtype_standard(xp, dtype)
+    known = _STANDARD[(id(xp), dtype)] = _isdtype_standard(xp, dtype)
+    return known
+
+
+def _isdtype_standard(xp: Any, dtype: Any) -> bool:
     try:
         return bool(xp.isdtype(dtype, ("bool", "numeric")))
     except (TypeError, ValueError):
@@ -215,8 +240,11 @@ FULL_LIKE = def_nograd(Op("full_like"))
 
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
-    _check_fill(fill_value, "full_like")
-    return apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device})
+    data = x._data if isinstance(x, Variable) else x
+    if has_namespace(data):
+        _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, "full_like")
+    return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value,
+                 "full_like")
 
 
 TRIL = def_linear(Op("tril"))

@@ -15,7 +15,7 @@ from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, _same_shape
 from polygrad.ops.elementwise import cast_grad
-from polygrad.ops._dtypes import index_dtype
+from polygrad.ops._dtypes import check_number_fits, index_dtype
 from polygrad.ops._export import names, public
 
 
@@ -704,22 +704,10 @@ def setitem(x, key, value):
 
 
 def _check_scalar_fits(x: Any, value: Any) -> None:
-    """numpy's refusals of a Python number written into an array, on every backend: dask kept
-    the real part of a complex value and took an int out of the dtype's range (failing later,
-    at compute)."""
+    """:func:`~polygrad.ops._dtypes.check_number_fits` of ``x[key] = value``."""
     data = x._data if isinstance(x, Variable) else x
-    if not has_namespace(data):
-        return
-    xp = backend_of_type(type(data)).xp
-    dtype = data.dtype
-    if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
-        raise TypeError(f"polygrad: x[key] = {value!r}: a complex value cannot be written into an array of dtype "
-                        f"{dtype} (its imaginary part would be lost)")
-    if isinstance(value, int) and xp.isdtype(dtype, "integral"):
-        info = xp.iinfo(dtype)
-        if not int(info.min) <= value <= int(info.max):
-            raise OverflowError(f"polygrad: x[key] = {value}: out of the range of dtype {dtype} "
-                                f"[{int(info.min)}, {int(info.max)}]")
+    if has_namespace(data):
+        check_number_fits(backend_of_type(type(data)).xp, data.dtype, value, "x[key] = value")
 
 
 def _setitem_at_kernel(xp: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
