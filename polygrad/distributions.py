@@ -115,9 +115,16 @@ class Categorical(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         probs = _data(self.probs)
-        if self.validate_args:  # (a negative probability drew from a wrong distribution)
-            probs = check_values(probs, _negative_or_nan, "Categorical: probs must be non-negative",
+        if self.validate_args:  # (a negative probability drew from a wrong distribution, a row of zeros
+            # or an infinite one always the first index)
+            probs = check_values(probs, _not_a_weight, "Categorical: probs must be finite and non-negative",
                                  "polygrad.distributions")
+            sums = _data(sum(probs, axis=-1))
+            checked = check_values(sums, lambda xp, v: v <= 0, "Categorical: each row of probs must have a positive sum",
+                                   "polygrad.distributions")
+            if checked is not sums:  # a lazy backend: probs computed once the sums are checked
+                xp = self._backend().xp
+                probs = xp.where(xp.expand_dims(checked, axis=-1) > 0, probs, probs)
         xp = self._backend().xp
         cum = xp.cumulative_sum(probs, axis=-1)
         u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
@@ -155,6 +162,8 @@ class Normal(Distribution):
                     raise ValueError(f"polygrad.distributions.Normal: std must be non-negative, got {s!r}")
             else:
                 s = check_values(s, _negative_or_nan, "Normal: std must be non-negative", "polygrad.distributions")
+            if type(m) not in (int, float):  # (a NaN mean drew NaN)
+                m = check_values(m, lambda xp, v: xp.isnan(v), "Normal: mean must not be NaN", "polygrad.distributions")
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
         batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
@@ -174,6 +183,10 @@ def _outside_unit(xp: Any, v: Any) -> Any:
 
 def _negative_or_nan(xp: Any, v: Any) -> Any:
     return xp.logical_not(v >= 0)
+
+
+def _not_a_weight(xp: Any, v: Any) -> Any:
+    return xp.logical_not(xp.logical_and(v >= 0, xp.isfinite(v)))
 
 
 def _sample_shape(d: Distribution, sample_shape: Any) -> tuple:

@@ -350,11 +350,15 @@ def test_reciprocal_of_integers_is_refused():
 @pytest.mark.parametrize("call, message", [
     (lambda: pg.functions.bernoulli(pg.Variable(pg.asarray([0.5, 1.5]))), r"Bernoulli: p must be in \[0, 1\], got 1.5"),
     (lambda: pg.functions.bernoulli(pg.Variable(pg.asarray([0.5, float("nan")]))), r"p must be in \[0, 1\], got nan"),
-    (lambda: pg.functions.categorical(pg.Variable(pg.asarray([[-0.5, 1.5]]))), "probs must be non-negative, got -0.5"),
+    (lambda: pg.functions.categorical(pg.Variable(pg.asarray([[-0.5, 1.5]]))), "probs must be finite and non-negative, got -0.5"),
     (lambda: pg.functions.normal(pg.Variable(pg.asarray([0.0, 0.0])), pg.Variable(pg.asarray([-1.0, 1.0]))),
      "std must be non-negative, got -1.0"),
     (lambda: pg.distributions.Normal(0.0, -1.0).sample(), "std must be non-negative, got -1.0"),
-], ids=["p_above_1", "p_nan", "negative_prob", "negative_std", "negative_std_number"])
+    (lambda: pg.functions.categorical(pg.Variable(pg.asarray([[0.0, 0.0, 0.0]]))), "each row of probs must have a positive sum"),
+    (lambda: pg.functions.categorical(pg.Variable(pg.asarray([[float("inf"), 1.0]]))), "probs must be finite and non-negative"),
+    (lambda: pg.functions.normal(pg.Variable(pg.asarray([float("nan")])), pg.Variable(pg.asarray([1.0]))),
+     "mean must not be NaN"),
+], ids=["p_above_1", "p_nan", "negative_prob", "negative_std", "negative_std_number", "zero_row", "inf_prob", "nan_mean"])
 def test_a_draw_with_parameters_outside_their_range_is_refused(backend, call, message):
     """F.bernoulli of p = 1.5 drew 1 always (of NaN, 0), a negative probability or std drew from
     no distribution: refused as torch.distributions refuses them (on dask where computed)."""

@@ -277,6 +277,13 @@ def test_a_function_keeps_a_bounded_number_of_programs():
     assert f.profile.n_compiles == n
     assert float(f(np.arange(1.0))) == 0.0  # the oldest: dropped, compiled again
     assert f.profile.n_compiles == n + 1 and len(f._programs) == MAX_PROGRAMS
+    # the least recently used goes: a shape used at every step stays while others come and go
+    for size in range(100, 100 + n):
+        f(np.arange(5.0))
+        f(np.arange(float(size)))
+    before = f.profile.n_compiles
+    f(np.arange(5.0))
+    assert f.profile.n_compiles == before
 
 
 def test_profile_counts_calls_and_compilations():

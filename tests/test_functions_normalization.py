@@ -179,3 +179,12 @@ def test_a_running_statistic_that_does_not_fit_changes_neither():
         F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
     np.testing.assert_array_equal(rm, np.zeros(3))
     np.testing.assert_array_equal(rv, np.ones(5))
+
+
+def test_running_statistics_of_shape_1_c_are_updated_as_before():
+    """The check above must not refuse (1, C) statistics for (C,) ones, which broadcast to their
+    own shape (they were updated before it)."""
+    rm, rv = np.zeros((1, 3)), np.ones((1, 3))
+    x = np.arange(12.0).reshape(4, 3)
+    F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
+    np.testing.assert_allclose(rm, 0.1 * x.mean(axis=0, keepdims=True))

@@ -93,9 +93,17 @@ def test_pooling_rejects_a_ksize_that_is_not_a_pair(xp):
     (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), stride=0), "convolution_2d: stride must be at least 1"),
     (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), pad=-1), "convolution_2d: pad must be at least 0"),
     (lambda x: F.max_pooling_2d(x, (2.5, 2)), r"ksize must be an int or a pair of ints, got \(2.5, 2\)"),
-], ids=["ksize_0", "stride_0", "stride_pair_0", "pad_negative", "conv_stride_0", "conv_pad_negative", "float"])
+    (lambda x: F.max_pooling_2d(x, (2, True)), r"ksize must be an int or a pair of ints, got \(2, True\)"),
+], ids=["ksize_0", "stride_0", "stride_pair_0", "pad_negative", "conv_stride_0", "conv_pad_negative", "float", "bool"])
 def test_window_geometry_out_of_range_is_refused(call, message):
     """A stride or window of 0 was a bare ZeroDivisionError; a negative pad went on to an error
     from getitem_grad; a float size was truncated."""
     with pytest.raises(ValueError, match=message):
         call(np.zeros((1, 1, 4, 4)))
+
+
+def test_numpy_integers_are_window_sizes():
+    """stride=np.int64(2) was refused ("must be an int or a pair of ints"); Chainer takes it."""
+    x = np.zeros((1, 1, 4, 4))
+    assert F.max_pooling_2d(x, 2, stride=np.int64(2)).shape == (1, 1, 2, 2)
+    assert F.average_pooling_2d(x, (np.int32(2), 2)).shape == (1, 1, 2, 2)

@@ -17,7 +17,7 @@ __all__ = ["function", "CompiledFunction", "ProfileStats", "UnusedInputError"]
 #: Theano's modes that mean something here: the optimizations of the program (None: FAST_RUN).
 MODES = (None, "FAST_RUN", "FAST_COMPILE")
 #: programs a compiled function keeps, one per combination of argument types, shapes and dtypes;
-#: past this, the oldest is dropped (and compiled again if those shapes come back)
+#: past this, the least recently used is dropped (and compiled again if those shapes come back)
 MAX_PROGRAMS = 32
 ON_UNUSED_INPUT = (None, "raise", "warn", "ignore")
 
@@ -411,12 +411,15 @@ class CompiledFunction:
         :data:`MAX_PROGRAMS` of them (one per batch size of a loop over lengths grew without
         bound, each program holding constants of its shapes)."""
         key = _signature(values)
+        programs = self._programs
         try:
-            program = self._programs.get(key)
+            program = programs.pop(key, None)
         except TypeError:  # a dtype that is not hashable: by its name
             key = _signature(values, by_name=True)
-            program = self._programs.get(key)
-        if program is None or again:
+            program = programs.pop(key, None)
+        if program is not None and not again:
+            programs[key] = program  # the most recently used last: the least recently used goes first
+        else:
             start = time.perf_counter()
             targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
             syms = [inp.variable._data for inp in self.inputs]
@@ -428,9 +431,7 @@ class CompiledFunction:
                     f"{_who(self.name)}: the shape of "
                     f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
                     f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
-            programs = self._programs
-            programs.pop(key, None)
-            while len(programs) >= MAX_PROGRAMS:  # the oldest first (dicts keep insertion order)
+            while len(programs) >= MAX_PROGRAMS:  # the least recently used first (dicts keep insertion order)
                 del programs[next(iter(programs))]
             programs[key] = program
             if self.profile is not None:

@@ -102,8 +102,8 @@ class Node:
         raise NotImplementedError
 
     def _release(self, by: Any = True) -> None:
-        """Free what backward needed (after a backward without ``retain_graph``); ``by`` is the
-        backward pass that did (what a later backward names if that pass failed)."""
+        """Free what backward needed (after a backward without ``retain_graph``); ``by`` is how
+        the pass that did ended (an ``_Outcome``: what a later backward names if it failed)."""
         self._freed = by
 
     def _protect_saved(self, array: Any, copy: bool) -> None:

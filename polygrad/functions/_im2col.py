@@ -19,8 +19,13 @@ def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
     """``k`` or ``(kh, kw)`` as a pair of ints, each at least 1 (at least 0 for ``pad``): a
     stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry."""
     try:
-        a, b = (v, v) if isinstance(v, int) else v
-        a, b = operator.index(a), operator.index(b)
+        try:
+            a = b = operator.index(v)  # an int, NumPy's too
+        except TypeError:
+            a, b = v
+            a, b = operator.index(a), operator.index(b)
+        if any(isinstance(n, bool) for n in ((v,) if not hasattr(v, "__len__") else tuple(v))):
+            raise TypeError
     except (TypeError, ValueError):
         raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
     least = 0 if what == "pad" else 1

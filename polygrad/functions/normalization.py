@@ -69,12 +69,18 @@ def _running_update(target: Any, stat: Any, decay: float, name: str) -> tuple[An
             f"polygrad.functions.batch_normalization: running statistics on backend {backend.name!r} cannot be "
             "updated in place; use L.BatchNormalization, which rebinds them"
         )
-    if tuple(data.shape) != tuple(stat.shape) or backend_of_type(type(stat)) is not backend:
+    new = None
+    if backend_of_type(type(stat)) is backend:
+        try:
+            new = running_average(data, stat, decay)
+        except ValueError:  # (shapes that do not broadcast)
+            pass
+    if new is None or tuple(new.shape) != tuple(data.shape):  # ((1, C) for (C,) is taken, as before)
         raise ValueError(
             f"polygrad.functions.batch_normalization: {name} (shape {tuple(data.shape)}, backend "
             f"{backend.name!r}) does not fit the batch statistic (shape {tuple(stat.shape)}, backend "
             f"{backend_of_type(type(stat)).name!r}); neither running statistic was changed")
-    return data, running_average(data, stat, decay)
+    return data, new
 
 
 def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var=None, decay=0.9):

@@ -40,7 +40,9 @@ def count(n: Any, what: str, fn: str, least: int = 0) -> int:
         value = operator.index(n)
     except TypeError:
         raise TypeError(f"polygrad.{fn}: {what} must be an int, got {n!r}") from None
-    if value < least or isinstance(n, bool):
+    if isinstance(n, bool):
+        raise TypeError(f"polygrad.{fn}: {what} must be an int, got the bool {n!r}")
+    if value < least:
         raise ValueError(f"polygrad.{fn}: {what} must be an int of at least {least}, got {n!r}")
     return value
 

@@ -167,12 +167,29 @@ RECIPROCAL = defvjp(_row("reciprocal"),
 @public
 def reciprocal(x, /):
     data = x._data if isinstance(x, Variable) else x
-    if has_namespace(data) and not backend_of_type(type(data)).xp.isdtype(
-            data.dtype, ("real floating", "complex floating")):
+    dtype = type(data) if type(data) in (bool, int) else getattr(data, "dtype", None)
+    if dtype is not None and not _FLOATING.get(dtype) and not _floating_dtype(data, dtype):
         # numpy's reciprocal of integers is an integer division (reciprocal([1, 2]) is [1, 0])
-        raise TypeError(f"polygrad.reciprocal: x must have a floating dtype (the standard's), got {data.dtype}; "
-                        f"use 1 / x or pg.astype(x, ...) first")
+        raise TypeError(f"polygrad.reciprocal: x must have a floating dtype (the standard's), got "
+                        f"{getattr(dtype, '__name__', dtype)}; use 1 / x or pg.astype(x, ...) first")
     return apply(RECIPROCAL, (x,))
+
+
+_FLOATING: dict = {}  # dtype -> whether it is a floating one (asked once per dtype)
+
+
+def _floating_dtype(data: Any, dtype: Any) -> bool:
+    if dtype in (bool, int):
+        return False
+    if has_namespace(data):
+        known = bool(backend_of_type(type(data)).xp.isdtype(dtype, ("real floating", "complex floating")))
+    else:  # a symbolic array names its dtype
+        known = not str(dtype).startswith(("int", "uint", "bool"))
+    try:
+        _FLOATING[dtype] = known
+    except TypeError:  # (a dtype that is not hashable)
+        pass
+    return known
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))

@@ -280,7 +280,8 @@ OUTER = defvjp(Op("linalg_outer"),
 @public(ext="linalg")
 def outer(x1, x2, /):
     for name, v in (("x1", x1), ("x2", x2)):  # numpy flattens other ranks (and the gradient then failed)
-        if getattr(v, "ndim", 0) != 1:
+        ndim = getattr(v, "ndim", 0 if isinstance(v, (int, float, complex)) else 1)  # (a list: apply's message)
+        if ndim != 1:
             raise ValueError(f"polygrad.linalg.outer: {name} must be 1-D (the standard's outer product of two "
                              f"vectors), got shape {tuple(getattr(v, 'shape', ()))}")
     return apply(OUTER, (x1, x2))
