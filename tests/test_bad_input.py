@@ -407,10 +407,11 @@ def test_a_fill_value_that_does_not_fit_the_dtype_is_refused(backend):
 @pytest.mark.parametrize("backend", ["numpy", "dask"])
 @pytest.mark.parametrize("call, error, message", [
     (lambda xp: xp.eye(-1), ValueError, "eye: n_rows must be an int of at least 0, got -1"),
+    (lambda xp: xp.eye(3, k=1.5), TypeError, "eye: k must be an int, got 1.5"),
     (lambda xp: xp.linspace(0, 1, 2.5), TypeError, "linspace: num must be an int, got 2.5"),
     (lambda xp: xp.fft.fftfreq(-2), ValueError, "fft.fftfreq: n must be an int of at least 1, got -2"),
     (lambda xp: xp.fft.rfftfreq(0), ValueError, "fft.rfftfreq: n must be an int of at least 1, got 0"),
-], ids=["eye", "linspace", "fftfreq", "rfftfreq"])
+], ids=["eye", "eye_k", "linspace", "fftfreq", "rfftfreq"])
 def test_creation_sizes_are_checked_where_they_enter(backend, call, error, message):
     """dask made (0, 0) of eye(-1), two points of linspace(0, 1, 2.5), and empty frequencies
     of fftfreq(-2); numpy refuses each (fftfreq(0) with a ZeroDivisionError)."""

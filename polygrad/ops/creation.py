@@ -116,6 +116,7 @@ EYE = def_nograd(Op("eye", lambda xp, n_rows, n_cols=None, k=0, dtype=None, devi
 def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     n_rows = count(n_rows, "n_rows", "eye")
     n_cols = None if n_cols is None else count(n_cols, "n_cols", "eye")
+    k = count(k, "k", "eye", least=-(1 << 62))  # any int (dask made zeros of k=1.5)
     return apply(EYE, (), {"n_rows": n_rows, "n_cols": n_cols, "k": k, "dtype": dtype, "device": device})
 
 
