@@ -608,11 +608,10 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
 
 def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
     """``x`` with ``v`` at ``[key]`` for a key with index arrays or masks, built without writing
-    into any array: each written element's
-    flat position is ``arange(size)[key]``; where a position is written more than once the last
-    write (in the order of ``x[key]``'s elements) wins, as in numpy; the value is taken, never
-    computed, so it is exact in every dtype (it was the mean of the repeated writes: 1.5 for 1
-    and 2, and not even that for three equal floats)."""
+    into any array: each written element's flat position is ``arange(size)[key]``; where a
+    position is written more than once the last write (in the order of ``x[key]``'s elements)
+    wins, as in numpy; the value is taken, never computed, so it is exact in every dtype (it was
+    the mean of the repeated writes: 1.5 for 1 and 2, and not even that for three equal floats)."""
     shape = tuple(x.shape)
     if any(n is None or n != n for n in shape):
         raise ValueError(
