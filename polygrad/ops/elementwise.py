@@ -168,14 +168,14 @@ RECIPROCAL = defvjp(_row("reciprocal"),
 def reciprocal(x, /):
     data = x._data if isinstance(x, Variable) else x
     dtype = type(data) if type(data) in (bool, int) else getattr(data, "dtype", None)
-    if dtype is not None and not _FLOATING.get(dtype) and not _floating_dtype(data, dtype):
+    if dtype is not None and not _FLOATING.get((type(dtype), dtype)) and not _floating_dtype(data, dtype):
         # numpy's reciprocal of integers is an integer division (reciprocal([1, 2]) is [1, 0])
         raise TypeError(f"polygrad.reciprocal: x must have a floating dtype (the standard's), got "
                         f"{getattr(dtype, '__name__', dtype)}; use 1 / x or pg.astype(x, ...) first")
     return apply(RECIPROCAL, (x,))
 
 
-_FLOATING: dict = {}  # dtype -> whether it is a floating one (asked once per dtype)
+_FLOATING: dict = {}  # (type, dtype) -> whether it is a floating one (asked once per dtype)
 
 
 def _floating_dtype(data: Any, dtype: Any) -> bool:
@@ -186,7 +186,7 @@ def _floating_dtype(data: Any, dtype: Any) -> bool:
     else:  # a symbolic array names its dtype
         known = not str(dtype).startswith(("int", "uint", "bool"))
     try:
-        _FLOATING[dtype] = known
+        _FLOATING[(type(dtype), dtype)] = known  # (keyed by type too: strict's dtypes warn when compared with numpy's)
     except TypeError:  # (a dtype that is not hashable)
         pass
     return known
