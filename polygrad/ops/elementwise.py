@@ -37,9 +37,9 @@ import math
 import operator
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, has_namespace
+from polygrad.core.dispatch import has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
-from polygrad.core.primitive import apply
+from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import Variable
 from polygrad.ops._export import binary, names, public, unary
 
@@ -167,29 +167,13 @@ RECIPROCAL = defvjp(_row("reciprocal"),
 @public
 def reciprocal(x, /):
     data = x._data if isinstance(x, Variable) else x
-    dtype = type(data) if type(data) in (bool, int) else getattr(data, "dtype", None)
-    if dtype is not None and not _FLOATING.get((type(dtype), dtype)) and not _floating_dtype(data, dtype):
+    if type(data) in (bool, int) or (type(data) not in (float, complex) and not (
+            _floating(data) if has_namespace(data) else not str(data.dtype).startswith(("int", "uint", "bool")))):
         # numpy's reciprocal of integers is an integer division (reciprocal([1, 2]) is [1, 0])
         raise TypeError(f"polygrad.reciprocal: x must have a floating dtype (the standard's), got "
-                        f"{getattr(dtype, '__name__', dtype)}; use 1 / x or pg.astype(x, ...) first")
+                        f"{getattr(data, 'dtype', type(data).__name__)}; use 1 / x or pg.astype(x, ...) first")
     return apply(RECIPROCAL, (x,))
 
-
-_FLOATING: dict = {}  # (type, dtype) -> whether it is a floating one (asked once per dtype)
-
-
-def _floating_dtype(data: Any, dtype: Any) -> bool:
-    if dtype in (bool, int):
-        return False
-    if has_namespace(data):
-        known = bool(backend_of_type(type(data)).xp.isdtype(dtype, ("real floating", "complex floating")))
-    else:  # a symbolic array names its dtype
-        known = not str(dtype).startswith(("int", "uint", "bool"))
-    try:
-        _FLOATING[(type(dtype), dtype)] = known  # (keyed by type too: strict's dtypes warn when compared with numpy's)
-    except TypeError:  # (a dtype that is not hashable)
-        pass
-    return known
 
 # ---------------------------------------------------------------------------
 # Exponentials and logarithms (holomorphic: g * conj(f'(z)))
