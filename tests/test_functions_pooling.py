@@ -86,12 +86,12 @@ def test_pooling_rejects_a_ksize_that_is_not_a_pair(xp):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda x: F.max_pooling_2d(x, 0), "max_pooling_2d: ksize must be at least 1, got 0"),
-    (lambda x: F.average_pooling_2d(x, 2, stride=0), "average_pooling_2d: stride must be at least 1, got 0"),
-    (lambda x: F.average_pooling_2d(x, 2, stride=(1, 0)), r"stride must be at least 1, got \(1, 0\)"),
-    (lambda x: F.max_pooling_2d(x, 2, pad=-1), "max_pooling_2d: pad must be at least 0, got -1"),
-    (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), stride=0), "convolution_2d: stride must be at least 1"),
-    (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), pad=-1), "convolution_2d: pad must be at least 0"),
+    (lambda x: F.max_pooling_2d(x, 0), "max_pooling_2d: ksize must be an int of at least 1, got 0"),
+    (lambda x: F.average_pooling_2d(x, 2, stride=0), "average_pooling_2d: stride must be an int of at least 1, got 0"),
+    (lambda x: F.average_pooling_2d(x, 2, stride=(1, 0)), "stride must be an int of at least 1, got 0"),
+    (lambda x: F.max_pooling_2d(x, 2, pad=-1), "max_pooling_2d: pad must be an int of at least 0, got -1"),
+    (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), stride=0), "convolution_2d: stride must be an int of at least 1"),
+    (lambda x: F.convolution_2d(x, np.ones((1, 1, 2, 2)), pad=-1), "convolution_2d: pad must be an int of at least 0"),
     (lambda x: F.max_pooling_2d(x, (2.5, 2)), r"ksize must be an int or a pair of ints, got \(2.5, 2\)"),
     (lambda x: F.max_pooling_2d(x, (2, True)), r"ksize must be an int or a pair of ints, got \(2, True\)"),
 ], ids=["ksize_0", "stride_0", "stride_pair_0", "pad_negative", "conv_stride_0", "conv_pad_negative", "float", "bool"])

@@ -8,30 +8,27 @@ the engine adds the contributions of overlapping windows.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from polygrad.functions.array import static_shape
 from polygrad.ops import getitem, getitem_grad, ones_like, where
+from polygrad.ops.creation import count
 
 
 def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
     """``k`` or ``(kh, kw)`` as a pair of ints, each at least 1 (at least 0 for ``pad``): a
     stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry."""
-    try:
-        try:
-            a = b = operator.index(v)  # an int, NumPy's too
-        except TypeError:
-            a, b = v
-            a, b = operator.index(a), operator.index(b)
-        if any(isinstance(n, bool) for n in ((v,) if not hasattr(v, "__len__") else tuple(v))):
-            raise TypeError
-    except (TypeError, ValueError):
-        raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
     least = 0 if what == "pad" else 1
-    if a < least or b < least:
-        raise ValueError(f"polygrad.functions.{fname}: {what} must be at least {least}, got {v!r}")
-    return a, b
+    try:
+        if hasattr(v, "__len__"):
+            if len(v) != 2:
+                raise TypeError
+            a, b = v
+            return count(a, what, f"functions.{fname}", least), count(b, what, f"functions.{fname}", least)
+        n = count(v, what, f"functions.{fname}", least)
+        return n, n
+    except TypeError:  # (a float, a bool, a triple...)
+        raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
 
 
 def outsize(size: int, k: int, s: int, p: int, cover_all: bool = False) -> int:
