@@ -242,22 +242,8 @@ def getitem(x, key):
     without a word: ``x[[2, 10]]`` of 8 rows gave row 2 twice)."""
     _remember(key, x)
     keys = key if isinstance(key, tuple) else (key,)
-    import numpy as np
-
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
-        scalar = isinstance(k, (bool, float, complex, str, np.generic))
-        if (scalar and not isinstance(k, np.integer)) or (
-                not scalar and _is_index_array(k) and not ("int" in str(k.dtype) or "bool" in str(k.dtype))) or (
-                isinstance(k, list) and not all(isinstance(i, (int, np.integer)) for i in k)) or (
-                isinstance(k, slice) and not all(b is None or isinstance(b, (int, np.integer)) and not isinstance(b, bool)
-                                                 for b in (k.start, k.stop, k.step))):
-            what = (f"an array of dtype {k.dtype}" if not scalar and _is_index_array(k) else
-                    f"{k!r} ({type(k).__name__})")
-            raise IndexError(
-                f"polygrad (dask): {what} is not an index: only integers, slices, "
-                f"Ellipsis, None and integer or boolean arrays are" + (
-                    " (a Python bool, numpy's 0-d mask, is not taken on dask: use None for a new axis)"
-                    if isinstance(k, (bool, np.bool_)) else ""))
+        _refuse_non_index(k)
     keys = _bounds_checked(x, keys)
     key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
@@ -275,6 +261,31 @@ def getitem(x, key):
         one = tuple(da.reshape(k, ()) if k is arrays[0] else k for k in keys)
         return da.expand_dims(x[one], axis)
     return x[key]
+
+
+def _refuse_non_index(k):
+    """An IndexError, as numpy's, for a key part numpy refuses and dask would read as an integer:
+    a bool or float scalar, a float array, a list of floats, a slice with float bounds, a string."""
+    import numpy as np
+
+    scalar = isinstance(k, (bool, float, complex, str, np.generic))
+    if scalar:
+        bad = not isinstance(k, np.integer)
+    elif _is_index_array(k):
+        bad = not ("int" in str(k.dtype) or "bool" in str(k.dtype))
+    elif isinstance(k, list):
+        bad = not all(isinstance(i, (int, np.integer)) for i in k)
+    elif isinstance(k, slice):
+        bad = not all(b is None or (isinstance(b, (int, np.integer)) and not isinstance(b, bool))
+                      for b in (k.start, k.stop, k.step))
+    else:
+        bad = False
+    if bad:
+        what = f"{k!r} ({type(k).__name__})" if scalar or not _is_index_array(k) else f"an array of dtype {k.dtype}"
+        raise IndexError(
+            f"polygrad (dask): {what} is not an index: only integers, slices, Ellipsis, None and integer or "
+            f"boolean arrays are" + (" (a Python bool, numpy's 0-d mask, is not taken on dask: use None for a new "
+                                     "axis)" if isinstance(k, (bool, np.bool_)) else ""))
 
 
 def _consumed_axes(keys, ndim):
