@@ -89,10 +89,12 @@ class Bernoulli(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         p = _data(self.p)
+        xp = self._backend().xp
+        if type(p) in (int, float):  # a Python number (Normal takes them too): the default floating dtype
+            p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
         if self.validate_args:  # (1.5 drew 1 always, NaN 0 always)
             p = check_values(p, _outside_unit, "Bernoulli: p must be in [0, 1]", "polygrad.distributions")
         u = rng.uniform(shape + tuple(p.shape), dtype=p.dtype)
-        xp = self._backend().xp
         return xp.astype(u < p, p.dtype)
 
     def log_prob(self, value: Any) -> Variable:
@@ -106,7 +108,8 @@ class Bernoulli(Distribution):
 
 
 class Categorical(Distribution):
-    """An index ``k`` drawn with probability ``probs[..., k]`` (rows sum to 1)."""
+    """An index ``k`` drawn with probability ``probs[..., k] / sum(probs[..., :])``: rows are
+    non-negative weights (as in ``torch.distributions``), a softmax's rows or any others."""
 
     params = ("probs",)
 
@@ -115,22 +118,28 @@ class Categorical(Distribution):
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         probs = _data(self.probs)
-        if self.validate_args:  # (a negative probability drew from a wrong distribution, a row of zeros
-            # or an infinite one always the first index)
-            probs = check_values(probs, _not_a_weight, "Categorical: probs must be finite and non-negative",
-                                 "polygrad.distributions")
-            sums = _data(sum(probs, axis=-1))
-            checked = check_values(sums, lambda xp, v: v <= 0, "Categorical: each row of probs must have a positive sum",
-                                   "polygrad.distributions")
-            if checked is not sums:  # a lazy backend: probs computed once the sums are checked
-                xp = self._backend().xp
-                probs = xp.where(xp.expand_dims(checked, axis=-1) > 0, probs, probs)
         xp = self._backend().xp
+        if self.validate_args:
+            probs, sums = self._checked(probs)
+            if sums is not None:  # a lazy backend: probs computed once the sums are checked
+                probs = xp.where(xp.expand_dims(sums, axis=-1) > 0, probs, probs)
         cum = xp.cumulative_sum(probs, axis=-1)
         u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
         index = index_dtype(xp)  # not int64: a namespace may have none
         k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
         return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))
+
+    def _checked(self, probs: Any) -> tuple:
+        """``probs`` (raw) checked to be weights of a distribution, and None; on a lazy backend,
+        ``probs`` with its check attached and the row sums with theirs, which what is computed
+        must depend on. (A negative probability drew from a wrong distribution, a row of zeros
+        or an infinite one always the first index.)"""
+        probs = check_values(probs, _not_a_weight, "Categorical: probs must be finite and non-negative",
+                             "polygrad.distributions")
+        sums = sum(probs, axis=-1)._data
+        checked = check_values(sums, lambda xp, v: v <= 0, "Categorical: each row of probs must have a positive sum",
+                               "polygrad.distributions")
+        return probs, (checked if checked is not sums else None)
 
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
@@ -141,9 +150,16 @@ class Categorical(Distribution):
             v = check_values(v, lambda xp, v: xp.logical_or(xp.logical_or(v < 0, v >= n), v != xp.floor(v)),
                              f"Categorical.log_prob: value must be an index in [0, {n})", "polygrad.distributions")
         onehot = xp.reshape(v, tuple(v.shape) + (1,)) == positions(xp, n, v.dtype)
+        # Rows are weights, divided by their sum as the draw does (and torch.distributions):
+        # log(probs[v]) alone was log 2 for [1, 1, 2], a probability above 1.
+        total = sum(probs, axis=-1)
+        if self.validate_args:
+            _, sums = self._checked(_data(probs))
+            if sums is not None:
+                total = where(sums > 0, total, total)
         # The probability picked first, then its log (a class of probability 0 that was not
         # picked would otherwise send 0 * inf = NaN to every probability through softmax).
-        return log(sum(where(onehot, probs, 0.0), axis=-1))
+        return log(sum(where(onehot, probs, 0.0), axis=-1)) - log(total)
 
 
 class Normal(Distribution):

@@ -212,7 +212,7 @@ def test_bernoulli_and_categorical_reinforce_on_dask_match_exact_gradients():
 def test_log_prob_gradients_stay_finite_at_probabilities_0_and_1():
     P = pg.Variable(np.array([[0.5, 0.5, 0.0]]))
     pg.sum(pg.distributions.Categorical(P).log_prob(np.array([0]))).backward()
-    np.testing.assert_array_equal(P.grad, [[2.0, 0.0, 0.0]])
+    np.testing.assert_array_equal(P.grad, [[1.0, -1.0, -1.0]])  # d/dP log(P0 / sum(P))
     logits = pg.Variable(np.array([[0.0, 1.0, -1e4]]))  # a masked action
     pg.sum(pg.distributions.Categorical(F.softmax(logits)).log_prob(np.array([0]))).backward()
     s = np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum()
@@ -225,7 +225,7 @@ def test_log_prob_gradients_stay_finite_at_probabilities_0_and_1():
     a = F.categorical(P)
     a.reinforce(1.0)
     a.backward()
-    assert np.isfinite(P.grad).all() and P.grad[0, 2] == 0.0
+    assert np.isfinite(P.grad).all() and P.grad[0, 2] == 1.0  # -reward * d/dP2 log(Pa / sum(P))
 
 
 @pytest.mark.parametrize("dist, value", [
@@ -265,3 +265,39 @@ def test_sample_takes_a_sample_shape():
     for bad in (-1, 2.5, [2, -1], "4"):
         with pytest.raises(ValueError, match="sample_shape must be a non-negative integer"):
             D.Normal(loc, scale).sample(bad)
+
+
+def test_categorical_rows_are_weights_divided_by_their_sum():
+    """The draw takes rows as weights (it picks k with probability w[k] / sum(w), as
+    torch.distributions does), but log_prob was log(w[k]): log 2 for [1, 1, 2], a
+    probability above 1, and the REINFORCE gradient of such a draw was not the score
+    function of the distribution drawn from."""
+    D = pg.distributions
+    w = np.array([[1.0, 1.0, 2.0], [3.0, 1.0, 0.0]])
+    k = np.array([2, 0])
+    W = pg.Variable(w.copy())
+    lp = D.Categorical(W).log_prob(k)
+    np.testing.assert_allclose(lp.data, np.log([0.5, 0.75]), rtol=1e-12)
+    pg.sum(lp).backward()
+    exact = np.eye(3)[k] / w[np.arange(2), k][:, None] - 1 / w.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(W.grad, exact, rtol=1e-12)
+    pg.seed(0)
+    W = pg.Variable(w.copy())
+    a = F.categorical(W)
+    a.reinforce(np.array([1.0, -2.0]))
+    a.backward()
+    drawn = np.asarray(a.data)
+    exact = -np.array([[1.0], [-2.0]]) * (np.eye(3)[drawn] / w[np.arange(2), drawn][:, None] - 1 / w.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(W.grad, exact, rtol=1e-12)
+    with pytest.raises(ValueError, match="probs must be finite and non-negative, got -1.0"):
+        D.Categorical(np.array([1.0, -1.0, 2.0])).log_prob(np.array(2))
+
+
+def test_bernoulli_takes_a_python_number():
+    """Bernoulli(0.3) failed (no backend claims builtins.float) where Normal(0.0, 1.0) draws."""
+    pg.seed(0)
+    s = pg.distributions.Bernoulli(0.3).sample(1000)
+    assert s.shape == (1000,) and s.dtype == pg.get_backend().xp.float64
+    assert 200 < int(np.sum(np.asarray(s))) < 400
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\], got 1.5"):
+        pg.distributions.Bernoulli(1.5).sample()
