@@ -9,7 +9,8 @@ from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
 from polygrad.functions.nn import as_variable, hyperparameter
-from polygrad.ops import mean, reshape, sqrt
+from polygrad.ops import astype, mean, reshape, sqrt
+from polygrad.ops._dtypes import widened_of
 
 __all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalization"]
 
@@ -33,13 +34,24 @@ def _normalize(x: Any, gamma: Any, beta: Any, mu: Any, var: Any, eps: float, bsh
     return (as_variable(x) - mu) * scale + reshape(beta, bshape)
 
 
+def _float32_at_least(x: Any) -> tuple[Variable, Any]:
+    """``x`` in float32 where its dtype is a narrower float (see :func:`~polygrad.ops._dtypes.widened`:
+    the square of a float16 deviation past 256 is inf, and the whole output was zeros), and the
+    dtype to give the output back in (None: x's own)."""
+    wide = widened_of(_data(x))
+    return (as_variable(x), None) if wide is None else (astype(x, wide), _data(x).dtype)
+
+
 def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, int]:
     """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the count."""
     axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization")
-    mu = mean(x, axis=axes, keepdims=True)
-    d = as_variable(x) - mu
+    wide, back = _float32_at_least(x)
+    mu = mean(wide, axis=axes, keepdims=True)
+    d = wide - mu
     var = mean(d * d, axis=axes, keepdims=True)
     y = (d / sqrt(var + eps)) * reshape(gamma, bshape) + reshape(beta, bshape)
+    if back is not None:
+        y = astype(y, back)
     m = 1
     for a in axes:
         m *= static_shape(x, "batch_normalization")[a]
@@ -133,10 +145,12 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
     if k == 0 or len(xs) < k or xs[len(xs) - k:] != gs:
         raise ValueError(f"polygrad.functions.layer_normalization: gamma of shape {gs} does not match the trailing axes of x {xs}")
     axes = tuple(range(len(xs) - k, len(xs)))
-    mu = mean(x, axis=axes, keepdims=True)
-    d = as_variable(x) - mu
+    wide, back = _float32_at_least(x)
+    mu = mean(wide, axis=axes, keepdims=True)
+    d = wide - mu
     var = mean(d * d, axis=axes, keepdims=True)
-    return d / sqrt(var + eps) * gamma + beta
+    y = d / sqrt(var + eps) * gamma + beta
+    return y if back is None else astype(y, back)
 
 
 def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any, int]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_number_fits", "default_dtypes", "dtype_named", "index_dtype", "positions"]
+from polygrad.core.dispatch import backend_of_type
+
+__all__ = ["check_number_fits", "default_dtypes", "dtype_named", "index_dtype", "positions", "widened", "widened_of"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -30,6 +32,32 @@ def default_dtypes(xp: Any) -> dict:
                  "integral": integral, "indexing": integral}
     _cache[id(xp)] = (xp, found)
     return found
+
+
+_widened: dict = {}  # (id(xp), type(dtype), dtype) -> (xp, float32 or None)
+
+
+def widened(xp: Any, dtype: Any) -> Any:
+    """float32 where ``dtype`` is a real floating dtype narrower than it (float16, bfloat16: no
+    standard dtypes, but numpy's, cupy's and jax's), else None: statistics of such arrays are
+    taken in float32, as torch and flax take them. Squares of float16 values past 256 overflow,
+    and numpy's ``var`` sums them in float16 (the std of 5,000 twenties was inf)."""
+    key = (id(xp), type(dtype), dtype)
+    hit = _widened.get(key)
+    if hit is None or hit[0] is not xp:
+        narrow = xp.isdtype(dtype, "real floating") and xp.finfo(dtype).bits < 32
+        hit = _widened[key] = (xp, xp.float32 if narrow else None)
+    return hit[1]
+
+
+def widened_of(a: Any) -> Any:
+    """:func:`widened` of the array ``a``'s dtype (None for a symbolic array, which has no
+    namespace to ask: compiled graphs take float16 statistics in float16)."""
+    try:
+        xp = backend_of_type(type(a)).xp
+    except TypeError:
+        return None
+    return widened(xp, a.dtype)
 
 
 def index_dtype(xp: Any) -> Any:

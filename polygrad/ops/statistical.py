@@ -11,9 +11,10 @@ import math
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.op import Op, defvjp
+from polygrad.core.op import NamespaceKernel, Op, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import widened, widened_of
 from polygrad.ops._export import names, public
 from polygrad.ops.elementwise import cast_grad
 from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes, axis_param
@@ -79,23 +80,36 @@ def _prod_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, dtype: Any = N
     return cast_grad(o, gx, x)
 
 
+def _centered(o: Any, x: Any, axis: Any) -> tuple[Any, Any]:
+    """``x - mean(x)``, in float32 for a narrower float (a float16 mean rounds 1000.25 to 1000,
+    and the gradient of var of [1000, 1000, 1000, 1001] was [0, 0, 0, 0.5]), and the dtype to
+    give the gradient back in (None: x's own)."""
+    data = x._data if isinstance(x, Variable) else x
+    wide = widened_of(data)
+    if wide is not None:
+        x = o.astype(x, wide)
+    return x - o.mean(x, axis=axis, keepdims=True), (None if wide is None else data.dtype)
+
+
 def _var_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
     shape = tuple(x.shape)
     dof = _count(shape, axis) - correction
-    centered = x - o.mean(x, axis=axis, keepdims=True)
-    return _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof else math.nan)
+    centered, back = _centered(o, x, axis)
+    gx = _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof else math.nan)
+    return gx if back is None else o.astype(gx, back)
 
 
 def _std_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
     """d std = (x - mean) / (dof * std); 0 where std is 0 (a corner, like abs at 0)."""
     shape = tuple(x.shape)
     dof = _count(shape, axis) - correction
-    centered = x - o.mean(x, axis=axis, keepdims=True)
+    centered, back = _centered(o, x, axis)
     top = _restore(o, ans, shape, axis, keepdims)
     flat = top == 0
     safe = o.where(flat, 1.0, top)
     scaled = _restore(o, g, shape, axis, keepdims) * centered / (safe * (dof if dof else math.nan))
-    return o.where(flat, 0.0, scaled)
+    gx = o.where(flat, 0.0, scaled)
+    return gx if back is None else o.astype(gx, back)
 
 
 def _reverse_cumsum(o: Any, v: Any, axis: int) -> Any:
@@ -197,7 +211,21 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(PROD, (x,), _params(x, "prod", axis, keepdims, dtype))
 
 
-VAR = defvjp(Op("var"),
+def _in_float32_at_least(name: str) -> Any:
+    """The namespace's ``name`` (var, std), taken in float32 for a narrower float (see
+    :func:`~polygrad.ops._dtypes.widened`) and given back in the input's dtype."""
+    kernel = NamespaceKernel(name)
+
+    def run(xp: Any, x: Any, **params: Any) -> Any:
+        wide = widened(xp, x.dtype)
+        if wide is None:
+            return kernel(xp, x, **params)
+        return xp.astype(kernel(xp, xp.astype(x, wide), **params), x.dtype)
+
+    return run
+
+
+VAR = defvjp(Op("var", _in_float32_at_least("var")),
              _var_vjp, saves="x")
 
 
@@ -206,7 +234,7 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False):
     return apply(VAR, (x,), _params(x, "var", axis, keepdims, correction=correction))
 
 
-STD = defvjp(Op("std"),
+STD = defvjp(Op("std", _in_float32_at_least("std")),
              _std_vjp, saves="x ans")
 
 
