@@ -18,6 +18,53 @@ def _np(a):
     return np.asarray(pg.to_backend(a, "numpy"))
 
 
+def test_divide_gradient_of_a_tiny_denominator():
+    """d(x/y)/dy was -x / (y*y): y*y underflowed first (float32 y of 1e-21: 36% off; 1e-23:
+    -inf), where -x / y**2 is representable."""
+    y0 = np.array([1e-21, 1e-23, 3e-20, 2.0], np.float32)
+    x, y = pg.Variable(np.full(4, 1e-20, np.float32)), pg.Variable(y0.copy())
+    pg.sum(x / y).backward()
+    exact = -np.float64(np.float32(1e-20)) / y0.astype(np.float64) ** 2
+    np.testing.assert_allclose(y.grad, exact, rtol=3e-7)
+    big = pg.Variable(np.array([1e160]))  # float64: y*y overflowed to inf, the gradient was -0
+    pg.sum(pg.asarray([1e300]) / big).backward()
+    np.testing.assert_allclose(big.grad, [-1e300 / 1e160 / 1e160], rtol=1e-15)
+
+
+@pytest.mark.parametrize("fn, sign, power", [(pg.asin, 1, Decimal("0.5")), (pg.acos, -1, Decimal("0.5")),
+                                             (pg.atanh, 1, Decimal(1))])
+def test_inverse_trig_gradients_near_one(fn, sign, power):
+    """asin, acos and atanh took 1 - x*x: near |x| = 1 it lost the digits x*x rounded away
+    (3e-10 relative error at 1 - 1e-10, millions of ulps)."""
+    xs = [1 - 1e-10, -(1 - 1e-10), 1 - 2 ** -40, 0.5]
+    x = pg.Variable(np.array(xs))
+    pg.sum(fn(x)).backward()
+    with localcontext() as ctx:
+        ctx.prec = 50
+        exact = [sign / float((1 - Decimal(v) ** 2) ** power) for v in xs]
+    np.testing.assert_allclose(x.grad, exact, rtol=4e-16)
+
+
+def test_elu_gradient_at_zero_is_alpha():
+    """At x = 0 the gradient was 1 (the identity side) and the second derivative 0; Chainer,
+    PyTorch and JAX give alpha for both."""
+    x = pg.Variable(np.array([0.0, -1.0, 1.0]))
+    g, = pg.grad(pg.sum(F.elu(x, alpha=0.5)), [x], create_graph=True)
+    np.testing.assert_allclose(g.data, [0.5, 0.5 * np.exp(-1.0), 1.0], rtol=1e-15)
+    g2, = pg.grad(pg.sum(g), [x])
+    np.testing.assert_allclose(g2, [0.5, 0.5 * np.exp(-1.0), 0.0], rtol=1e-15)
+
+
+def test_softmax_cross_entropy_of_an_empty_batch_is_zero():
+    """normalize=False over an empty batch was the mean of nothing: NaN (Chainer: 0)."""
+    for normalize in (True, False):
+        x = pg.Variable(np.zeros((0, 3)))
+        loss = F.softmax_cross_entropy(x, np.zeros((0,), np.int32), normalize=normalize)
+        assert float(loss.data) == 0.0
+        loss.backward()
+        assert x.grad.shape == (0, 3)
+
+
 @pytest.mark.parametrize("backend_name", ["numpy", "dask"])
 def test_var_and_std_of_float16(backend_name):
     """numpy's var sums float16 squares in float16: the std of 5,000 twenties was inf (dask:
@@ -72,3 +119,15 @@ def test_batch_normalization_link_of_float16_keeps_float16_statistics():
     assert y.dtype == np.float16
     assert bn.avg_mean.dtype == np.float16 and bn.avg_var.dtype == np.float16
     assert np.isfinite(bn.avg_var).all() and float(bn.avg_var[0]) > 1000
+
+
+@pytest.mark.parametrize("fn", [pg.maximum, pg.minimum])
+def test_maximum_and_minimum_send_the_gradient_to_the_nan_they_propagate(fn):
+    """The result is the NaN argument's, but the gradient went to y wherever either was NaN
+    (maximum(nan, 1): all to the 1)."""
+    x = pg.Variable(np.array([np.nan, 1.0, np.nan, 2.0, 3.0]))
+    y = pg.Variable(np.array([1.0, np.nan, np.nan, 2.0, 0.0]))
+    fn(x, y).backward(np.ones(5))
+    big = 1.0 if fn is pg.maximum else 0.0  # where x = 3 and y = 0
+    np.testing.assert_array_equal(x.grad, [1.0, 0.0, 1.0, 1.0, big])
+    np.testing.assert_array_equal(y.grad, [0.0, 1.0, 0.0, 0.0, 1.0 - big])

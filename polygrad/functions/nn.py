@@ -46,7 +46,8 @@ def leaky_relu(x, slope=0.2):
 
 
 def elu(x, alpha=1.0):
-    """``x`` where ``x >= 0``, else ``alpha (exp(x) - 1)``.
+    """``x`` where ``x > 0``, else ``alpha (exp(x) - 1)`` (the gradient at 0 is ``alpha``, as in
+    Chainer, PyTorch and JAX).
 
     ``exp(x) - 1`` is computed as ``2 tanh(x/2) / (1 - tanh(x/2))`` (an exact
     identity), which keeps full relative precision near 0 where ``exp(x) - 1``
@@ -54,7 +55,7 @@ def elu(x, alpha=1.0):
     ``x`` sends no inf or nan into the gradient.
     """
     alpha = hyperparameter("elu", "alpha", alpha)
-    neg = x < 0
+    neg = x <= 0
     t = tanh(where(neg, x, 0.0) * 0.5)
     return where(neg, (2.0 * alpha) * t / (1.0 - t), x)
 
@@ -291,7 +292,9 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     picked = where(mask, logp, 0.0)
     if reduce == "no":
         return -sum(picked, axis=1)
-    return -mean(sum(picked, axis=1))
+    if xs is not None and xs[0] is not None:  # divided by N, 0 for an empty batch (a mean of none was NaN)
+        return -sum(picked) * (1.0 / builtins.max(1, xs[0]))
+    return -mean(sum(picked, axis=1))  # N unknown (symbolic)
 
 
 def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_label: Any, reduce: str) -> Variable:
