@@ -131,3 +131,6 @@ def test_maximum_and_minimum_send_the_gradient_to_the_nan_they_propagate(fn):
     big = 1.0 if fn is pg.maximum else 0.0  # where x = 3 and y = 0
     np.testing.assert_array_equal(x.grad, [1.0, 0.0, 1.0, 1.0, big])
     np.testing.assert_array_equal(y.grad, [0.0, 1.0, 0.0, 0.0, 1.0 - big])
+    y = pg.Variable(np.array([1.0, 2.0]))
+    fn(float("nan"), y).backward(np.ones(2))  # a NaN number: the result is all its own
+    np.testing.assert_array_equal(y.grad, [0.0, 0.0])

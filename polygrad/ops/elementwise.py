@@ -304,6 +304,8 @@ def where(condition, x1, x2, /):
 def _x_gave(o: Any, x_wins: Any, x: Any) -> Any:
     """Where the result of maximum/minimum is x's: where x wins or ties, or x is NaN (the NaN
     propagated is x's; the gradient went to y wherever either was NaN)."""
+    if type(x) in (bool, int, float):  # a Python number: NaN everywhere or nowhere
+        return x_wins if x == x else x_wins == x_wins
     return o.logical_or(x_wins, o.isnan(x))
 
 
