@@ -89,6 +89,24 @@ def test_update_never_aliases_the_argument(name):
     np.testing.assert_array_equal(s.get_value(), expected)
 
 
+def test_an_update_never_takes_a_borrowed_argument():
+    """In(x, borrow=True) lets outputs alias the argument, never the state: updates=[(s, x)]
+    stored the caller's array itself in s's container, and the caller reusing its buffer
+    changed s (PyTensor copies); as_pure's new state shared the argument's memory too."""
+    x = T.vector("x")
+    s, r = pg.shared(np.zeros(2), name="s"), pg.shared(np.zeros(2), name="r")
+    f = pg.function([pg.In(x, borrow=True)], [], updates=[(s, x), (r, x[::-1])])
+    buf = np.array([1.0, 2.0])
+    f(buf)
+    buf[:] = [99.0, -99.0]
+    np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
+    np.testing.assert_array_equal(r.get_value(), [2.0, 1.0])
+    g = pg.function([pg.In(x, borrow=True)], x * 1, updates=[(s, x)])
+    buf = np.array([3.0, 4.0])
+    _, state = g.as_pure()([buf], {"s": np.zeros(2)})
+    assert not np.shares_memory(state["s"], buf)
+
+
 # The reproducers of finding S3, as the user writes them.
 @pytest.mark.parametrize("fn, arg", [
     (lambda v: pg.flip(v, axis=0), np.arange(4.0)),

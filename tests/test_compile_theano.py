@@ -33,11 +33,20 @@ def test_two_updates_of_one_shared_variable_raise_naming_it():
     assert float(c.get_value()) == 0.0
 
 
-def test_in_update_and_explicit_update_of_one_variable_raise():
-    """An In(..., update=) and an updates= entry for the same shared variable raise."""
+def test_two_updates_of_one_variable_raise():
+    """Two updates= entries for the same shared variable raise."""
     c = pg.shared(0.0, name="c")
     with pytest.raises(ValueError, match="c is given 2 updates"):
-        pg.function([In(c, update=c * 2)], [], updates=[(c, c + 1)])
+        pg.function([], [], updates=[(c, c * 2), (c, c + 1)])
+
+
+def test_a_shared_variable_as_an_explicit_input_is_refused():
+    """It was taken as an optional argument whose value, given at a call, replaced the state
+    and fed its update (f([10, 10]) then left w at [11, 11]); Theano refuses it, as In(w, ...)."""
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    for inputs, updates in (([w], [(w, w + 1)]), ([In(w, update=w * 2)], []), ([In(w, value=np.zeros(2))], [])):
+        with pytest.raises(TypeError, match="the shared variable 'w' cannot be an explicit input"):
+            pg.function(inputs, w * 2, updates=updates)
 
 
 def test_float_array_for_int_input_is_refused():
@@ -988,6 +997,30 @@ def test_givens_replacing_an_expression_a_gradient_passes_through_is_refused():
     assert [float(v) for v in f(2.0)] == [6.0, 3.0]
 
 
+def test_an_intermediate_input_a_gradient_passes_through_is_refused():
+    """An intermediate expression given as an input cut every gradient path through it: with
+    y = a * 2 given, d/da of sum(y * a) + sum(exp(a)) lost its y term ([2.65, 2] where Theano
+    gives [3.65, 2]), and with a cached h = X @ W given the gradient of W was zeros (an SGD
+    step did nothing). It is refused as givens' replacement is; a gradient that does not pass
+    through the given expression, or that is taken with respect to it, is computed."""
+    a = T.vector("a")
+    y = a * 2
+    cost = pg.sum(y * a) + pg.sum(pg.exp(a))
+    with pytest.raises(NotImplementedError, match=r"input 0 is multiply\(a, 2\), an intermediate expression the "
+                                                  r"gradient of .* passes through on its way to a"):
+        pg.function([y, a], [cost, T.grad(cost, a)])
+    X = T.matrix("X")
+    W = pg.shared(np.eye(2), name="W")
+    h = pg.matmul(X, W)
+    c = pg.sum(pg.tanh(h) ** 2)
+    with pytest.raises(NotImplementedError, match=r"input 0 is matmul\(X, W\)"):
+        pg.function([h, X], [c, pg.sum(X)], updates=[(W, W - 0.1 * T.grad(c, W))])
+    f = pg.function([y, a], [cost, T.grad(cost, y), T.grad(pg.sum(pg.exp(a)), a)])
+    values = f(np.array([1.0, 1.0]), np.array([0.5, 0.0]))
+    np.testing.assert_allclose(values[1], [0.5, 0.0])
+    np.testing.assert_allclose(values[2], np.exp([0.5, 0.0]))
+
+
 def test_borrowed_results_pin_their_memory():
     """A borrowed output takes its value as it is, so any other holder of that memory copies, in
     whatever order they come: outputs [y[::-1], Out(y, borrow=True)] shared memory, and so did
@@ -1081,3 +1114,18 @@ def test_an_update_keeps_the_declared_shape_of_a_swapped_in_variable():
     with pytest.raises(ValueError, match=r"the update of c has shape \(10, 3\).*c has shape \(5, 3\)"):
         g(np.ones((10, 3)))
     assert c.get_value().shape == (5, 3)
+
+
+@pytest.mark.parametrize("build", [
+    lambda x, s, i: pg.full_like(x, s),
+    lambda x, s, i: pg.roll(x, i),
+    lambda x, s, i: pg.reshape(x, (i, -1)),
+    lambda x, s, i: pg.broadcast_to(x, (i, 4)),
+], ids=["full_like", "roll", "reshape", "broadcast_to"])
+def test_a_symbolic_parameter_is_refused_where_the_graph_is_built(build):
+    """A symbolic scalar as a shift, fill value or shape was kept as a parameter, which the
+    graph's walk never reads: pg.function called the input unused, and the kernel failed on a
+    SymbolicArray at the first call."""
+    x, s, i = T.vector("x"), T.scalar("s"), T.scalar("i", dtype="int64")
+    with pytest.raises(TypeError, match=r"polygrad\.\w+: \w+ is symbolic .*only arrays are symbolic inputs"):
+        build(x, s, i)

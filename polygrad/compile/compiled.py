@@ -380,7 +380,7 @@ class CompiledFunction:
         for i in writes:
             self._containers[i]._value = _own(values[i], not self.inputs[i].mutable)
         own = _owner(program, [not o.borrow for o in self.outputs]
-                     + [not self.inputs[i].mutable for i, _ in self._updates])
+                     + [not self.inputs[i].mutable for i, _ in self._updates], n_out)
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
             self._containers[idx]._value = own(n_out + k, new)
         outs = [own(k, o) for k, o in enumerate(outs)]
@@ -465,7 +465,7 @@ class CompiledFunction:
                         raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
             program, results = self._execute(values)
             n_out = len(self.outputs)
-            own = _owner(program, [True] * len(results))
+            own = _owner(program, [True] * len(results), n_out)
             owned = list(results)
             for k in [*range(n_out, len(results)), *range(n_out)]:  # the updates first, as a call does
                 owned[k] = own(k, results[k])
@@ -564,14 +564,16 @@ def _who(name: str | None) -> str:
     return "polygrad.function" if name is None else f"polygrad.function {name!r}"
 
 
-def _owner(program: Program, may_copy: list) -> Any:
+def _owner(program: Program, may_copy: list, n_out: int) -> Any:
     """``own(k, value)``: result ``k`` of one run of ``program`` as its holder (an output, an
-    update's container) may keep it. ``may_copy[k]`` is False for a holder that takes the
-    value as it is (``borrow``, a mutable input). The memory of each root (see
-    ``Program.roots``) is handed out as it is once: to the holders that take it so, else to
-    the first; any other holder of it (the same value, or a view of it: ``y`` and ``y.T``)
-    gets a copy, as does a value that may alias an input."""
+    update's container: the results from ``n_out`` on) may keep it. ``may_copy[k]`` is False
+    for a holder that takes the value as it is (``borrow``, a mutable input). The memory of
+    each root (see ``Program.roots``) is handed out as it is once: to the holders that take it
+    so, else to the first; any other holder of it (the same value, or a view of it: ``y`` and
+    ``y.T``) gets a copy, as does a value that may alias an input (for an update, a borrowed
+    input too: the argument of ``In(x, borrow=True)`` became the shared state itself)."""
     kinds, roots = program.out_refs, program.roots
+    aliases = program.may_alias_input[:n_out] + program.may_alias_any_input[n_out:]
     handed = {roots[k] for k, m in enumerate(may_copy) if not m and kinds[k][0] != "c"}
 
     def own(k: int, value: Any) -> Any:
@@ -582,43 +584,47 @@ def _owner(program: Program, may_copy: list) -> Any:
         root = roots[k]
         repeat = root in handed
         handed.add(root)
-        return _own(value, program.may_alias_input[k] or repeat)
+        return _own(value, aliases[k] or repeat)
 
     return own
 
 
-def _refuse_replaced_on_gradient_paths(roots: list, known: set, give_map: dict, name: str | None) -> None:
-    """NotImplementedError where givens replaces an intermediate expression that a gradient
-    passes through (from a ``wrt`` to the cost). Theano differentiates the graph as it was
-    built, through the replaced expression's own operations, and then substitutes its value;
-    a trace computes one value per expression, so polygrad cannot follow that. (A replaced
-    input or shared variable, a replaced ``wrt`` itself, or an expression no ``wrt`` leads to
-    through floating-point values, is a leaf of the gradient either way: its replacement gives
-    its value.)"""
-    if not give_map:
+def _refuse_cuts_on_gradient_paths(roots: list, known: set, give_map: dict, inputs: list, name: str | None) -> None:
+    """NotImplementedError where a gradient (from a ``wrt`` to the cost) passes through an
+    intermediate expression the program does not compute: one givens replaces, or one given
+    as an input. Theano differentiates the graph as it was built, through that expression's
+    own operations, and then substitutes its value; a trace computes one value per expression,
+    so polygrad cannot follow that (the gradient silently lost those terms: zeros for a weight
+    read only through a given ``h = X @ W``). A replaced or given input or shared variable, a
+    ``wrt`` itself, or an expression no ``wrt`` leads to through floating-point values, is a
+    leaf of the gradient either way: its replacement or argument gives its value."""
+    given = {inp.variable._data.id: k for k, inp in enumerate(inputs)}
+    cuts = [r for r in walk(roots, known, give_map)
+            if (r.id in give_map or r.id in given) and r.kind in ("op", "item")]
+    if not cuts:
         return
-    replaced = [r for r in walk(roots, known, give_map) if r.id in give_map and r.kind in ("op", "item")]
-    if not replaced:
-        return
-    below: dict[int, set] = {}  # replaced expression -> the ids its floating-point inputs lead back to
+    below: dict[int, set] = {}  # cut expression -> the ids its floating-point inputs lead back to, as built
 
     def leads_to(r: SymbolicArray) -> set:
         if r.id not in below:
             args = [a for a in r.args if isinstance(a, SymbolicArray)]
-            below[r.id] = {a.id for a in walk(args, known, {}, floating_only=True)}
+            below[r.id] = {a.id for a in walk(args, set(), {}, floating_only=True)}
         return below[r.id]
 
     for g in (s for s in walk(roots, known, give_map) if s.kind == "grad"):
         cost, wrt = g.grad_of[0], g.grad_of[1]
         wrt_ids = {w.id for w in wrt}
         above = {s.id for s in walk([cost], known, {})}
-        for r in replaced:
+        for r in cuts:
             if r.id in above and r.id not in wrt_ids and wrt_ids & leads_to(r):
+                what = (f"givens replaces {r!r}, an expression" if r.id in give_map else
+                        f"input {given[r.id]} is {r!r}, an intermediate expression")
                 raise NotImplementedError(
-                    f"{_who(name)}: givens replaces {r!r}, an "
-                    f"expression the gradient of {cost!r} passes through on its way to "
+                    f"{_who(name)}: {what} the gradient of {cost!r} passes through on its way to "
                     f"{', '.join(repr(w) for w in wrt)}; Theano differentiates the expression as it was built "
-                    f"there, which a traced program cannot follow: replace an input of that expression instead"
+                    f"there, which a traced program cannot follow: "
+                    + ("replace an input of that expression instead" if r.id in give_map else
+                       "give an input of that expression instead, or build the cost on a new symbolic input")
                 )
 
 
@@ -686,6 +692,12 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
             seen_names.add(inp.name)
         if inp.implicit:
             continue
+        if isinstance(inp.variable, SharedVariable):  # (a value given at the call replaced its state)
+            raise TypeError(
+                f"polygrad.function: the shared variable {inp.variable.name or inp.variable._data!r} cannot be an "
+                f"explicit input (Theano refuses it too): the graph reads it without one; to give its value at "
+                f"the call, replace it by a symbolic input with givens"
+            )
         if inp.value is None and optional:
             raise TypeError(
                 f"polygrad.function: the required input {inp.name or inp.variable._data!r} follows an input with a "
@@ -729,7 +741,7 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"expressions of the inputs (a constant array goes in as pg.shared(value))"
             )
     roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
-    _refuse_replaced_on_gradient_paths(roots, known, give_map, name)
+    _refuse_cuts_on_gradient_paths(roots, known, give_map, ins, name)
     updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
     reached, defaults = _reach(roots, known, give_map, updated, no_default_updates)
     ups += defaults

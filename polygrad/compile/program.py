@@ -299,8 +299,11 @@ class Program:
                 if op is not _ITEM or base in root:
                     root[out] = root.get(base, base)
         self.roots = [root.get(v, v) if k == "s" else None for k, v in out_refs]
+        # An output may be a borrowed input's argument (In(borrow=True)); an update's container
+        # never takes an argument (a caller reusing its buffer would change the state).
         aliasing = {s for i, s in enumerate(in_slots) if i not in borrowed}
         self.may_alias_input = [k == "c" or r in aliasing for (k, _), r in zip(out_refs, self.roots)]
+        self.may_alias_any_input = [k == "c" or r in in_slots for (k, _), r in zip(out_refs, self.roots)]
         self.n_kernels = len(kept)
         self.n_traced = len(tracer.instrs)
         self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))

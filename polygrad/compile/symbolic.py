@@ -175,6 +175,22 @@ def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
     return type(sample)(*items) if hasattr(sample, "_fields") else tuple(items)
 
 
+def _holds_symbol(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_holds_symbol(v) for v in value)
+    return isinstance(value, SymbolicArray) or isinstance(getattr(value, "_data", None), SymbolicArray)
+
+
+def _refuse_symbolic_param(op: Op, key: str, value: Any) -> None:
+    """A symbolic variable where a row takes a Python value (a shift, a fill value, a shape):
+    the node kept it as a parameter, which the graph's walk never reads, so pg.function called
+    the input unused and the kernel failed on it at the call."""
+    raise TypeError(
+        f"polygrad.{op.name}: {key} is symbolic ({value!r}); a compiled graph takes the parameters of an "
+        f"operation (shifts, fill values, shapes, axes) as Python values: only arrays are symbolic inputs"
+    )
+
+
 class _Recorders:
     """``kernels`` of the symbolic backend: every op name gets a recorder."""
 
@@ -182,6 +198,9 @@ class _Recorders:
         op = REGISTRY[name]
 
         def record(*datas: Any, **params: Any) -> Any:
+            for key, value in params.items():
+                if _holds_symbol(value):
+                    _refuse_symbolic_param(op, key, value)
             if op.multi:
                 return _record_multi(op, datas, params)
             dtype, shape = _infer(op, datas, params)
