@@ -44,7 +44,10 @@ def test_a_shared_variable_as_an_explicit_input_is_refused():
     """It was taken as an optional argument whose value, given at a call, replaced the state
     and fed its update (f([10, 10]) then left w at [11, 11]); Theano refuses it, as In(w, ...)."""
     w = pg.shared(np.array([1.0, 2.0]), name="w")
-    for inputs, updates in (([w], [(w, w + 1)]), ([In(w, update=w * 2)], []), ([In(w, value=np.zeros(2))], [])):
+    from polygrad.compile import Container
+    box = Container(w, np.array([10.0, 20.0]), name="w")
+    for inputs, updates in (([w], [(w, w + 1)]), ([In(w, update=w * 2)], []), ([In(w, value=np.zeros(2))], []),
+                            ([In(w, value=box)], [(w, w + 1)])):
         with pytest.raises(TypeError, match="the shared variable 'w' cannot be an explicit input"):
             pg.function(inputs, w * 2, updates=updates)
 
@@ -1015,6 +1018,11 @@ def test_an_intermediate_input_a_gradient_passes_through_is_refused():
     c = pg.sum(pg.tanh(h) ** 2)
     with pytest.raises(NotImplementedError, match=r"input 0 is matmul\(X, W\)"):
         pg.function([h, X], [c, pg.sum(X)], updates=[(W, W - 0.1 * T.grad(c, W))])
+    with pytest.raises(NotImplementedError, match=r"input 0 is multiply\(a, 2\)"):  # y among the wrt: a's lost its terms
+        pg.function([y, a], T.grad(cost, [y, a]))
+    b = T.vector("b")
+    with pytest.raises(NotImplementedError, match=r"givens replaces multiply\(a, 2\)"):
+        pg.function([b, a], T.grad(cost, [y, a]), givens=[(y, b)])
     f = pg.function([y, a], [cost, T.grad(cost, y), T.grad(pg.sum(pg.exp(a)), a)])
     values = f(np.array([1.0, 1.0]), np.array([0.5, 0.0]))
     np.testing.assert_allclose(values[1], [0.5, 0.0])

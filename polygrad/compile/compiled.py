@@ -616,7 +616,7 @@ def _refuse_cuts_on_gradient_paths(roots: list, known: set, give_map: dict, inpu
         wrt_ids = {w.id for w in wrt}
         above = {s.id for s in walk([cost], known, {})}
         for r in cuts:
-            if r.id in above and r.id not in wrt_ids and wrt_ids & leads_to(r):
+            if r.id in above and (wrt_ids - {r.id}) & leads_to(r):  # (a wrt given or replaced itself: its own value)
                 what = (f"givens replaces {r!r}, an expression" if r.id in give_map else
                         f"input {given[r.id]} is {r!r}, an intermediate expression")
                 raise NotImplementedError(
@@ -690,14 +690,14 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
             if inp.name in seen_names:
                 raise ValueError(f"polygrad.function: two inputs are named {inp.name!r}; input names must be unique")
             seen_names.add(inp.name)
-        if inp.implicit:
-            continue
         if isinstance(inp.variable, SharedVariable):  # (a value given at the call replaced its state)
             raise TypeError(
                 f"polygrad.function: the shared variable {inp.variable.name or inp.variable._data!r} cannot be an "
                 f"explicit input (Theano refuses it too): the graph reads it without one; to give its value at "
                 f"the call, replace it by a symbolic input with givens"
             )
+        if inp.implicit:
+            continue
         if inp.value is None and optional:
             raise TypeError(
                 f"polygrad.function: the required input {inp.name or inp.variable._data!r} follows an input with a "

@@ -42,6 +42,14 @@ def _float32_at_least(x: Any) -> tuple[Variable, Any]:
     return (as_variable(x), None) if wide is None else (astype(x, wide), _data(x).dtype)
 
 
+def _given_back(y: Any, back: Any, *params: Any) -> Any:
+    """``y``, computed in float32, in the dtype it would have had without widening: ``back``
+    (x's) where the parameters are as narrow, else float32 (a float32 gamma promotes)."""
+    if back is None or any(widened_of(_data(p)) is None for p in params):
+        return y
+    return astype(y, back)
+
+
 def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, int]:
     """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the count."""
     axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization")
@@ -49,9 +57,7 @@ def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, A
     mu = mean(wide, axis=axes, keepdims=True)
     d = wide - mu
     var = mean(d * d, axis=axes, keepdims=True)
-    y = (d / sqrt(var + eps)) * reshape(gamma, bshape) + reshape(beta, bshape)
-    if back is not None:
-        y = astype(y, back)
+    y = _given_back((d / sqrt(var + eps)) * reshape(gamma, bshape) + reshape(beta, bshape), back, gamma, beta)
     m = 1
     for a in axes:
         m *= static_shape(x, "batch_normalization")[a]
@@ -149,8 +155,7 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
     mu = mean(wide, axis=axes, keepdims=True)
     d = wide - mu
     var = mean(d * d, axis=axes, keepdims=True)
-    y = d / sqrt(var + eps) * gamma + beta
-    return y if back is None else astype(y, back)
+    return _given_back(d / sqrt(var + eps) * gamma + beta, back, gamma, beta)
 
 
 def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any, int]:

@@ -46,13 +46,15 @@ def widened(xp: Any, dtype: Any) -> Any:
     hit = _widened.get(key)
     if hit is None or hit[0] is not xp:
         narrow = xp.isdtype(dtype, "real floating") and xp.finfo(dtype).bits < 32
-        hit = _widened[key] = (xp, xp.float32 if narrow else None)
+        hit = _widened[key] = (xp, dtype_named(xp, "float32", "polygrad") if narrow else None)
     return hit[1]
 
 
 def widened_of(a: Any) -> Any:
-    """:func:`widened` of the array ``a``'s dtype (None for a symbolic array, which has no
-    namespace to ask: compiled graphs take float16 statistics in float16)."""
+    """:func:`widened` of the array ``a``'s dtype; for a symbolic array, whose dtype is a name
+    (the program runs on a namespace not known yet), ``"float32"`` for the narrow names."""
+    if a.dtype is None or isinstance(a.dtype, str):
+        return "float32" if a.dtype in ("float16", "bfloat16") else None
     try:
         xp = backend_of_type(type(a)).xp
     except TypeError:

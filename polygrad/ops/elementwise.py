@@ -118,9 +118,10 @@ MULTIPLY = defvjp(_row("multiply", operator.mul, broadcasts=True, uses_xp=False)
 multiply = binary(MULTIPLY)
 DIVIDE = defvjp(_row("divide", operator.truediv, broadcasts=True, uses_xp=False),
                 lambda o, g, ans, x, y: g / _conj(o, y),
-                # (x / y) / y: y * y under- or overflows first (float32 y of 1e-21 gave a gradient
-                # 36% off, one of 1e-23 -inf, where x / y**2 is representable)
-                lambda o, g, ans, x, y: -g * _conj(o, x / y / y), saves=("y", "xy"))
+                # g (x / y) / -y: y * y under- or overflows first (float32 y of 1e-21 gave a gradient
+                # 36% off, one of 1e-23 -inf, where x / y**2 is representable); the negation on y,
+                # which is the small one where it broadcasts (a (B, 1) norm)
+                lambda o, g, ans, x, y: g * _conj(o, x / y) / _conj(o, -y), saves=("y", "xy"))
 divide = binary(DIVIDE)
 FLOOR_DIVIDE = def_nograd(_row("floor_divide"))  # piecewise constant
 floor_divide = binary(FLOOR_DIVIDE)
@@ -301,21 +302,16 @@ def where(condition, x1, x2, /):
     return apply(WHERE, (condition, x1, x2))
 
 
-def _x_gave(o: Any, x_wins: Any, x: Any) -> Any:
-    """Where the result of maximum/minimum is x's: where x wins or ties, or x is NaN (the NaN
-    propagated is x's; the gradient went to y wherever either was NaN)."""
-    if type(x) in (bool, int, float):  # a Python number: NaN everywhere or nowhere
-        return x_wins if x == x else x_wins == x_wins
-    return o.logical_or(x_wins, o.isnan(x))
-
-
+# Ties send the gradient to x; where x or y is NaN (the result is NaN) it goes to y, by
+# convention (routing it to the NaN argument made the fused compiled backward twice as slow:
+# an isnan pass numexpr cannot fuse).
 MAXIMUM = defvjp(_row("maximum", broadcasts=True),  # ties: to x
-                 lambda o, g, ans, x, y: o.where(_x_gave(o, x >= y, x), g, 0.0),
-                 lambda o, g, ans, x, y: o.where(_x_gave(o, x >= y, x), 0.0, g), saves="xy")
+                 lambda o, g, ans, x, y: o.where(x >= y, g, 0.0),
+                 lambda o, g, ans, x, y: o.where(x >= y, 0.0, g), saves="xy")
 maximum = binary(MAXIMUM)
 MINIMUM = defvjp(_row("minimum", broadcasts=True),  # ties: to x
-                 lambda o, g, ans, x, y: o.where(_x_gave(o, x <= y, x), g, 0.0),
-                 lambda o, g, ans, x, y: o.where(_x_gave(o, x <= y, x), 0.0, g), saves="xy")
+                 lambda o, g, ans, x, y: o.where(x <= y, g, 0.0),
+                 lambda o, g, ans, x, y: o.where(x <= y, 0.0, g), saves="xy")
 minimum = binary(MINIMUM)
 
 
