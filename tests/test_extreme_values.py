@@ -141,3 +141,42 @@ def test_normalizations_keep_the_promoted_dtype_of_mixed_precision():
     y = F.layer_normalization(x, pg.Variable(np.ones(4, np.float32)), pg.Variable(np.zeros(4, np.float32)))
     assert y.dtype == np.float32
     assert L.BatchNormalization(4)(pg.Variable(np.ones((8, 4), np.float16))).dtype == np.float32
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+def test_float16_losses_over_more_than_65504_elements(backend_name):
+    """Counts taken in float16 were inf past 65504: softmax_cross_entropy's loss NaN,
+    sigmoid_cross_entropy's 0, pg.mean's gradient 0 and accuracy(ignore_label=) 0, so a
+    per-pixel float16 loss trained nothing (Chainer keeps counts as Python numbers)."""
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(70000, 4))
+    labels = rng.integers(0, 4, size=70000).astype(np.int32)
+
+    def v(a):
+        return pg.Variable(pg.asarray(a.astype(np.float16), backend=backend_name))
+
+    t = pg.asarray(labels, backend=backend_name)
+    for loss_of, exact in ((lambda x: F.softmax_cross_entropy(x, t), F.softmax_cross_entropy(pg.Variable(logits), labels)),
+                           (lambda x: pg.mean(x), pg.mean(pg.Variable(logits.astype(np.float16).astype(np.float64))))):
+        x = v(logits)
+        loss = loss_of(x)
+        loss.backward()
+        assert loss.dtype == np.float16
+        np.testing.assert_allclose(float(_np(loss.data)), float(exact.data), rtol=2e-3)
+        assert np.count_nonzero(_np(x.grad)) > 0.99 * x.grad.size
+    x = v(rng.normal(size=(700, 100)))
+    loss = F.sigmoid_cross_entropy(x, pg.asarray(rng.integers(0, 2, size=(700, 100)).astype(np.int32), backend=backend_name))
+    assert 0.5 < float(_np(loss.data)) < 1.5
+    acc = F.accuracy(v(logits), t, ignore_label=-1)
+    np.testing.assert_allclose(float(_np(acc.data)), float(F.accuracy(pg.Variable(logits), labels).data), rtol=1e-3)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+def test_a_float16_loss_summing_past_65504_is_finite(backend_name):
+    """The losses were summed in float16 before the division: 16,384 tokens at a loss of 7
+    reported inf."""
+    x = pg.Variable(pg.asarray(np.zeros((16384, 1100), np.float16), backend=backend_name))
+    t = pg.asarray(np.zeros(16384, np.int32), backend=backend_name)
+    loss = F.softmax_cross_entropy(x, t, normalize=False)
+    np.testing.assert_allclose(float(_np(loss.data)), np.log(1100), rtol=2e-3)
+    assert loss.dtype == np.float16

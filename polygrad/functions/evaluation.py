@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import widened_of
 from polygrad.functions.nn import _data, _same, _shape, check_ignore_label, check_labels, dtype_kind
 from polygrad.ops import argmax, astype, equal, logical_and, maximum, mean, not_equal, reshape, sum, where
 
@@ -34,7 +35,8 @@ def accuracy(y, t, ignore_label=None):
             f"polygrad.functions.{fname}: expects y of shape (N, C, ...) and t of shape (N, ...), got y {ys} and t {ts}"
         )
     y, t = _data(y), _data(t)  # no gradient: work on the arrays
-    dtype = y.dtype
+    # (counts in float32 for a narrower float: a float16 count past 65504 was inf, the accuracy 0)
+    dtype = widened_of(y) or y.dtype
     pred = argmax(y, axis=1)
     if ts is not None and len(ts) == 1 and pred.ndim != 1:  # symbolic inputs of unknown rank
         pred = reshape(pred, (-1,))
@@ -46,4 +48,6 @@ def accuracy(y, t, ignore_label=None):
         count = sum(astype(logical_and(hit, valid), dtype))
         total = sum(astype(valid, dtype))
         out = where(total > 0, count / maximum(total, 1.0), 0.0)
+    if dtype != y.dtype:
+        out = astype(out, y.dtype)
     return out if isinstance(out, Variable) else Variable(out, requires_grad=False)

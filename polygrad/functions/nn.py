@@ -18,6 +18,7 @@ from polygrad.core.variable import Variable
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape, squeeze,
                           sum, tanh, where)
+from polygrad.ops._dtypes import widened_of
 from polygrad.ops.nn import (binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
                              softplus, valid_count)
 
@@ -36,6 +37,16 @@ def as_variable(x: Any) -> Any:
     if isinstance(x, (Variable, bool, int, float, complex)):
         return x
     return Variable(x, requires_grad=False)
+
+
+def _total(loss: Any, count: Any = None, n: int = 1) -> Variable:
+    """``sum(loss) / count`` (or ``sum(loss) / n``, 0 where n is 0), summed in float32 for a
+    narrower float loss (see :func:`~polygrad.ops._dtypes.widened`: a float16 sum past 65504
+    was inf) and given back in the loss's dtype."""
+    wide = widened_of(_data(loss))
+    total = sum(loss if wide is None else astype(loss, wide))
+    out = total / count if count is not None else total * (1.0 / builtins.max(1, n))
+    return out if wide is None else astype(out, _data(loss).dtype)
 
 
 def leaky_relu(x, slope=0.2):
@@ -293,7 +304,7 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     if reduce == "no":
         return -sum(picked, axis=1)
     if xs is not None and xs[0] is not None:  # divided by N, 0 for an empty batch (a mean of none was NaN)
-        return -sum(picked) * (1.0 / builtins.max(1, xs[0]))
+        return -_total(picked, n=xs[0])
     return -mean(sum(picked, axis=1))  # N unknown (symbolic)
 
 
@@ -311,7 +322,7 @@ def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_
     if reduce == "no":
         return reshape(losses, ts if ts[0] is not None else (-1,) + ts[1:])
     if xs[0] is not None:  # the sum over the N d1 ... positions, divided by N (0 where there are none)
-        return sum(losses) * (1.0 / builtins.max(1, xs[0]))
+        return _total(losses, n=xs[0])
     return mean(losses) * math.prod(ts[1:])  # N unknown (symbolic): the same
 
 
@@ -349,8 +360,8 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     if reduce == "no":
         return loss
     if normalize:
-        return sum(loss) / valid_count(x, t, -1)
-    return sum(loss) * (1.0 / builtins.max(1, xs[0] if xs else 1))
+        return _total(loss, valid_count(x, t, -1))
+    return _total(loss, n=xs[0] if xs else 1)
 
 
 def huber_loss(x, t, delta, reduce="sum_along_second_axis"):

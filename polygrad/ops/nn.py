@@ -16,7 +16,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type, checked_lazily, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
-from polygrad.ops._dtypes import positions
+from polygrad.ops._dtypes import positions, widened
 from polygrad.ops._export import names, public
 
 
@@ -276,10 +276,13 @@ def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
 
 
 def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
-    """Number of labels not equal to ignore_label (at least 1), in x's dtype."""
+    """Number of labels not equal to ignore_label (at least 1), in x's dtype, or float32 for a
+    narrower float (see :func:`~polygrad.ops._dtypes.widened`: a float16 count past 65504 was
+    inf, the loss NaN and its gradient 0)."""
+    dtype = widened(xp, x.dtype) or x.dtype
     if ignore_label is None:
-        return xp.asarray(builtins.max(1, math.prod(t.shape)), dtype=x.dtype)
-    count = xp.sum(xp.astype(t != ignore_label, x.dtype))
+        return xp.asarray(builtins.max(1, math.prod(t.shape)), dtype=dtype)
+    count = xp.sum(xp.astype(t != ignore_label, dtype))
     return xp.maximum(count, xp.ones_like(count))
 
 
@@ -369,13 +372,20 @@ def probabilities(t):
 
 
 def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
-    """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities."""
-    return -xp.sum(xp.where(mask, logp, xp.zeros_like(logp))) / count
+    """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities
+    (summed in the count's float32 for a narrower float: a float16 sum past 65504 was inf)."""
+    picked = xp.where(mask, logp, xp.zeros_like(logp))
+    if count.dtype != logp.dtype:
+        return xp.astype(-xp.sum(xp.astype(picked, count.dtype)) / count, logp.dtype)
+    return -xp.sum(picked) / count
 
 
 def _nll_vjp(o: Any, g: Any, ans: Any, logp: Any, mask: Any, count: Any) -> Any:
     # The rules of divide, negative, sum and where composed, in their order: the same bits.
-    return o.astype(mask, logp.dtype) * -(g / count)
+    scale = -(g / count)
+    if scale.dtype != logp.dtype:  # a float32 count of a narrower float
+        scale = o.astype(scale, logp.dtype)
+    return o.astype(mask, logp.dtype) * scale
 
 
 # softmax_cross_entropy's usual case is log_softmax (which keeps its output for backward) and

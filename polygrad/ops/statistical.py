@@ -175,8 +175,27 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(SUM, (x,), _params(x, "sum", axis, keepdims, dtype))
 
 
-MEAN = defvjp(Op("mean", shapes=True),
-              lambda o, g, ans, x, axis=None, keepdims=False: _restore(o, g, tuple(x.shape), axis, keepdims) / _count(x.shape, axis))
+def _in_float32_at_least(name: str) -> Any:
+    """The namespace's ``name`` (var, std), taken in float32 for a narrower float (see
+    :func:`~polygrad.ops._dtypes.widened`) and given back in the input's dtype."""
+    kernel = NamespaceKernel(name)
+
+    def run(xp: Any, x: Any, **params: Any) -> Any:
+        wide = widened(xp, x.dtype)
+        if wide is None:
+            return kernel(xp, x, **params)
+        return xp.astype(kernel(xp, xp.astype(x, wide), **params), x.dtype)
+
+    return run
+
+
+def _mean_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    n = _count(x.shape, axis)
+    # times 1/n, a Python float: a Python int n past 65504 became inf in float16 (a zero gradient)
+    return _restore(o, g, tuple(x.shape), axis, keepdims) * (1.0 / n if n else math.nan)
+
+
+MEAN = defvjp(Op("mean", _in_float32_at_least("mean"), shapes=True), _mean_vjp)
 
 
 @public
@@ -209,20 +228,6 @@ PROD = defvjp(Op("prod", casts=True),
 @public
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(PROD, (x,), _params(x, "prod", axis, keepdims, dtype))
-
-
-def _in_float32_at_least(name: str) -> Any:
-    """The namespace's ``name`` (var, std), taken in float32 for a narrower float (see
-    :func:`~polygrad.ops._dtypes.widened`) and given back in the input's dtype."""
-    kernel = NamespaceKernel(name)
-
-    def run(xp: Any, x: Any, **params: Any) -> Any:
-        wide = widened(xp, x.dtype)
-        if wide is None:
-            return kernel(xp, x, **params)
-        return xp.astype(kernel(xp, xp.astype(x, wide), **params), x.dtype)
-
-    return run
 
 
 VAR = defvjp(Op("var", _in_float32_at_least("var")),
