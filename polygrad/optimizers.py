@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import widened
 
 __all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam", "Hyperparameter"]
 
@@ -677,8 +678,9 @@ class Adam(GradientMethod):
 
     A complex parameter is a pair of real ones, as in PyTorch (``view_as_real``): the real
     and imaginary parts of ``v`` hold the second moments of the gradient's real and
-    imaginary parts, and each part of ``m`` is divided by its own. An ``eps`` that rounds
-    to 0 in a parameter's dtype (1e-8 in float16) is refused, as Chainer's ``AdamRule`` does.
+    imaginary parts, and each part of ``m`` is divided by its own. A float16 parameter is
+    stepped in float32, with float32 moments. An ``eps`` that rounds to 0 in the dtype of the
+    step is refused.
     """
 
     state_names = ("m", "v")
@@ -709,8 +711,23 @@ class Adam(GradientMethod):
         """The moving average of a moment: Chainer's form, ``old + (1 - beta) (new - old)``."""
         return old + (1.0 - beta) * (new - old)
 
+    def init_state(self, param: Variable, backend: Any) -> dict:
+        state = super().init_state(param, backend)
+        wide = widened(backend.xp, param.data.dtype)
+        if wide is not None:  # the moments of a float16 parameter are float32 (see step)
+            for k in self.state_names:
+                state[k] = backend.xp.astype(state[k], wide)
+        return state
+
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp
+        wide = widened(xp, grad.dtype)
+        if wide is not None:
+            # A narrower float (float16) is stepped in float32 and the step cast back: grad * grad
+            # overflowed past 256 (v inf, then NaN parameters, or frozen ones with pg.optim), and
+            # eps = 1e-8 is 0 in float16 (Chainer's float16 Adam trains).
+            delta, new = self.step(data, xp.astype(grad, wide), state, t)
+            return xp.astype(delta, grad.dtype), new
         self._check_eps(state["backend"], grad.dtype)
         m = self._average(state["m"], grad, self.beta1)
         if not xp.isdtype(grad.dtype, "complex floating"):
