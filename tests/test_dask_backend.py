@@ -508,3 +508,16 @@ def test_a_draw_across_chunks_does_not_repeat_its_chunks():
         blocks = draw.reshape(16, 4096)
         assert len({b.tobytes() for b in blocks}) == 16
         assert len(np.unique(draw)) == draw.size
+
+
+def test_an_index_array_split_from_another_index_by_a_slice_is_refused():
+    """x[0, :, idx]: numpy puts the indexed dimension first, (2, 4); dask gave (4, 2) with no
+    word. Adjacent advanced indices index as numpy's."""
+    x_np = np.arange(60.0).reshape(3, 4, 5)
+    x = pg.Variable(pg.asarray(x_np, backend="dask"))
+    idx = np.array([1, 2])
+    for key in ((0, slice(None), idx), (idx, None, 1), (0, Ellipsis, [1, 2])):
+        with pytest.raises(IndexError, match="index differently on dask than numpy"):
+            x[key]
+    np.testing.assert_array_equal(np.asarray(pg.compute(x[0, idx, :])[0]), x_np[0, idx, :])
+    np.testing.assert_array_equal(np.asarray(pg.compute(x[:, 0, idx])[0]), x_np[:, 0, idx])

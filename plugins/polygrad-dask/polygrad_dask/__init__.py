@@ -244,6 +244,7 @@ def getitem(x, key):
     keys = key if isinstance(key, tuple) else (key,)
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
         _refuse_non_index(k)
+    _refuse_split_advanced(keys)
     keys = _bounds_checked(x, keys)
     key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
@@ -286,6 +287,22 @@ def _refuse_non_index(k):
             f"polygrad (dask): {what} is not an index: only integers, slices, Ellipsis, None and integer or "
             f"boolean arrays are" + (" (a Python bool, numpy's 0-d mask, is not taken on dask: use None for a new "
                                      "axis)" if isinstance(k, (bool, np.bool_)) else ""))
+
+
+def _refuse_split_advanced(keys):
+    """An IndexError for an index array beside another array or an integer across a slice, None
+    or Ellipsis (``x[0, :, idx]``): numpy puts the indexed dimension first there, dask where the
+    array was (a (4, 2) result where numpy's is (2, 4), with no word)."""
+    import numpy as np
+
+    advanced = [i for i, k in enumerate(keys)
+                if _is_index_array(k) or isinstance(k, list) or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))]
+    if (any(_is_index_array(keys[i]) or isinstance(keys[i], list) for i in advanced) and len(advanced) > 1
+            and advanced[-1] - advanced[0] != len(advanced) - 1):
+        raise IndexError(
+            "polygrad (dask): an index array and another array or an integer separated by a slice, None or "
+            "Ellipsis (x[0, :, idx]) index differently on dask than numpy, which puts the indexed dimension "
+            "first; index in two steps (x[0][:, idx])")
 
 
 def _consumed_axes(keys, ndim):
