@@ -428,3 +428,14 @@ def test_an_op_the_namespace_lacks_is_named_with_the_backend():
         x = pg.Variable(pg.asarray(np.eye(2)))
         with pytest.raises(NotImplementedError, match="linalg_det is not available on backend 'dask'.*no linalg.det"):
             pg.linalg.det(x)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask", "strict"])
+@pytest.mark.parametrize("fn", [pg.cumulative_sum, pg.cumulative_prod])
+def test_cumulative_functions_of_a_0d_array_are_refused(backend, fn):
+    """The standard's take one or more dimensions: a 0-d array gave (1,) on numpy and then a
+    backward error (a (1,) gradient for a () input), and failed inside dask and strict."""
+    x = pg.Variable(pg.asarray(np.array(3.0), backend=backend))
+    with pytest.raises(ValueError, match=rf"polygrad.{fn.__name__}: x must have one or more dimensions"):
+        fn(x)
+    np.testing.assert_array_equal(pg.to_backend(fn(pg.reshape(x, (1,))).data, "numpy"), [3.0])

@@ -112,6 +112,14 @@ def _std_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: flo
     return gx if back is None else o.astype(gx, back)
 
 
+def _at_least_1d(x: Any, fname: str) -> None:
+    """The standard's cumulative functions take arrays of one or more dimensions: a 0-d one
+    gave (1,) on numpy without include_initial (and a gradient of the wrong shape), an error
+    with it, and errors on dask and array_api_strict."""
+    if getattr(x, "ndim", None) == 0 or type(x) in (bool, int, float, complex):
+        raise ValueError(f"polygrad.{fname}: x must have one or more dimensions, got a 0-d array; reshape it to (1,)")
+
+
 def _reverse_cumsum(o: Any, v: Any, axis: int) -> Any:
     return o.flip(o.cumulative_sum(o.flip(v, axis=axis), axis=axis), axis=axis)
 
@@ -254,6 +262,7 @@ CUMULATIVE_SUM = defvjp(Op("cumulative_sum", shapes=True, casts=True),
 
 @public
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    _at_least_1d(x, "cumulative_sum")
     params = {"axis": axis, "include_initial": include_initial}
     if dtype is not None:
         params["dtype"] = dtype
@@ -266,6 +275,7 @@ CUMULATIVE_PROD = defvjp(Op("cumulative_prod", casts=True),
 
 @public
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    _at_least_1d(x, "cumulative_prod")
     params = {"axis": axis, "include_initial": include_initial}
     if dtype is not None:
         params["dtype"] = dtype
