@@ -311,3 +311,13 @@ def test_pinv_gradient_where_rtol_cuts_a_real_singular_value_is_refused():
     # a zero value as computed (2.6e-17) beside a small kept one (1e-9): no refusal
     zero = pg.Variable((u * np.array([1.0, 1e-9, 0.0])) @ vt)
     pg.sum(pg.linalg.pinv(zero, rtol=1e-12)).backward()
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 3)])
+def test_matrix_norm_2_of_an_empty_matrix_has_a_zero_gradient_on_strict(shape):
+    """The rule sliced the first singular pair, u[..., :, :1], of no singular vectors: an
+    IndexError on array_api_strict (numpy gave zeros)."""
+    for backend in ("numpy", "strict"):
+        x = pg.Variable(pg.asarray(np.ones(shape), backend=backend))
+        pg.sum(pg.linalg.matrix_norm(x, ord=2)).backward()
+        assert tuple(x.grad.shape) == shape

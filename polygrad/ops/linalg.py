@@ -633,6 +633,8 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
         g, ans = _mat(o, g), _mat(o, ans)
     if ord == "fro" or ord is None:
         return _scale(o, g / o.where(ans == 0, 1.0, ans), x)
+    if 0 in tuple(x.shape)[-2:]:  # an empty matrix: no entries, no gradient (max of no sums would raise,
+        return o.zeros_like(x)    # and u[..., :, :1] of no singular vectors did on array_api_strict)
     if ord in ("nuc", 2, -2):  # U V^H over all, the first, or the last singular pair
         u, _, vh = o.linalg_svd(x, full_matrices=False)
         if ord == 2:
@@ -640,8 +642,6 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
         elif ord == -2:
             u, vh = u[..., :, -1:], vh[..., -1:, :]
         return _scale(o, g, o.matmul(u, vh))
-    if 0 in tuple(x.shape)[-2:]:  # an empty matrix: no entries, no gradient (max of no sums would raise)
-        return o.zeros_like(x)
     # 1 / -1: max / min column sum of |x|; inf / -inf: max / min row sum
     along, across = (-2, -1) if ord in (1, -1) else (-1, -2)
     a = o.abs(x)
