@@ -521,3 +521,21 @@ def test_an_index_array_split_from_another_index_by_a_slice_is_refused():
             x[key]
     np.testing.assert_array_equal(np.asarray(pg.compute(x[0, idx, :])[0]), x_np[0, idx, :])
     np.testing.assert_array_equal(np.asarray(pg.compute(x[:, 0, idx])[0]), x_np[:, 0, idx])
+
+
+def test_max_min_and_norms_of_zero_size_arrays_compute_as_numpy():
+    """dask's max of a (2, 0, 4) array over axis 0 computed to (1, 0) where it reported (0, 4),
+    and the infinity norm of a (0, 3) matrix to [] where it reported a scalar (numpy: 0.0)."""
+    x_np = np.zeros((2, 0, 4))
+    x = pg.asarray(x_np, backend="dask")
+    for fn in (pg.max, pg.min):
+        for kw in (dict(axis=0), dict(axis=0, keepdims=True), dict(axis=())):
+            (got,) = pg.compute(fn(x, **kw))
+            assert np.asarray(got).shape == np.max(x_np, **kw).shape
+        with pytest.raises(ValueError, match="zero-size array"):
+            pg.compute(fn(x, axis=1))
+    m = pg.asarray(np.zeros((0, 3)), backend="dask")
+    (norm,) = pg.compute(pg.linalg.matrix_norm(m, ord=float("inf")) * 2 + 1)
+    assert np.asarray(norm).shape == () and float(norm) == 1.0
+    (v,) = pg.compute(pg.linalg.vector_norm(m, axis=0, ord=float("inf")))
+    np.testing.assert_array_equal(v, [0.0, 0.0, 0.0])
