@@ -228,12 +228,13 @@ class Optimizer:
                 raise ValueError(f"{where}: parameter {k} is not initialized yet; run the model once first")
             backend = backend_of_type(type(p.data))
             arrays = {}
+            template = rule.init_state(p, backend)  # the state's dtypes (float32 moments of a float16 Adam)
             for name in rule.state_names:
                 a = entry[name]
                 if tuple(getattr(a, "shape", ())) != tuple(p.data.shape):
                     raise ValueError(f"{where}: the state {name!r} of parameter {k} has shape "
                                      f"{tuple(getattr(a, 'shape', ()))}, the parameter {tuple(p.data.shape)}")
-                arrays[name] = backend.xp.astype(to_backend(a, backend.name), p.data.dtype)  # a copy
+                arrays[name] = backend.xp.astype(to_backend(a, backend.name), template[name].dtype)  # a copy
             new[k] = {"t": int(entry["t"]), "backend": backend, **arrays}
         before = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
         try:

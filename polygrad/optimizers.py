@@ -726,8 +726,13 @@ class Adam(GradientMethod):
             # A narrower float (float16) is stepped in float32 and the step cast back: grad * grad
             # overflowed past 256 (v inf, then NaN parameters, or frozen ones with pg.optim), and
             # eps = 1e-8 is 0 in float16 (Chainer's float16 Adam trains).
-            delta, new = self.step(data, xp.astype(grad, wide), state, t)
+            delta, new = self._moments_step(xp, xp.astype(grad, wide), state, t)
             return xp.astype(delta, grad.dtype), new
+        return self._moments_step(xp, grad, state, t)
+
+    def _moments_step(self, xp: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+        """The rule's arithmetic (``step`` without the float16 widening; a subclass's ``step``,
+        pg.optim's weight decay, runs once around it)."""
         self._check_eps(state["backend"], grad.dtype)
         m = self._average(state["m"], grad, self.beta1)
         if not xp.isdtype(grad.dtype, "complex floating"):
@@ -743,8 +748,8 @@ class Adam(GradientMethod):
         return self.lr_at(t) * _complex(xp, re, im, grad.dtype), {"m": m, "v": v}
 
     def _check_eps(self, backend: Any, dtype: Any) -> None:
-        """Refuse an eps that rounds to 0 in ``dtype`` (1e-8 in float16), as Chainer's AdamRule
-        does: where the squared gradient underflows too, the update divides 0 by 0 (NaN)."""
+        """Refuse an eps that rounds to 0 in ``dtype``, the dtype of the step (float32 for a float16
+        parameter): where the squared gradient underflows too, the update divides 0 by 0 (NaN)."""
         finfo = backend.xp.finfo(dtype)
         tiny = float(finfo.smallest_normal) * float(finfo.eps)  # the smallest positive (subnormal) number
         if self.eps != 0 and abs(self.eps) <= tiny / 2:  # rounds to 0 (a tie goes to the even 0)

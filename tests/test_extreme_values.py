@@ -180,3 +180,32 @@ def test_a_float16_loss_summing_past_65504_is_finite(backend_name):
     loss = F.softmax_cross_entropy(x, t, normalize=False)
     np.testing.assert_allclose(float(_np(loss.data)), np.log(1100), rtol=2e-3)
     assert loss.dtype == np.float16
+
+
+def test_compiled_float16_losses_over_more_than_65504_elements_equal_eager():
+    """The symbolic tracer named no float16 dtype, so a compiled graph's float16 nodes had none:
+    sigmoid_cross_entropy came out float32, softmax_cross_entropy(normalize=False) inf."""
+    from polygrad import symbolic as T
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(70000, 4)).astype(np.float16)
+    labels = rng.integers(0, 4, size=70000).astype(np.int32)
+    binary = rng.integers(0, 2, size=(70000, 4)).astype(np.int32)
+    X = T.tensor("float16", (None, 4), "X")
+    for build, t, labels_of in ((lambda x, t: F.softmax_cross_entropy(x, t, normalize=False), T.tensor("int32", (None,), "t"),
+                                 labels),
+                                (F.sigmoid_cross_entropy, T.tensor("int32", (None, 4), "t"), binary)):
+        loss = build(X, t)
+        f = pg.function([X, t], [loss, T.grad(loss, X)])
+        value, grad = f(logits, labels_of)
+        eager = build(pg.Variable(logits), pg.asarray(labels_of))
+        assert value.dtype == np.float16 and grad.dtype == np.float16
+        np.testing.assert_allclose(float(value), float(eager.data), rtol=1e-3)
+        assert np.isfinite(float(value))
+
+
+def test_the_float16_gradient_of_a_large_mean_under_a_loss_scale():
+    """mean's gradient multiplied by float16(1 / n): subnormal past 16,384, 0 past 2**25."""
+    for n in (60000, 10**6):
+        x = pg.Variable(np.zeros(n, np.float16))
+        (pg.mean(x) * 1024.0).backward()
+        np.testing.assert_allclose(float(x.grad[0]), 1024.0 / n, rtol=2e-3)

@@ -275,3 +275,23 @@ def test_a_numpy_bool_hyperparameter_is_the_number_it_is():
 
     with pytest.raises(TypeError, match="got the bool True"):
         F.leaky_relu(w, np.True_)
+
+
+def test_float16_adam_of_pg_optim_decays_once_and_keeps_float32_moments_through_a_state_dict():
+    """Stepping float16 in float32 ran pg.optim's step (which adds the weight decay) twice: 0.99
+    where float32 gives 1.01; load_state_dict cast the float32 moments back to float16 (a second
+    moment of 1e5 became inf, and that coordinate never moved again)."""
+    p16, p32 = pg.Variable(np.ones(1, np.float16)), pg.Variable(np.ones(1, np.float32))
+    opts = [pg.optim.Adam([p], lr=0.01, weight_decay=1.0) for p in (p16, p32)]
+    for p, opt in zip((p16, p32), opts):
+        p.grad = np.array([-1.5], p.dtype)
+        opt.step()
+    np.testing.assert_allclose(p16.data, p32.data, atol=1e-3)
+    p = pg.Variable(np.ones(2, np.float16))
+    opt = pg.optim.Adam([p])
+    p.grad = np.array([316.0, 0.03], np.float16)
+    opt.step()
+    state = opt.state_dict()
+    opt.load_state_dict(state)
+    v = next(iter(opt.state_dict()["state"].values()))["v"]
+    assert v.dtype == np.float32 and np.all(np.isfinite(v))

@@ -17,6 +17,7 @@ import warnings
 from typing import Any, Iterator, Sequence
 
 from polygrad.array_api import DTYPES
+from polygrad.ops._dtypes import NARROW_NAMES
 from polygrad.backends import get_backend
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.op import REGISTRY, Op, value_shaped
@@ -89,7 +90,7 @@ def _dtype_name(dtype: Any) -> str | None:
     # a dtype object prints as its name (numpy.dtype, torch.float32); a scalar type
     # (numpy.float32, jax.numpy.float32) prints as "<class ...>" but names itself
     text = getattr(dtype, "__name__", None) or str(dtype)
-    for name in DTYPES:
+    for name in NARROW_NAMES + DTYPES:  # (a computed float16 node knows its dtype: widened_of reads it)
         if text.endswith(name):
             return name
     raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")

@@ -34,6 +34,11 @@ def default_dtypes(xp: Any) -> dict:
     return found
 
 
+#: The names of the floating dtypes narrower than float32 that libraries have (no standard
+#: dtypes): a symbolic array's dtype is one of these names (see polygrad.compile.symbolic);
+#: bfloat16 first, as its name ends with the other.
+NARROW_NAMES = ("bfloat16", "float16")
+
 _widened: dict = {}  # (id(xp), type(dtype), dtype) -> (xp, float32 or None)
 
 
@@ -54,7 +59,7 @@ def widened_of(a: Any) -> Any:
     """:func:`widened` of the array ``a``'s dtype; for a symbolic array, whose dtype is a name
     (the program runs on a namespace not known yet), ``"float32"`` for the narrow names."""
     if a.dtype is None or isinstance(a.dtype, str):
-        return "float32" if a.dtype in ("float16", "bfloat16") else None
+        return "float32" if a.dtype in NARROW_NAMES else None
     try:
         xp = backend_of_type(type(a)).xp
     except TypeError:

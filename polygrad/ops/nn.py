@@ -303,7 +303,7 @@ VALID_COUNT = def_nograd(Op("softmax_cross_entropy_valid_count", _valid_count_ke
 
 @public(standard=False)
 def valid_count(x, t, ignore_label=-1):
-    """How many labels ``t`` are not ``ignore_label`` (at least 1), in ``x``'s dtype."""
+    """How many labels ``t`` are not ``ignore_label`` (at least 1), in ``x``'s dtype (float32 for a narrower float)."""
     return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
 
 
@@ -375,15 +375,16 @@ def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
     """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities
     (summed in the count's float32 for a narrower float: a float16 sum past 65504 was inf)."""
     picked = xp.where(mask, logp, xp.zeros_like(logp))
-    if count.dtype != logp.dtype:
-        return xp.astype(-xp.sum(xp.astype(picked, count.dtype)) / count, logp.dtype)
+    wide = widened(xp, logp.dtype)
+    if wide is not None:
+        return xp.astype(-xp.sum(xp.astype(picked, wide)) / count, logp.dtype)
     return -xp.sum(picked) / count
 
 
 def _nll_vjp(o: Any, g: Any, ans: Any, logp: Any, mask: Any, count: Any) -> Any:
     # The rules of divide, negative, sum and where composed, in their order: the same bits.
     scale = -(g / count)
-    if scale.dtype != logp.dtype:  # a float32 count of a narrower float
+    if getattr(scale, "dtype", logp.dtype) != logp.dtype:  # a float32 count of a narrower float
         scale = o.astype(scale, logp.dtype)
     return o.astype(mask, logp.dtype) * scale
 

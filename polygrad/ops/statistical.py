@@ -184,7 +184,7 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
 
 
 def _in_float32_at_least(name: str) -> Any:
-    """The namespace's ``name`` (var, std), taken in float32 for a narrower float (see
+    """The namespace's ``name`` (mean, var, std), taken in float32 for a narrower float (see
     :func:`~polygrad.ops._dtypes.widened`) and given back in the input's dtype."""
     kernel = NamespaceKernel(name)
 
@@ -199,8 +199,13 @@ def _in_float32_at_least(name: str) -> Any:
 
 def _mean_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     n = _count(x.shape, axis)
-    # times 1/n, a Python float: a Python int n past 65504 became inf in float16 (a zero gradient)
-    return _restore(o, g, tuple(x.shape), axis, keepdims) * (1.0 / n if n else math.nan)
+    data = g._data if isinstance(g, Variable) else g  # (x is a shape and dtype only: a _Meta)
+    wide = widened_of(data)
+    if wide is None:
+        return _restore(o, g, tuple(x.shape), axis, keepdims) / n
+    # a narrower float: scaled in float32 (n past 65504 is inf in float16, the gradient was 0;
+    # 1/n is subnormal past 16384)
+    return o.astype(_restore(o, o.astype(g, wide), tuple(x.shape), axis, keepdims) / n, data.dtype)
 
 
 MEAN = defvjp(Op("mean", _in_float32_at_least("mean"), shapes=True), _mean_vjp)

@@ -180,7 +180,9 @@ def _scatter_sum(shape, chunks, key, values, meta):
     for d, n in enumerate(shape):
         axis = da.arange(n, chunks=(chunks[d],))
         axis = da.reshape(axis, tuple(n if i == d else 1 for i in range(ndim)))
-        grids.append(getitem(da.broadcast_to(axis, shape, chunks=chunks), key))
+        # (in dask's order where it differs from numpy's: the grids and the values agree, and a
+        # scalar written there is written right)
+        grids.append(getitem(da.broadcast_to(axis, shape, chunks=chunks), key, _numpy_shape=False))
     where = grids[0]
     if tuple(values.shape) != tuple(where.shape):
         values = da.broadcast_to(values, where.shape)
@@ -234,7 +236,7 @@ def _source_chunks(key, shape):
     return hit[1] if hit is not None and hit[0] is key else None
 
 
-def getitem(x, key):
+def getitem(x, key, _numpy_shape=True):
     """``x[key]`` with numpy's rules, lazily; integer arrays on several axes (or
     of several dimensions), which dask's own indexing refuses, become one 1-D
     take on a flattened view. Lazy integer index arrays are checked against
@@ -244,7 +246,6 @@ def getitem(x, key):
     keys = key if isinstance(key, tuple) else (key,)
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
         _refuse_non_index(k)
-    _refuse_split_advanced(keys)
     keys = _bounds_checked(x, keys)
     key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
@@ -261,7 +262,10 @@ def getitem(x, key):
         axis = _consumed_axes(keys, x.ndim)[next(i for i, k in enumerate(keys) if k is arrays[0])]
         one = tuple(da.reshape(k, ()) if k is arrays[0] else k for k in keys)
         return da.expand_dims(x[one], axis)
-    return x[key]
+    out = x[key]
+    if _numpy_shape:
+        _refuse_transposed(x, keys, out)
+    return out
 
 
 def _refuse_non_index(k):
@@ -289,20 +293,53 @@ def _refuse_non_index(k):
                                      "axis)" if isinstance(k, (bool, np.bool_)) else ""))
 
 
-def _refuse_split_advanced(keys):
-    """An IndexError for an index array beside another array or an integer across a slice, None
-    or Ellipsis (``x[0, :, idx]``): numpy puts the indexed dimension first there, dask where the
-    array was (a (4, 2) result where numpy's is (2, 4), with no word)."""
+def _numpy_index_shape(shape, keys):
+    """The shape numpy gives ``x[keys]`` for one integer index array among integers, slices,
+    None and Ellipsis (numpy counts the integers as advanced indices too, and puts the indexed
+    dimensions first where a slice or None separates them); None where it is not that case or
+    a size is not known."""
     import numpy as np
 
-    advanced = [i for i, k in enumerate(keys)
-                if _is_index_array(k) or isinstance(k, list) or (isinstance(k, (int, np.integer)) and not isinstance(k, bool))]
-    if (any(_is_index_array(keys[i]) or isinstance(keys[i], list) for i in advanced) and len(advanced) > 1
-            and advanced[-1] - advanced[0] != len(advanced) - 1):
+    if not all(isinstance(n, int) for n in shape):
+        return None
+    arrays = [k for k in keys if _is_index_array(k) or isinstance(k, list)]
+    if len(arrays) != 1 or any(_is_bool_index(k) for k in arrays):
+        return None
+    consumed = sum(k is not None and k is not Ellipsis for k in keys)
+    expanded = []
+    for k in keys:
+        expanded.extend([slice(None)] * (len(shape) - consumed) if k is Ellipsis else [k])
+    if len(expanded) - sum(k is None for k in expanded) != len(shape):
+        return None
+    dims, advanced, axis = [], [], 0
+    for i, k in enumerate(expanded):
+        if k is None:
+            dims.append(1)
+        elif isinstance(k, slice):
+            dims.append(len(range(*k.indices(shape[axis]))))
+            axis += 1
+        else:
+            advanced.append(len(dims))
+            dims.append(None)  # the place of an advanced index
+            axis += 1
+    indexed = tuple(np.shape(arrays[0]))
+    basic = [d for d in dims if d is not None]
+    places = [i for i, d in enumerate(dims) if d is None]
+    if places[-1] - places[0] == len(places) - 1:  # next to each other: in place
+        return tuple(basic[:places[0]]) + indexed + tuple(basic[places[0]:])
+    return indexed + tuple(basic)
+
+
+def _refuse_transposed(x, keys, out):
+    """An IndexError where dask's ``x[keys]`` has another shape than numpy's: an index array and
+    an integer separated by a slice or None (``x[0, :, idx]``), where numpy puts the indexed
+    dimension first and dask gave the transposed result with no word."""
+    want = _numpy_index_shape(tuple(x.shape), keys)
+    if want is not None and tuple(out.shape) != want:
         raise IndexError(
-            "polygrad (dask): an index array and another array or an integer separated by a slice, None or "
-            "Ellipsis (x[0, :, idx]) index differently on dask than numpy, which puts the indexed dimension "
-            "first; index in two steps (x[0][:, idx])")
+            f"polygrad (dask): this key gives shape {tuple(out.shape)} on dask and {want} on numpy, which puts "
+            f"the dimension of an index array first where a slice or None separates it from another index "
+            f"(x[0, :, idx]); index in two steps (x[0][:, idx] gives dask's order)")
 
 
 def _consumed_axes(keys, ndim):
