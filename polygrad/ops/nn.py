@@ -373,7 +373,8 @@ def probabilities(t):
 
 def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
     """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities
-    (summed in the count's float32 for a narrower float: a float16 sum past 65504 was inf)."""
+    (summed in float32 for a narrower float, see :func:`~polygrad.ops._dtypes.widened`: a float16
+    sum past 65504 was inf)."""
     picked = xp.where(mask, logp, xp.zeros_like(logp))
     wide = widened(xp, logp.dtype)
     if wide is not None:
