@@ -305,6 +305,8 @@ def _numpy_index_shape(shape, keys):
     arrays = [k for k in keys if _is_index_array(k) or isinstance(k, list)]
     if len(arrays) != 1 or any(_is_bool_index(k) for k in arrays):
         return None
+    if not any(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys):
+        return None  # one array and no integer: dask's order is numpy's (no work for x[idx])
     consumed = sum(k is not None and k is not Ellipsis for k in keys)
     expanded = []
     for k in keys:
