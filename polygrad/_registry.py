@@ -46,6 +46,32 @@ from polygrad.hookspecs import BackendInfo, PluginWarning
 __all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed"]
 
 
+class _HalfOpen:
+    """A plugin's random generator whose ``uniform(low, high)`` draws stay below ``high``.
+
+    The contract's interval is [low, high), but the usual way to write the hook (a float64
+    draw cast to the dtype, or a [0, 1) draw scaled in it) rounds the draws nearest ``high``
+    up to it: 1 in about 4,000 float16 draws of [0, 1), so ``Bernoulli(1.0)`` drew 0 and
+    ``log_prob`` of that draw was -inf. This is the one place such draws are caught, for every
+    plugin, those already published too: they become the largest value of the dtype below
+    ``high``. Everything else is the plugin's generator's own."""
+
+    def __init__(self, gen: Any) -> None:
+        self._gen = gen
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # (copy and pickle ask before __init__ has run)
+            raise AttributeError(name)
+        return getattr(self._gen, name)
+
+    def uniform(self, shape: tuple, *, dtype: Any, low: float = 0.0, high: float = 1.0, **options: Any) -> Any:
+        u = self._gen.uniform(shape, dtype=dtype, low=low, high=high, **options)
+        if not high > low:
+            return u
+        xp = _dispatch.backend_of_type(type(u)).xp
+        return xp.minimum(u, xp.nextafter(xp.asarray(high, dtype=dtype), xp.asarray(low, dtype=dtype)))
+
+
 class Backend:
     """A loaded backend: its name, Array API namespace ``xp`` and the services of its hooks.
 
@@ -191,7 +217,7 @@ class Backend:
         gen = self._hook.polygrad_random_generator(backend=self.name, seed=seed)
         if gen is None:
             raise NotImplementedError(f"polygrad: backend {self.name!r} provides no random numbers (polygrad_random_generator)")
-        return gen
+        return _HalfOpen(gen)
 
     def scatter_add(self, x: Any, key: Any, values: Any) -> Any:
         """Copy of ``x`` with ``values`` added at ``x[key]``, repeated indices summed."""

@@ -301,3 +301,30 @@ def test_bernoulli_takes_a_python_number():
     assert 200 < int(np.sum(np.asarray(s))) < 400
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\], got 1.5"):
         pg.distributions.Bernoulli(1.5).sample()
+
+
+def test_certain_bernoulli_draws_are_certain_in_float16():
+    """Bernoulli(1.0) always draws 1 and its log_prob is 0, in float16 too: a float64 uniform draw
+    cast to float16 rounded up to 1.0 about once in 4,000 draws, and 1 < 1 drew 0 (log_prob -inf, a
+    NaN REINFORCE gradient). polygrad keeps every generator's uniform draws below high."""
+    pg.seed(0)
+    p = pg.Variable(np.ones(1 << 16, dtype=np.float16))
+    a = pg.distributions.Bernoulli(p).sample()
+    assert np.all(np.asarray(a) == 1)
+    assert np.all(np.asarray(pg.distributions.Bernoulli(p).log_prob(a).data) == 0)
+    pg.seed(None)
+
+
+def test_the_generator_keeps_the_plugins_own_methods_and_pickles():
+    """The generator polygrad hands out is the plugin's, with uniform kept below high: the plugin's
+    own options (dask's ``chunks``) and attributes pass through, and dask's pickles (as dask's
+    own generator does, for dask.distributed) and goes on drawing the same numbers."""
+    import pickle
+
+    gen = pg.get_backend("dask").random_generator(3)
+    assert hasattr(gen, "_rng")  # the plugin generator's attribute
+    u = gen.uniform((6,), dtype=np.float64, low=2.0, high=3.0, chunks=2)
+    assert u.chunks == ((2, 2, 2),) and 2.0 <= float(u.min().compute()) and float(u.max().compute()) < 3.0
+    twin = pickle.loads(pickle.dumps(gen))
+    a, b = gen.uniform((5,), dtype=np.float32, low=-1.0, high=1.0), twin.uniform((5,), dtype=np.float32, low=-1.0, high=1.0)
+    assert np.array_equal(a.compute(), b.compute())

@@ -64,6 +64,23 @@ def test_uniform_range_and_normal_moments(pg_backend, xp, float_dtype):
     assert 0.03 < tails < 0.065 and 0.64 < body < 0.72, (tails, body)
 
 
+def test_uniform_never_reaches_high(pg_backend, xp, dtype_name):
+    """uniform(low, high) stays below ``high`` at every real floating dtype, also where the dtype
+    rounds a draw up to it: in a range one step of the dtype wide every draw is ``low`` (a
+    float64 draw cast to float16 reaches 1.0 about once in 4,000 draws of [0, 1), and scaling a
+    [0, 1) draw into [low, high) rounds up to high too; Bernoulli(1.0) then drew 0). polygrad keeps
+    the draws of every plugin's generator below high; this proves it of this backend's."""
+    dtype = xp.__array_namespace_info__().dtypes(kind="real floating")[dtype_name]
+    gen = pg_backend.random_generator(13)
+    low = xp.asarray(1.0, dtype=dtype)
+    high = float(xp.nextafter(low, xp.asarray(2.0, dtype=dtype)))
+    u = gen.uniform((4096,), dtype=dtype, low=1.0, high=high)
+    above = int(xp.sum(xp.astype(u != low, xp.int32)))
+    assert above == 0, f"{above} of 4096 draws of uniform(low=1.0, high={high!r}) in {dtype_name} are not 1.0"
+    u = gen.uniform((4096,), dtype=dtype)
+    assert float(xp.max(u)) < 1.0 and float(xp.min(u)) >= 0.0
+
+
 def test_a_large_draw_does_not_repeat_itself(pg_backend, xp, float_dtype):
     """A draw of 2**17 numbers repeats values only about as often as chance makes two floats equal
     (float32: about 130 here; a generator of short period, or one that repeats its blocks, repeats
