@@ -24,6 +24,7 @@ parameter is updated as if its gradient were zero).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import MutableMapping
 from typing import Any, Callable, Iterable, Iterator
 
@@ -212,6 +213,7 @@ class Optimizer:
             raise ValueError(f"{where}: the state dict's hyperparameters {sorted(set(group) - {'params'})} are not "
                              f"this optimizer's {sorted(names)} (the state dict of another kind of optimizer?)")
         from polygrad.backends import to_backend
+        from polygrad.serializers import check_kind, dtype_kind_of
 
         rule = self._rule
         new: dict[int, dict] = {}
@@ -227,6 +229,7 @@ class Optimizer:
             if p.data is None:
                 raise ValueError(f"{where}: parameter {k} is not initialized yet; run the model once first")
             backend = backend_of_type(type(p.data))
+            xp = backend.xp
             arrays = {}
             template = rule.init_state(p, backend)  # the state's dtypes (float32 moments of a float16 Adam)
             for name in rule.state_names:
@@ -234,8 +237,11 @@ class Optimizer:
                 if tuple(getattr(a, "shape", ())) != tuple(p.data.shape):
                     raise ValueError(f"{where}: the state {name!r} of parameter {k} has shape "
                                      f"{tuple(getattr(a, 'shape', ()))}, the parameter {tuple(p.data.shape)}")
-                arrays[name] = backend.xp.astype(to_backend(a, backend.name), template[name].dtype)  # a copy
-            new[k] = {"t": int(entry["t"]), "backend": backend, **arrays}
+                a, dtype = to_backend(a, backend.name), template[name].dtype
+                # (a complex velocity lost its imaginary part here, where load_npz refuses it)
+                check_kind(f"{where}: the state {name!r} of parameter {k}", xp, a.dtype, dtype_kind_of(xp, dtype), dtype)
+                arrays[name] = xp.astype(a, dtype)  # a copy
+            new[k] = {"t": _count(entry["t"], f"{where}: the count 't' of parameter {k}"), "backend": backend, **arrays}
         before = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
         try:
             for key in self._hyperparameters:
@@ -254,6 +260,18 @@ class Optimizer:
         ``epoch`` and each parameter's under its position (``0/t``, ``0/m``, ...); the
         hyperparameters are not saved (as with ``pg.optimizers``)."""
         self._rule.serialize(serializer)
+
+
+def _count(t: Any, what: str) -> int:
+    """An update count as an int: a non-negative integer (2.7 was 2, and a negative count gave
+    Adam's bias correction the wrong sign)."""
+    try:
+        n = operator.index(t)
+    except TypeError:
+        n = None
+    if n is None or n < 0 or isinstance(t, bool):
+        raise ValueError(f"{what} must be a non-negative integer, got {t!r}")
+    return n
 
 
 def _non_negative(v: float) -> bool:

@@ -192,20 +192,25 @@ class NpzDeserializer:
         out = _from_numpy(data, backend)
         if out.dtype != value.dtype:
             xp = backend.xp
-            self._check_kind(full, xp, out.dtype, _kind(xp, value.dtype), value.dtype)
+            self._check_kind(full, xp, out.dtype, dtype_kind_of(xp, value.dtype), value.dtype)
             out = xp.astype(out, value.dtype)
         return out
 
     def _check_kind(self, full: str, xp: Any, dtype: Any, target: int | None, target_name: Any) -> None:
-        """Refuse a stored dtype of a higher kind than the target's (NumPy's ``same_kind`` rule):
-        float into int truncates, int into bool and complex into real lose values."""
-        have = _kind(xp, dtype)
-        if have is not None and target is not None and have > target:
-            raise TypeError(
-                f"polygrad.load_npz: {full!r} in the file{self._file()} holds {dtype} values, which a target of {target_name} "
-                f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
-                "load it into a target of that kind"
-            )
+        check_kind(f"polygrad.load_npz: {full!r} in the file{self._file()}", xp, dtype, target, target_name)
+
+
+def check_kind(what: str, xp: Any, dtype: Any, target: int | None, target_name: Any) -> None:
+    """Refuse a stored dtype of a higher kind than the target's (NumPy's ``same_kind`` rule):
+    float into int truncates, int into bool and complex into real lose values. ``what`` names
+    the stored value; ``target`` is the target's kind (:func:`dtype_kind_of`)."""
+    have = dtype_kind_of(xp, dtype)
+    if have is not None and target is not None and have > target:
+        raise TypeError(
+            f"{what} holds {dtype} values, which a target of {target_name} "
+            f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
+            "load it into a target of that kind"
+        )
 
 
 #: Kinds of values in the order a cast may go without changing values in kind (NumPy's
@@ -220,7 +225,7 @@ def _scalar_kind(value: Any) -> int:
     return next(k for k, t in enumerate(_SCALAR_KINDS) if isinstance(value, t))
 
 
-def _kind(xp: Any, dtype: Any) -> int | None:
+def dtype_kind_of(xp: Any, dtype: Any) -> int | None:
     """The position of ``dtype``'s kind in :data:`_KIND_NAMES` (None for another kind)."""
     for k, name in enumerate(_KIND_NAMES):
         if xp.isdtype(dtype, name):

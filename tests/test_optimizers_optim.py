@@ -171,8 +171,10 @@ def test_load_state_dict_puts_the_state_on_the_parameters_backend():
         np.testing.assert_allclose(np.from_dlpack(state[k]), saved["state"][0][k], rtol=1e-6)
 
 
-@pytest.mark.parametrize("change", ["params", "shape", "kind", "beta", "lacks"])
+@pytest.mark.parametrize("change", ["params", "shape", "kind", "beta", "lacks", "complex", "fraction_t", "negative_t"])
 def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(change):
+    """(A complex moment lost its imaginary part, a count of 2.7 became 2 and one of -5 turned
+    Adam's bias correction over: load_npz refuses the first, and a count is a non-negative integer.)"""
     opt = pg.optim.Adam(_params(), lr=0.05)
     _step(opt)
     other = pg.optim.Adam(_params(1), lr=0.5)
@@ -188,11 +190,16 @@ def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(change):
         saved = sgd.state_dict()
     elif change == "beta":
         saved["param_groups"][0]["betas"] = (0.9, 1.5)
+    elif change == "complex":
+        saved["state"][1]["m"] = saved["state"][1]["m"] * (1 + 1j)
+    elif change in ("fraction_t", "negative_t"):
+        saved["state"][1]["t"] = 2.7 if change == "fraction_t" else -5
     else:
         del saved["state"][0]["v"]
     before = opt.state_dict()
     before_m = before["state"][0]["m"].copy()
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError if change == "complex" else ValueError, match=None if change in (
+            "params", "shape", "kind", "beta", "lacks") else "complex floating into real|non-negative integer"):
         opt.load_state_dict(saved)
     after = opt.state_dict()
     assert after["param_groups"] == before["param_groups"]
