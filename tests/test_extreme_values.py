@@ -89,6 +89,20 @@ def test_var_and_std_of_float16(backend_name):
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_var_gradient_of_a_large_mean_and_a_small_spread(backend_name, axis):
+    """var's gradient 2 (x - mean) / n took x - mean with the mean rounded to float32: for values
+    of 1000 +- 0.01 that rounding was 2e-3 of each deviation (JAX: 1e-7)."""
+    x0 = (1000 + 0.01 * np.random.default_rng(0).standard_normal((2, 500))).astype(np.float32)
+    x = pg.Variable(pg.asarray(x0, backend=backend_name))
+    pg.var(x, axis=axis).backward(pg.asarray(np.ones(() if axis is None else (2,), np.float32), backend=backend_name))
+    x64 = x0.astype(np.float64)
+    want = 2 * (x64 - x64.mean(axis=axis, keepdims=True)) / (x0.size if axis is None else 500)
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(_np(x.grad), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
 def test_normalizations_of_float16_with_large_deviations(backend_name):
     """layer_normalization and batch_normalization took the variance of float16 in float16:
     a deviation of 256 squared is inf, and the output and its gradient were all zeros."""
