@@ -556,12 +556,27 @@ def register_plugin(plugin: Any, name: str | None = None) -> None:
 
 
 def unregister_plugin(plugin: Any) -> None:
-    """Undo :func:`register_plugin`."""
+    """Undo :func:`register_plugin`: ``plugin`` is the plugin object or the ``name`` it was
+    registered with. ValueError for one that is not registered (a name was taken for an
+    unknown object, and the plugin stayed in force without a word)."""
     global _registry
     with _lock:
-        _extra_plugins[:] = [(p, n) for p, n in _extra_plugins if p is not plugin]
-        if _pm is not None and _pm.is_registered(plugin):
-            _pm.unregister(plugin)
+        if isinstance(plugin, str):
+            named = [p for p, n in _extra_plugins if n == plugin]
+            if not named and _pm is not None:
+                named = [p for p in [_pm.get_plugin(plugin)] if p is not None]
+            if not named:
+                by_hand = [n for _, n in _extra_plugins if n is not None]
+                raise ValueError(f"polygrad.unregister_plugin: no plugin is registered under the name {plugin!r} "
+                                 f"(plugins registered by hand with a name: {by_hand or 'none'})")
+        else:
+            named = [plugin]
+            if not any(p is plugin for p, _ in _extra_plugins) and not (_pm is not None and _pm.is_registered(plugin)):
+                raise ValueError(f"polygrad.unregister_plugin: {plugin!r} is not registered")
+        for obj in named:
+            _extra_plugins[:] = [(p, n) for p, n in _extra_plugins if p is not obj]
+            if _pm is not None and _pm.is_registered(obj):
+                _pm.unregister(obj)
         _registry = None
         _dispatch.clear_cache()
 

@@ -454,6 +454,29 @@ def test_unregister_plugin_removes_its_backend(registry_state):
     assert "extra" not in pg.backends()
 
 
+def test_unregister_plugin_takes_the_name_and_refuses_what_is_not_registered(registry_state):
+    """``pg.unregister_plugin`` takes the name given to ``register_plugin`` too (the README pairs
+    them); a name or an object that is not registered raises, where it did nothing and left the
+    plugin in force."""
+
+    class Extra:
+        @hookimpl
+        def polygrad_backend_info(self):
+            return BackendInfo(name="extra", module="extra_lib")
+
+    p = Extra()
+    pg.register_plugin(p, name="extra-plugin")
+    with pytest.raises(ValueError, match="no plugin is registered under the name 'extra'.*extra-plugin"):
+        pg.unregister_plugin("extra")  # the backend's name, not the plugin's
+    assert "extra" in pg.backends()
+    pg.unregister_plugin("extra-plugin")
+    assert "extra" not in pg.backends()
+    with pytest.raises(ValueError, match="is not registered"):
+        pg.unregister_plugin(p)
+    with pytest.raises(ValueError, match="under the name 'extra-plugin'"):
+        pg.unregister_plugin("extra-plugin")
+
+
 # ---------------------------------------------------------------------------
 # array types
 # ---------------------------------------------------------------------------
