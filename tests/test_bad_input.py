@@ -439,3 +439,13 @@ def test_cumulative_functions_of_a_0d_array_are_refused(backend, fn):
     with pytest.raises(ValueError, match=rf"polygrad.{fn.__name__}: x must have one or more dimensions"):
         fn(x)
     np.testing.assert_array_equal(pg.to_backend(fn(pg.reshape(x, (1,))).data, "numpy"), [3.0])
+
+
+def test_an_operation_on_a_variable_without_data_says_it_has_none():
+    """``pg.Variable()`` is an uninitialized parameter (Linear(None, n) holds one); an op on it named
+    symbolic graphs and unknown dimensions, which have nothing to do with it."""
+    w = pg.Variable(name="W")
+    with pytest.raises(TypeError, match=r"multiply: input 0 is variable 'W' .*has no data yet"):
+        w * 2
+    with pytest.raises(TypeError, match=r"add: input 1 is variable .*has no data yet"):
+        pg.asarray([1.0]) + pg.Variable()

@@ -205,6 +205,9 @@ def test_item_assignment_by_an_index_array_into_unknown_sizes_says_so():
         z = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)), requires_grad=False)
         with pytest.raises(ValueError, match=r"boolean mask that is not one over x's leading axes.*pg.where"):
             z[:, pg.asarray([True, False, True])] = 1.0  # (cannot convert float NaN to integer)
+        h = pg.Variable(pg.asarray([1.0, -2.0, 3.0]), requires_grad=False)
+        with pytest.raises(ValueError, match=r"a boolean mask and an array of values \(only one value.*pg.where"):
+            h[h > 0] = pg.asarray([7.0, 8.0])  # (the message blamed a mask not over the leading axes)
 
 
 def test_a_failing_chunk_in_the_chainer_form_leaves_the_statistics_of_the_last_good_update():

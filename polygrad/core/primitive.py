@@ -240,7 +240,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 continue
             saved.append(d if i in keep else None)
         t = type(d)
-        b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i)
+        b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i, a)
         if backend is None:
             backend = b
             d0 = d
@@ -415,12 +415,16 @@ def _floating(a: Any) -> bool:
 _FLOATING_DTYPES: dict = {}
 
 
-def _input_backend(t: type, name: str, i: int) -> Any:
+def _input_backend(t: type, name: str, i: int, arg: Any) -> Any:
     """The backend of input ``i``'s type; a type no backend claims (a list, None) is an error
-    naming the op and the input (it named neither)."""
+    naming the op and the input (it named neither), and a Variable without data says so."""
     try:
         return backend_of_type(t)
     except TypeError as exc:
+        if isinstance(arg, Variable) and t is type(None):
+            raise TypeError(f"polygrad: {name}: input {i} is {arg._describe()}, which has no data yet (an "
+                            "uninitialized parameter, as Linear(None, n) holds until its first call): give it "
+                            "data first") from None
         text = str(exc)
         text = text[len("polygrad: "):] if text.startswith("polygrad: ") else text
         raise TypeError(f"polygrad: {name}: input {i} ({t.__name__}): {text}") from None

@@ -623,10 +623,13 @@ def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
     getitem = GETITEM.kernel(backend)  # (a backend's own: dask's takes several index arrays)
     where = getitem(xp.reshape(xp.arange(size, dtype=itype), shape), key=key)
     if any(n is None or n != n for n in where.shape):  # a mask on a lazy backend: how many it writes is unknown
+        how = ("with a boolean mask and an array of values (only one value, written as a where, needs no sizes)"
+               if _leading_mask(xp, key, shape) is not None else
+               "with a boolean mask that is not one over x's leading axes")
         raise ValueError(
-            f"polygrad: x[key] = value on {backend.name!r}, whose arrays take no writes, with a boolean mask "
-            f"that is not one over x's leading axes: the number of positions written is not known before "
-            f"computing; write pg.where(mask, value, x) with the mask shaped to broadcast against x {shape}")
+            f"polygrad: x[key] = value on {backend.name!r}, whose arrays take no writes, {how}: the number of "
+            f"positions written is not known before computing; write pg.where(mask, value, x) with the mask and "
+            f"the values shaped to broadcast against x {shape}, or compute the mask first")
     where = xp.reshape(where, (-1,))
     n = where.shape[0]
     if n == 0:
