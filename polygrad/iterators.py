@@ -215,20 +215,45 @@ class SerialIterator:
 
     # -- saving and loading (pg.serializers) -------------------------------------
     def serialize(self, serializer: Any) -> None:
-        """Save or load the position, the epoch and the order (Chainer's keys)."""
-        self.current_position = int(serializer("current_position", self.current_position))
-        self.epoch = int(serializer("epoch", self.epoch))
-        self.is_new_epoch = bool(serializer("is_new_epoch", self.is_new_epoch))
+        """Save or load the position, the epoch and the order (Chainer's keys). A file that
+        does not fit this iterator is refused before anything changes: a position or an order
+        that is not one of this dataset's, a negative epoch, an order saved by a shuffling
+        iterator loaded into one that does not shuffle (it was ignored, and the batches were
+        not the saved run's)."""
+        loading = getattr(serializer, "loading", False)
+        position = int(serializer("current_position", self.current_position))
+        epoch = int(serializer("epoch", self.epoch))
+        is_new_epoch = bool(serializer("is_new_epoch", self.is_new_epoch))
         try:
             previous = serializer("previous_epoch_detail", self._previous_epoch_detail)
         except KeyError:  # a file from before Chainer saved it: estimated as Chainer does
-            previous = self.epoch + (self.current_position - self.batch_size) / self._size if self._size else -1.0
-            previous = max(previous, 0.0) if self.epoch_detail > 0 else -1.0
-        self._previous_epoch_detail = float(previous)
+            previous = epoch + (position - self.batch_size) / self._size if self._size else -1.0
+            previous = max(previous, 0.0) if epoch + position / max(self._size, 1) > 0 else -1.0
+        order = None
         if self._order is not None:
             from polygrad.backends import get_backend
 
             xp = get_backend().xp
             saved = serializer("order", xp.asarray(self._order))
-            if getattr(serializer, "loading", False) and saved is not None:
-                self._order = [int(saved[k]) for k in range(saved.shape[0])]
+            if loading and saved is not None:
+                order = [int(saved[k]) for k in range(saved.shape[0])]
+        elif loading:
+            try:
+                saved = serializer("order", None)
+            except KeyError:
+                saved = None
+            if saved is not None:
+                raise ValueError("polygrad: SerialIterator: the file holds the order of a shuffling iterator, and this "
+                                 "one does not shuffle; make it with shuffle=True (or the file's order_sampler)")
+        if loading:
+            n = self._size
+            if not 0 <= position < max(n, 1) or epoch < 0:
+                raise ValueError(f"polygrad: SerialIterator: the file's position {position} (epoch {epoch}) is not one "
+                                 f"of this dataset of {n} examples (a file of another dataset?)")
+            if order is not None and sorted(order) != list(range(n)):
+                raise ValueError(f"polygrad: SerialIterator: the file's order of {len(order)} examples is not an order "
+                                 f"of this dataset of {n} (each index once): a file of another dataset?")
+        self.current_position, self.epoch, self.is_new_epoch = position, epoch, is_new_epoch
+        self._previous_epoch_detail = float(previous)
+        if order is not None:
+            self._order = order

@@ -328,6 +328,34 @@ def test_serial_iterator_saves_and_resumes(tmp_path):
     assert [next(resumed) for _ in range(2)] == [next(it) for _ in range(2)]
 
 
+@pytest.mark.parametrize("case", ["shuffled_into_ordered", "position_past_the_end", "not_a_permutation", "negative"])
+def test_serial_iterator_refuses_a_file_that_does_not_fit_and_changes_nothing(tmp_path, case):
+    """A shuffled run's order loaded into an iterator that does not shuffle was ignored (the next
+    batch was not the saved run's), a position past a smaller dataset's end counted an epoch with
+    no example, and an order that is no permutation or a negative position were taken."""
+    shuffle = case != "position_past_the_end"
+    it = SerialIterator(list(range(10)), 4, shuffle=shuffle)
+    next(it)
+    next(it)
+    serializers.save_npz(tmp_path / "it.npz", it)
+    size = 10
+    if case in ("not_a_permutation", "negative"):
+        with np.load(tmp_path / "it.npz") as f:
+            stored = dict(f)
+        if case == "not_a_permutation":
+            stored["order"] = np.zeros(10, dtype=stored["order"].dtype)
+        else:
+            stored["current_position"] = np.array(-3)
+        np.savez(tmp_path / "it.npz", **stored)
+    elif case == "position_past_the_end":
+        size = 6
+    target = SerialIterator(list(range(size)), 4, shuffle=shuffle and case != "shuffled_into_ordered")
+    before = (target.current_position, target.epoch, target._order)
+    with pytest.raises(ValueError, match="polygrad: SerialIterator: the file"):
+        serializers.load_npz(tmp_path / "it.npz", target)
+    assert (target.current_position, target.epoch, target._order) == before
+
+
 # ---------------------------------------------------------------------------
 # concat_examples
 # ---------------------------------------------------------------------------
