@@ -425,3 +425,25 @@ def test_groups_that_read_each_other_are_not_fused_into_a_cycle():
         np.testing.assert_allclose(a, b, rtol=1e-12)
     if fusion.ENABLED:
         assert next(iter(f._programs.values())).n_fused >= 1
+
+
+@pytest.mark.parametrize("expr", ["m1 * m2", "m1 + m2", "m1 - m2", "m1 * m1", "(m1 + m2) * x", "sum(m1 * m2)"])
+def test_two_bool_casts_read_by_one_operation_keep_the_number_dtype(expr, monkeypatch):
+    """The small-array fusion of the numpy plugin drops a cast of a boolean to a number read by
+    add, subtract or multiply (NumPy's ufunc casts it); it dropped both operands' casts too, so
+    m1 * m2 of two 0/1 masks came back bool, m1 + m2 was True where eager gives 2.0, and
+    m1 - m2 raised. Each operation keeps an operand of the number dtype."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)
+    x = T.vector("x")
+    m1, m2 = pg.astype(x > 0, "float64"), pg.astype(x < 0.5, "float64")
+    out = eval(expr, {"m1": m1, "m2": m2, "x": x, "sum": pg.sum})
+    fn = pg.function([x], out)
+    xv = np.linspace(-1, 1, 20001)  # above the tiny size, below the threshold: the small-array path
+    got = fn(xv)
+    assert "fused" in fn.program_source() or expr == "m1 * m1"  # (with its cast kept, too short to fuse)
+    e1, e2 = (xv > 0).astype(np.float64), (xv < 0.5).astype(np.float64)
+    want = eval(expr, {"m1": e1, "m2": e2, "x": xv, "sum": np.sum})
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)

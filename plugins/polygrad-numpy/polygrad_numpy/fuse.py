@@ -173,14 +173,25 @@ def _without_bool_casts(np: Any, nodes: tuple, inputs: tuple, outputs: tuple) ->
     def dtype(arg: tuple) -> Any:
         return None if arg[0] != "node" else np.dtype(nodes[arg[1]].dtype)
 
-    dropped = set()
+    dropped: set[int] = set()
+
+    def typed(a: tuple, j: int, dt: Any) -> bool:
+        """Whether operand ``a`` stays a number of dtype ``dt`` once ``j`` and the casts already
+        dropped read their booleans."""
+        return (a != ("node", j) and a[0] != "scalar" and not (a[0] == "node" and a[1] in dropped)
+                and np.dtype(_dtype_of(a, nodes, inputs)) == dt)
+
     for j, n in enumerate(nodes):
         if (n.op != "astype" or j in outputs or not users[j] or n.args[0][0] != "node"
                 or dtype(n.args[0]).kind != "b" or np.dtype(n.dtype).kind not in "iuf"):
             continue
-        if all(nodes[u].op in ("add", "subtract", "multiply") and np.dtype(nodes[u].dtype) == np.dtype(n.dtype)
-               and all(a == ("node", j) or (a[0] != "scalar" and np.dtype(_dtype_of(a, nodes, inputs)) == np.dtype(n.dtype))
-                       for a in nodes[u].args) for u in users[j]):
+        dt = np.dtype(n.dtype)
+        # Each user keeps an operand of the number dtype: with both operands' casts dropped
+        # (m1 * m2 of two 0/1 masks, or m1 * m1) NumPy computed bool op bool, a bool array (or a
+        # TypeError for subtract) where float64 was traced.
+        if all(nodes[u].op in ("add", "subtract", "multiply") and np.dtype(nodes[u].dtype) == dt
+               and all(a == ("node", j) or typed(a, j, dt) for a in nodes[u].args)
+               and any(typed(a, j, dt) for a in nodes[u].args) for u in users[j]):
             dropped.add(j)
     if not dropped:
         return None
