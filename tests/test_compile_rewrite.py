@@ -99,6 +99,18 @@ def test_exp_of_log_of_a_non_negative_value():
     assert kernels(keep) == ["log", "exp"] and np.isnan(r[0])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered", "ignore:divide by zero")
+def test_exp_of_log_of_a_square_root_keeps_the_sign_of_zero():
+    """sqrt(-0.0) is -0.0 and exp(log(-0.0)) +0.0: dropping the pair made 1 / exp(log(sqrt(x)))
+    -inf at x = -0.0 where eager gives +inf."""
+    x = T.vector("x")
+    fn = pg.function([x], 1.0 / pg.exp(pg.log(pg.sqrt(x))))
+    xv = np.array([-0.0, 0.0, 4.0])
+    eager = (1.0 / pg.exp(pg.log(pg.sqrt(pg.asarray(xv))))).data
+    np.testing.assert_array_equal(fn(xv), eager)
+    assert np.array_equal(np.signbit(fn(xv)), np.signbit(eager))
+
+
 def test_complex_identity_is_kept():
     """(inf + nan j) * 1 is not the identity in complex arithmetic: the rule is for real dtypes only."""
     z = T.tensor("complex128", (None,), "z")

@@ -17,7 +17,7 @@ broadcast of one). The rules::
 where -(0.0) is -0.0, and the sign of a zero shows in 1 / x and atan2: compiled 1 / (0 - x)
 gave -inf where eager gives +inf. Of integer x they become x and -x.) A uniform integer or
 boolean zero counts as +0.0.
-    exp(log(x))                  ->  x       where x is known non-negative (exp, abs, sqrt, square, x*x, ...)
+    exp(log(x))                  ->  x       where x is known non-negative and never -0.0 (exp, abs, square, x*x, ...)
 
 The folded seed of ``sum``'s gradient (ones broadcast to the input's shape) is
 such a uniform constant, so a gradient never multiplies by it. Random rows
@@ -39,8 +39,9 @@ _SCALARS = (bool, int, float)
 _SHAPE_ONLY = frozenset({"reshape", "broadcast_to", "expand_dims", "squeeze", "permute_dims", "matrix_transpose",
                          "reverse_dims", "flip", "positive", "tile", "repeat", "getitem", "astype", "asarray",
                          "roll", "real"})
-#: Rows whose real result is never negative (or NaN): exp(log(x)) may drop the pair.
-_NON_NEGATIVE = frozenset({"exp", "abs", "sqrt", "square", "cosh", "relu", "hypot", "sigmoid", "softplus"})
+#: Rows whose real result is never negative, -0.0 or NaN aside (NaN stays NaN): exp(log(x)) may drop
+#: the pair. Not sqrt: sqrt(-0.0) is -0.0, and exp(log(-0.0)) +0.0 (1 / it was -inf compiled).
+_NON_NEGATIVE = frozenset({"exp", "abs", "square", "cosh", "relu", "hypot", "sigmoid", "softplus"})
 
 
 class Facts:
