@@ -447,3 +447,37 @@ def test_two_bool_casts_read_by_one_operation_keep_the_number_dtype(expr, monkey
     want = eval(expr, {"m1": e1, "m2": e2, "x": xv, "sum": np.sum})
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got, want)
+
+
+def _bitwise(got, want):
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("where", ["numpy", "dask"])
+def test_division_by_a_constant_is_numpys_division(where, monkeypatch):
+    """numexpr makes x / c of a literal c into x * (1 / c): x / 1e-310 + 1 was inf, -inf and NaN
+    where eager gives 2, 1, -1 ..., and x / 10 - 1 was 1 ulp off in one element of 37."""
+    x = T.vector("x")
+    xv = np.tile([1e-310, 0.0, -1e-310, 3e-311, 0.3, 1.7, -2.9, 7.1e-3], 512)
+    values = [xv if where == "numpy" else da.from_array(xv, chunks=1024)]
+    fn, got, want = run_both([x], values, [x / 1e-310 + 1, x / 10 - 1, T.grad(pg.sum(x / 10 * x), x)], monkeypatch)
+    assert "fused" in fn.program_source()
+    _bitwise(got, want)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered", "ignore:divide by zero")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_constant_powers_are_numpys_in_every_float_dtype(dtype, monkeypatch):
+    """NumPy's x ** 0.5 is sqrt (sqrt(-0.0) is -0.0, sqrt(-inf) NaN), x ** 2 a square and x ** -1 a
+    reciprocal; a float32 exponent reached numexpr as a variable, so its pow gave 0 and inf there."""
+    x = T.vector("x", dtype=dtype)
+    xv = np.tile(np.array([-np.inf, -0.0, 0.0, 4.0, -1.0, np.inf, np.nan, 8.0], dtype=dtype), 256)
+    outs = [x ** 0.5 * 3, x ** 2 * 3, x ** -1 * 3, T.grad(pg.sum(x ** 1.5), x)]
+    fn, got, want = run_both([x], [xv], outs, monkeypatch)
+    assert "fused" in fn.program_source()
+    _bitwise(got, want)

@@ -68,6 +68,11 @@ _TRANSCENDENTAL = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p
                    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
                    "atanh": "arctanh"}
 _NUMEXPR_DTYPES = ("bool", "int32", "int64", "float32", "float64")
+#: NumPy's ``x ** c`` of floats for these Python numbers c is another ufunc (sqrt(-0.0) is -0.0 and
+#: sqrt(-inf) NaN where pow gives 0 and inf). numexpr rewrites them alike for a float64 literal only;
+#: another dtype's constant is a variable to it, so the kernel writes them itself.
+_FAST_POWERS = {0.5: lambda p, t: f"sqrt({p[0]})", 2: lambda p, t: f"({p[0]} * {p[0]})",
+                -1: lambda p, t: f"({t(1)} / {p[0]})"}
 #: The rows whose kernel is a Python operator: on NumPy arrays the operator calls this ufunc.
 _OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
               "pow": operator.pow, "negative": operator.neg}
@@ -240,6 +245,8 @@ def _template(np: Any, node: Any, dtypes: list, vml: bool) -> Callable | None:
         return None
     floating = out.kind == "f"
     same = all(d == out for d in arrays)
+    if name == "pow" and floating and same and node.args[1][0] == "scalar" and node.args[1][1] in _FAST_POWERS:
+        return _FAST_POWERS[node.args[1][1]]
     if name in _BINARY and same and out.kind in "if" and (floating or name not in _FLOAT_ONLY):
         return lambda p, t, s=_BINARY[name]: f"({p[0]} {s} {p[1]})"
     if name in _COMPARE and out.kind == "b" and arrays and all(d == arrays[0] and d.kind in "if" for d in arrays):
@@ -293,9 +300,10 @@ class _Plan:
         self.np, self.numexpr, self.nodes, self.inputs, self.outputs = np, numexpr, nodes, inputs, outputs
         self.templates, self.stored, self.arg_dtypes, self.tiny = templates, stored, arg_dtypes, tiny
 
-    def _scalar(self, value: Any, j: int, variables: dict, constants: list, dtype: Any = None) -> str:
+    def _scalar(self, value: Any, j: int, variables: dict, constants: list, dtype: Any = None,
+                literal: bool = True) -> str:
         """A Python scalar of node ``j``, typed as NumPy types it against the node's arrays
-        (or as ``dtype``)."""
+        (or as ``dtype``); never a literal with ``literal=False``."""
         np = self.np
         if dtype is None:
             others = [d for d in self.arg_dtypes[j] if d is not None]
@@ -306,7 +314,7 @@ class _Plan:
         typed = np.asarray(value, dtype=dtype)
         # A literal, except a signed zero: numexpr keeps one of equal constants, and -0.0 == 0.0.
         finite = value == value and abs(value) != float("inf")
-        if dtype == np.float64 and finite and not (value == 0 and np.signbit(typed)):
+        if literal and dtype == np.float64 and finite and not (value == 0 and np.signbit(typed)):
             text = repr(float(value))  # in parentheses when signed: -1.0 ** v would be -(1.0 ** v)
             return f"({text})" if text.startswith("-") else text
         if dtype == np.bool_:
@@ -318,9 +326,12 @@ class _Plan:
 
     def _text(self, j: int, variables: dict, constants: list) -> str:
         parts = []
-        for kind, v in self.nodes[j].args:
+        for k, (kind, v) in enumerate(self.nodes[j].args):
             if kind == "scalar":
-                parts.append(self._scalar(v, j, variables, constants))
+                # A divisor is never a literal: numexpr makes x / c of a literal x * (1 / c), which is
+                # not NumPy's rounding (1 ulp off) and overflows for tiny c (x / 1e-310 was inf).
+                divisor = k == 1 and self.nodes[j].op == "divide"
+                parts.append(self._scalar(v, j, variables, constants, literal=not divisor))
             elif kind == "input" or self.stored[v]:
                 name = f"{kind[0]}{v}"
                 variables[name] = (kind, v)
@@ -341,7 +352,8 @@ class _Plan:
             if self.templates[j] is not None:
                 variables: dict = {}
                 text = self._text(j, variables, constants)
-                names = sorted(variables)
+                used = set(_NAME.findall(text))  # (a template may leave an operand out: x ** 2 as x * x)
+                names = sorted(name for name in variables if name in used)
                 signature = tuple(_numexpr_type(np, self._var_dtype(variables[name], constants)) for name in names)
                 text = _canonical(text, names)
                 compiled, uses_vml, dtype = _numexpr_program(self.numexpr, text, signature)
