@@ -550,6 +550,19 @@ class GradientMethod(Optimizer):
             state[k] = xp.zeros_like(param.data)
         return state
 
+    def _refuse_foreign_state(self, sub: Any, name: str) -> None:
+        """Refuse a file whose state of one parameter holds arrays this rule does not keep: an
+        Adam file loaded into MomentumSGD gave its velocity Adam's second moment, and one loaded
+        into SGD was taken as a count (as in Chainer). Only deserializers that list their keys
+        (``stored_keys``, the npz one) can be asked."""
+        keys = getattr(sub, "stored_keys", None)
+        extra = sorted(keys() - {"t", *self.state_names}) if keys is not None else ()
+        if extra:
+            keeps = ["t", *self.state_names]
+            raise ValueError(f"polygrad: the optimizer state of parameter {name!r} in the file holds {extra}, which "
+                             f"{type(self).__name__} does not keep (it keeps {keeps}): a file of another optimizer, "
+                             "or of this one with other options?")
+
     def serialize(self, serializer: Any) -> None:
         """Save or load ``t``, ``epoch`` and each parameter's state under its path
         (``l1/W/t``, ``l1/W/m``, ...). A parameter never updated has no state.
@@ -579,6 +592,7 @@ class GradientMethod(Optimizer):
             # the deserializer hands back this optimizer's own values: its own count asked for
             # arrays the file need not hold (a parameter without state when it was saved).
             stored = getattr(sub, "stored", None)
+            self._refuse_foreign_state(sub, name)
             if (param_t if stored is None else stored("t", param_t)) == 0:
                 new_states.append((param, None))
                 continue

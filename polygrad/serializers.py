@@ -134,6 +134,12 @@ class NpzDeserializer:
             return hit[1]
         return self._read(full, value)
 
+    def stored_keys(self) -> frozenset[str]:
+        """The names the file holds directly under this deserializer's path (``t``, ``m``, ``v``
+        of one parameter's optimizer state): for an object that refuses what it would not read."""
+        n = len(self.path)
+        return frozenset(k[n:] for k in self.npz.files if k.startswith(self.path) and "/" not in k[n:])
+
     def _file(self) -> str:
         """`` 'model.npz'`` for a file named by a path; empty for a file object."""
         return f" {os.fspath(self.file)!r}" if isinstance(self.file, (str, os.PathLike)) else ""

@@ -205,3 +205,42 @@ def test_a_failing_post_hook_keeps_the_step_it_follows_whole():
     assert opt.t == 1
     assert not np.array_equal(model[0].W.array, w)
     assert not np.array_equal(model[1].avg_mean, mean)
+
+
+@pytest.mark.parametrize("saved, loaded", [("adam", "momentum"), ("adam", "sgd"), ("momentum", "sgd"),
+                                           ("optim_adam", "optim_sgd_momentum")])
+def test_another_optimizers_file_is_refused_and_changes_nothing(saved, loaded):
+    """An Adam file loaded into MomentumSGD gave the velocity Adam's second moment, and Adam's and
+    MomentumSGD's files loaded into SGD (Chainer 7.8.1 takes them too); pg.optim's npz path took
+    Adam's state into SGD(momentum) though its load_state_dict refuses it. A file whose state holds
+    arrays the rule does not keep is refused."""
+
+    def make(kind):
+        w = pg.Variable(np.ones(3))
+        if kind.startswith("optim_"):
+            return w, (pg.optim.Adam([w], lr=0.1) if kind == "optim_adam" else pg.optim.SGD([w], lr=0.1, momentum=0.9))
+        rule = {"adam": optimizers.Adam(), "momentum": optimizers.MomentumSGD(), "sgd": optimizers.SGD()}[kind]
+        return w, rule.setup(pg.Link(w=w))
+
+    def step(w, opt):
+        if isinstance(opt, pg.optim.SGD) or isinstance(opt, pg.optim.Adam):
+            opt.zero_grad()
+            pg.sum(w * w).backward()
+            opt.step()
+        else:
+            opt.update(lambda: pg.sum(w * w))
+
+    w, opt = make(saved)
+    step(w, opt)
+    buf = io.BytesIO()
+    serializers.save_npz(buf, opt)
+    buf.seek(0)
+    w2, opt2 = make(loaded)
+    step(w2, opt2)
+    before = {k: np.array(v) for k, v in opt2.state_dict()["state"][0].items() if k != "t"} if hasattr(
+        opt2, "state_dict") else None
+    with pytest.raises(ValueError, match="does not keep"):
+        serializers.load_npz(buf, opt2)
+    if before is not None:
+        after = opt2.state_dict()["state"][0]
+        assert all(np.array_equal(after[k], v) for k, v in before.items())
