@@ -3,12 +3,15 @@ polygrad.compile.inplace): fewer kernels, the same values, never an alias of the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import polygrad as pg
 from polygrad import symbolic as T
 from polygrad.compile import fusion
+from polygrad.core.op import REGISTRY
 
 
 @pytest.fixture(autouse=True)
@@ -216,3 +219,19 @@ def test_integer_zero_identities_cost_no_kernel():
         fn = pg.function([i], make(i))
         np.testing.assert_array_equal(fn(np.array([1, -2, 0])), make(np.array([1, -2, 0])))
         assert kernels(fn) == want
+
+
+def test_a_negative_zero_constant_keeps_its_sign():
+    """A one-element constant of -0.0 and the negative of a folded float zeros were both read as
+    the integer 0, so x - c would have been dropped as x - 0 (x - (-0.0) is +0.0 at x = -0.0)."""
+    from polygrad.compile import rewrite
+
+    u = rewrite._read_small(np.array([-0.0]))
+    assert u == 0 and math.copysign(1.0, u) < 0
+    facts = rewrite.Facts([])
+    zeros = np.zeros(3)
+    facts.note_folded(REGISTRY["zeros"], (), None, zeros)
+    negated = -zeros
+    facts.note_folded(REGISTRY["negative"], (("c", zeros),), None, negated)
+    u = facts.uniform_of(("c", negated))
+    assert u == 0 and math.copysign(1.0, u) < 0

@@ -76,7 +76,7 @@ class Facts:
         if name in ("ones", "ones_like"):
             u = 1
         elif name in ("zeros", "zeros_like"):
-            u = 0
+            u = 0.0 if _is_floating(value) else 0  # (so that its negative is -0.0)
         elif name in ("full", "full_like"):
             u = (params or {}).get("fill_value", args[1][1] if len(args) > 1 and args[1][0] == "c" else None)
             u = u if type(u) in _SCALARS else None
@@ -139,7 +139,7 @@ def _read_small(v: Any) -> Any:
         if not xp.isdtype(v.dtype, ("real floating", "signed integer", "unsigned integer")):
             return None
         x = float(xp.reshape(v, ()))
-        return int(x) if x.is_integer() else x
+        return int(x) if x.is_integer() and not _negative_zero(x) else x  # (-0.0 is not 0: x - (-0.0) is not x)
     except Exception:
         return None
 
