@@ -215,7 +215,7 @@ def check_kind(what: str, xp: Any, dtype: Any, target: int | None, target_name: 
         raise TypeError(
             f"{what} holds {dtype} values, which a target of {target_name} "
             f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
-            "load it into a target of that kind"
+            "give it a target of that kind"
         )
 
 

@@ -491,3 +491,76 @@ def test_addgrads_adds_another_links_gradients():
     with pytest.raises(ValueError, match=r"missing \['/b'\]"):
         a.addgrads(L.Linear(2, 2, nobias=True))
     np.testing.assert_array_equal(a.W.grad, kept)
+
+
+# ---------------------------------------------------------------------------
+# The Link object API against Chainer 7.8.1's (silent differences found by a hunt)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("src, dst", [("float64", "int64"), ("complex128", "float64"), ("int64", "bool")])
+def test_copyparams_refuses_a_dtype_of_a_higher_kind(src, dst):
+    """copyparams truncated floats into an integer parameter ([1.7, -2.5] -> [1, -2]), dropped
+    imaginary parts and made bools of integers; Chainer and load_npz refuse such copies."""
+    source = pg.Link(w=pg.Variable(np.array([1.7, -2.5]).astype(src), requires_grad=False))
+    target = pg.Link(w=pg.Variable(np.zeros(2, dtype=dst), requires_grad=False))
+    with pytest.raises(TypeError, match="copyparams: parameter 'w' holds .* cannot take without changing"):
+        target.copyparams(source)
+    np.testing.assert_array_equal(target.w.data, np.zeros(2, dtype=dst))
+
+
+def test_link_keywords_take_variables_only():
+    """pg.Link(W=(3, 2), b=3), Chainer's shapes, made plain attributes and no parameter (an optimizer
+    then updated nothing)."""
+    with pytest.raises(TypeError, match=r"Link\(W=...\) takes a Variable"):
+        pg.Link(W=(3, 2), b=3)
+
+
+def test_copyparams_from_a_link_not_initialized_yet_is_refused():
+    """The target kept its own values, so the two links differed after copyparams."""
+    source, target = L.Linear(None, 2), L.Linear(3, 2)
+    before = target.W.data.copy()
+    with pytest.raises(ValueError, match="parameter 'W' of Linear is not initialized yet"):
+        target.copyparams(source)
+    np.testing.assert_array_equal(target.W.data, before)
+
+
+def test_copyparams_copies_persistent_lists_and_dicts():
+    """A list persistent value was shared by the two links after copyparams."""
+    a, b = pg.Link(), pg.Link()
+    a.add_persistent("history", [1, 2])
+    b.add_persistent("history", [])
+    b.copyparams(a)
+    b.history.append(3)
+    assert a.history == [1, 2] and b.history == [1, 2, 3]
+
+
+def test_names_of_one_kind_are_not_taken_by_another():
+    """add_persistent over a child link's name broke the chain for good; a link assigned over a
+    parameter's name made params() list the link itself; Chainer refuses each."""
+    chain = pg.Chain(l1=L.Linear(2, 2))
+    with pytest.raises(AttributeError, match="already has an attribute of that name"):
+        chain.add_persistent("l1", 0)
+    assert isinstance(chain.l1, L.Linear)
+    with chain.init_scope():
+        chain.w = pg.Variable(np.ones(2))
+        with pytest.raises(AttributeError, match="cannot register link 'w'"):
+            chain.w = L.Linear(2, 2)
+        with pytest.raises(AttributeError, match="cannot register parameter 'l1'"):
+            chain.l1 = pg.Variable(np.ones(2))
+    assert all(isinstance(p, pg.Variable) for p in chain.params())
+    assert len(list(chain.params())) == 3
+
+
+@pytest.mark.parametrize("make, bad, good", [
+    (lambda: L.Convolution2D(None, 4, 3), np.zeros((5, 8, 8), np.float32), np.zeros((2, 5, 8, 8), np.float32)),
+    (lambda: L.Linear(None, 4), np.zeros((6,), np.float32), np.zeros((2, 6), np.float32)),
+])
+def test_a_failing_first_call_leaves_a_lazy_layer_uninitialized(make, bad, good):
+    """A 3-D input to Convolution2D(None, ...) drew W for the image height and the call failed;
+    every later call of the right shape then failed too (Chainer leaves W uninitialized)."""
+    layer = make()
+    with pytest.raises(Exception):
+        layer(bad)
+    assert layer.W.data is None
+    assert layer(good).shape[0] == 2

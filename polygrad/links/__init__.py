@@ -5,6 +5,7 @@ LayerNormalization, and the Classifier model."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Any, Iterator
 
@@ -57,6 +58,11 @@ class Link:
         object.__setattr__(self, "_params", [])
         object.__setattr__(self, "_within_init_scope", False)
         object.__setattr__(self, "name", None)
+        for k, v in params.items():  # (Chainer's Link(W=(3, 2)) takes shapes: it made a plain attribute here)
+            if not isinstance(v, Variable):
+                raise TypeError(f"polygrad: {type(self).__name__}({k}=...) takes a Variable (its parameter), got "
+                                f"{type(v).__name__} {v!r}; for a parameter of a shape, pass "
+                                f"pg.Variable(pg.zeros(shape)) or pg.Variable() (uninitialized)")
         with self.init_scope():
             for k, v in params.items():
                 setattr(self, k, v)
@@ -74,6 +80,9 @@ class Link:
     def __setattr__(self, name: str, value: Any) -> None:
         persistent = self.__dict__.get("_persistent")
         if self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
+            if name in self.__dict__.get("_children", ()):
+                raise AttributeError(f"polygrad: cannot register parameter {name!r}: {type(self).__name__} has a "
+                                     "child link of that name (delete it first)")
             if value.name is None:
                 value.name = name
             if name not in self._params:
@@ -109,6 +118,9 @@ class Link:
             raise AttributeError(f"polygrad: cannot register persistent value {name!r}: {type(self).__name__} has a "
                                  f"parameter of that name")
         persistent = self.__dict__.setdefault("_persistent", [])
+        if name not in persistent and name in self.__dict__:  # (a child link's name broke the chain for good)
+            raise AttributeError(f"polygrad: cannot register persistent value {name!r}: {type(self).__name__} "
+                                 "already has an attribute of that name")
         if name not in persistent:
             persistent.append(name)
         object.__setattr__(self, name, _persistent_value(value))
@@ -263,15 +275,20 @@ class Link:
             p, q = getattr(self, pname), src.get(pname)
             if not isinstance(q, Variable):
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no parameter {pname!r}")
+            if q.data is None and p.data is not None:  # (this link kept its own values, unlike the other's)
+                raise ValueError(f"polygrad: copyparams: parameter {pname!r} of {type(link).__name__} is not "
+                                 "initialized yet, and this link's is: run the other link once first")
             if q.data is not None:
-                params.append((p, self._copy_into(q.data, p.data, cast=True)))
+                params.append((p, self._copy_into(q.data, p.data, cast=True, what=f"parameter {pname!r}")))
         if copy_persistent:
             for pname in getattr(self, "_persistent", ()):
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
                 if is_array(value):
-                    value = self._copy_into(value, getattr(self, pname), cast=False)
+                    value = self._copy_into(value, getattr(self, pname), cast=False, what=f"persistent value {pname!r}")
+                else:  # (a list or a dict was shared by the two links)
+                    value = copy.deepcopy(value)
                 persistents.append((self, pname, value))
         others = dict(link._named_children())
         for cname, child in self._named_children():
@@ -279,11 +296,11 @@ class Link:
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
             child._plan_copy(others[cname], copy_persistent, params, persistents)
 
-    def _copy_into(self, src: Any, like: Any, cast: bool) -> Any:
-        """A copy of array ``src`` for the value ``like`` of this link: on its backend and
-        in its dtype, or, where ``like`` is not an array yet, put as :meth:`_adopt` puts it."""
+    def _copy_into(self, src: Any, like: Any, cast: bool, what: str) -> Any:
+        """A copy of array ``src`` for the value ``like`` (named by ``what``) of this link: on its
+        backend and in its dtype, or, where ``like`` is not an array yet, put as :meth:`_adopt` puts it."""
         if is_array(like):
-            return _copy_like(src, like)
+            return _copy_like(src, like, what)
         return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), cast)
 
     def serialize(self, serializer: Any) -> None:
@@ -346,6 +363,10 @@ class Chain(Link):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_within_init_scope") and isinstance(value, Link):
+            if name in self._params or name in self.__dict__.get("_persistent", ()):
+                # (params() then listed the link itself as a parameter)
+                raise AttributeError(f"polygrad: cannot register link {name!r}: {type(self).__name__} has a "
+                                     "parameter or persistent value of that name (delete it first)")
             if name not in self._children:
                 self._children.append(name)
             object.__setattr__(value, "name", name)
@@ -542,14 +563,22 @@ def _filled(backend: Any, value: Any, shape: tuple, dtype: Any, where: str) -> A
     return xp.asarray(a, copy=True)
 
 
-def _copy_like(src: Any, like: Any) -> Any:
-    """A copy of array ``src`` on the backend and with the dtype of array ``like``."""
+def _copy_like(src: Any, like: Any, what: str) -> Any:
+    """A copy of array ``src`` on the backend and with the dtype of array ``like``; a dtype of
+    a higher kind is refused (float into int truncated, int into uint8 wrapped: Chainer and
+    ``load_npz`` refuse them too). ``what`` names the value."""
     if like.shape != src.shape:
         raise ValueError(f"polygrad: copyparams: shape {tuple(src.shape)} does not match {tuple(like.shape)}")
     backend = backend_of_type(type(like))
+    xp = backend.xp
     moved = to_backend(src, backend.name)
-    out = backend.xp.asarray(moved, copy=True)  # from_dlpack may share memory with src
-    return out if out.dtype == like.dtype else backend.xp.astype(out, like.dtype)
+    out = xp.asarray(moved, copy=True)  # from_dlpack may share memory with src
+    if out.dtype == like.dtype:
+        return out
+    from polygrad.serializers import check_kind, dtype_kind_of
+
+    check_kind(f"polygrad: copyparams: {what}", xp, out.dtype, dtype_kind_of(xp, like.dtype), like.dtype)
+    return xp.astype(out, like.dtype)
 
 
 class _Connection(Link):
@@ -570,6 +599,20 @@ class _Connection(Link):
                 bias = (b.xp.zeros((n_out,), dtype=dt) if initial_bias is None else
                         _filled(b, initial_bias, (n_out,), dt, f"{type(self).__name__}: initial_bias"))
                 self.b = Variable(bias, name="b")
+
+    def _call_initializing(self, x: Any, size_of: Any, call: Any) -> Variable:
+        """``call()``, with ``W`` drawn first for input ``x`` (``size_of(data)`` its input size)
+        where it is not yet; a first call that fails leaves ``W`` uninitialized again (a 3-D
+        input to ``Convolution2D(None, ...)`` drew ``W`` for its height, and every later call of
+        the right shape failed)."""
+        if self.W.data is not None:
+            return call()
+        self._initialize_params(size_of(x.data if isinstance(x, Variable) else x))
+        try:
+            return call()
+        except BaseException:
+            self.W.data = None
+            raise
 
     def _draw_W(self, shape: tuple, fan_in: int) -> None:
         b, dt = self._creation_site()
@@ -606,10 +649,7 @@ class Linear(_Connection):
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.nn import linear
 
-        if self.W.data is None:
-            data = x.data if isinstance(x, Variable) else x
-            self._initialize_params(math.prod(data.shape[1:]))
-        return linear(x, self.W, self.b)
+        return self._call_initializing(x, lambda data: math.prod(data.shape[1:]), lambda: linear(x, self.W, self.b))
 
 
 class Convolution2D(_Connection):
@@ -644,10 +684,8 @@ class Convolution2D(_Connection):
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.connection import convolution_2d
 
-        if self.W.data is None:
-            data = x.data if isinstance(x, Variable) else x
-            self._initialize_params(data.shape[1])
-        return convolution_2d(x, self.W, self.b, self.stride, self.pad)
+        return self._call_initializing(x, lambda data: data.shape[1],
+                                       lambda: convolution_2d(x, self.W, self.b, self.stride, self.pad))
 
 
 class EmbedID(Link):
