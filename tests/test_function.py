@@ -1039,3 +1039,43 @@ def test_one_array_returned_as_two_outputs_shares_one_version_counter():
     assert b.version == a.version == 1
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         s.backward()
+
+
+def test_a_user_gradient_of_a_size_dask_does_not_know_is_refused_against_a_known_one():
+    """On dask a size not computed yet matched any: a user backward's g[x > 0] for a (3,) input
+    became x.grad (two values), and a (1,) gradient for an input of unknown size was broadcast
+    ([8, 8, 8] where the right answer is [4, 4, 4]). An unknown size now matches only an unknown
+    one where the gradient comes from user code; a right one still passes."""
+    da = pytest.importorskip("dask.array")
+
+    class Relu(pg.Function):
+        def forward(self, inputs):
+            return self.xp.maximum(inputs[0], 0),
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0][inputs[0] > 0],
+
+    class Double(pg.Function):
+        def __init__(self, bad):
+            self.bad = bad
+
+        def forward(self, inputs):
+            return inputs[0] * 2,
+
+        def backward(self, inputs, grad_outputs):
+            g = grad_outputs[0]
+            return (self.xp.sum(g, axis=0, keepdims=True) * 2 if self.bad else g * 2),
+
+    x = pg.Variable(da.from_array(np.array([1.0, -2.0, 3.0]), chunks=2))
+    with pytest.raises(ValueError, match=r"Relu.backward's gradient for input 0 is float64 \(nan,\).*not computed yet"):
+        pg.sum(Relu()(x)).backward()
+    base = da.from_array(np.array([1.0, -2.0, 3.0, -4.0, 5.0]), chunks=2)
+    xs = base[base > 0]
+    x = pg.Variable(xs)
+    with pytest.raises(ValueError, match=r"Double.backward's gradient for input 0 is float64 \(1,\)"):
+        pg.backward([Double(True)(x), x * 2], [xs * 0 + 1, xs * 0 + 1])
+    x = pg.Variable(xs)
+    pg.backward([Double(False)(x), x * 2], [xs * 0 + 1, xs * 0 + 1])
+    np.testing.assert_array_equal(x.grad.compute(), [4.0, 4.0, 4.0])
+    with pytest.raises(ValueError, match="the gradient assigned to"):
+        x.grad = da.ones(1)

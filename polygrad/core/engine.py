@@ -45,7 +45,7 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
         else:
             g = xp.ones_like(y._data)
         return Variable._make(g) if create_graph else g
-    g = admit_grad(g, y._data, f"the gradient given to backward for {y._describe()}")
+    g = admit_grad(g, y._data, f"the gradient given to backward for {y._describe()}", user=True)
     if create_graph:
         return g if isinstance(g, Variable) else Variable._make(g)
     return g._data if isinstance(g, Variable) else g
@@ -81,7 +81,7 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
             g = seen
         else:
             name = getattr(hook, "__qualname__", None) or repr(hook)
-            new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned")
+            new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned", user=True)
             g = new if create_graph or not isinstance(new, Variable) else new._data
     return g
 

@@ -471,7 +471,8 @@ class Function(Node):
             raise ValueError(
                 f"polygrad: {self.label}.backward returned {len(gxs)} gradients for {len(self.edges)} inputs"
             )
-        gxs = tuple(None if g is None else admit(g, shape, dtype, self._backend, f"{self.label}.backward's gradient for input {i}")
+        gxs = tuple(None if g is None else admit(g, shape, dtype, self._backend, f"{self.label}.backward's gradient for input {i}",
+                                                 user=True)
                     for i, (g, (shape, dtype)) in enumerate(zip(gxs, self._in_meta)))
         if create_graph:  # user backward works on arrays: differentiable once
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)

@@ -32,14 +32,19 @@ def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
     return value
 
 
-def _same_shape(a: Any, b: Any, lazy: bool = False) -> bool:
+def _same_shape(a: Any, b: Any, lazy: bool | str = False) -> bool:
     """Whether shapes ``a`` and ``b`` may be equal: a dimension the standard leaves unknown
     (None, in symbolic graphs) matches any. A lazy backend's size not computed yet (NaN, dask's)
     is a real size nobody knows: it matches only with ``lazy=True``, where a mismatch cannot
     come from the user's data (a rule's gradient, a sum into .grad, an in-place operation with
     scalars only); where it can (a mask, an array operand in place), unknown sizes are refused,
-    since dask would broadcast them silently."""
+    since dask would broadcast them silently. ``lazy="alike"``, for gradients the user's code
+    gives (a user Function's backward, a hook, ``.grad =``, backward's seed): an unknown size
+    matches an unknown one only (g[x > 0] for a (3,) input, or a (1,) gradient for an unknown
+    size, were taken, and dask broadcast or cut them)."""
     a, b = tuple(a), tuple(b)
+    if lazy == "alike":
+        return len(a) == len(b) and all(m == n or m is None or n is None or (m != m and n != n) for m, n in zip(a, b))
     return len(a) == len(b) and all(
         m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b))
 
@@ -170,15 +175,15 @@ def _size(shape: tuple) -> int | None:
     return n
 
 
-def admit_grad(g: Any, data: Any, source: str) -> Any:
+def admit_grad(g: Any, data: Any, source: str, user: bool = False) -> Any:
     """The one gate for gradients entering the graph or ``.grad`` (see :func:`admit`),
     for the gradient of the array ``data``."""
     if g is None or data is None:
         return g
-    return admit(g, tuple(data.shape), data.dtype, backend_of_type(type(data)), source)
+    return admit(g, tuple(data.shape), data.dtype, backend_of_type(type(data)), source, user)
 
 
-def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
+def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str, user: bool = False) -> Any:
     """``g`` as a gradient of ``backend``, ``shape`` and ``dtype``, or a clear error naming ``source``.
 
     Python numbers and lists are converted; an array of another precision of the
@@ -186,7 +191,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
     recorded astype, so that a higher derivative, or one with respect to
     ``grad_outputs``, keeps its path; one without becomes that array); another
     backend, another shape or another kind of dtype (integer, bool, complex for a
-    real array) is refused. A Variable of the right dtype is returned as it is.
+    real array) is refused. A Variable of the right dtype is returned as it is. ``user``: ``g``
+    comes from the user's code, where a size not computed yet matches only another one.
     """
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
@@ -200,11 +206,14 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str) -> Any:
         b = backend_of_type(type(raw))
     except TypeError:
         b = None
-    if b is not backend or not _same_shape(raw.shape, shape, lazy=True) or (
+    if b is not backend or not _same_shape(raw.shape, shape, lazy="alike" if user else True) or (
             dtype_kind(raw.dtype, b) != dtype_kind(dtype, backend)):
         got = type(raw).__name__ if b is None else f"{raw.dtype} {tuple(raw.shape)} on {b.name!r}"
+        unknown = b is not None and any(n != n for n in tuple(raw.shape) + tuple(shape))
         raise (TypeError if b is not backend else ValueError)(
             f"polygrad: {source} is {got}, expected {dtype} {tuple(shape)} on {backend.name!r}"
+            + ("; a size not computed yet (nan) is checked only against another one: keep the shape "
+               "(pg.where(mask, g, 0) rather than g[mask]) or compute the sizes first" if unknown else "")
         )
     if raw.dtype != dtype:
         if isinstance(g, Variable) and g._requires_grad:  # a gradient in a graph: cast in the graph
@@ -381,7 +390,7 @@ class Variable:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True)
         with _ACCUMULATE:
             self._grad = value
 
@@ -395,7 +404,7 @@ class Variable:
 
     @grad_var.setter
     def grad_var(self, value: "Variable | None") -> None:
-        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}")
+        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True)
         with _ACCUMULATE:
             self._grad = value
 
