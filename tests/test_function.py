@@ -1079,3 +1079,28 @@ def test_a_user_gradient_of_a_size_dask_does_not_know_is_refused_against_a_known
     np.testing.assert_array_equal(x.grad.compute(), [4.0, 4.0, 4.0])
     with pytest.raises(ValueError, match="the gradient assigned to"):
         x.grad = da.ones(1)
+
+
+def test_an_in_place_change_of_an_input_in_a_pytorch_style_forward_counts_on_the_input():
+    """forward's x += 1 (mark_dirty forgotten) bumped only the tensor's own counter: a graph that had
+    saved the input then computed with the changed values (w.grad [4, 6] for [2, 4]); as in
+    PyTorch, whose tensors share the input's counter, that graph's backward now refuses."""
+
+    class AddOne(pg.Function):
+        def forward(self, x):
+            x += 1
+            return x * 1
+
+        def backward(self, g):
+            return g
+
+    w = pg.Variable(np.array([1.0, 2.0]))
+    a = w * 1
+    b = pg.sum(a * a)
+    AddOne()(a)
+    assert a.version == 1
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        b.backward()
+    c = pg.Variable(np.array([1.0, 2.0]))  # only the input written counts: c * 1 is, c is not
+    y = AddOne()(c * 1)
+    assert c.version == 0 and np.array_equal(np.asarray(y.data), [2.0, 3.0])

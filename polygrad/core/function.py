@@ -160,6 +160,7 @@ class Function(Node):
         d["_in_forward"] = False
         d["_declared"] = set()  # the mark_* / save_for_backward / retain_* calls made in this forward
         d["_wrapped"] = ()  # inputs given as raw arrays
+        d["_in_vars"] = None  # the input Variables while forward runs
         return self
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
@@ -181,11 +182,14 @@ class Function(Node):
             from polygrad.core.type_check import TypeInfoTuple  # loaded only by Functions that check
 
             self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
+        self._in_vars = in_vars  # (forward's tensors count their in-place changes on them)
         try:
             outs = apply(_ROW, in_vars, None, self)
         except BaseException:
             self._bump_dirty(in_vars)  # forward may have written into them before it failed
             raise
+        finally:
+            self._in_vars = None
         return outs[0] if len(outs) == 1 else outs
 
     def _bump_dirty(self, in_vars: tuple) -> None:
@@ -216,8 +220,12 @@ class Function(Node):
         self._in_forward = True
         try:
             if self._style == "pytorch":  # tensors in (Variables without a graph: PyTorch's tensor methods work)
-                with config.no_backprop_mode():
-                    outputs = self.forward(*(Variable._make(d) for d in in_data))
+                tensors = tuple(Variable._make(d) for d in in_data)
+                try:
+                    with config.no_backprop_mode():
+                        outputs = self.forward(*tensors)
+                finally:
+                    self._count_writes(tensors, in_data)
                 if not isinstance(outputs, tuple):
                     outputs = (outputs,)
             else:
@@ -236,6 +244,17 @@ class Function(Node):
                 raise TypeError(f"polygrad: {self.label}.forward returned {type(y).__name__} as output {k}, not an array")
         self._check_declarations(in_data, outputs)
         return outputs
+
+    def _count_writes(self, tensors: tuple, in_data: tuple) -> None:
+        """An in-place change forward made through a tensor method (``x += 1``) to an input's own
+        array counts on the input, declared with ``mark_dirty`` or not, as in PyTorch, whose
+        tensors share the input's counter: a graph that saved the input refuses it then (it
+        computed with the changed values). A write that rebound the tensor to a new array (a
+        backend without writes) changed no input. Declared ones are counted by _bump_dirty."""
+        in_vars = self.__dict__.get("_in_vars") or ()
+        for t, d, iv in zip(tensors, in_data, in_vars):
+            if t._vb is not None and t._vb.n and t._data is d and not any(d is a for a in self._dirty):
+                iv._vbox.bump(self.label)
 
     def _check_declarations(self, in_data: tuple, outputs: tuple) -> None:
         """What mark_dirty, mark_non_differentiable and mark_shared_storage were given must be
