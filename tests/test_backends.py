@@ -439,15 +439,18 @@ def test_entry_point_failing_to_load_is_a_runtime_warning(registry_state, monkey
     assert x.grad.tolist() == [6.0]
 
 
+class _Extra:
+    """A plugin declaring one backend, "extra" (never loaded)."""
+
+    @hookimpl
+    def polygrad_backend_info(self):
+        return BackendInfo(name="extra", module="extra_lib")
+
+
 def test_unregister_plugin_removes_its_backend(registry_state):
     """unregister_plugin removes the plugin's backend from pg.backends()."""
 
-    class Extra:
-        @hookimpl
-        def polygrad_backend_info(self):
-            return BackendInfo(name="extra", module="extra_lib")
-
-    p = Extra()
+    p = _Extra()
     pg.register_plugin(p, name="extra-plugin")
     assert "extra" in pg.backends()
     pg.unregister_plugin(p)
@@ -459,12 +462,7 @@ def test_unregister_plugin_takes_the_name_and_refuses_what_is_not_registered(reg
     them); a name or an object that is not registered raises, where it did nothing and left the
     plugin in force."""
 
-    class Extra:
-        @hookimpl
-        def polygrad_backend_info(self):
-            return BackendInfo(name="extra", module="extra_lib")
-
-    p = Extra()
+    p = _Extra()
     pg.register_plugin(p, name="extra-plugin")
     with pytest.raises(ValueError, match="no plugin is registered under the name 'extra'.*extra-plugin"):
         pg.unregister_plugin("extra")  # the backend's name, not the plugin's
