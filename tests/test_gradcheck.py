@@ -533,3 +533,83 @@ def test_checkers_fail_a_wrong_complex_gradient(wrong):
         check_grads(lambda a: _Square(wrong)(a), [_Z])
     with pytest.raises(AssertionError, match=r"analytic .*[+-][0-9.e+-]+j, numeric"):
         check_backward(lambda a: _Square(wrong)(a), _Z)
+
+
+class ShiftZero(pg.Function):
+    """x + 273.15 whose backward forgets the gradient (returns zeros)."""
+
+    def forward(self, inputs):
+        return (inputs[0] + 273.15,)
+
+    def backward(self, inputs, grad_outputs):
+        return (grad_outputs[0] * 0.0,)
+
+
+def test_float32_rounding_allowance_does_not_excuse_a_zero_gradient(xp):
+    """The float32 allowance for rounding counts only the outputs an element moves (check_backward)
+    and adds the rounding of a random sum as one (check_grads): summing every output's rounding
+    passed a zero gradient of x + 273.15 over 100 values (check_backward) and 10,000 (check_grads),
+    while the right gradient still passes both."""
+    rng = np.random.default_rng(0)
+    small, large = (arr(xp, rng.standard_normal(n), "float32") for n in (100, 10_000))
+    with pytest.raises(AssertionError, match="100 of 100 elements differ"):
+        check_backward(lambda v: ShiftZero()(v), small)
+    with pytest.raises(AssertionError, match="analytic <vjp"):
+        check_grads(lambda v: ShiftZero()(v), [large])
+    check_backward(lambda v: v + 273.15, small)
+    check_grads(lambda v: v + 273.15, [large])
+    # an output a small step moves by less than its rounding (a mean of large values) still counts
+    big = arr(xp, rng.standard_normal(100) * 100, "float32")
+    check_backward(lambda v: pg.sum(pg.tanh(v / 100)) * 100, big)
+
+
+def test_output_gradients_must_cover_every_output(xp):
+    """One output gradient for two outputs is refused by pg.grad, and so by check_backward: the
+    second output was dropped, and the check passed whatever its gradient was."""
+    x = arr(xp, XS)
+    a, b = pg.Variable(x) * 2, pg.Variable(x) * 3
+    with pytest.raises(ValueError, match="got 1 output gradients for 2 outputs"):
+        pg.grad([a, b], [a], grad_outputs=[xp.ones_like(x)])
+    with pytest.raises(ValueError, match="got 1 output gradients for 2 outputs"):
+        check_backward(lambda v: (v * 2, v * 3), x, (xp.ones_like(x),))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: check_grads(lambda v: v * 2, [x], wrt=[]), "wrt leaves no input"),
+    (lambda x: check_grads(lambda v: v * 2, [x], wrt=[5]), "wrt names input 5, but the function has 1 input"),
+    (lambda x: check_backward(lambda v: v * 2, x, no_grads=[True]), "no_grads leaves no input"),
+    (lambda x: check_double_backward(lambda v: v * 2, x, no_grads=[True]), "no_grads leaves no input"),
+])
+def test_a_check_of_no_input_or_a_missing_one_is_refused(xp, call, match):
+    """A check left with nothing to differentiate passed silently; an index past the inputs was an IndexError."""
+    with pytest.raises(ValueError, match=match):
+        call(arr(xp, XS))
+
+
+def test_an_input_listed_twice_in_wrt_is_checked_once(xp):
+    """wrt=[0, 0] checks input 0 (a right gradient failed: its direction counted twice)."""
+    check_grads(lambda v: pg.exp(v), [arr(xp, XS)], wrt=[0, 0])
+    with pytest.raises(AssertionError):
+        check_grads(wrong_exp, [arr(xp, XS)], wrt=[0, 0])
+
+
+def test_float64_failure_says_when_a_smaller_step_agrees_better(xp):
+    """Chainer's eps=1e-3 is too large for sin(50 x): the message says a smaller step moves toward
+    the analytic value; a wrong gradient gets no such hint."""
+    x = arr(xp, XS)
+    with pytest.raises(AssertionError, match=r"eps=0.001 may be too large"):
+        check_backward(lambda v: pg.sin(50 * v), x)
+    check_backward(lambda v: pg.sin(50 * v), x, eps=1e-5)
+    with pytest.raises(AssertionError) as info:
+        check_backward(wrong_exp, x)
+    assert "too large" not in str(info.value)
+
+
+def test_a_failing_check_backward_on_dask_reports_where():
+    """On dask a failure is an AssertionError naming the element (building the message used
+    nonzero, whose size dask does not know: a ValueError about unknown chunks)."""
+    da = pytest.importorskip("dask.array")
+    x = da.from_array(np.asarray(XS, dtype=np.float64), chunks=2)
+    with pg.using_backend("dask"):
+        with pytest.raises(AssertionError, match=r"check_backward failed for input 0.* of \d+ elements differ"):
+            check_backward(wrong_exp, x)

@@ -452,6 +452,9 @@ def grad(
         grad_outputs = (None,) * len(outputs)
     elif single_out and not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = (grad_outputs,)
+    if len(grad_outputs) != len(outputs):  # zip dropped the extra outputs: a gradient of some of them
+        raise ValueError(f"polygrad.grad: got {len(grad_outputs)} output gradients for {len(outputs)} outputs "
+                         f"(give None for an output that gets none)")
     for v in inputs_t:
         if not isinstance(v, Variable):
             raise TypeError(f"polygrad.grad: inputs must be Variables, got {type(v).__name__}")

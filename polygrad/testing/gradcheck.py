@@ -174,48 +174,77 @@ class _Tolerance:
                          f"values: if the gradient passes in float64, this is the dtype's precision (loosen eps, "
                          f"atol or rtol)")
 
-    def rounding(self, magnitude: float) -> float:
-        """The allowance for the rounding of function values of total size ``magnitude``."""
-        return 8.0 * self.machine_eps * magnitude / self.eps if self.measured else 0.0
+    def rounding(self, size: Any) -> Any:
+        """The allowance for the rounding of the function's values in a central difference whose
+        rounding can reach ``size`` machine epsilons (see ``_central_differences``)."""
+        return 4.0 * self.machine_eps * size if self.measured else 0.0
 
 
 def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], eps: float = 1e-3) -> list:
     """Central-difference gradients of ``sum_j <grad_outputs[j], f(*inputs)[j]>``
     with respect to each input array, element by element (small inputs only)."""
+    return _central_differences(f, inputs, grad_outputs, eps)[0]
+
+
+def _central_differences(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any],
+                         eps: float) -> tuple[list, list]:
+    """:func:`numerical_grad`'s gradients, and beside each the size its rounding can reach, per
+    element, in units of machine epsilon: ``sum_j |g_j| (|y+_j| + |y-_j|) / step`` over the
+    output elements that depend on the element, as far as a step can tell (one that neither the
+    step nor a large one, ``x + |x| / 2 + 1``, changes cancels exactly; summing every output
+    let the rounding of 1,000 values of ``x + 273.15`` excuse a zero gradient, and the small
+    step alone misses an output it moves by less than its rounding, such as a float32 mean)."""
     inputs = [_data(x) for x in inputs]
     xp = backend_of_type(type(inputs[0])).xp
     gys = [_data(g) for g in grad_outputs]
 
-    def value(xs: list) -> float:
-        ys = _as_tuple(f(*[Variable(x, requires_grad=False) for x in xs]))
-        return sum(_vdot(xp, _data(y), g) for y, g in zip(ys, gys) if g is not None)
+    def outputs(xs: list) -> tuple:
+        return tuple(_data(y) for y in _as_tuple(f(*[Variable(x, requires_grad=False) for x in xs])))
 
-    def derivative(i: int, x: Any, flat: Any, k: int, unit: complex) -> float:
-        """The central difference of ``value`` along element ``k`` of input ``i``, times ``unit``
-        (1, or 1j for the imaginary part of a complex input)."""
-        orig = flat[k]
-        plus = xp.asarray(flat, copy=True)
-        plus[k] = orig + unit * eps
-        minus = xp.asarray(flat, copy=True)
-        minus[k] = orig - unit * eps
-        xs_p = list(inputs)
-        xs_p[i] = xp.reshape(plus, x.shape)
-        xs_m = list(inputs)
-        xs_m[i] = xp.reshape(minus, x.shape)
+    def shifted(i: int, x: Any, flat: Any, k: int, by: complex) -> tuple[tuple, Any]:
+        """The outputs with element ``k`` of input ``i`` moved by ``by``, and its new value."""
+        moved = xp.asarray(flat, copy=True)
+        moved[k] = flat[k] + by
+        xs = list(inputs)
+        xs[i] = xp.reshape(moved, x.shape)
+        return outputs(xs), moved[k]
+
+    def derivative(i: int, x: Any, flat: Any, k: int, unit: complex) -> tuple[float, float]:
+        """The central difference along element ``k`` of input ``i``, times ``unit`` (1, or 1j for
+        the imaginary part of a complex input), and its rounding size (see above)."""
+        ys_p, plus = shifted(i, x, flat, k, unit * eps)
+        ys_m, minus = shifted(i, x, flat, k, -unit * eps)
+        ys_far, _ = shifted(i, x, flat, k, unit * (abs(complex(flat[k])) / 2 + 1))
         # the step taken: x + eps rounds in x's dtype (float32 near 1500 moves 0.79% less)
-        d = complex(plus[k] - minus[k]) / unit
-        step = d.real
-        return (value(xs_p) - value(xs_m)) / (step if step else 2 * eps)
+        d = complex(plus - minus) / unit
+        step = d.real if d.real else 2 * eps
+        change = rounding = 0.0
+        for yp, ym, far, y0, g in zip(ys_p, ys_m, ys_far, base, gys):
+            if g is None:
+                continue
+            # the difference of the outputs, paired with g, in the widest dtype: no cancellation of two sums
+            wide = _widest_complex(xp) if _is_complex(xp, yp) else _widest_float(xp)
+            change += _vdot(xp, g, xp.astype(yp, wide) - xp.astype(ym, wide))
+            depends = xp.logical_or(yp != ym, far != y0)
+            size = xp.astype(xp.abs(yp), wide) + xp.astype(xp.abs(ym), wide)
+            rounding += _vdot(xp, xp.abs(g), xp.where(depends, size, xp.zeros_like(size)))
+        return change / step, rounding / abs(step)
 
-    grads = []
+    base = outputs(inputs)
+
+    grads, roundings = [], []
     for i, x in enumerate(inputs):
         flat = xp.reshape(xp.asarray(x, copy=True), (-1,))
+        parts = [derivative(i, x, flat, k, 1) for k in range(flat.shape[0])]
         if _is_complex(xp, x):  # dL/d re + i dL/d im (polygrad's convention, PyTorch's)
-            g = [complex(derivative(i, x, flat, k, 1), derivative(i, x, flat, k, 1j)) for k in range(flat.shape[0])]
+            imag = [derivative(i, x, flat, k, 1j) for k in range(flat.shape[0])]
+            g = [complex(re, im) for (re, _), (im, _) in zip(parts, imag)]
+            r = [a + b for (_, a), (_, b) in zip(parts, imag)]
         else:
-            g = [derivative(i, x, flat, k, 1) for k in range(flat.shape[0])]
+            g, r = [p[0] for p in parts], [p[1] for p in parts]
         grads.append(xp.reshape(xp.asarray(g, dtype=x.dtype), x.shape))
-    return grads
+        roundings.append(xp.reshape(xp.asarray(r, dtype=_widest_float(xp)), x.shape))
+    return grads, roundings
 
 
 def check_grads(
@@ -251,7 +280,7 @@ def check_grads(
     backend = backend_of_type(type(datas[0]))
     xp = backend.xp
     rng = backend.random_generator(seed)
-    wrt = list(range(len(datas))) if wrt is None else list(wrt)
+    wrt = _checked("check_grads", len(datas), range(len(datas)) if wrt is None else wrt, "wrt")
     _refuse_non_float("check_grads", xp, datas, wrt, "leave it out of wrt=")
 
     xs = [Variable(d, requires_grad=i in wrt) for i, d in enumerate(datas)]
@@ -273,8 +302,15 @@ def check_grads(
     allowed = atol + rtol * abs(numeric)
     if tol.measured:
         half = (directional(eps / 2) - directional(-eps / 2)) / eps
-        magnitude = sum(_vdot(xp, xp.abs(_data(y)), xp.abs(u)) for y, u in zip(ys, us))
-        allowed += 2 * abs(half - numeric) + tol.rounding(magnitude)
+        # The rounding of each value, paired with a random u, adds up as a random sum: its size is
+        # the root of the sum of squares (summing magnitudes grew as n where the signal grows as
+        # sqrt(n), and excused a zero gradient of x + 273.15 over 10,000 float32 values).
+        squares = 0.0
+        for y, u in zip(ys, us):
+            wide = _widest_float(xp)
+            yu = xp.astype(xp.abs(_data(y)), wide) * xp.astype(xp.abs(u), wide)
+            squares += _vdot(xp, yu, yu)
+        allowed += 2 * abs(half - numeric) + tol.rounding(2 * squares ** 0.5 / eps)
     gxs = _grad(list(ys), [xs[i] for i in wrt], grad_outputs=list(us), allow_unused=True)
     analytic = sum(_vdot(xp, _data(g), v) for g, v in zip(gxs, vs) if g is not None)
     name = getattr(f, "__name__", repr(f))
@@ -308,12 +344,32 @@ def check_grads(
                     seed=seed + 1)
 
 
-def _no_grads(no_grads: Sequence[bool] | None, n: int, fname: str) -> list[bool]:
+def _checked(fname: str, n: int, indices: Any, how: str) -> list[int]:
+    """The indices of the inputs a check differentiates, each once, in order: a ValueError naming
+    ``fname`` where one is not an input's (an IndexError deep inside, before), or where none is
+    left (a check of nothing passed)."""
+    out: list[int] = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
+            raise ValueError(f"polygrad.testing.{fname}: {how} names input {i!r}, but the function has {n} "
+                             f"input(s), numbered from 0")
+        if i not in out:
+            out.append(i)
+    if not out:
+        raise ValueError(f"polygrad.testing.{fname}: {how} leaves no input to differentiate, so nothing would be "
+                         f"checked")
+    return out
+
+
+def _no_grads(no_grads: Sequence[bool] | None, n: int, fname: str) -> tuple[list[bool], list[int]]:
+    """Per input, whether it is left out (Chainer's ``no_grads``), and the inputs checked."""
     if no_grads is None:
-        return [False] * n
-    if len(no_grads) != n:
+        skip = [False] * n
+    elif len(no_grads) != n:
         raise ValueError(f"polygrad.testing.{fname}: no_grads has {len(no_grads)} entries for {n} inputs")
-    return [bool(b) for b in no_grads]
+    else:
+        skip = [bool(b) for b in no_grads]
+    return skip, _checked(fname, n, [i for i in range(n) if not skip[i]], "no_grads")
 
 
 def check_backward(
@@ -343,8 +399,7 @@ def check_backward(
     xs = tuple(_data(x) for x in xs)
     backend = backend_of_type(type(xs[0]))
     xp = backend.xp
-    skip = _no_grads(no_grads, len(xs), "check_backward")
-    checked = [i for i in range(len(xs)) if not skip[i]]
+    skip, checked = _no_grads(no_grads, len(xs), "check_backward")
     _refuse_non_float("check_backward", xp, xs, checked, "leave it out with no_grads=")
     vs = [Variable(x, requires_grad=not skip[i]) for i, x in enumerate(xs)]
     ys = _as_tuple(func(*vs))
@@ -363,22 +418,28 @@ def check_backward(
             full[i] = a
         return func(*full)
 
-    numeric = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps)
+    numeric, roundings = _central_differences(at, [xs[i] for i in checked], gys, eps)
     halves = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps / 2) if tol.measured else numeric
-    magnitude = sum(_vdot(xp, xp.abs(_data(y)), xp.abs(g)) for y, g in zip(ys, gys) if g is not None)
-    for i, a, n, h in zip(checked, analytic, numeric, halves):
+    for i, a, n, h, r in zip(checked, analytic, numeric, halves, roundings):
         a = xp.zeros_like(n) if a is None else _data(a)
-        allowed = atol + rtol * xp.abs(n) + 2 * xp.abs(h - n) + tol.rounding(magnitude)
+        allowed = atol + rtol * xp.abs(n) + 2 * xp.abs(h - n) + tol.rounding(r)
         # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
         bad = xp.logical_not(xp.logical_or(xp.abs(a - n) <= allowed, xp.logical_and(xp.isnan(a), xp.isnan(n))))
         if bool(xp.any(bad)):
-            where = xp.nonzero(xp.reshape(bad, (-1,)))[0]
-            k = int(where[0])
-            fa = xp.reshape(a, (-1,))
-            fn = xp.reshape(n, (-1,))
+            # counted and found without nonzero, whose size a lazy backend (dask) does not know
+            integral = xp.__array_namespace_info__().default_dtypes()["integral"]
+            flags = xp.astype(xp.reshape(bad, (-1,)), integral)
+            k, count = int(xp.argmax(flags)), int(xp.sum(flags))
+            fa, fn = xp.reshape(a, (-1,)), xp.reshape(n, (-1,))
+            if not tol.measured:  # in float64 a step too large for the function is the usual false alarm
+                h = xp.reshape(numerical_grad(at, [xs[j] for j in checked], gys, eps=eps / 2)[checked.index(i)],
+                               (-1,))[k]
+                if abs(complex(fa[k]) - complex(h)) < 0.9 * abs(complex(fa[k]) - complex(fn[k])):
+                    hint = (f"; the central difference with eps={eps / 2:g} gives {_number(h)} there, closer to the "
+                            f"analytic value: eps={eps:g} may be too large for this function (pass a smaller eps)")
             raise AssertionError(
                 f"check_backward failed for input {i} of {getattr(func, '__name__', func)} (shape {tuple(n.shape)}): "
-                f"{int(where.shape[0])} of {int(fn.shape[0])} elements differ; first at flat index {k}: "
+                f"{count} of {int(fn.shape[0])} elements differ; first at flat index {k}: "
                 f"analytic {_number(fa[k])}, numeric {_number(fn[k])}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
             )
 
@@ -403,8 +464,7 @@ def check_double_backward(
     xs = tuple(_data(x) for x in xs)
     backend = backend_of_type(type(xs[0]))
     xp = backend.xp
-    skip = _no_grads(no_grads, len(xs), "check_double_backward")
-    checked = [i for i in range(len(xs)) if not skip[i]]
+    skip, checked = _no_grads(no_grads, len(xs), "check_double_backward")
     _refuse_non_float("check_double_backward", xp, xs, checked, "leave it out with no_grads=")
     rng = backend.random_generator(1)
     with no_backprop_mode():
