@@ -1104,3 +1104,115 @@ def test_an_in_place_change_of_an_input_in_a_pytorch_style_forward_counts_on_the
     c = pg.Variable(np.array([1.0, 2.0]))  # only the input written counts: c * 1 is, c is not
     y = AddOne()(c * 1)
     assert c.version == 0 and np.array_equal(np.asarray(y.data), [2.0, 3.0])
+
+
+class _Product(pg.Function):
+    """x * w whose backward returns the inputs' own arrays for a gradient of ones."""
+
+    def forward(self, inputs):
+        x, w = inputs
+        return x * w,
+
+    def backward(self, inputs, grad_outputs):
+        x, w = inputs
+        return w, x
+
+
+class _Doubled(pg.Function):
+    """2 x whose backward returns its retained output's array (right for a gradient of ones at x = 1)."""
+
+    def forward(self, inputs):
+        self.retain_outputs((0,))
+        return inputs[0] * 2,
+
+    def backward(self, inputs, grad_outputs):
+        return self.output_data[0],
+
+
+def test_a_gradient_that_is_an_inputs_or_outputs_array_is_copied(xp):
+    """backward returning an input's (or retained output's) own array made a leaf's .grad share
+    memory with it: a write into x.grad (an optimizer's in-place update, an accumulation)
+    changed the parameter w."""
+    x, w = pg.Variable(arr(xp, [1.0, 2.0])), pg.Variable(arr(xp, [3.0, 4.0]))
+    y = _Product()(x, w)
+    y.backward(xp.ones_like(y.data))
+    x.grad[...] = 0.0
+    w.grad[...] = 0.0
+    close(w.data, [3.0, 4.0])
+    close(x.data, [1.0, 2.0])
+    v = pg.Variable(arr(xp, [1.0, 1.0]))
+    out = _Doubled()(v)
+    out.backward(xp.ones_like(out.data))
+    v.grad[...] = 0.0
+    close(out.data, [2.0, 2.0])
+
+
+class _ArgmaxAndDouble(pg.Function):
+    """(argmax(x), 2 x): an integer output beside a floating one."""
+
+    def forward(self, inputs):
+        x, = inputs
+        return self.xp.argmax(x, keepdims=True), x * 2
+
+    def backward(self, inputs, grad_outputs):
+        assert grad_outputs[0] is None
+        return grad_outputs[1] * 2,
+
+
+def test_an_integer_output_of_a_user_function_requires_no_grad(xp):
+    """As in PyTorch, an integer output of a Function carries no gradient (it required grad)."""
+    x = pg.Variable(arr(xp, [1.0, 3.0, 2.0]))
+    i, y = _ArgmaxAndDouble()(x)
+    assert not i.requires_grad and y.requires_grad
+    pg.sum(y).backward()
+    close(x.grad, [2.0, 2.0, 2.0])
+
+
+class _Retaining(pg.Function):
+    def __init__(self, inputs=None, outputs=None):
+        self.keep_in, self.keep_out = inputs, outputs
+
+    def forward(self, inputs):
+        if self.keep_in is not None:
+            self.retain_inputs(self.keep_in)
+        if self.keep_out is not None:
+            self.retain_outputs(self.keep_out)
+        return inputs[0] * 2,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs[0] * 2,
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"inputs": (-1,)}, r"retain_inputs was given index -1; forward has 1 inputs"),
+    ({"inputs": (1,)}, r"retain_inputs was given index 1; forward has 1 inputs"),
+    ({"outputs": (2,)}, r"retain_outputs was given index 2; forward has 1 outputs"),
+    ({"outputs": ("0",)}, r"retain_outputs was given index '0'"),
+])
+def test_retaining_an_index_that_is_no_input_or_output_is_refused(xp, kw, match):
+    """An index past the end, or negative, kept nothing and backward then read None."""
+    with pytest.raises(ValueError, match=match):
+        _Retaining(**kw)(pg.Variable(arr(xp, [1.0])))
+
+
+class _ThroughParameter(pg.Function):
+    """A forward that multiplies by a parameter with pg's functions: a graph the Function would cut."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def forward(self, inputs):
+        return self.w * inputs[0],
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs[0] * self.w.data,
+
+
+def test_forward_returning_a_variable_on_a_graph_is_refused(xp):
+    """w's gradient was lost silently (the output's data was taken, its graph dropped)."""
+    w = pg.Variable(arr(xp, [2.0]))
+    with pytest.raises(TypeError, match=r"returned output 0 as a Variable on a graph"):
+        _ThroughParameter(w)(pg.Variable(arr(xp, [1.0])))
+    # computed from a constant, it is data, as before
+    y = _ThroughParameter(pg.Variable(arr(xp, [2.0]), requires_grad=False))(pg.Variable(arr(xp, [1.0])))
+    close(y.data, [2.0])

@@ -51,7 +51,7 @@ from typing import Any
 from polygrad.core import config
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
-from polygrad.core.variable import Variable, admit
+from polygrad.core.variable import Variable, admit, is_floating
 
 
 class _Everything:
@@ -237,7 +237,15 @@ class Function(Node):
                     )
         finally:
             self._in_forward = False
-        # forward computes on arrays; a result made with pg's functions (a Variable) gives its data
+        # forward computes on arrays; a result made with pg's functions (a Variable) gives its data,
+        # but not one on a graph: the gradients of the Variables it came from would stop here
+        for k, y in enumerate(outputs):
+            if isinstance(y, Variable) and y._node is not None:
+                raise TypeError(
+                    f"polygrad: {self.label}.forward returned output {k} as a Variable on a graph (made from "
+                    f"Variables that require grad, such as a parameter): the gradients of those Variables would "
+                    f"stop at this Function. Pass them to the Function as inputs (its backward returns their "
+                    f"gradients), or compute from their .data")
         outputs = tuple(y._data if isinstance(y, Variable) else y for y in outputs)
         for k, y in enumerate(outputs):
             if not hasattr(y, "shape") or not hasattr(y, "dtype"):
@@ -257,10 +265,18 @@ class Function(Node):
                 iv._vbox.bump(self.label)
 
     def _check_declarations(self, in_data: tuple, outputs: tuple) -> None:
-        """What mark_dirty, mark_non_differentiable and mark_shared_storage were given must be
+        """What retain_inputs and retain_outputs were given must be indexes of forward's inputs and
+        outputs; what mark_dirty, mark_non_differentiable and mark_shared_storage were given,
         forward's inputs, outputs and (input, output) pairs."""
         def among(a: Any, arrays: tuple) -> bool:
             return any(a is b for b in arrays)
+
+        for what, indexes, n in (("retain_inputs", self._retained_inputs, len(in_data)),
+                                 ("retain_outputs", self._retained_outputs, len(outputs))):
+            for i in indexes or ():  # an index past the end (or -1) kept nothing, silently
+                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
+                    raise ValueError(f"polygrad: {self.label}.{what} was given index {i!r}; forward has {n} "
+                                     f"{what[7:]}, numbered from 0")
 
         for a in self._dirty:
             if not among(a, in_data):
@@ -294,7 +310,8 @@ class Function(Node):
                 # an array returned twice is one array: its outputs share one version counter
                 twin = same if same is not None else next((ov for ov in out_vars if ov._data is y), None)
                 v = Variable._make(y, vbox=None if twin is None else twin._vbox)
-            diff = record and not any(y is t for t in self._non_differentiable)
+            # as PyTorch's: an integer or bool output carries no gradient (a Variable of one cannot require grad)
+            diff = record and is_floating(y) and not any(y is t for t in self._non_differentiable)
             v._volatile = volatile
             v._requires_grad = diff
             v._node = self if diff else None
@@ -493,6 +510,12 @@ class Function(Node):
         gxs = tuple(None if g is None else admit(g, shape, dtype, self._backend, f"{self.label}.backward's gradient for input {i}",
                                                  user=True)
                     for i, (g, (shape, dtype)) in enumerate(zip(gxs, self._in_meta)))
+        # An input's or output's own array returned as a gradient (y = x * w: gx = w) would become a
+        # leaf's .grad sharing memory with a parameter, and accumulating into it would change the
+        # parameter: such a gradient is copied.
+        held = (*(r()._data for r in self._input_refs if r() is not None), *in_data,
+                *(s[0] for s in self._out_saved if s is not None), *_arrays(self._to_save or ()))
+        gxs = tuple(xp.asarray(g, copy=True) if g is not None and any(g is a for a in held) else g for g in gxs)
         if create_graph:  # user backward works on arrays: differentiable once
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
