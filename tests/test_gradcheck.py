@@ -613,3 +613,26 @@ def test_a_failing_check_backward_on_dask_reports_where():
     with pg.using_backend("dask"):
         with pytest.raises(AssertionError, match=r"check_backward failed for input 0.* of \d+ elements differ"):
             check_backward(wrong_exp, x)
+
+
+def test_conformance_check_vjp_steps_by_the_dtype_and_bounds_its_extrapolation():
+    """The conformance suite's check_vjp: a float32 input gets a float32 step (at 1e-6 the central
+    difference was rounding noise: a right gradient failed, -122 for 4.7), and with
+    extrapolate=True two estimates that disagree past the tolerance make the check fail as
+    inconclusive (their difference was allowed in full, whatever its size)."""
+    from polygrad_conformance.gradcheck import check_vjp
+
+    x = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    check_vjp(lambda v: v * 3.0 + 2.0, [x], rtol=1e-3, atol=1e-3)
+    with pytest.raises(AssertionError, match="gradient check failed"):
+        check_vjp(lambda v: ShiftZero()(v), [x], rtol=1e-3, atol=1e-3)
+
+    class Noisy(pg.Function):  # not smooth at any scale: 0.1 * sign(sin(1e4 x))
+        def forward(self, inputs):
+            return (np.sign(np.sin(inputs[0] * 1e4)) * 0.1,)
+
+        def backward(self, inputs, grad_outputs):
+            return (grad_outputs[0] * 0.0,)
+
+    with pytest.raises(AssertionError, match="inconclusive"):
+        check_vjp(lambda v: Noisy()(v), [np.linspace(0.1, 1.0, 50)], eps=1e-3, extrapolate=True, seed=8)
