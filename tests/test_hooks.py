@@ -845,3 +845,73 @@ def test_after_unchain_the_old_graph_neither_retains_into_the_variable_nor_runs_
     loss1.backward(retain_grad=True)
     np.testing.assert_array_equal(h.grad, [3.0, 3.0])
     assert fired == ["later"]
+
+
+class _CountBackward(pg.FunctionHook):
+    name = "count"
+
+    def __init__(self):
+        self.forward, self.backward, self.labels, self.kinds = 0, 0, [], set()
+
+    def forward_preprocess(self, function, in_data):
+        self.forward += 1
+
+    def backward_preprocess(self, function, in_data, out_grad):
+        self.backward += 1
+        self.labels.append(function.label)
+        self.kinds.update(type(g).__name__ for g in out_grad if g is not None)
+
+
+def test_a_hook_active_and_on_the_node_runs_once_per_step():
+    """As Chainer merges them by name (the node's replacing the active one), a hook registered
+    both with `with hook:` and on the node runs once per step: it ran twice (3 backward steps
+    counted for 2)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    c = _CountBackward()
+    y = F.sum(pg.exp(x))
+    y.creator.add_hook(c)
+    with c:
+        y.backward()
+    assert c.backward == 2
+    other = _CountBackward()  # same name on the node: it replaces the active one there
+    y = F.sum(pg.exp(x))
+    y.creator.add_hook(other)
+    with c:
+        y.backward()
+    assert (c.backward, other.backward) == (3, 1)
+
+
+def test_a_hook_active_and_on_a_user_function_runs_once_per_forward():
+    c = _CountBackward()
+    f = _Identity()
+    f.add_hook(c)
+    with c:
+        f(pg.Variable(np.array([1.0])))
+    assert c.forward == 1
+
+
+class _Identity(pg.Function):
+    def forward(self, inputs):
+        return inputs[0] * 1,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs
+
+
+def test_pg_grad_calls_no_hooks_around_a_node_whose_backward_does_not_run():
+    """pg.grad(y, [h]) only captures h's gradient at h's creator (exp): its backward does not run,
+    and hooks reported a step that never happened."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = pg.exp(x)
+    y = F.sum(h * h)
+    with _CountBackward() as c:
+        pg.grad(y, [h])
+    assert c.labels == ["sum", "multiply"]
+
+
+def test_hooks_see_output_gradients_as_arrays_with_create_graph_too():
+    """Chainer passes out_grad as arrays; with create_graph hooks got Variables."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    with _CountBackward() as c:
+        F.sum(pg.exp(x)).backward(create_graph=True)
+    assert c.kinds == {"ndarray"}

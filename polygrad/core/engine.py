@@ -231,12 +231,15 @@ class _Pass:
         if self.debug:  # each rule's result was checked: a sum of them may still overflow
             for i, g in enumerate(gys):
                 self.check_sum(g, f"output {i} of {node.label}", node)
-        hooks = self.hooks + tuple(node._local_hooks.values()) if node._local_hooks else self.hooks
+        captures_only = node in self.capture_only
+        # a node visited only to capture a gradient runs no backward step for hooks to bracket
+        hooks = () if captures_only else _hooks.with_local(self.hooks, node._local_hooks)
         if hooks:
             in_data = node._hook_in_data()
+            # arrays, as in_data, with create_graph too (Chainer's out_grad_array)
+            seen = tuple(g._data if isinstance(g, Variable) else g for g in gys) if self.create_graph else gys
             for h in hooks:
-                h.backward_preprocess(node, in_data, gys)
-        captures_only = node in self.capture_only
+                h.backward_preprocess(node, in_data, seen)
         # The rules of inputs that lead to no requested input do not run (pruned only without
         # create_graph, where a rule's result refers to the inputs through the node's own edges).
         pruned = self.pruned.get(node)
@@ -250,7 +253,7 @@ class _Pass:
             gxs = node._backward(gys, self.create_graph) if node.edges and not captures_only else ()
         if hooks:
             for h in hooks:
-                h.backward_postprocess(node, in_data, gys)
+                h.backward_postprocess(node, in_data, seen)
         if self.debug:
             check_finite(gxs, "backward result for input", node)
         if not self.retain_graph and not captures_only:

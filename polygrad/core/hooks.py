@@ -20,6 +20,16 @@ from typing import Any
 _active: contextvars.ContextVar[tuple["FunctionHook", ...]] = contextvars.ContextVar("polygrad_hooks", default=())
 
 
+def with_local(hooks: tuple, local: Any) -> tuple:
+    """The hooks of one node: the active ones, with the node's own (``add_hook``, by name)
+    replacing an active one of the same name, then the rest of its own, as Chainer merges them
+    (a hook both active and on the node ran twice per step)."""
+    if not local:
+        return hooks
+    names = {h.name for h in hooks}
+    return tuple(local.get(h.name, h) for h in hooks) + tuple(h for n, h in local.items() if n not in names)
+
+
 class FunctionHook:
     """Base class of function hooks: override the phases you need.
 

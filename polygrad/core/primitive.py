@@ -272,7 +272,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     if own:  # the caller's node (a user Function): it runs its own forward
         impl = node._start(backend, record, edges)
         if node._local_hooks:
-            hooks = hooks + tuple(node._local_hooks.values())
+            hooks = _hooks.with_local(hooks, node._local_hooks)
     else:
         if record or hooks:
             cls = op.node_class or Primitive
