@@ -138,6 +138,13 @@ class Function(Node):
         # Fields exist before __init__ runs: subclasses need not call Function.__init__.
         self = super().__new__(cls)
         self._init_node()
+        self._fresh()
+        return self
+
+    def _fresh(self) -> None:
+        """The fields of one application, as before any: set when the instance is made and again
+        when it is applied after a failed forward (a retry used the failed attempt's declarations,
+        and its in-place write went uncounted: a graph that had saved the input used its new values)."""
         d = self.__dict__
         d["_applied"] = False
         d["_backend"] = None
@@ -161,7 +168,6 @@ class Function(Node):
         d["_declared"] = set()  # the mark_* / save_for_backward / retain_* calls made in this forward
         d["_wrapped"] = ()  # inputs given as raw arrays
         d["_in_vars"] = None  # the input Variables while forward runs
-        return self
 
     def __init__(self) -> None:  # subclasses may define their own __init__ without calling this
         pass
@@ -176,6 +182,8 @@ class Function(Node):
             )
         if not inputs:
             raise TypeError(f"polygrad: {self.label} needs at least one input")
+        if self._backend is not None:  # an earlier application's forward failed: start afresh
+            self._fresh()
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
         self._wrapped = tuple(not isinstance(x, Variable) for x in inputs)
         if type(self).check_type_forward is not Function.check_type_forward:
