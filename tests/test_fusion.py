@@ -481,3 +481,15 @@ def test_constant_powers_are_numpys_in_every_float_dtype(dtype, monkeypatch):
     fn, got, want = run_both([x], [xv], outs, monkeypatch)
     assert "fused" in fn.program_source()
     _bitwise(got, want)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_a_power_by_an_array_exponent_is_numpys():
+    """NumPy's x ** p with a 0-d array p of 0.5 is sqrt as well: a symbolic scalar or shared
+    exponent reached numexpr's pow, which gave inf and 0.0 for -inf and -0.0 (NaN and -0.0 eager)."""
+    x, p = T.vector("x"), T.scalar("p")
+    xv = np.tile([-np.inf, -0.0, 4.0, 2.5], 256)
+    w = pg.shared(np.array(0.5), name="w")
+    fn = pg.function([x, p], [x ** p * 2.0, x ** w * 2.0])
+    for got in fn(xv, 0.5):
+        _bitwise([got], [np.sqrt(xv) * 2.0])

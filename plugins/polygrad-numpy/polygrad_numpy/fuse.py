@@ -247,6 +247,10 @@ def _template(np: Any, node: Any, dtypes: list, vml: bool) -> Callable | None:
     same = all(d == out for d in arrays)
     if name == "pow" and floating and same and node.args[1][0] == "scalar" and node.args[1][1] in _FAST_POWERS:
         return _FAST_POWERS[node.args[1][1]]
+    if name == "pow" and node.args[1][0] != "scalar":
+        # NumPy's x ** p with a 0-d array p of 0.5 is sqrt too (sqrt(-inf) NaN, where pow gives inf),
+        # a value the kernel cannot see when it is written
+        return None
     if name in _BINARY and same and out.kind in "if" and (floating or name not in _FLOAT_ONLY):
         return lambda p, t, s=_BINARY[name]: f"({p[0]} {s} {p[1]})"
     if name in _COMPARE and out.kind == "b" and arrays and all(d == arrays[0] and d.kind in "if" for d in arrays):
