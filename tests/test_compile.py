@@ -876,3 +876,31 @@ def test_the_gradient_of_a_complex_cost_is_refused_saying_what_to_do():
     x = T.tensor("complex128", (None,), "x")
     with pytest.raises(RuntimeError, match=r"complex128: a gradient is taken of a real cost only.*pg\.real\(cost\)"):
         T.grad(pg.sum(x * x), x)
+
+
+def test_compiled_gradients_sum_in_eager_order():
+    """The compiled program ran an op's operands right to left, so its gradients summed their
+    parts in another order than eager backward: sum(x * y + x / x) at x = 1e-30, y = -1 gave 0
+    compiled for eager's (and the exact) -1."""
+    x, y = T.vector("x"), T.vector("y")
+    xv, yv = np.array([1e-30, 3.0]), np.array([-1.0, 2.0])
+    for mode in ("FAST_COMPILE", "FAST_RUN"):
+        f = pg.function([x, y], T.grad(pg.sum(x * y + x / x), x), mode=mode)
+        X, Y = pg.Variable(xv), pg.Variable(yv)
+        (gx,) = pg.grad(pg.sum(X * Y + X / X), [X])
+        np.testing.assert_array_equal(f(xv, yv), gx.data)
+        np.testing.assert_array_equal(gx.data, [-1.0, 2.0])
+
+
+@pytest.mark.parametrize("build", [lambda x, y: pg.broadcast_arrays(x, y)[1], lambda x, y: pg.meshgrid(x, y)[0]])
+def test_broadcasting_symbolic_arrays_of_unknown_length_is_refused_when_built(build):
+    """broadcast_arrays and meshgrid baked an unknown length (None) into broadcast_to: the first call
+    failed inside NumPy ('<' between None and int), or x was called unused; now the build says why.
+    Declared lengths work."""
+    x, y = T.vector("x"), T.vector("y")
+    with pytest.raises(ValueError, match=r"size unknown until the function runs.*Declare the sizes"):
+        build(x, y)
+    xk, yk = T.tensor("float64", (3,), "xk"), T.tensor("float64", (1,), "yk")
+    xv, yv = np.array([1.0, 2.0, 3.0]), np.array([10.0])
+    got = pg.function([xk, yk], build(xk, yk) * 1.0, on_unused_input="ignore")(xv, yv)
+    np.testing.assert_array_equal(got, build(pg.Variable(xv), pg.Variable(yv)).data)

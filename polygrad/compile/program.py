@@ -174,7 +174,10 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
             deps = [a for a in s.args if isinstance(a, SymbolicArray)] if s.kind in ("op", "item") else [s.grad_of[0], *s.grad_of[1]]
             todo = [d for d in deps if d.id not in env]
             if todo:
-                stack.extend(todo)
+                # the last pushed runs first: reversed, operands run left to right, as Python runs them
+                # eagerly, so gradients are summed in eager backward's order (with the operands run
+                # right to left, sum(x * y + x / x) at x = 1e-30, y = -1 gave a gradient of 0 for -1)
+                stack.extend(reversed(todo))
                 continue
             stack.pop()
             if s.kind == "op":

@@ -20,7 +20,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import check_number_fits
 from polygrad.ops._export import names, public
-from polygrad.ops.manipulation import broadcast_to, reshape, stack
+from polygrad.ops.manipulation import broadcast_to, known_target, reshape, stack
 from polygrad.ops.elementwise import cast_grad
 
 
@@ -276,6 +276,7 @@ def meshgrid(*arrays, indexing="xy"):
     if indexing == "xy" and len(arrays) > 1:
         axes[0], axes[1] = 1, 0
         sizes[0], sizes[1] = sizes[1], sizes[0]
+    known_target(tuple(sizes), "meshgrid", tuple(tuple(a.shape) for a in arrays))
     out = []
     for a, ax in zip(arrays, axes):
         lined = reshape(a, tuple(-1 if i == ax else 1 for i in range(len(arrays))))

@@ -837,10 +837,24 @@ def _broadcast_shapes(shapes: tuple, fn: str) -> tuple:
     return tuple(out)
 
 
+def known_target(shape: tuple, fn: str, shapes: tuple) -> tuple:
+    """``shape``, the shape ``fn`` broadcasts to: a ValueError at once where a size is unknown
+    (None: a symbolic length not declared), since ``broadcast_to`` needs every size (the
+    compiled function failed at its first call inside the backend, or called an input unused)."""
+    if any(n is None for n in shape):
+        raise ValueError(
+            f"polygrad.{fn}: the arrays of shapes {', '.join(str(tuple(s)) for s in shapes)} broadcast to "
+            f"{tuple(shape)}, with a size unknown until the function runs, and broadcasting to a shape needs every "
+            f"size. Declare the sizes (T.tensor(dtype, shape)), or combine the arrays with an element-wise "
+            f"operation, which broadcasts them itself")
+    return shape
+
+
 @public
 def broadcast_arrays(*arrays):
     """Composed: ``broadcast_to`` each array to the common shape."""
-    shape = _broadcast_shapes(tuple(tuple(a.shape) for a in arrays), "broadcast_arrays")
+    shapes = tuple(tuple(a.shape) for a in arrays)
+    shape = known_target(_broadcast_shapes(shapes, "broadcast_arrays"), "broadcast_arrays", shapes)
     return tuple(broadcast_to(a, shape) for a in arrays)
 
 
