@@ -16,8 +16,9 @@ reduction rounds in float32), takes the central differences at the step and at
 half of it, and compares the analytic value with their Richardson extrapolation
 (truncation error of order step**4), allowing the difference of the two
 estimates as the extrapolation's own error: a failure then means the gradient
-is wrong, not that float32 is narrow. Where that difference exceeds the
-tolerance itself, the check is inconclusive and fails saying so.
+is wrong, not that float32 is narrow. Where that difference exceeds a tenth
+of the estimate (plus the tolerance), the check is inconclusive and fails
+saying so.
 """
 
 from __future__ import annotations
@@ -116,13 +117,16 @@ def check_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, order: int = 1, e
         # the two estimates differ by their truncation and rounding errors: allowed in full (a
         # third of it, the extrapolation's truncation alone, failed to absorb float32 rounding)
         numeric, slack = (4 * half - numeric) / 3, abs(half - numeric)
-        # Allowed in full, the disagreement must stay within the tolerance: past it (the function
-        # not smooth at the point, or noisy) it excused any gradient. On numpy's float32 cases it
-        # stays under a tenth of the tolerance.
-        assert slack <= atol + rtol * abs(numeric), (
+        # Allowed in full, the disagreement must stay small beside the estimate: past that (the
+        # function not smooth at the point, or noisy) it excused any gradient, a zero one of a
+        # function whose estimates were random. Truncation alone keeps it within a few percent
+        # (std of close values, float32, order 2: 2.5%; numpy's float32 cases: under 0.2%).
+        bound = atol + rtol * abs(numeric) + 0.1 * abs(numeric)
+        assert slack <= bound, (
             f"gradient check of {getattr(f, '__name__', repr(f))} (order {order}) is inconclusive: the central "
-            f"differences with steps {eps:g} and {eps / 2:g} disagree by {slack:.3g}, more than the tolerance "
-            f"{atol + rtol * abs(numeric):.3g} (the function is not smooth at the point, or its values are noisy)"
+            f"differences with steps {eps:g} and {eps / 2:g} disagree by {slack:.3g}, more than a tenth of their "
+            f"extrapolation {numeric:.6g} plus the tolerance (the function is not smooth at the point, or its "
+            f"values are noisy)"
         )
     gs = pg.grad(list(ys), xs, grad_outputs=us, allow_unused=True)
     name = getattr(f, "__name__", repr(f))
