@@ -51,7 +51,8 @@ from typing import Any
 from polygrad.core import config
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
-from polygrad.core.variable import Variable, admit, is_floating
+from polygrad.core.op import GRAPH_OPS
+from polygrad.core.variable import Variable, _through_base, _unrecorded_base, _view_base, admit, is_floating
 
 
 class _Everything:
@@ -191,6 +192,8 @@ class Function(Node):
 
             self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
         self._in_vars = in_vars  # (forward's tensors count their in-place changes on them)
+        # where each input stands before forward, and its views: a dirty one moves (see _rebase)
+        before = tuple((v._node, v._index, v._direct_views()) for v in in_vars)
         try:
             outs = apply(_ROW, in_vars, None, self)
         except BaseException:
@@ -198,7 +201,39 @@ class Function(Node):
             raise
         finally:
             self._in_vars = None
+        if self._dirty:
+            self._rebase(in_vars, before, outs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _rebase(self, in_vars: tuple, before: tuple, outs: tuple) -> None:
+        """What a built-in in-place operation does after its write, for each input forward changed
+        (``mark_dirty``) and returned, now this Function's output: a view writes through to its
+        base, which gets the new values by its row's unview (as PyTorch's CopySlices), and is taken
+        again from it; the input's own views are taken again from it. Without, the base kept its
+        old graph (h[0:2] tripled: h.grad missed the 3) and views of the input theirs."""
+        for v, (node, index, views) in zip(in_vars, before):
+            if not any(v is o for o in outs) or not any(v._data is d for d in self._dirty):
+                continue
+            view = _view_base(node)
+            if view is None and node is None and _through_base(v, v):  # a view made outside recording
+                view = _unrecorded_base(v)
+                if view is not None:
+                    *view, index = view
+            if view is not None:
+                base, unview, params = view
+                new_base = unview(GRAPH_OPS, base, v, index, **params)
+                if new_base is not None:
+                    if base._node is None:
+                        base._check_inplace(self.label)
+                    box, version = v._vbox, v._vbox.n
+                    v._leave_node()  # the Function's output now stands in the base's graph
+                    v._node, v._index = node, index  # and this variable is its view again
+                    base._assign_inplace(new_base, self.label)
+                    if v._node is node:
+                        v._follow(base)
+                    self._same_write(box, version)
+            for w in views:
+                w._follow(v)
 
     def _bump_dirty(self, in_vars: tuple) -> None:
         """Count the change of each input forward changed in place (``mark_dirty``), once and
@@ -534,6 +569,19 @@ class Function(Node):
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)
         self._to_save = None
+
+    def _same_write(self, box: Any, version: int) -> None:
+        """The base's write of ``_rebase`` stored the values forward had written already: what
+        this Function saved at ``version`` of ``box`` is still what it saved."""
+        if box.n == version:
+            return
+
+        def moved(rec: Any) -> Any:
+            return (*rec[:-2], box, box.n) if rec is not None and rec[-2] is box and rec[-1] == version else rec
+
+        self._in_saved = tuple(moved(r) for r in self._in_saved)
+        self._out_saved = tuple(moved(r) for r in self._out_saved)
+        self._saved_versions = tuple(moved(r) for r in self._saved_versions)
 
     def _protect_saved(self, array: Any, copy: bool) -> None:
         saved = list(self._in_saved)

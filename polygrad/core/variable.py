@@ -105,6 +105,26 @@ def _unrecorded_base(v: "Variable") -> tuple | None:
     return None if view is None else (*view, index)
 
 
+def _through_base(v: "Variable", result: "Variable") -> bool:
+    """Whether an in-place write of ``result`` into ``v``, a Variable without a graph, goes
+    through the base ``v`` is an unrecorded view of (see ``Variable._assign_inplace``): where
+    the value written has a graph, where the arrays do not share the write, and, while
+    recording, where the base, or a base it is an unrecorded view of in turn, has a graph or
+    requires grad (a leaf then refuses the write)."""
+    if result._node is not None or not v._writes_in_place():
+        return True
+    entry = _unrecorded(v)
+    if entry is None or not config.enable_backprop.get():
+        return False
+    while True:
+        base = entry[1]
+        if base._node is not None or base._requires_grad:
+            return True
+        entry = _unrecorded(base)
+        if entry is None:
+            return False
+
+
 def _revive(node: Any, index: int) -> "Variable | None":
     """A stand-in for output ``index`` of the view ``node`` whose Variable is gone: the same
     graph position, its data taken again from its own base (None if ``node`` is no view)."""
@@ -818,11 +838,12 @@ class Variable:
                 f"(x.compute_chunk_sizes() on dask) or use the out-of-place form")
         index = self._index
         view = _view_base(self._node)
-        if view is None and self._node is None and (result._node is not None or not self._writes_in_place()):
+        if view is None and self._node is None and _through_base(self, result):
             # A view made outside recording (of a constant, or under no_backprop_mode): through its
-            # base where the arrays will not share the write, and where the value written has a
-            # graph, which the base must get too (writing into the shared memory alone changed the
-            # base's values behind its back: what was computed from it later had no path to them).
+            # base where the arrays will not share the write, where the value written has a graph,
+            # and where the base has one (writing into the shared memory alone changed the base's
+            # values behind its back: what was computed from it later had no path to them, or a
+            # graph that had it computed with the old ones, x.grad [14, 4] for [0, 4]).
             view = _unrecorded_base(self)
             if view is not None:
                 *view, index = view
