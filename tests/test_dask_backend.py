@@ -543,3 +543,18 @@ def test_max_min_and_norms_of_zero_size_arrays_compute_as_numpy():
     assert np.asarray(norm).shape == () and float(norm) == 1.0
     (v,) = pg.compute(pg.linalg.vector_norm(m, axis=0, ord=float("inf")))
     np.testing.assert_array_equal(v, [0.0, 0.0, 0.0])
+
+
+def test_negative_of_a_boolean_array_is_refused_clearly():
+    """dask's -b of a boolean array returns NotImplemented: polygrad took it for the result ('no
+    backend claims NotImplementedType' eager, an AttributeError compiled); now it is the refusal
+    numpy gives too, naming the function."""
+    from polygrad import symbolic as T
+
+    b = da.from_array(np.array([True, False]))
+    with pg.using_backend("dask"):
+        with pytest.raises(TypeError, match="negative failed on backend 'dask'"):
+            -pg.Variable(b)
+        v = T.vector("b", dtype="bool")
+        with pytest.raises(TypeError, match="negative"):
+            pg.function([v], -v)(b)

@@ -553,9 +553,14 @@ def _kernels():
             return row(name).fwd(xp, x, **params)
         return run
 
+    def negative(x):
+        # dask's -x of a boolean array returns NotImplemented (a value, not an error): the
+        # namespace's negative refuses it, as numpy's - does
+        return xp.negative(x)
+
     import numpy as np
 
-    return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem,
+    return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem, "negative": negative,
             "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted, "matmul": matmul,
             "max": zero_size_as_numpy("max", np.max), "min": zero_size_as_numpy("min", np.min),
             "linalg_vector_norm": zero_size_as_numpy("linalg_vector_norm", np.linalg.vector_norm),
