@@ -636,3 +636,34 @@ def test_conformance_check_vjp_steps_by_the_dtype_and_bounds_its_extrapolation()
 
     with pytest.raises(AssertionError, match="inconclusive"):
         check_vjp(lambda v: Noisy()(v), [np.linspace(0.1, 1.0, 50)], eps=1e-3, extrapolate=True, seed=8)
+
+
+def test_float64_checks_evaluate_the_function_only_near_the_point():
+    """The large step that tells which outputs an element moves is taken for the float32 rounding
+    allowance only, and where the function fails there every output counts as moved: in float64
+    it made a cholesky of a symmetrised matrix fail (not positive definite there)."""
+    a = np.array([[1.0, 0.9], [0.9, 1.0]])
+    check_backward(lambda m: pg.linalg.cholesky((m + m.mT) / 2), a)
+
+    def bounded(v):
+        if float(pg.max(v).data) > 1:
+            raise ValueError("outside the domain")
+        return pg.asin(v)
+
+    check_backward(bounded, np.array([0.3, 0.4], dtype=np.float32))
+
+
+def test_numpy_integers_name_inputs_and_grad_outputs_may_be_any_iterable():
+    x = np.array([0.5, 1.5])
+    check_grads(lambda a, b: a * b, [x, x], wrt=np.arange(2))
+    v = pg.Variable(x)
+    (g,) = pg.grad([v * 2], [v], grad_outputs=(np.ones(2) for _ in range(1)))
+    np.testing.assert_allclose(g.data, [2.0, 2.0])
+
+
+def test_conformance_check_vjp_steps_by_the_narrowest_output_too():
+    """A float64 input with a float32 output got float64's step of 1e-6 (0.7987 for 0.7153)."""
+    from polygrad_conformance.gradcheck import check_vjp
+
+    x = np.random.default_rng(1).standard_normal(20)
+    check_vjp(lambda v: pg.sin(pg.astype(v, pg.float32)), [x], rtol=1e-3, atol=1e-3)

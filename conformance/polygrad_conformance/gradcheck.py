@@ -27,7 +27,7 @@ import math
 from typing import Any, Callable, Sequence
 
 import polygrad as pg
-from polygrad.testing.gradcheck import _is_complex, _narrowest, _random_like
+from polygrad.testing.gradcheck import _Tolerance, _is_complex, _random_like
 
 
 def _as_tuple(y: Any) -> tuple:
@@ -81,12 +81,12 @@ def involves_complex(f: Callable[..., Any], inputs: Sequence[Any]) -> bool:
     return any(_is_complex(xp, _data(a)) for a in (*inputs, *outs))
 
 
-def _step(xp: Any, inputs: Sequence[Any]) -> float:
-    """The default step: 1e-6 in float64; in a narrower dtype the cube root of its machine epsilon
-    (float32: 4.9e-3), as for polygrad.testing (a float32 step of 1e-6 is lost in rounding: the
-    central difference was noise, and an rtol of it excused a wrong gradient)."""
-    e = _narrowest(xp, inputs)[1]
-    return 1e-6 if e < 1e-12 else e ** (1.0 / 3.0)
+def _step(xp: Any, arrays: Sequence[Any]) -> float:
+    """The default step, polygrad.testing's for the least precise floating dtype among the inputs
+    and outputs: 1e-6 in float64, the cube root of machine epsilon in a narrower one (float32:
+    4.9e-3; a float32 step of 1e-6 is lost in rounding: the central difference was noise, and an
+    rtol of it excused a wrong gradient)."""
+    return _Tolerance(xp, arrays, None, None, None, (1e-6, 0.0, 0.0)).eps
 
 
 def check_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, order: int = 1, eps: float | None = None,
@@ -99,9 +99,9 @@ def check_vjp(f: Callable[..., Any], inputs: Sequence[Any], *, order: int = 1, e
     inputs = [_data(a) for a in inputs]
     backend = _backend(inputs[0])
     xp, rng = backend.xp, backend.random_generator(seed)
-    eps = _step(xp, inputs) if eps is None else eps
     xs = [pg.Variable(a) for a in inputs]
     ys = _as_tuple(f(*xs))
+    eps = _step(xp, [*inputs, *(y.data for y in ys)]) if eps is None else eps
     us = [_direction(xp, rng, y.data, f"output {j}") for j, y in enumerate(ys)]
     vs = [_direction(xp, rng, a, f"input {i}") for i, a in enumerate(inputs)]
     dot = _re_dot_host if extrapolate else _re_dot

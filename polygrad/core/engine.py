@@ -455,6 +455,7 @@ def grad(
         grad_outputs = (None,) * len(outputs)
     elif single_out and not isinstance(grad_outputs, (list, tuple)):
         grad_outputs = (grad_outputs,)
+    grad_outputs = tuple(grad_outputs)
     if len(grad_outputs) != len(outputs):  # zip dropped the extra outputs: a gradient of some of them
         raise ValueError(f"polygrad.grad: got {len(grad_outputs)} output gradients for {len(outputs)} outputs "
                          f"(give None for an output that gets none)")

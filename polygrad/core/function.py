@@ -45,6 +45,7 @@ array([6.])
 from __future__ import annotations
 
 import inspect
+import operator
 import weakref
 from typing import Any
 
@@ -97,6 +98,17 @@ class _Inputs(tuple):
         )
 
     __mul__ = __rmul__ = __add__ = __radd__ = __neg__ = _refuse
+
+
+def _is_index(i: Any) -> bool:
+    """Whether ``i`` is an integer index (a Python or NumPy integer, not a bool)."""
+    if isinstance(i, bool):
+        return False
+    try:
+        operator.index(i)
+    except TypeError:
+        return False
+    return True
 
 
 def _arrays(items: tuple) -> tuple:
@@ -192,8 +204,8 @@ class Function(Node):
 
             self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
         self._in_vars = in_vars  # (forward's tensors count their in-place changes on them)
-        # where each input stands before forward, and its views: a dirty one moves (see _rebase)
-        before = tuple((v._node, v._index, v._direct_views()) for v in in_vars)
+        # where each input stands before forward: a dirty one moves (see _rebase)
+        before = tuple((v._node, v._index) for v in in_vars)
         try:
             outs = apply(_ROW, in_vars, None, self)
         except BaseException:
@@ -210,8 +222,10 @@ class Function(Node):
         (``mark_dirty``) and returned, now this Function's output: a view writes through to its
         base, which gets the new values by its row's unview (as PyTorch's CopySlices), and is taken
         again from it; the input's own views are taken again from it. Without, the base kept its
-        old graph (h[0:2] tripled: h.grad missed the 3) and views of the input theirs."""
-        for v, (node, index, views) in zip(in_vars, before):
+        old graph (h[0:2] tripled: h.grad missed the 3) and views of the input theirs. Bases and
+        views are found first, for all: two dirty views of one base write into it in turn."""
+        moved = []
+        for v, (node, index) in zip(in_vars, before):
             if not any(v is o for o in outs) or not any(v._data is d for d in self._dirty):
                 continue
             view = _view_base(node)
@@ -219,6 +233,8 @@ class Function(Node):
                 view = _unrecorded_base(v)
                 if view is not None:
                     *view, index = view
+            moved.append((v, node, index, view, v._direct_views((node, index))))
+        for v, node, index, view, views in moved:
             if view is not None:
                 base, unview, params = view
                 new_base = unview(GRAPH_OPS, base, v, index, **params)
@@ -317,13 +333,17 @@ class Function(Node):
         for what, indexes, n in (("retain_inputs", self._retained_inputs, len(in_data)),
                                  ("retain_outputs", self._retained_outputs, len(outputs))):
             for i in indexes or ():  # an index past the end (or -1) kept nothing, silently
-                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
+                if not _is_index(i) or not 0 <= i < n:
                     raise ValueError(f"polygrad: {self.label}.{what} was given index {i!r}; forward has {n} "
                                      f"{what[7:]}, numbered from 0")
 
         for a in self._dirty:
             if not among(a, in_data):
                 raise ValueError(f"polygrad: {self.label}.mark_dirty was given an array that is not an input of forward")
+            if not among(a, outputs):  # (as PyTorch) its Variable would keep the graph of its old values
+                raise ValueError(f"polygrad: {self.label}.mark_dirty was given an input that forward changed in place "
+                                 f"but did not return: return it as an output, so that its Variable takes the new "
+                                 f"values' graph")
         for a in self._non_differentiable:
             if not among(a, outputs):
                 raise ValueError(

@@ -908,12 +908,13 @@ class Variable:
             w._follow(self)
         return self
 
-    def _direct_views(self) -> list:
-        """The live recorded views taken of this variable as it is now (before a write)."""
+    def _direct_views(self, at: tuple | None = None) -> list:
+        """The live recorded views taken of this variable as it is now (before a write), or as it
+        stood at graph position ``at`` (``(node, index)``, before a user Function's write)."""
         box = self._vb
         if box is None or not box.views:
             return []
-        node, index = self._node, self._index
+        node, index = (self._node, self._index) if at is None else at
         out = []
         for ref in list(box.views.values()):
             w = ref()
@@ -924,6 +925,8 @@ class Variable:
                 continue
             if w is None or w is self or not w._node.edges or w._node.edges[0] is None:
                 continue
+            if not getattr(getattr(w._node, "op", None), "view", False):
+                continue  # sharing the counter without being a view row's output (a Function's dirty output)
             base_node, where = w._node.edges[0]
             if base_node is node and (where is self if node is None else where == index):
                 out.append(w)

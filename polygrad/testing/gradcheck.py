@@ -27,11 +27,13 @@ are complex in both parts, and :func:`numerical_grad` steps both.
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any, Callable, Sequence
 
 from polygrad.core.engine import grad as _grad
 from polygrad.core.config import no_backprop_mode
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.function import _is_index
 from polygrad.core.variable import Variable
 
 
@@ -183,15 +185,16 @@ class _Tolerance:
 def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], eps: float = 1e-3) -> list:
     """Central-difference gradients of ``sum_j <grad_outputs[j], f(*inputs)[j]>``
     with respect to each input array, element by element (small inputs only)."""
-    return _central_differences(f, inputs, grad_outputs, eps)[0]
+    return _central_differences(f, inputs, grad_outputs, eps, rounding=False)[0]
 
 
 def _central_differences(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any],
-                         eps: float) -> tuple[list, list]:
+                         eps: float, rounding: bool = True) -> tuple[list, list]:
     """:func:`numerical_grad`'s gradients, and beside each the size its rounding can reach, per
     element, in units of machine epsilon: ``sum_j |g_j| (|y+_j| + |y-_j|) / step`` over the
     output elements that depend on the element, as far as a step can tell (one that neither the
-    step nor a large one, ``x + |x| / 2 + 1``, changes cancels exactly; summing every output
+    step nor a large one, ``x + |x| / 2 + 1``, changes cancels exactly (a point where ``f``
+    fails or gives no finite value counts every output as moved); summing every output
     let the rounding of 1,000 values of ``x + 273.15`` excuse a zero gradient, and the small
     step alone misses an output it moves by less than its rounding, such as a float32 mean)."""
     inputs = [_data(x) for x in inputs]
@@ -209,28 +212,43 @@ def _central_differences(f: Callable[..., Any], inputs: Sequence[Any], grad_outp
         xs[i] = xp.reshape(moved, x.shape)
         return outputs(xs), moved[k]
 
+    def far(i: int, x: Any, flat: Any, k: int, unit: complex) -> tuple:
+        """The outputs at the large step (None for each where ``f`` fails there or gives a
+        non-finite value: outside its domain, every output counts as moved)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ys, _ = shifted(i, x, flat, k, unit * (abs(complex(flat[k])) / 2 + 1))
+            if all(bool(xp.all(xp.isfinite(y))) for y in ys):
+                return ys
+        except Exception:
+            pass
+        return (None,) * len(base)
+
     def derivative(i: int, x: Any, flat: Any, k: int, unit: complex) -> tuple[float, float]:
         """The central difference along element ``k`` of input ``i``, times ``unit`` (1, or 1j for
         the imaginary part of a complex input), and its rounding size (see above)."""
         ys_p, plus = shifted(i, x, flat, k, unit * eps)
         ys_m, minus = shifted(i, x, flat, k, -unit * eps)
-        ys_far, _ = shifted(i, x, flat, k, unit * (abs(complex(flat[k])) / 2 + 1))
+        ys_far = far(i, x, flat, k, unit) if rounding else (None,) * len(ys_p)
         # the step taken: x + eps rounds in x's dtype (float32 near 1500 moves 0.79% less)
         d = complex(plus - minus) / unit
         step = d.real if d.real else 2 * eps
-        change = rounding = 0.0
-        for yp, ym, far, y0, g in zip(ys_p, ys_m, ys_far, base, gys):
+        change = moved = 0.0
+        for yp, ym, yf, y0, g in zip(ys_p, ys_m, ys_far, base if rounding else ys_far, gys):
             if g is None:
                 continue
             # the difference of the outputs, paired with g, in the widest dtype: no cancellation of two sums
             wide = _widest_complex(xp) if _is_complex(xp, yp) else _widest_float(xp)
             change += _vdot(xp, g, xp.astype(yp, wide) - xp.astype(ym, wide))
-            depends = xp.logical_or(yp != ym, far != y0)
+            if not rounding:
+                continue
+            depends = xp.logical_or(yp != ym, yf != y0) if yf is not None else xp.ones_like(yp, dtype=xp.bool)
             size = xp.astype(xp.abs(yp), wide) + xp.astype(xp.abs(ym), wide)
-            rounding += _vdot(xp, xp.abs(g), xp.where(depends, size, xp.zeros_like(size)))
-        return change / step, rounding / abs(step)
+            moved += _vdot(xp, xp.abs(g), xp.where(depends, size, xp.zeros_like(size)))
+        return change / step, moved / abs(step)
 
-    base = outputs(inputs)
+    base = outputs(inputs) if rounding else ()
 
     grads, roundings = [], []
     for i, x in enumerate(inputs):
@@ -350,9 +368,10 @@ def _checked(fname: str, n: int, indices: Any, how: str) -> list[int]:
     left (a check of nothing passed)."""
     out: list[int] = []
     for i in indices:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
+        if not _is_index(i) or not 0 <= i < n:
             raise ValueError(f"polygrad.testing.{fname}: {how} names input {i!r}, but the function has {n} "
                              f"input(s), numbered from 0")
+        i = int(i)
         if i not in out:
             out.append(i)
     if not out:
@@ -418,7 +437,7 @@ def check_backward(
             full[i] = a
         return func(*full)
 
-    numeric, roundings = _central_differences(at, [xs[i] for i in checked], gys, eps)
+    numeric, roundings = _central_differences(at, [xs[i] for i in checked], gys, eps, rounding=tol.measured)
     halves = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps / 2) if tol.measured else numeric
     for i, a, n, h, r in zip(checked, analytic, numeric, halves, roundings):
         a = xp.zeros_like(n) if a is None else _data(a)
