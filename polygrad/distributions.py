@@ -20,7 +20,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import default_dtypes, index_dtype, positions
-from polygrad.ops.elementwise import log, subtract, where
+from polygrad.ops.elementwise import log, log1p, subtract, where
 from polygrad.ops.nn import check_values
 from polygrad.ops.statistical import sum
 
@@ -102,9 +102,11 @@ class Bernoulli(Distribution):
         if self.validate_args:
             v = check_values(v, lambda xp, v: xp.logical_and(v != 0, v != 1), "Bernoulli.log_prob: value must be 0 or 1",
                              "polygrad.distributions")
-        # The probability picked first, then its log: log(p) and log(1 - p) both taken would send
-        # 0 * inf = NaN back where the other one is 0 (p of 0 or 1, a certain outcome).
-        return log(where(v != 0, self.p, 1 - self.p))
+        # log(p) where the value is 1, log1p(-p) where it is 0 (log(1 - p) lost float32's precision
+        # for small p: 1.3% at 1e-6); each branch sees a harmless stand-in where the other is
+        # picked (1, 0), so that a certain outcome (p of 0 or 1) sends back no 0 * inf = NaN.
+        one = v != 0
+        return where(one, log(where(one, self.p, 1.0)), log1p(-where(one, 0.0, self.p)))
 
 
 class Categorical(Distribution):
@@ -180,6 +182,8 @@ class Normal(Distribution):
                 s = check_values(s, _negative_or_nan, "Normal: std must be non-negative", "polygrad.distributions")
             if type(m) not in (int, float):  # (a NaN mean drew NaN)
                 m = check_values(m, lambda xp, v: xp.isnan(v), "Normal: mean must not be NaN", "polygrad.distributions")
+            elif m != m:
+                raise ValueError(f"polygrad.distributions.Normal: mean must not be NaN, got {m!r}")
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
         batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
@@ -189,8 +193,14 @@ class Normal(Distribution):
         return m + s * eps
 
     def log_prob(self, value: Any) -> Variable:
-        z = subtract(_data(value), self.mean) / self.std
-        return -0.5 * z * z - log(self.std if isinstance(self.std, Variable) else _as_array(self.std, value)) - 0.5 * math.log(2 * math.pi)
+        # differentiable in the value too, as torch.distributions' (a Variable's gradient was dropped)
+        z = subtract(value, self.mean) / self.std
+        std = self.std
+        # a Python number's log in Python: made an array of the value's dtype, an integer value
+        # truncated it (a std of 0.5 became 0: log_prob inf)
+        log_std = (math.log(std) if std > 0 else -math.inf if std == 0 else math.nan) if type(std) in (int, float) \
+            else log(std)
+        return -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
 
 
 def _outside_unit(xp: Any, v: Any) -> Any:
@@ -216,10 +226,3 @@ def _sample_shape(d: Distribution, sample_shape: Any) -> tuple:
         raise ValueError(f"polygrad: {type(d).__name__}.sample: sample_shape must be a non-negative integer or a "
                          f"sequence of them, got {sample_shape!r}")
     return shape
-
-
-def _as_array(x: Any, like: Any) -> Any:
-    if type(x) in (int, float):
-        d = _data(like)
-        return backend_of_type(type(d)).xp.asarray(x, dtype=d.dtype)
-    return x

@@ -328,3 +328,64 @@ def test_the_generator_keeps_the_plugins_own_methods_and_pickles():
     twin = pickle.loads(pickle.dumps(gen))
     a, b = gen.uniform((5,), dtype=np.float32, low=-1.0, high=1.0), twin.uniform((5,), dtype=np.float32, low=-1.0, high=1.0)
     assert np.array_equal(a.compute(), b.compute())
+
+
+def test_multinomial_reinforce_broadcasts_the_reward_to_the_sample_first():
+    """A (3, 1) reward for a (3, 3, 1) sample broadcast along axis 0 of log_prob (of shape (3, 3)),
+    not axis 1 (2.58 off the documented surrogate); a (1, 1) one failed to reshape."""
+    D = pg.distributions
+    probs = np.random.default_rng(0).uniform(0.1, 1, (3, 3, 4))
+    r = np.array([[1.0], [2.0], [3.0]])
+    P = pg.Variable(probs)
+    pg.seed(0)
+    a = F.multinomial(P)
+    a.reinforce(pg.asarray(r))
+    a.backward()
+    P2 = pg.Variable(probs)
+    rb = np.broadcast_to(r, a.shape)[..., 0]
+    (-pg.sum(pg.asarray(rb) * D.Categorical(P2).log_prob(pg.asarray(a.data[..., 0])))).backward()
+    np.testing.assert_allclose(P.grad, P2.grad, atol=1e-12)
+    b = F.multinomial(pg.Variable(probs[0]))
+    b.reinforce(pg.asarray([[2.0]]))
+    b.backward()
+
+
+def test_a_stochastic_node_refuses_a_parameter_or_sample_changed_after_the_draw():
+    """The REINFORCE gradient used the changed values ([10, 0.42] for [1.43, -1.25]); every other
+    row refuses them."""
+    q = pg.Variable(np.array([0.3, 0.8]))
+    p = q * 1
+    s = F.bernoulli(p)
+    p *= 3
+    s.reinforce(pg.asarray([1.0, -1.0]))
+    with pytest.raises(RuntimeError, match="bernoulli saved its input 0"):
+        s.backward()
+    s = F.bernoulli(pg.Variable(np.array([0.3, 0.8])))
+    s.reinforce(1.0)
+    with pg.no_backprop_mode():
+        s += 1
+    with pytest.raises(RuntimeError, match="bernoulli saved its output"):
+        s.backward()
+
+
+def test_bernoulli_log_prob_keeps_float32_precision_for_small_p():
+    """log(1 - p) was 1.3% off at p = 1e-6 in float32; p of 0 or 1 still sends back no NaN."""
+    D = pg.distributions
+    lp = D.Bernoulli(pg.asarray(np.array([1e-6], dtype=np.float32))).log_prob(pg.asarray(np.array([0.0], np.float32)))
+    np.testing.assert_allclose(lp.data, [np.log1p(-1e-6)], rtol=1e-6)
+    p = pg.Variable(np.array([0.0, 1.0]))
+    pg.sum(D.Bernoulli(p).log_prob(pg.asarray([0.0, 1.0]))).backward()
+    np.testing.assert_array_equal(p.grad, [-1.0, 1.0])
+
+
+def test_normal_log_prob_of_integers_and_of_a_variable_and_a_nan_mean():
+    """A Python std became an array of the value's dtype (0.5 -> 0 for integer values: inf); a
+    Variable value's gradient was dropped (torch.distributions differentiates in it); a NaN
+    Python mean drew NaN."""
+    D = pg.distributions
+    np.testing.assert_allclose(D.Normal(0.0, 0.5).log_prob(pg.asarray([0, 1])).data, [-0.2257913526, -2.2257913526])
+    v = pg.Variable(np.array([0.5, -1.0]))
+    pg.sum(D.Normal(0.0, 2.0).log_prob(v)).backward()
+    np.testing.assert_allclose(v.grad, [-0.125, 0.25])
+    with pytest.raises(ValueError, match="mean must not be NaN"):
+        D.Normal(float("nan"), 1.0).sample()

@@ -119,6 +119,12 @@ class Primitive(Node):
                 gx = o.astype(gx, dtype)
         return gx
 
+    def _check_versions(self) -> None:
+        """Refuse saved arrays changed in place since they were saved."""
+        for i, box, version in self.checks:
+            if box.n != version:
+                raise self._version_error(i, version, box)
+
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         op = self.op
         edges = self.edges
@@ -134,9 +140,7 @@ class Primitive(Node):
         if saved is None:
             raise freed_error(self)
         if self.checks:
-            for i, box, version in self.checks:
-                if box.n != version:
-                    raise self._version_error(i, version, box)
+            self._check_versions()
         n_in = len(edges)
         args = saved[:n_in]
         ans = saved[n_in]

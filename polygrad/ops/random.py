@@ -80,7 +80,10 @@ class StochasticFunction(Primitive):
                 f"polygrad: backward reached the stochastic function {self.label} whose sample has no reward; "
                 f"call sample.reinforce(reward) before backward"
             )
-        sample = self._value(self._sample())
+        if self.checks:  # the parameters and the sample as drawn (a change after it changed the gradient)
+            self._check_versions()
+        raw = self._sample()
+        sample = self._value(raw)
         n_in = len(self.edges)
         with config.force_backprop_mode():
             params = [p if e is None or type(p) in SCALARS else
@@ -88,8 +91,9 @@ class StochasticFunction(Primitive):
                       for i, (p, e) in enumerate(zip(self.saved[:n_in], self.edges))]
             reward = self.reward
             if type(reward) not in (int, float):
-                if reward.ndim > sample.ndim:
-                    reward = backend_of_type(type(reward)).xp.reshape(reward, tuple(sample.shape))
+                if raw.ndim != sample.ndim:  # a trailing axis dropped: the reward broadcast to the sample first
+                    xp = backend_of_type(type(reward)).xp
+                    reward = xp.reshape(xp.broadcast_to(reward, tuple(raw.shape)), tuple(sample.shape))
                 reward = Variable._make(reward)
             dist = self.dist_class(*params)
             dist.validate_args = False  # its own sample: in the support
