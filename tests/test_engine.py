@@ -137,7 +137,8 @@ def test_function_whose_forward_raised_can_be_applied_again():
 
 
 def test_dirty_input_not_returned_still_counts_as_changed():
-    """mark_dirty on an input that forward changed but did not return still bumps its version."""
+    """mark_dirty on an input that forward changed but did not return is refused (as PyTorch: its
+    Variable would keep the graph of its old values), and still bumps its version (the write happened)."""
 
     class Touch(pg.Function):
         def forward(self, inputs):
@@ -148,7 +149,8 @@ def test_dirty_input_not_returned_still_counts_as_changed():
 
     with pg.no_backprop_mode():
         h = pg.Variable(np.array([1.0, 2.0]), requires_grad=False) * 1
-    Touch()(h)
+    with pytest.raises(ValueError, match="did not return"):
+        Touch()(h)
     assert h.version == 1
 
 
