@@ -27,6 +27,8 @@ The user API over it is :mod:`polygrad.backends`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import functools
 
@@ -35,7 +37,7 @@ import sys
 import threading
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pluggy
 
@@ -43,7 +45,7 @@ from polygrad import _defaults, hookspecs
 from polygrad.core import dispatch as _dispatch
 from polygrad.hookspecs import BackendInfo, PluginWarning
 
-__all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed"]
+__all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed", "draws_aside"]
 
 
 class _HalfOpen:
@@ -202,7 +204,14 @@ class Backend:
 
     # -- services beyond the standard --------------------------------------
     def rng(self) -> Any:
-        """The backend's shared random generator, seeded by ``pg.seed``."""
+        """The backend's shared random generator, seeded by ``pg.seed`` (inside
+        :func:`draws_aside`, a generator of that block's own)."""
+        aside = _aside.get()
+        if aside is not None:
+            rng = aside.get(self.name)
+            if rng is None:
+                rng = aside[self.name] = self.random_generator(0)
+            return rng
         rng = self._rng
         if rng is None:
             with _lock:  # threads that draw first after pg.seed share one generator, not one each
@@ -645,6 +654,22 @@ def _type_precedence(b: Backend, order: list[Backend]) -> tuple[int, int, int]:
     registered by hand (the latest first), then the higher ``BackendInfo.priority``,
     then the earlier registered (installed plugins register in order of entry-point name)."""
     return (_by_hand_rank(b.plugin), b.info.priority, -order.index(b))
+
+
+_aside: contextvars.ContextVar[dict | None] = contextvars.ContextVar("polygrad_draws_aside", default=None)
+
+
+@contextlib.contextmanager
+def draws_aside() -> Iterator[None]:
+    """Random draws inside the block come from generators of its own (one per backend, seeded
+    0), not the shared ones: tracing a compiled function runs its random kernels once to learn
+    their shapes, and took those draws from the shared generator, so that after ``pg.seed`` its
+    first call gave other numbers than every later one, and than eager code."""
+    token = _aside.set({})
+    try:
+        yield
+    finally:
+        _aside.reset(token)
 
 
 def reseed(value: int | None) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import operator
 import sys
 import types
 from typing import Any, Callable, Iterator
@@ -244,7 +245,17 @@ def persist(*items: Any) -> tuple:
 
 
 def seed(value: int | None) -> None:
-    """Seed every backend's shared random generator (``pg.seed(0)`` makes runs repeatable)."""
+    """Seed every backend's shared random generator (``pg.seed(0)`` makes runs repeatable):
+    ``value`` is a non-negative integer (NumPy's too), or None for fresh entropy."""
+    if value is not None:  # (-1, 1.5 and "abc" were taken, and failed at the first draw, or never)
+        rule = f"polygrad.seed: the seed must be a non-negative integer or None, got {value!r}"
+        try:
+            n = operator.index(value)
+        except TypeError:
+            raise TypeError(rule) from None
+        if n < 0:
+            raise ValueError(rule)
+        value = n
     _registry.reseed(value)
 
 

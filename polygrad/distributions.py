@@ -19,7 +19,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import default_dtypes, index_dtype, positions
+from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions
 from polygrad.ops.elementwise import log, log1p, subtract, where
 from polygrad.ops.nn import check_values
 from polygrad.ops.statistical import sum
@@ -94,8 +94,9 @@ class Bernoulli(Distribution):
             p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
         if self.validate_args:  # (1.5 drew 1 always, NaN 0 always)
             p = check_values(p, _outside_unit, "Bernoulli: p must be in [0, 1]", "polygrad.distributions")
-        u = rng.uniform(shape + tuple(p.shape), dtype=p.dtype)
-        return xp.astype(u < p, p.dtype)
+        w = drawn_in(xp, p.dtype)
+        u = rng.uniform(shape + tuple(p.shape), dtype=w)
+        return xp.astype(u < xp.astype(p, w, copy=False), p.dtype)
 
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
@@ -106,7 +107,11 @@ class Bernoulli(Distribution):
         # for small p: 1.3% at 1e-6); each branch sees a harmless stand-in where the other is
         # picked (1, 0), so that a certain outcome (p of 0 or 1) sends back no 0 * inf = NaN.
         one = v != 0
-        return where(one, log(where(one, self.p, 1.0)), log1p(-where(one, 0.0, self.p)))
+        p = self.p
+        if type(p) in (int, float):  # an array of it (where() of two Python numbers is no standard call)
+            xp = self._backend().xp
+            p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
+        return where(one, log(where(one, p, 1.0)), log1p(-where(one, 0.0, p)))
 
 
 class Categorical(Distribution):
@@ -122,26 +127,31 @@ class Categorical(Distribution):
         probs = _data(self.probs)
         xp = self._backend().xp
         if self.validate_args:
-            probs, sums = self._checked(probs)
-            if sums is not None:  # a lazy backend: probs computed once the sums are checked
-                probs = xp.where(xp.expand_dims(sums, axis=-1) > 0, probs, probs)
-        cum = xp.cumulative_sum(probs, axis=-1)
-        u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=probs.dtype)
+            probs, peaks = self._checked(probs)
+            if peaks is not None:  # a lazy backend: probs computed once the rows are checked
+                probs = xp.where(xp.expand_dims(peaks, axis=-1) > 0, probs, probs)
+        w = drawn_in(xp, probs.dtype)
+        cum = xp.cumulative_sum(_scaled(xp, xp.astype(probs, w, copy=False)), axis=-1)
+        u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=w)
         index = index_dtype(xp)  # not int64: a namespace may have none
         k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
         return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))
 
     def _checked(self, probs: Any) -> tuple:
         """``probs`` (raw) checked to be weights of a distribution, and None; on a lazy backend,
-        ``probs`` with its check attached and the row sums with theirs, which what is computed
+        ``probs`` with its check attached and the rows' largest weights with theirs, which what is computed
         must depend on. (A negative probability drew from a wrong distribution, a row of zeros
         or an infinite one always the first index.)"""
         probs = check_values(probs, _not_a_weight, "Categorical: probs must be finite and non-negative",
                              "polygrad.distributions")
-        sums = sum(probs, axis=-1)._data
-        checked = check_values(sums, lambda xp, v: v <= 0, "Categorical: each row of probs must have a positive sum",
+        if probs.shape[-1] == 0:
+            raise ValueError(f"polygrad.distributions.Categorical: probs must have at least one class, got shape "
+                             f"{tuple(probs.shape)}")
+        xp = self._backend().xp
+        peaks = xp.max(probs, axis=-1)  # (their sums may overflow)
+        checked = check_values(peaks, lambda xp, v: v <= 0, "Categorical: each row of probs must have a positive sum",
                                "polygrad.distributions")
-        return probs, (checked if checked is not sums else None)
+        return probs, (checked if checked is not peaks else None)
 
     def log_prob(self, value: Any) -> Variable:
         v = _data(value)
@@ -152,13 +162,17 @@ class Categorical(Distribution):
             v = check_values(v, lambda xp, v: xp.logical_or(xp.logical_or(v < 0, v >= n), v != xp.floor(v)),
                              f"Categorical.log_prob: value must be an index in [0, {n})", "polygrad.distributions")
         onehot = xp.reshape(v, tuple(v.shape) + (1,)) == positions(xp, n, v.dtype)
+        peaks = self._checked(_data(probs))[1] if self.validate_args else None
+        if not xp.isdtype(_data(probs).dtype, "real floating"):  # integer weights (no gradient)
+            probs = xp.astype(_data(probs), drawn_in(xp, _data(probs).dtype))
         # Rows are weights, divided by their sum as the draw does (and torch.distributions):
-        # log(probs[v]) alone was log 2 for [1, 1, 2], a probability above 1.
+        # log(probs[v]) alone was log 2 for [1, 1, 2], a probability above 1. They are divided
+        # by their largest weight first, a constant, which changes neither the value nor the
+        # gradient: a sum past the dtype's range was inf (log_prob -inf, float16 counts past 65504).
+        probs = probs / _row_max(xp, _data(probs))
         total = sum(probs, axis=-1)
-        if self.validate_args:
-            _, sums = self._checked(_data(probs))
-            if sums is not None:
-                total = where(sums > 0, total, total)
+        if peaks is not None:  # a lazy backend: the log-probabilities computed once the rows are checked
+            total = where(peaks > 0, total, total)
         # The probability picked first, then its log (a class of probability 0 that was not
         # picked would otherwise send 0 * inf = NaN to every probability through softmax).
         return log(sum(where(onehot, probs, 0.0), axis=-1)) - log(total)
@@ -188,7 +202,10 @@ class Normal(Distribution):
         xp = self._backend().xp
         batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
                  else ())
-        dtype = ref.dtype if type(ref) not in (int, float) else default_dtypes(xp)["real floating"]
+        # the parameters' floating dtype (integer parameters gave a sample drawn in theirs: truncated)
+        floating = [x.dtype for x in (m, s) if type(x) not in (int, float) and xp.isdtype(x.dtype, "real floating")]
+        dtype = xp.result_type(*floating) if floating else default_dtypes(xp)["real floating"]
+        m, s = (x if type(x) in (int, float) or x.dtype == dtype else xp.astype(x, dtype) for x in (m, s))
         eps = rng.normal(shape + batch, dtype=dtype)
         return m + s * eps
 
@@ -201,6 +218,18 @@ class Normal(Distribution):
         log_std = (math.log(std) if std > 0 else -math.inf if std == 0 else math.nan) if type(std) in (int, float) \
             else log(std)
         return -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
+
+
+def _row_max(xp: Any, probs: Any) -> Any:
+    """The largest weight of each row (kept as an axis), 1 for a row with none above 0."""
+    m = xp.max(probs, axis=-1, keepdims=True)
+    return xp.where(m > 0, m, xp.ones_like(m))
+
+
+def _scaled(xp: Any, probs: Any) -> Any:
+    """Rows of weights divided by their largest: their sums stay in range (a row of two weights
+    of 1e308 summed to inf and always drew the index where the sum first overflowed)."""
+    return probs / _row_max(xp, probs)
 
 
 def _outside_unit(xp: Any, v: Any) -> Any:

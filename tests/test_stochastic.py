@@ -9,7 +9,7 @@ import pytest
 
 import polygrad as pg
 import polygrad.functions as F
-from conftest import arr
+from conftest import arr, to_np
 
 
 def _bernoulli_exact(p, r1, r0):
@@ -389,3 +389,82 @@ def test_normal_log_prob_of_integers_and_of_a_variable_and_a_nan_mean():
     np.testing.assert_allclose(v.grad, [-0.125, 0.25])
     with pytest.raises(ValueError, match="mean must not be NaN"):
         D.Normal(float("nan"), 1.0).sample()
+
+
+def test_integer_parameters_draw_from_their_distribution(xp):
+    """Integer parameters are weights and moments like floating ones: a uniform or normal draw made
+    in their integer dtype was all zeros, so Categorical([1, 2, 3]) drew class 0 every time and
+    Normal(int, int) returned its mean, truncated."""
+    pg.seed(0)
+    k = to_np(pg.distributions.Categorical(xp.asarray([1, 2, 3])).sample(6000))
+    np.testing.assert_allclose(np.bincount(k, minlength=3) / 6000, [1 / 6, 2 / 6, 3 / 6], atol=0.03)
+    s = pg.distributions.Normal(xp.asarray([0, 10]), xp.asarray([1, 2])).sample(4000)
+    assert xp.isdtype(s.dtype, "real floating")
+    s = to_np(s)
+    np.testing.assert_allclose(s.mean(axis=0), [0, 10], atol=0.15)
+    np.testing.assert_allclose(s.std(axis=0), [1, 2], rtol=0.05)
+    assert to_np(pg.distributions.Bernoulli(xp.asarray([0, 1, 1])).sample()).tolist() == [0, 1, 1]
+    lp = to_np(pg.distributions.Categorical(xp.asarray([1, 2, 3])).log_prob(xp.asarray([0, 2])).data)
+    np.testing.assert_allclose(lp, np.log([1 / 6, 3 / 6]), rtol=1e-12)
+    pg.seed(None)
+
+
+def test_float16_parameters_draw_without_the_rounding_bias_of_a_float16_uniform():
+    """Uniforms for float16 parameters are drawn and compared in float32: a float16 uniform is a
+    float64 draw rounded to the nearest float16, so a draw within half a step below p compared
+    equal to it: Bernoulli(0.99951) failed 732 times in a million instead of 488, and dropout
+    with ratio 0.9995 kept 732 elements in a million instead of 500."""
+    pg.seed(0)
+    n = 1_000_000
+    p = np.float16(0.9995)  # 0.99951171875 in float16
+    misses = n - int(np.sum(np.asarray(pg.distributions.Bernoulli(np.full(n, p)).sample(), dtype=np.float64)))
+    expected = n * (1 - float(p))  # 488, one standard deviation 22
+    assert abs(misses - expected) < 5 * math.sqrt(expected), misses
+    kept = int(np.count_nonzero(F.dropout(pg.Variable(np.ones(n, dtype=np.float16)), 0.9995).data))
+    assert abs(kept - 500) < 5 * math.sqrt(500), kept
+    pg.seed(None)
+
+
+def test_categorical_rows_whose_sum_overflows_draw_and_score_correctly():
+    """Weights are divided by their row's largest before they are summed: two weights of 1e308
+    summed to inf, and every draw was the index where the sum first overflowed (1), with
+    log_prob -inf; float16 counts past 65504 overflowed the same way."""
+    pg.seed(0)
+    w = np.array([[1e308, 1e308, 1e292]] * 4000)
+    k = np.asarray(pg.distributions.Categorical(w).sample())
+    np.testing.assert_allclose(np.bincount(k, minlength=3) / 4000, [0.5, 0.5, 0.0], atol=0.04)
+    probs = pg.Variable(np.array([40000.0, 40000.0, 20000.0], dtype=np.float16))
+    lp = pg.distributions.Categorical(probs).log_prob(np.array(2))
+    np.testing.assert_allclose(float(lp.data), math.log(0.2), rtol=1e-3)
+    lp.backward()
+    np.testing.assert_allclose(probs.grad.astype(np.float64), [-1e-5, -1e-5, 4e-5], rtol=1e-2)
+    with pytest.raises(ValueError, match=r"at least one class, got shape \(2, 0\)"):
+        pg.distributions.Categorical(np.ones((2, 0))).sample()
+    pg.seed(None)
+
+
+def test_dropout_refuses_an_integer_input_naming_its_dtype():
+    """dropout of an integer array dropped every element (its uniform draw, in the integer dtype,
+    was 0 everywhere, and 0 >= ratio never held); as in PyTorch, it is an error."""
+    with pytest.raises(TypeError, match="dropout: x must have a real floating dtype, got int64"):
+        F.dropout(pg.Variable(np.arange(1, 9)), 0.5)
+
+
+def test_bernoulli_log_prob_of_a_python_probability(xp):
+    """Bernoulli(0.3).log_prob on array_api_strict called where() with two Python numbers, which
+    the standard does not take (a TypeError); now an array of the default floating dtype."""
+    lp = to_np(pg.distributions.Bernoulli(0.3).log_prob(xp.asarray([1.0, 0.0])).data)
+    np.testing.assert_allclose(lp, np.log([0.3, 0.7]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "abc", np.float64(2.0)])
+def test_seed_refuses_what_is_not_a_non_negative_integer(seed):
+    """pg.seed(-1), pg.seed(1.5) and pg.seed("abc") were taken and failed at the first draw with the
+    plugin's own error, or not at all; NumPy's integers and None stay seeds."""
+    with pytest.raises((TypeError, ValueError), match="non-negative integer or None, got"):
+        pg.seed(seed)
+    pg.seed(np.int64(3))
+    a = np.asarray(pg.distributions.Normal(0.0, 1.0).sample(5))
+    pg.seed(3)
+    np.testing.assert_array_equal(np.asarray(pg.distributions.Normal(0.0, 1.0).sample(5)), a)
+    pg.seed(None)

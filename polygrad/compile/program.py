@@ -25,6 +25,7 @@ import functools
 import operator
 from typing import Any, Sequence
 
+from polygrad._registry import draws_aside
 from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
@@ -466,5 +467,6 @@ def _refuse_random_shapes(instrs: list, guards: dict) -> None:
 
 def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
           givens: dict | None = None, *, optimize: bool = True, borrowed: Sequence[int] = ()) -> Program:
-    tracer, in_slots, refs = trace(inputs, values, targets, givens)
+    with draws_aside():  # (the trace's random draws are not the program's: they left the shared generator)
+        tracer, in_slots, refs = trace(inputs, values, targets, givens)
     return Program(tracer, in_slots, refs, optimize=optimize, borrowed=borrowed)

@@ -13,7 +13,8 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 
-__all__ = ["check_number_fits", "default_dtypes", "dtype_named", "index_dtype", "positions", "widened", "widened_of"]
+__all__ = ["check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "index_dtype", "positions", "widened",
+           "widened_of"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -65,6 +66,17 @@ def widened_of(a: Any) -> Any:
     except TypeError:
         return None
     return widened(xp, a.dtype)
+
+
+def drawn_in(xp: Any, dtype: Any) -> Any:
+    """The dtype in which uniform draws for parameters of ``dtype`` are made and compared with
+    them: a real floating dtype of at least 32 bits itself; float32 for a narrower one (a float16
+    uniform is rounded to the nearest float16: ``Bernoulli(0.9995)`` failed half again as often
+    as it should); the default real floating dtype for an integer or boolean one (a uniform
+    drawn in an integer dtype is always 0: ``Categorical([1, 2, 3])`` drew class 0 every time)."""
+    if xp.isdtype(dtype, "real floating"):
+        return widened(xp, dtype) or dtype
+    return default_dtypes(xp)["real floating"]
 
 
 def index_dtype(xp: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type, checked_lazily, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
-from polygrad.ops._dtypes import positions, widened
+from polygrad.ops._dtypes import drawn_in, positions, widened
 from polygrad.ops._export import names, public
 
 
@@ -430,7 +430,10 @@ def masked_nll(x, mask, count):
 # ---------------------------------------------------------------------------
 def _dropout_mask_kernel(xp: Any, x: Any, ratio: float = 0.5) -> Any:
     """``1 / (1 - ratio)`` where a uniform draw is at least ``ratio``, else 0, in x's shape and dtype."""
-    u = backend_of_type(type(x)).rng().uniform(tuple(x.shape), dtype=x.dtype, low=0.0, high=1.0)
+    if not xp.isdtype(x.dtype, "real floating"):  # (a uniform of an integer dtype is 0: every element was dropped)
+        raise TypeError(f"polygrad.functions.dropout: x must have a real floating dtype, got {x.dtype} "
+                        f"(shape {tuple(x.shape)}); cast it first, e.g. x.astype(...)")
+    u = backend_of_type(type(x)).rng().uniform(tuple(x.shape), dtype=drawn_in(xp, x.dtype), low=0.0, high=1.0)
     return xp.astype(u >= ratio, x.dtype) * (1.0 / (1.0 - ratio))
 
 
