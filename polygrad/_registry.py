@@ -45,7 +45,8 @@ from polygrad import _defaults, hookspecs
 from polygrad.core import dispatch as _dispatch
 from polygrad.hookspecs import BackendInfo, PluginWarning
 
-__all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed", "draws_aside"]
+__all__ = ["Backend", "register_plugin", "unregister_plugin", "by_name", "lookup", "resolve_type", "reseed",
+           "draws_aside"]
 
 
 class _HalfOpen:

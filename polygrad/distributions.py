@@ -139,8 +139,8 @@ class Categorical(Distribution):
 
     def _checked(self, probs: Any) -> tuple:
         """``probs`` (raw) checked to be weights of a distribution, and None; on a lazy backend,
-        ``probs`` with its check attached and the rows' largest weights with theirs, which what is computed
-        must depend on. (A negative probability drew from a wrong distribution, a row of zeros
+        ``probs`` with its check attached and the rows' largest weights with theirs, which what is
+        computed must depend on. (A negative probability drew from a wrong distribution, a row of zeros
         or an infinite one always the first index.)"""
         probs = check_values(probs, _not_a_weight, "Categorical: probs must be finite and non-negative",
                              "polygrad.distributions")
