@@ -295,17 +295,19 @@ def _serialize_params(obj: Any, serializer: Any) -> None:
 
 
 def _snapshot(obj: Any) -> list:
-    """The attributes and parameter arrays of ``obj``'s links, to put back after a failed load."""
+    """The attributes and parameter arrays (with their gradients: a load clears or zeros some) of
+    ``obj``'s links, to put back after a failed load."""
     links = list(obj.links()) if callable(getattr(obj, "links", None)) else []
-    return [(link, dict(link.__dict__), [(p, p.data) for p in link.params()]) for link in links]
+    return [(link, dict(link.__dict__), [(p, p.data, p._grad) for p in link.params()]) for link in links]
 
 
 def _restore(snapshot: list) -> None:
     for link, attrs, params in snapshot:
         link.__dict__.clear()
         link.__dict__.update(attrs)
-        for p, data in params:
+        for p, data, grad in params:
             p.data = data
+            p._grad = grad
 
 
 # ---------------------------------------------------------------------------

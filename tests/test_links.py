@@ -97,6 +97,27 @@ def test_zerograds_sets_grads_to_zero(xp):
         assert not to_np(p.grad).any()
 
 
+def test_zerograds_before_lazy_initialization_zeros_the_grad_once_initialized(xp):
+    """zerograds() skipped a parameter not initialized yet, which then had grad None after its
+    first call (Chainer's Parameter remembers the zeros); cleargrads() forgets them again."""
+    x = arr(xp, [[1.0, 2.0, 3.0]], "float32")
+    lin, norm = L.Linear(None, 2), L.LayerNormalization()
+    for link in (lin, norm):
+        link.zerograds()
+        link(x)
+        for p in link.params():
+            assert to_np(p.grad).shape == p.shape and not to_np(p.grad).any()
+    loaded = L.Linear(None, 2)
+    loaded.zerograds()
+    loaded.copyparams(L.Linear(3, 2))
+    assert to_np(loaded.W.grad).shape == (2, 3)
+    cleared = L.Linear(None, 2)
+    cleared.zerograds()
+    cleared.cleargrads()
+    cleared(x)
+    assert cleared.W.grad is None
+
+
 # ---------------------------------------------------------------------------
 # Chain
 # ---------------------------------------------------------------------------

@@ -174,12 +174,31 @@ class Link:
             yield from child.links()
 
     def cleargrads(self) -> None:
-        """Set every parameter's gradient to None."""
+        """Set every parameter's gradient to None (a parameter not initialized yet forgets a
+        :meth:`zerograds` too)."""
+        for link in self.links():
+            link.__dict__.pop("_zerograd_at_init", None)
         for p in self.params():
             p.cleargrad()
 
     def zerograds(self) -> None:
+        """Set every parameter's gradient to zeros; a parameter not initialized yet (``W`` of
+        ``Linear(None, n)``) gets them when it is, as Chainer's ``Parameter.zerograd``."""
+        for link in self.links():
+            waiting = {name for name in link._params if getattr(link, name).data is None}
+            if waiting:
+                link.__dict__.setdefault("_zerograd_at_init", set()).update(waiting)
         for p in self.params(include_uninit=False):
+            p.zerograd()
+
+    def _set_param(self, name: str, data: Any) -> None:
+        """Give parameter ``name`` the array ``data``: every initialization of a parameter goes
+        through here, so one that :meth:`zerograds` found uninitialized gets zeros for its
+        gradient now (Chainer's ``Parameter.initialize``)."""
+        p = getattr(self, name)
+        first = p.data is None and data is not None
+        p.data = data
+        if first and name in self.__dict__.get("_zerograd_at_init", ()):
             p.zerograd()
 
     def addgrads(self, link: "Link") -> None:
@@ -261,15 +280,15 @@ class Link:
         params: list = []
         persistents: list = []
         self._plan_copy(link, copy_persistent, params, persistents)
-        for p, value in params:
-            p.data = value
+        for owner, pname, value in params:
+            owner._set_param(pname, value)
         for owner, name, value in persistents:
             owner._note_replaced(name)
             object.__setattr__(owner, name, value)
 
     def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list) -> None:
         """Check ``link`` against this link and its children, appending the copies
-        ``copyparams`` assigns: ``(param, array)`` and ``(link, name, value)``."""
+        ``copyparams`` assigns: ``(link, parameter name, array)`` and ``(link, name, value)``."""
         src = dict(link.__dict__)
         for pname in self._params:
             p, q = getattr(self, pname), src.get(pname)
@@ -279,7 +298,7 @@ class Link:
                 raise ValueError(f"polygrad: copyparams: parameter {pname!r} of {type(link).__name__} is not "
                                  "initialized yet, and this link's is: run the other link once first")
             if q.data is not None:
-                params.append((p, self._copy_into(q.data, p.data, cast=True, what=f"parameter {pname!r}")))
+                params.append((self, pname, self._copy_into(q.data, p.data, cast=True, what=f"parameter {pname!r}")))
         if copy_persistent:
             for pname in getattr(self, "_persistent", ()):
                 if pname not in src:
@@ -329,7 +348,7 @@ class Link:
                     p.cleargrad()
                 elif p.data is None:
                     data = self._adopt(data, cast=True)
-                p.data = data
+                self._set_param(pname, data)
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             data = serializer(pname, value)
@@ -612,14 +631,15 @@ class _Connection(Link):
             return call()
         except BaseException:
             self.W.data = None
+            self.W.cleargrad()  # (zeros that zerograds() asked for, of the refused shape)
             raise
 
     def _draw_W(self, shape: tuple, fan_in: int) -> None:
         b, dt = self._creation_site()
         if self._initialW is not None:
-            self.W.data = _filled(b, self._initialW, shape, dt, f"{type(self).__name__}: initialW")
+            self._set_param("W", _filled(b, self._initialW, shape, dt, f"{type(self).__name__}: initialW"))
         else:
-            self.W.data = b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / fan_in))
+            self._set_param("W", b.rng().normal(shape, dtype=dt, mean=0.0, std=math.sqrt(1.0 / fan_in)))
 
 
 class Linear(_Connection):
@@ -771,8 +791,8 @@ class LayerNormalization(Link):
     def _initialize_params(self, shape: tuple[int, ...]) -> None:
         b, dt = self._creation_site()
         xp = b.xp
-        self.gamma.data = xp.ones(shape, dtype=dt)
-        self.beta.data = xp.zeros(shape, dtype=dt)
+        self._set_param("gamma", xp.ones(shape, dtype=dt))
+        self._set_param("beta", xp.zeros(shape, dtype=dt))
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.normalization import layer_normalization
