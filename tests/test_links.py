@@ -507,11 +507,34 @@ def test_addgrads_adds_another_links_gradients():
     np.testing.assert_allclose(fresh.W.grad, b.W.grad)
     assert fresh.W.grad is not b.W.grad
     kept = a.W.grad.copy()
-    with pytest.raises(ValueError, match=r"addgrads: /W of Linear has shape \(3, 2\), here it is of shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"addgrads: /W of Linear has an array of float32 \(3, 2\), here it is "
+                       r"float32 \(2, 2\)"):
         a.addgrads(L.Linear(2, 3))
     with pytest.raises(ValueError, match=r"missing \['/b'\]"):
         a.addgrads(L.Linear(2, 2, nobias=True))
     np.testing.assert_array_equal(a.W.grad, kept)
+
+
+def test_addgrads_checks_dtype_kinds_before_adding_and_keeps_its_dtypes():
+    """A gradient of another kind (complex into real) was refused only when its turn came, after
+    the parameters before it had theirs added, by an error that named neither addgrads nor dtypes."""
+
+    class Pair(pg.Link):
+        def __init__(self, dtype):
+            super().__init__(a=pg.Variable(np.zeros(2, "float32")), b=pg.Variable(np.zeros(2, dtype)))
+
+    mine, theirs = Pair("float32"), Pair("complex64")
+    mine.zerograds()
+    theirs.a.grad, theirs.b.grad = np.ones(2, "float32"), np.ones(2, "complex64")
+    with pytest.raises(ValueError, match=r"addgrads: /b of Pair has a gradient of complex64 \(2,\), here it is "
+                       r"float32 \(2,\)"):
+        mine.addgrads(theirs)
+    np.testing.assert_array_equal(mine.a.grad, [0.0, 0.0])
+    wide = Pair("float64")
+    wide.a.grad, wide.b.grad = np.ones(2, "float32"), np.full(2, 0.5, "float64")
+    mine.addgrads(wide)  # another precision: added into this gradient, which keeps its dtype
+    assert mine.a.grad.dtype == np.float32 and mine.b.grad.dtype == np.float32
+    np.testing.assert_array_equal(mine.b.grad, [0.5, 0.5])
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, dtype_kind
 
 __all__ = [
     "Link", "Chain", "ChainList", "Sequential", "Classifier",
@@ -204,7 +204,9 @@ class Link:
     def addgrads(self, link: "Link") -> None:
         """Add the gradients of ``link``'s parameters to this link's, parameter by name (Chainer's
         ``addgrads``: sum the gradients that copies of a model computed). The links must have the
-        same parameters; each pair is checked before any gradient is added."""
+        same parameters, of the same shapes and kinds of dtype; each pair is checked before any
+        gradient is added. A gradient of another precision is added into this one, which keeps its
+        dtype (Chainer's in-place ``+=``)."""
         mine, theirs = dict(self.namedparams()), dict(link.namedparams())
         if mine.keys() != theirs.keys():
             missing, extra = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
@@ -215,10 +217,12 @@ class Link:
             other = q.grad if q.grad is not None else q.data
             if other is None or (p.data is None and q.grad is None):
                 continue
-            if p.data is None or tuple(other.shape) != tuple(p.shape):
-                have = "not initialized" if p.data is None else f"of shape {tuple(p.shape)}"
-                raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has shape "
-                                 f"{tuple(other.shape)}, here it is {have}")
+            if p.data is None or tuple(other.shape) != tuple(p.shape) or (
+                    _kind(other.dtype, other) != _kind(p.dtype, p.data)):
+                what = "a gradient" if q.grad is not None else "an array"
+                have = "not initialized" if p.data is None else f"{p.dtype} {tuple(p.shape)}"
+                raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has {what} of "
+                                 f"{other.dtype} {tuple(other.shape)}, here it is {have}")
         for name, p in mine.items():
             p.addgrad(theirs[name])
 
@@ -548,6 +552,11 @@ class Sequential(ChainList):
     def __repr__(self) -> str:
         names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
         return f"Sequential({names})"
+
+
+def _kind(dtype: Any, array: Any) -> str:
+    """The standard's kind of ``dtype``, asked of the backend of ``array``."""
+    return dtype_kind(dtype, backend_of_type(type(array)))
 
 
 def _as_dtype(xp: Any, dtype: Any) -> Any:
