@@ -390,6 +390,35 @@ def test_copyparams_copies_parameters_and_running_statistics(xp):
     assert dst.bn.avg_mean is not src.bn.avg_mean
 
 
+def test_batch_normalization_rebinds_its_running_statistics_and_every_consumer_reads_them(xp, backend_name,
+                                                                                          tmp_path):
+    """Running statistics are rebound at each training call, not updated in place (a standard
+    array may be immutable): the old array is left alone, and saving, copying, copyparams,
+    moving and test mode all read the values of the last call."""
+    import copy
+
+    from polygrad import serializers
+
+    bn = L.BatchNormalization(2)
+    held = bn.avg_mean
+    for batch in ([[1.0, 2.0], [3.0, 6.0]], [[5.0, 0.0], [7.0, 2.0]]):
+        bn(arr(xp, batch, "float32"))
+    mean, var = to_np(bn.avg_mean), to_np(bn.avg_var)
+    np.testing.assert_allclose(mean, [0.09 * 2 + 0.1 * 6, 0.09 * 4 + 0.1 * 1], rtol=1e-6)
+    np.testing.assert_array_equal(to_np(held), [0.0, 0.0])
+    serializers.save_npz(tmp_path / "bn.npz", bn)
+    with np.load(tmp_path / "bn.npz") as f:
+        np.testing.assert_array_equal(f["avg_mean"], mean)
+    twin = L.BatchNormalization(2)
+    twin.copyparams(bn)
+    for other in (twin, copy.deepcopy(bn), bn.to_backend(_other(backend_name))):
+        np.testing.assert_array_equal(to_np(other.avg_mean), mean)
+        np.testing.assert_array_equal(to_np(other.avg_var), var)
+    with pg.test_mode():
+        y = twin(arr(xp, [[0.0, 0.0]], "float32"))
+    np.testing.assert_allclose(to_np(y), [-mean / np.sqrt(var + 2e-5)], rtol=1e-5)
+
+
 def test_copyparams_across_backends_keeps_the_targets_backend_and_dtype(backend_name):
     """Copying from a float64 link on another backend gives values on this link's backend, in its dtype."""
     with pg.using_backend(_other(backend_name)):

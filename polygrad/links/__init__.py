@@ -747,6 +747,12 @@ class BatchNormalization(Link):
     In train mode the batch statistics normalize and update the running ones
     (``decay`` as in :func:`polygrad.functions.batch_normalization`); in test
     mode (``pg.test_mode()``) the running statistics are used and left alone.
+
+    A training call rebinds ``avg_mean`` and ``avg_var`` to new arrays rather than
+    writing into them (Chainer's link updates them in place; a standard array may be
+    immutable, and a lazy one must not be changed under the graphs that read it), so
+    read them from the link: an array taken from it before a call keeps the old
+    values. Saving, copying, moving and optimizers all read the current attributes.
     """
 
     def __init__(self, size: Any, decay: float = 0.9, eps: float = 2e-5, *, dtype: Any = "float32",
