@@ -32,17 +32,28 @@ def _params_with_grad(optimizer: Any) -> list:
     return out
 
 
-def _squared_norm(xp: Any, g: Any) -> Any:
-    """``sum(|g|**2)``, real, accumulated in at least float32: float16 squares overflow
-    (300**2 * 2 > 65504), which made the scale 0 and silently skipped the update."""
+def _scaled_norm(xp: Any, g: Any) -> tuple[Any, Any]:
+    """``(m, s)`` with ``m = max |g|`` and ``s = sum |g / m|**2``, so that the L2 norm of ``g``
+    is ``m * sqrt(s)``, real, in at least float32. Dividing by the largest magnitude first keeps
+    the squares in range: float16 squares overflow at 300 and float32 ones at 2e19, which made
+    the norm inf, the scale 0, and the update was silently skipped."""
     acc = xp.result_type(xp.finfo(g.dtype).dtype, xp.float32)
-    parts = (xp.real(g), xp.imag(g)) if xp.isdtype(g.dtype, "complex floating") else (g,)
-    total = None
-    for part in parts:
-        a = xp.astype(part, acc, copy=False)
-        s = xp.sum(a * a)
-        total = s if total is None else total + s
-    return total
+    a = xp.astype(g, xp.result_type(g.dtype, acc), copy=False)
+    m = xp.max(xp.abs(a)) if a.ndim else xp.abs(a)
+    m = xp.astype(m, acc, copy=False)
+    q = a / xp.where(m > 0, m, xp.ones_like(m))  # all zeros: divide by 1, s = 0
+    parts = (xp.real(q), xp.imag(q)) if xp.isdtype(q.dtype, "complex floating") else (q,)
+    total = xp.sum(parts[0] * parts[0])
+    for part in parts[1:]:
+        total = total + xp.sum(part * part)
+    return m, total
+
+
+def _merged(xp: Any, a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    """The ``(m, s)`` of two ``(m, s)`` pairs of :func:`_scaled_norm` together."""
+    m = xp.maximum(a[0], b[0])
+    one = xp.where(m > 0, m, xp.ones_like(m))
+    return m, a[1] * (a[0] / one) ** 2 + b[1] * (b[0] / one) ** 2
 
 
 class WeightDecay:
@@ -68,11 +79,14 @@ class GradientClipping:
     """Rescale the gradients so that their global L2 norm is at most ``threshold``.
 
     The norm is taken over every parameter's gradient together (``sqrt(sum |g|**2)``,
-    summed in float32 at least, so float16 squares do not overflow); when it exceeds
+    in float32 at least, each gradient divided by its largest magnitude before it is
+    squared, so neither float16 nor float32 squares overflow); when it exceeds
     ``threshold`` each gradient is multiplied by ``threshold / norm``, a real factor
-    cast to the gradient's (real) precision. The
-    factor is computed as an array (``threshold / max(norm, threshold)``), so
-    no value is read back from the device.
+    cast to the gradient's (real) precision. The factor is computed as an array, so
+    no value is read back from the device. ``threshold=float("inf")`` never clips
+    (PyTorch's ``max_norm=inf`` idiom). A gradient holding inf or NaN has no finite
+    norm: the gradients are left as they are (NaN stays NaN; an update by inf
+    shows in the parameters, rather than an update silently skipped).
 
     :param threshold: the largest allowed L2 norm (> 0).
     """
@@ -84,32 +98,39 @@ class GradientClipping:
     def __init__(self, threshold: float) -> None:
         self.threshold = threshold
 
-    def _scale(self, xp: Any, sqsum: Any) -> Any:
-        """``threshold / max(norm, threshold)``: 1 when the norm is within the threshold."""
-        return self.threshold / xp.maximum(xp.sqrt(sqsum), xp.asarray(self.threshold, dtype=sqsum.dtype))
+    def _scale(self, xp: Any, pair: tuple[Any, Any]) -> Any:
+        """``threshold / norm`` where the norm exceeds the threshold, else 1. A threshold past the
+        dtype's range is taken as its largest value (no finite norm exceeds either), so it never
+        rounds to inf and makes the factor inf / inf."""
+        m, s = pair
+        norm = m * xp.sqrt(s)
+        t = min(self.threshold, float(xp.finfo(norm.dtype).max))
+        over = norm > t
+        return xp.where(over, t / xp.where(over, norm, xp.ones_like(norm)), xp.ones_like(norm))
 
     def __call__(self, optimizer: Any) -> None:
         params = _params_with_grad(optimizer)
-        if not params:
+        if not params or self.threshold == float("inf"):
             return
-        sums: dict[Any, Any] = {}  # backend -> sum of squares of its gradients
+        pairs: dict[Any, Any] = {}  # backend -> (m, s) of its gradients
         for p in params:
             g = p.grad
             b = backend_of_type(type(g))
-            s = _squared_norm(b.xp, g)
-            sums[b] = s if b not in sums else sums[b] + s
-        backends = list(sums)
+            pair = _scaled_norm(b.xp, g)
+            pairs[b] = pair if b not in pairs else _merged(b.xp, pairs[b], pair)
+        backends = list(pairs)
         scales = {}
         if len(backends) == 1:
-            scales[backends[0]] = self._scale(backends[0].xp, sums[backends[0]])
-        else:  # gradients on several backends: add the partial sums on the first, share the factor
+            scales[backends[0]] = self._scale(backends[0].xp, pairs[backends[0]])
+        else:  # gradients on several backends: merge the partial norms on the first, share the factor
             from polygrad.backends import to_backend
 
             first = backends[0]
-            total = sums[first]
+            xp, total = first.xp, pairs[first]
             for b in backends[1:]:
-                total = total + first.xp.astype(to_backend(sums[b], first.name), total.dtype)
-            scale = self._scale(first.xp, total)
+                moved = tuple(xp.astype(to_backend(v, first.name), total[0].dtype) for v in pairs[b])
+                total = _merged(xp, total, moved)
+            scale = self._scale(xp, total)
             for b in backends:
                 scales[b] = scale if b is first else to_backend(scale, b.name)
         for p in params:

@@ -267,6 +267,45 @@ def test_float16_gradient_clipping_reaches_the_threshold():
     assert np.linalg.norm(w.data.astype(np.float64)) == pytest.approx(1.0, rel=2e-3)
 
 
+@pytest.mark.parametrize("threshold", [float("inf"), 1e39])
+def test_gradient_clipping_past_the_dtypes_range_never_clips(threshold):
+    """threshold=inf (PyTorch's max_norm=inf) made the factor inf / inf: NaN parameters; a
+    threshold past float32's range rounded to inf in the gradient's dtype, the same."""
+    w = pg.Variable(np.array([1.0, 2.0], np.float32))
+    sgd = optimizers.SGD(lr=0.1).setup(pg.Link(w=w))
+    sgd.add_hook(optimizer_hooks.GradientClipping(threshold))
+    w.grad = np.array([3.0, 4.0], np.float32)
+    sgd.update()
+    np.testing.assert_allclose(w.data, [0.7, 1.6], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, big", [("float32", 1e19), ("float64", 1e160)])
+def test_gradient_clipping_of_gradients_whose_squares_overflow(xp, dtype, big):
+    """A float32 gradient of norm 5e19 (finite) has squares past float32's range: the norm was
+    inf, the factor 0, and the update was skipped without a word."""
+    dt = getattr(xp, dtype)
+    w, v = pg.Variable(xp.ones(2, dtype=dt)), pg.Variable(xp.zeros(1, dtype=dt))
+    sgd = optimizers.SGD(lr=1.0).setup(pg.Link(w=w, v=v))
+    sgd.add_hook(optimizer_hooks.GradientClipping(1.0))
+    w.grad = xp.asarray([3 * big, 4 * big], dtype=dt)
+    v.grad = xp.asarray([big], dtype=dt)  # two gradients merged: norm sqrt(26) * big
+    sgd.update()
+    n = np.sqrt(26.0)
+    np.testing.assert_allclose(np.from_dlpack(w.data), [1 - 3 / n, 1 - 4 / n], rtol=1e-5)
+    np.testing.assert_allclose(np.from_dlpack(v.data), [-1 / n], rtol=1e-5)
+
+
+def test_gradient_clipping_of_zero_and_tiny_gradients(xp):
+    """All-zero gradients stay zeros (no 0 / 0); tiny ones below the threshold are left alone."""
+    w, v = pg.Variable(xp.ones(2, dtype=xp.float32)), pg.Variable(xp.ones(2, dtype=xp.float32))
+    sgd = optimizers.SGD(lr=1.0).setup(pg.Link(w=w, v=v))
+    sgd.add_hook(optimizer_hooks.GradientClipping(1.0))
+    w.grad, v.grad = xp.zeros(2, dtype=xp.float32), xp.asarray([1e-30, 0.0], dtype=xp.float32)
+    sgd.update()
+    np.testing.assert_array_equal(np.from_dlpack(w.grad), [0.0, 0.0])
+    np.testing.assert_array_equal(np.from_dlpack(v.grad), np.asarray([1e-30, 0.0], np.float32))
+
+
 def test_a_numpy_bool_hyperparameter_is_the_number_it_is():
     """Python's True was taken as 1.0, NumPy's True_ refused as 'an array of shape ()'."""
     w = pg.Variable(np.ones(2))
