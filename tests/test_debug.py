@@ -90,3 +90,56 @@ def test_using_config_debug_is_debug_mode_whole():
             pg.log(pg.Variable(np.array([0.0])))  # no check
         with pytest.raises(FloatingPointError):
             pg.log(pg.Variable(np.array([0.0])))
+
+
+@pytest.mark.parametrize("on", ["a leaf", "an intermediate"])
+def test_debug_mode_names_a_gradient_hook_that_returns_nan(on):
+    """A leaf's hook returning NaN went unchecked (x.grad = [nan, nan] without an error); an
+    intermediate's was blamed on gradients whose 'sum overflowed'. Nothing is written to .grad."""
+    x = pg.Variable(np.array([1.0, 2.0]), name="x")
+    with pg.debug_mode():
+        h = x if on == "a leaf" else x * 1.0
+        h.register_hook(lambda g: g * np.nan)
+        with pytest.raises(FloatingPointError, match=r"the hook .*<lambda> registered on variable.* turned its "
+                                                     r"finite gradient into one that contains NaN or Inf"):
+            pg.sum(h * 3).backward()
+    assert x.grad is None
+
+
+def test_debug_mode_leaves_a_hook_alone_that_passes_on_what_overflowed():
+    """A gradient already infinite when it reaches a hook is the sum's fault, not the hook's."""
+    x = pg.Variable(np.array([0.0]))
+    with pg.debug_mode(), np.errstate(over="ignore"):
+        s = pg.sin(x)
+        s.register_hook(lambda g: g)
+        with pytest.raises(FloatingPointError, match="their sum overflowed"):
+            pg.sum(s * 1e308 + s * 1e308).backward()
+
+
+def test_debug_mode_traces_compiled_functions_and_checks_every_row():
+    """pg.set_debug(True) broke pg.function: the forward check asked a symbolic array for its
+    namespace (TypeError). Now tracing works, and in debug mode the compiled program checks each
+    row's result as eager ops are checked; outside debug mode it runs unchecked."""
+    from polygrad import symbolic as T
+
+    x = T.vector("x")
+    pg.set_debug(True)
+    try:
+        f = pg.function([x], pg.sum(pg.log(x)))
+        assert float(f(np.ones(3))) == 0.0
+        with pytest.raises(FloatingPointError, match=r"output 0 of log \(row 0 of a compiled function's program\)"):
+            f(-np.ones(3))
+    finally:
+        pg.set_debug(False)
+    assert np.isnan(f(-np.ones(3)))
+
+
+def test_a_user_file_beside_the_package_is_a_call_site():
+    """A file in a sibling folder whose name starts with the package's (polygrad_demo/) was taken
+    for polygrad's own: debug messages named a frame further out."""
+    from polygrad.core import debug
+
+    beside = debug._PACKAGE.rstrip("/\\") + "_demo/train.py"
+    scope: dict = {"user_site": debug.user_site}
+    exec(compile("site = user_site()", beside, "exec"), scope)
+    assert scope["site"].startswith(beside + ":1 ")

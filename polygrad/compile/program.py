@@ -30,7 +30,9 @@ from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
 from polygrad.compile.symbolic import SymbolicArray, walk
+from polygrad.core import config
 from polygrad.core.config import force_backprop_mode
+from polygrad.core.debug import is_finite
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
@@ -313,9 +315,14 @@ class Program:
         self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))
         self._inplace = _inplace.plan(kept, in_slots, out_refs, tracer.alive) if optimize else {}
         self.fn, self.source = self._generate()
+        self._checked: Any = None  # the program that checks every result, for debug mode
 
-    def _generate(self) -> tuple[Any, str]:
-        names: dict[str, Any] = {}
+    def _generate(self, checked: bool = False) -> tuple[Any, str]:
+        """The program's function and source; ``checked``: a FloatingPointError after any row whose
+        result holds NaN or Inf (debug mode, as eager ops are checked)."""
+        if checked:
+            names_checked = {"_check": _check_finite}
+        names: dict[str, Any] = names_checked if checked else {}
         last_use: dict[int, int] = {}
         for i, (_, _, args, _, _) in enumerate(self.instrs):
             for k, v in args:
@@ -354,6 +361,9 @@ class Program:
                 names[k] = functools.partial(impl, **params) if params else impl
                 target = f"s{out}" if not isinstance(out, tuple) else ", ".join(f"s{o}" for o in out) + ("," if len(out) == 1 else "")
                 lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
+            if checked:
+                results = ", ".join(ref("s", o) for o in (out if isinstance(out, tuple) else (out,)))
+                lines.append(f"    _check(({results},), {i}, {op.name!r})")
             if out in self.guards:  # (never computed in place: not elementwise)
                 names["_shapes"], names["ShapeChanged"] = _shapes, ShapeChanged
                 traced = const(self.guards[out])
@@ -371,7 +381,19 @@ class Program:
         return names["program"], source
 
     def __call__(self, *values: Any) -> tuple:
+        if config.debug.get():
+            if self._checked is None:
+                self._checked = self._generate(checked=True)[0]
+            return self._checked(*values)
         return self.fn(*values)
+
+
+def _check_finite(results: tuple, row: int, name: str) -> None:
+    """Debug mode: refuse a compiled row's result that holds NaN or Inf."""
+    for k, a in enumerate(results):
+        if not is_finite(a):
+            raise FloatingPointError(f"polygrad debug: output {k} of {name} (row {row} of a compiled function's "
+                                     f"program) contains NaN or Inf")
 
 
 def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: dict) -> tuple[list[tuple], list[tuple]]:

@@ -4,7 +4,9 @@ and the user's call sites in error messages.
 ``pg.set_debug(True)`` (or ``with pg.debug_mode():``) registers a hook that
 remembers where each function was called in user code and raises
 ``FloatingPointError`` naming the function and that place when an output is
-not finite. Backward results are checked by the engine while debug is on. An
+not finite. Backward results and what gradient hooks return are checked by the
+engine while debug is on, and a compiled function checks each row of its
+program (:class:`polygrad.compile.program.Program`). An
 in-place version error then also says where the saving function and the
 in-place operation were called. Checks read values, so they force lazy
 arrays: use debug mode on small eager runs.
@@ -19,10 +21,10 @@ from typing import Any, Iterator
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.hooks import FunctionHook
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # (not polygrad_examples/)
 
 
 def user_site() -> str:
@@ -38,6 +40,8 @@ def is_finite(a: Any) -> bool:
     if a is None or not hasattr(a, "dtype"):
         return True
     a = getattr(a, "_data", a)
+    if not has_namespace(a):
+        return True  # a symbolic array (pg.function's trace): its values exist when the program runs
     xp = backend_of_type(type(a)).xp
     return not xp.isdtype(a.dtype, ("real floating", "complex floating")) or bool(xp.all(xp.isfinite(a)))
 

@@ -71,18 +71,23 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
     gradient it sees may be shared with another input's, with the caller's seed or with what
     an earlier hook kept, so a hook that writes into it (``g *= 10``, returning None) changes
     this gradient only, as it means to."""
+    debug = config.debug.get()
     for hook in tuple(hooks):
         if isinstance(g, Variable):  # (create_graph) a new Variable, recorded, over an array of its own
             seen = g * 1
         else:
             seen = backend.xp.asarray(g, copy=True)
+        finite = not debug or is_finite(seen)  # (asked before the hook, which may write into it)
         new = hook(seen)
+        name = getattr(hook, "__qualname__", None) or repr(hook)
         if new is None:
             g = seen
         else:
-            name = getattr(hook, "__qualname__", None) or repr(hook)
             new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned", user=True)
             g = new if create_graph or not isinstance(new, Variable) else new._data
+        if finite and debug and not is_finite(g):
+            raise FloatingPointError(f"polygrad debug: the hook {name} registered on {what} turned its finite "
+                                     f"gradient into one that contains NaN or Inf")
     return g
 
 
