@@ -20,7 +20,10 @@ its output Variables only through weak references, so an intermediate Variable
 the user has dropped is drawn as a :class:`VariablePlaceholder` labelled with
 the shape and dtype the graph still knows (from the arrays saved for backward
 or the recorded input shapes), or ``unknown``. Inputs that need no gradient
-(constants) are drawn too; Python scalars are not.
+(constants) are drawn too, from what their function recorded of them when it
+ran, so backward does not change them: a Variable as itself while it is alive
+(once dropped, a placeholder with its name, shape and dtype), an array as a
+placeholder with its shape and dtype. Python scalars are not drawn.
 """
 
 from __future__ import annotations
@@ -47,15 +50,14 @@ _DTYPE_NAMES = (
 
 class VariablePlaceholder:
     """Stands in the graph for a Variable that is no longer alive, or for a
-    constant input that was never one: ``name`` is None, ``shape`` and
-    ``dtype`` are None where unknown."""
+    constant input that was never one: ``name`` is None but for a dropped
+    constant Variable's, ``shape`` and ``dtype`` are None where unknown."""
 
-    name = None
-
-    def __init__(self, shape: tuple | None, dtype: Any, backend: Any) -> None:
+    def __init__(self, shape: tuple | None, dtype: Any, backend: Any, name: str | None = None) -> None:
         self.shape = shape
         self.dtype = dtype
         self.backend = backend
+        self.name = name
 
     def __repr__(self) -> str:
         return f"<VariablePlaceholder {variable_label(self, show_name=False)}>"
@@ -162,12 +164,9 @@ class _Builder:
         for i, edge in enumerate(edges):
             if edge is None:
                 v = inputs[i] if i < len(inputs) else None
-                if v is not None:
-                    src = self.add(("var", id(v)), lambda v=v: v)
-                else:
-                    src = self._constant(f, i)
-                    if src is None:
-                        continue
+                src = self._constant(f, i) if v is None else self.add(("var", id(v)), lambda v=v: v)
+                if src is None:
+                    continue
             elif edge[0] is None:
                 v = edge[1]
                 src = self.add(("var", id(v)), lambda v=v: v)
@@ -177,16 +176,20 @@ class _Builder:
             self.edge(src, f)
 
     def _constant(self, f: Node, i: int) -> Any:
-        """A placeholder for constant input ``i`` of ``f`` (None for a Python scalar)."""
-        saved = getattr(f, "saved", None)
-        a = saved[i] if saved is not None and i < len(saved) else None
-        if a is not None and not _is_array(a):
-            return None  # a Python scalar operand
-        shape, dtype = f._input_meta(i)
-        if shape == () and dtype is None and a is None:
-            return None  # recorded as a scalar
-        key = ("const", id(a)) if a is not None else ("const", id(f), i)
-        return self.add(key, lambda: VariablePlaceholder(shape, dtype, _backend_of(f)))
+        """The vertex for constant input ``i`` of ``f``, from what ``f`` recorded of it when it ran (not
+        from the arrays it saved for backward, which backward frees): its Variable while alive, else a
+        placeholder; None for a Python scalar, which is not drawn."""
+        known = f._constant_input(i)
+        if known is None:
+            return None
+        ref, name, shape, dtype = known
+        v = ref() if ref is not None else None
+        if v is not None:
+            return self.add(("var", id(v)), lambda: v)
+        # A dropped Variable is one vertex for all its uses (they share the weak reference); an array
+        # passed in, one per use (as Chainer, which wraps it in a new Variable each time).
+        key = ("const", id(f), i) if ref is None else ("cref", id(ref))
+        return self.add(key, lambda: VariablePlaceholder(shape, dtype, _backend_of(f), name))
 
     def run(self) -> None:
         while self._heap:

@@ -79,6 +79,43 @@ def test_unknown_metadata_is_labelled_unknown(xp):
     assert labels[-1] == "x: (2), float64"
 
 
+def labels_of(g):
+    return [g._label(n) for n in g.nodes]
+
+
+def test_constants_are_drawn_the_same_after_backward(xp):
+    """A constant array is labelled with its shape and dtype, and a Python scalar is not drawn, before and after
+    backward frees the saved arrays (the array was 'unknown' before, and after it the scalar was drawn too)."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]), name="x")
+    h = x * 2.0
+    s = h + arr(xp, [5.0, 5.0, 5.0])
+    y = pg.exp(s)
+    drawn = ["(3), float64", "exp", "(3), float64", "add", "(3), float64", "multiply", "(3), float64",
+             "x: (3), float64"]
+    assert labels_of(build_computational_graph(y)) == drawn
+    pg.sum(y).backward()
+    assert labels_of(build_computational_graph(y)) == drawn
+
+
+def test_a_constant_variable_is_drawn_as_itself(xp):
+    """A Variable that needs no gradient is drawn as that Variable, named, before and after backward, and once
+    however many functions use it; once dropped, as a placeholder that keeps its name, shape and dtype."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]), name="x")
+    c = pg.Variable(arr(xp, [5.0, 5.0, 5.0]), name="c", requires_grad=False)
+    y = pg.exp(x + c) * c
+    for backward in (True, False):
+        g = build_computational_graph(y)
+        assert sum(n is c for n in g.nodes) == 1
+        assert labels_of(g).count("c: (3), float64") == 1
+        assert sum(a is c for a, b in g.edges) == 2
+        if backward:
+            pg.sum(y).backward()
+    del c, g
+    g = build_computational_graph(y)
+    consts = [n for n in g.nodes if isinstance(n, VariablePlaceholder) and n.name == "c"]
+    assert len(consts) == 1 and labels_of(g).count("c: (3), float64") == 1
+
+
 def test_a_variable_used_twice_is_one_node_with_one_edge(xp):
     """x * x draws x once, with one edge into multiply."""
     x = pg.Variable(arr(xp, [1.0]), name="x")
@@ -159,3 +196,15 @@ def test_render_svg_with_real_graphviz(tmp_path, xp):
     """With Graphviz installed, render writes an SVG."""
     build_computational_graph(affine(xp)[-1]).render(tmp_path / "g.svg")
     assert "<svg" in (tmp_path / "g.svg").read_text()
+
+
+def test_a_graph_with_a_constant_variable_pickles(xp):
+    """A graph that records a constant Variable pickles (graphs travel to dask workers); the copy draws the
+    constant from the facts recorded, its name kept."""
+    import pickle
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]), name="x")
+    c = pg.Variable(arr(xp, [3.0, 4.0]), name="c", requires_grad=False)
+    y = pickle.loads(pickle.dumps(x * c))
+    assert sorted(labels_of(build_computational_graph(y))) == ["(2), float64", "c: (2), float64", "multiply",
+                                                                 "x: (2), float64"]

@@ -119,6 +119,14 @@ class Node:
         """``(shape, dtype)`` of input ``i`` where this node still knows them, else ``(None, None)``."""
         return None, None
 
+    def _constant_input(self, i: int) -> tuple | None:
+        """What a drawing of the graph shows for input ``i``, one that needs no gradient: ``(reference,
+        name, shape, dtype)`` (a weak reference to its Variable, or None), or None for a Python scalar."""
+        shape, dtype = self._input_meta(i)
+        if shape == () and dtype is None:
+            return None  # recorded as a Python scalar
+        return None, None, shape, dtype
+
     # -- pickling (graphs travel to dask workers) -------------------------------------
     def __getstate__(self) -> dict:
         state = dict(getattr(self, "__dict__", {}))

@@ -31,10 +31,12 @@ class Primitive(Node):
 
     ``saved`` holds, per input, the array the row's rules read (None for the
     others) and then the output (or None); ``checks`` the version counters of
-    the saved Variables at forward time.
+    the saved Variables at forward time. ``consts``, set when some input was an
+    array that needs no gradient, describes those inputs for drawing the graph
+    (see :func:`_constant_inputs`); backward frees ``saved``, never it.
     """
 
-    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend")
+    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend", "consts")
 
     @property
     def label(self) -> str:
@@ -60,6 +62,16 @@ class Primitive(Node):
         self._freed = by
         if self.op.frees:
             self.saved = None
+
+    def _constant_input(self, i: int) -> tuple | None:
+        consts = getattr(self, "consts", None)  # absent: no constant input, or only Python scalars
+        return consts[i] if consts is not None and i < len(consts) else None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        if state.get("consts") is not None:  # weak references do not pickle: the copy keeps the facts
+            state["consts"] = tuple(None if c is None else (None, *c[1:]) for c in state["consts"])
+        return state
 
     def _input_meta(self, i: int) -> tuple:
         saved = self.saved
@@ -211,6 +223,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     saved = []
     checks = None
     mixed = False
+    const = False  # some input is an array that needs no gradient
     mask = 0
     keep = op.keep_always  # rows whose rules read different things (keep_for) keep theirs below
     i = 0
@@ -226,6 +239,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 if a._volatile:
                     volatile = True
                 edges.append(None)
+                const = True
             if keep and i in keep:
                 saved.append(d)
                 box = a._vb
@@ -242,6 +256,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 datas.append(d)
                 i += 1
                 continue
+            const = True
             saved.append(d if i in keep else None)
         t = type(d)
         b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i, a)
@@ -302,6 +317,8 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         raise _op_error(op.name, args, params, backend, exc) from exc
     if record and op.casts and not _floating(out):  # cast to an integer or boolean dtype: no gradient
         record = False
+    if const and record and not own:
+        node.consts = _constant_inputs(args, edges)
     if op.multi:
         vs = node._link_outputs(out, args, record, volatile) if own else _outputs(op, node, out, args, record, volatile, params)
         return _finish(node, out, vs, datas, record, edges, saved, checks, hooks, keep_output)
@@ -391,6 +408,23 @@ def _package(out: Any, vs: tuple) -> Any:
     if hasattr(out, "_fields"):
         return type(out)(*vs)
     return vs
+
+
+def _constant_inputs(args: tuple, edges: list) -> list:
+    """Per input, what a drawing of the graph shows for it if it is an array that needs no gradient
+    (None for the others, Python scalars among them): ``(reference, name, shape, dtype)``, the
+    reference a weak one to its Variable (None for a raw array). These facts do not depend on the
+    arrays saved for backward, so the graph is drawn the same after backward frees them."""
+    out = [None] * len(edges)
+    for i, e in enumerate(edges):
+        if e is None:
+            a = args[i]
+            if isinstance(a, Variable):
+                d = a._data
+                out[i] = (_weakref(a), a.name, d.shape, d.dtype)
+            elif type(a) not in SCALARS:
+                out[i] = (None, None, a.shape, a.dtype)
+    return out
 
 
 def _record_inputs(node: Any, datas: list) -> None:
