@@ -31,6 +31,8 @@ from __future__ import annotations
 import heapq
 import shutil
 import subprocess
+import warnings
+from collections.abc import Mapping
 from typing import Any, Iterable
 
 from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
@@ -41,6 +43,9 @@ __all__ = ["build_computational_graph", "ComputationalGraph", "VariablePlacehold
 
 DEFAULT_VARIABLE_STYLE = {"shape": "ellipse"}
 DEFAULT_FUNCTION_STYLE = {"shape": "box"}
+#: What ``variable_style="default"`` / ``function_style="default"`` add: Chainer's default look.
+CHAINER_VARIABLE_STYLE = {"shape": "octagon", "fillcolor": "#E0E0E0", "style": "filled"}
+CHAINER_FUNCTION_STYLE = {"shape": "record", "fillcolor": "#6495ED", "style": "filled"}
 
 _DTYPE_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -218,24 +223,61 @@ def _output_meta(node: Any, k: int) -> tuple:
     return None, None
 
 
+class _Default:
+    """The default of a parameter that a call may have filled by position under the older
+    signature: it shows as its value (in ``help()``) yet tells "not given" apart."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+_STYLE, _RANKDIR, _REMOVE_VARIABLE = _Default(None), _Default("TB"), _Default(False)
+
+
 def build_computational_graph(
     outputs: Any,
-    variable_style: dict | None = None,
-    function_style: dict | None = None,
-    rankdir: str = "TB",
-    remove_variable: bool = False,
+    remove_split: bool = True,
+    variable_style: dict | str | None = _STYLE,
+    function_style: dict | str | None = _STYLE,
+    rankdir: str = _RANKDIR,
+    remove_variable: bool = _REMOVE_VARIABLE,
     show_name: bool = True,
 ) -> "ComputationalGraph":
     """Build the graph that computed ``outputs`` (a Variable or a list of them).
 
+    The parameters are Chainer's, in its order.
+
+    :param remove_split: Chainer's, kept for its callers: it must be true (there are no split nodes).
     :param variable_style: DOT attributes of variable nodes, over the default
-        ``{"shape": "ellipse"}``.
+        ``{"shape": "ellipse"}``; ``"default"`` for Chainer's default look (filled grey octagons).
     :param function_style: DOT attributes of function nodes, over the default
-        ``{"shape": "box"}``.
+        ``{"shape": "box"}``; ``"default"`` for Chainer's default look (filled blue records).
     :param rankdir: the DOT layout direction: ``"TB"``, ``"BT"``, ``"LR"`` or ``"RL"``.
     :param remove_variable: draw functions only, connected directly.
     :param show_name: put variables' names in their labels.
     """
+    if remove_split is None or isinstance(remove_split, Mapping):
+        # Before remove_split came second, variable_style did: such a call gave the styles etc. by position.
+        warnings.warn(
+            "polygrad: build_computational_graph's second parameter is Chainer's remove_split; giving "
+            "variable_style (and what follows) by position is deprecated: pass them by keyword",
+            DeprecationWarning, stacklevel=2)
+        given = [remove_split, variable_style, function_style, rankdir, remove_variable]
+        k = next((j for j, a in enumerate(given) if isinstance(a, _Default)), len(given))
+        old = dict(zip(("variable_style", "function_style", "rankdir", "remove_variable", "show_name"), given[:k]))
+        variable_style = old.get("variable_style", variable_style)
+        function_style = old.get("function_style", function_style)
+        rankdir = old.get("rankdir", rankdir)
+        remove_variable = old.get("remove_variable", remove_variable)
+        show_name = old.get("show_name", show_name)
+    elif not remove_split:
+        raise ValueError("polygrad: build_computational_graph: remove_split=False is not supported (Chainer refuses "
+                         "it too): there are no split nodes to keep")
+    variable_style, function_style, rankdir, remove_variable = (
+        a.value if isinstance(a, _Default) else a for a in (variable_style, function_style, rankdir, remove_variable))
     if isinstance(outputs, Variable):
         outputs = [outputs]
     if rankdir not in ("TB", "BT", "LR", "RL"):
@@ -279,6 +321,18 @@ def _quote(text: str) -> str:
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _style(what: str, style: Any, default: dict, chainer: dict) -> dict:
+    """The DOT attributes for ``style``: None, a dict over ``default``, or "default" (Chainer's look)."""
+    if style is None:
+        return dict(default)
+    if isinstance(style, str) and style == "default":
+        return {**default, **chainer}
+    if isinstance(style, Mapping):
+        return {**default, **style}
+    raise TypeError(f"polygrad: {what} must be a dict of DOT attributes, None, or 'default' (Chainer's look), "
+                    f"got {style!r}")
+
+
 class ComputationalGraph:
     """The nodes (Variables, :class:`VariablePlaceholder`\\ s and function nodes)
     and edges (``(source, target)`` in data-flow direction) of a graph."""
@@ -288,8 +342,8 @@ class ComputationalGraph:
                  show_name: bool = True) -> None:
         self.nodes = list(nodes)
         self.edges = list(edges)
-        self.variable_style = {**DEFAULT_VARIABLE_STYLE, **(variable_style or {})}
-        self.function_style = {**DEFAULT_FUNCTION_STYLE, **(function_style or {})}
+        self.variable_style = _style("variable_style", variable_style, DEFAULT_VARIABLE_STYLE, CHAINER_VARIABLE_STYLE)
+        self.function_style = _style("function_style", function_style, DEFAULT_FUNCTION_STYLE, CHAINER_FUNCTION_STYLE)
         self.rankdir = rankdir
         self.remove_variable = remove_variable
         self.show_name = show_name

@@ -160,6 +160,40 @@ def test_styles_rankdir_and_names(xp):
     assert '1 [label="add",shape="record"];' in dot
 
 
+def test_chainer_signature(xp):
+    """Chainer's calls work: remove_split (second, positional or not) is accepted and ignored when true (there
+    are no split nodes) and refused when false, as Chainer does; 'default' styles are Chainer's filled ones."""
+    x, w, b, h, y = affine(xp)
+    plain = build_computational_graph([y]).dump()
+    assert build_computational_graph([y], True).dump() == plain
+    assert build_computational_graph([y], remove_split=True).dump() == plain
+    dot = build_computational_graph([y], True, "default", "default", "LR", False, False).dump()
+    assert "rankdir=LR;" in dot
+    assert '0 [label="(2, 3), float64",shape="octagon",fillcolor="#E0E0E0",style="filled"];' in dot
+    assert '1 [label="add",shape="record",fillcolor="#6495ED",style="filled"];' in dot
+    assert build_computational_graph([y], variable_style=None, function_style=None).dump() == plain
+    with pytest.raises(ValueError, match="remove_split"):
+        build_computational_graph([y], False)
+    with pytest.raises(TypeError, match="variable_style"):
+        build_computational_graph([y], variable_style="fancy")
+    with pytest.raises(TypeError, match="function_style"):
+        ComputationalGraph([], [], function_style=["shape"])
+
+
+def test_styles_in_the_second_place_still_work_with_a_warning(xp):
+    """Calls that gave variable_style second (before remove_split took that place) keep their meaning, warned."""
+    x, w, b, h, y = affine(xp)
+    styles = ({"fillcolor": "grey"}, {"shape": "record"}, "LR", True, False)
+    for k in range(1, 6):
+        names = ("variable_style", "function_style", "rankdir", "remove_variable", "show_name")
+        expected = build_computational_graph([y], **dict(zip(names, styles[:k]))).dump()
+        with pytest.warns(DeprecationWarning, match="remove_split"):
+            assert build_computational_graph([y], *styles[:k]).dump() == expected
+    with pytest.warns(DeprecationWarning):
+        g = build_computational_graph([y], None, rankdir="LR", show_name=False)
+    assert g.dump() == build_computational_graph([y], rankdir="LR", show_name=False).dump()
+
+
 def test_bad_arguments():
     """Non-Variable outputs, unknown rankdir and dump formats are errors."""
     with pytest.raises(TypeError, match="Variables"):
