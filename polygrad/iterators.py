@@ -75,6 +75,19 @@ def _seed_from_backend() -> int:
     return int(float(u[0]) * (1 << 24)) << 24 | int(float(u[1]) * (1 << 24))
 
 
+def _indices(saved: Any) -> list[int]:
+    """The order read from a file (a 1-d integer array) as Python ints: computed once (a lazy
+    array), then read element by element from that concrete array."""
+    from polygrad.backends import compute, get_array_namespace
+
+    (saved,) = compute(saved)
+    xp = get_array_namespace(saved)
+    if saved.ndim != 1 or not xp.isdtype(saved.dtype, "integral"):
+        raise ValueError(f"polygrad: SerialIterator: the file's order should be a 1-d array of integers, got "
+                         f"shape {tuple(saved.shape)} and dtype {saved.dtype}")
+    return [int(saved[k]) for k in range(saved.shape[0])]
+
+
 class SerialIterator:
     """Minibatches of ``batch_size`` examples of ``dataset``, in order or shuffled
     (Chainer's ``SerialIterator``).
@@ -221,38 +234,50 @@ class SerialIterator:
         iterator loaded into one that does not shuffle (it was ignored, and the batches were
         not the saved run's)."""
         loading = getattr(serializer, "loading", False)
-        position = int(serializer("current_position", self.current_position))
-        epoch = int(serializer("epoch", self.epoch))
+        stored = getattr(serializer, "stored", None) if loading else None
+
+        def read(key: str, value: Any) -> tuple[Any, Any]:
+            """What this pass assigns, and what the file holds: the first pass of a load hands back
+            the iterator's own values, so the file's are checked then, before any object of the
+            load (the model and optimizer saved with this iterator) has changed."""
+            got = serializer(key, value)
+            return got, got if stored is None else stored(key, value)
+
+        position, file_position = (int(v) for v in read("current_position", self.current_position))
+        epoch, file_epoch = (int(v) for v in read("epoch", self.epoch))
         is_new_epoch = bool(serializer("is_new_epoch", self.is_new_epoch))
         try:
             previous = serializer("previous_epoch_detail", self._previous_epoch_detail)
         except KeyError:  # a file from before Chainer saved it: estimated as Chainer does
             previous = epoch + (position - self.batch_size) / self._size if self._size else -1.0
             previous = max(previous, 0.0) if epoch + position / max(self._size, 1) > 0 else -1.0
-        order = None
-        if self._order is not None:
-            from polygrad.backends import get_backend
+        order = file_order = None
+        if not loading:
+            if self._order is not None:
+                from polygrad.backends import get_backend
 
-            xp = get_backend().xp
-            saved = serializer("order", xp.asarray(self._order))
-            if loading and saved is not None:
-                order = [int(saved[k]) for k in range(saved.shape[0])]
-        elif loading:
-            try:
-                saved = serializer("order", None)
+                serializer("order", get_backend().xp.asarray(self._order))
+        else:
+            try:  # (None: the file's own array, read into ints at once; a lazy backend computed each one)
+                saved, file_saved = read("order", None)
             except KeyError:
-                saved = None
-            if saved is not None:
+                if self._order is not None:
+                    raise
+                saved = file_saved = None
+            if file_saved is not None and self._order is None:
                 raise ValueError("polygrad: SerialIterator: the file holds the order of a shuffling iterator, and this "
                                  "one does not shuffle; make it with shuffle=True (or the file's order_sampler)")
+            if file_saved is not None:
+                file_order = _indices(file_saved)
+                order = None if saved is None else file_order if saved is file_saved else _indices(saved)
         if loading:
             n = self._size
-            if not 0 <= position < max(n, 1) or epoch < 0:
-                raise ValueError(f"polygrad: SerialIterator: the file's position {position} (epoch {epoch}) is not one "
-                                 f"of this dataset of {n} examples (a file of another dataset?)")
-            if order is not None and sorted(order) != list(range(n)):
-                raise ValueError(f"polygrad: SerialIterator: the file's order of {len(order)} examples is not an order "
-                                 f"of this dataset of {n} (each index once): a file of another dataset?")
+            if not 0 <= file_position < max(n, 1) or file_epoch < 0:
+                raise ValueError(f"polygrad: SerialIterator: the file's position {file_position} (epoch {file_epoch}) "
+                                 f"is not one of this dataset of {n} examples (a file of another dataset?)")
+            if file_order is not None and sorted(file_order) != list(range(n)):
+                raise ValueError(f"polygrad: SerialIterator: the file's order of {len(file_order)} examples is not an "
+                                 f"order of this dataset of {n} (each index once): a file of another dataset?")
         self.current_position, self.epoch, self.is_new_epoch = position, epoch, is_new_epoch
         self._previous_epoch_detail = float(previous)
         if order is not None:

@@ -609,7 +609,9 @@ class GradientMethod(Optimizer):
             new = {"t": int(param_t), "backend": backend}
             for k in self.state_names:
                 new[k] = sub(k, template[k])
-            new_states.append((param, new))
+            # A count of 0 here is the first pass handing back this optimizer's own (the file's is not 0):
+            # the parameter keeps its state, or its lack of one (a zero state was put in its place).
+            new_states.append((param, new if int(param_t) else state))
         if loading:
             self.t, self.epoch = int(t), int(epoch)
             for param, new in new_states:

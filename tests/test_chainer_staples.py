@@ -356,6 +356,50 @@ def test_serial_iterator_refuses_a_file_that_does_not_fit_and_changes_nothing(tm
     assert (target.current_position, target.epoch, target._order) == before
 
 
+
+class _Snapshot:
+    """Chainer's trainer snapshot: a model, its optimizer and the iterator saved in one file."""
+
+    def __init__(self, model, opt, it):
+        self.model, self.opt, self.it = model, opt, it
+
+    def serialize(self, serializer):
+        self.model.serialize(serializer["model"])
+        self.opt.serialize(serializer["opt"])
+        self.it.serialize(serializer["it"])
+
+
+@pytest.mark.parametrize("case", ["shuffled_into_ordered", "position_past_the_end", "not_a_permutation"])
+def test_a_snapshot_whose_iterator_refuses_the_file_changes_nothing(tmp_path, case):
+    """The iterator checked the file only in the second pass of the load, after the model and the
+    optimizer before it in the snapshot had taken the file's values: a refused resume left the
+    model trained and the optimizer's count at 1."""
+    def make(size, shuffle):
+        pg.seed(0)
+        model = L.Linear(3, 2)
+        it = SerialIterator(list(range(size)), 4, shuffle=shuffle)
+        return _Snapshot(model, pg.optimizers.Adam().setup(model), it)
+
+    saved = make(10, shuffle=True)
+    saved.opt.update(lambda: F.sum(saved.model(np.ones((1, 3), np.float32))))
+    for _ in range(2):
+        next(saved.it)
+    serializers.save_npz(tmp_path / "snap.npz", saved)
+    if case == "not_a_permutation":
+        with np.load(tmp_path / "snap.npz") as f:
+            stored = dict(f)
+        stored["it/order"] = np.zeros(10, dtype=stored["it/order"].dtype)
+        np.savez(tmp_path / "snap.npz", **stored)
+    target = make(6 if case == "position_past_the_end" else 10, shuffle=case != "shuffled_into_ordered")
+    W, it_before = np.array(target.model.W.data, copy=True), (target.it.current_position, target.it._order)
+    state = target.opt._state_of(target.model.W)
+    with pytest.raises(ValueError, match="polygrad: SerialIterator: the file"):
+        serializers.load_npz(tmp_path / "snap.npz", target)
+    np.testing.assert_array_equal(target.model.W.data, W)
+    assert target.opt.t == 0 and target.opt._state_of(target.model.W) is state
+    assert (target.it.current_position, target.it._order) == it_before
+
+
 # ---------------------------------------------------------------------------
 # concat_examples
 # ---------------------------------------------------------------------------
