@@ -596,14 +596,19 @@ class GradientMethod(Optimizer):
             if (param_t if stored is None else stored("t", param_t)) == 0:
                 new_states.append((param, None))
                 continue
-            if param.data is None:
+            data = param.data
+            if data is None:  # the first pass of a load that initializes it (the link loaded before): that array
+                ahead = getattr(sub, "data_after_load", None)
+                data = None if ahead is None else ahead(param)
+            if data is None:
                 raise ValueError(
                     f"polygrad: cannot load the optimizer state of parameter {name!r}: the parameter is not "
-                    f"initialized yet; load the link (or run it once) first"
+                    f"initialized yet; load the link first (before the optimizer, where one file holds both), "
+                    f"or run it once"
                 )
-            backend = backend_of_type(type(param.data))
+            backend = backend_of_type(type(data))
             if state is None:
-                template = self.init_state(param, backend)
+                template = self.init_state(param if param.data is not None else Variable(data), backend)
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend}

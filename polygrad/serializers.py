@@ -87,6 +87,7 @@ class _Reads:
         self.cache: dict[str, tuple[Any, Any]] = {}
         self.dry = False
         self.none_keys: frozenset[str] | None = None  # read from the file at the first miss
+        self.ahead: dict[int, tuple[Any, Any]] = {}  # id(param) -> (param, the array the load gives it)
 
 
 class NpzDeserializer:
@@ -133,6 +134,25 @@ class NpzDeserializer:
         if hit is not None and hit[0] == _signature(value):
             return hit[1]
         return self._read(full, value)
+
+    def will_initialize(self, key: str, param: Any, adopt: Any) -> None:
+        """Note, in the first pass, the array that ``param`` (not initialized yet) takes in the second:
+        ``adopt(array read for key)``. An optimizer loaded in the same load, after the link, checks its
+        state against it (:meth:`data_after_load`); in the first pass the parameter is still None."""
+        reads = self._reads
+        if reads.dry:
+            data = self.stored(key, None)
+            if data is not None:
+                reads.ahead[id(param)] = (param, adopt(data))
+
+    def data_after_load(self, param: Any) -> Any:
+        """``param.data`` as it will be after this load: in the first pass, for a parameter not
+        initialized yet, the array noted by :meth:`will_initialize` (None where none was)."""
+        reads = self._reads
+        if param.data is not None or not reads.dry:
+            return param.data
+        hit = reads.ahead.get(id(param))
+        return hit[1] if hit is not None and hit[0] is param else None
 
     def stored_keys(self) -> frozenset[str]:
         """The names the file holds directly under this deserializer's path (``t``, ``m``, ``v``
@@ -292,6 +312,8 @@ def _serialize_params(obj: Any, serializer: Any) -> None:
         data = serializer(path.lstrip("/"), param.data)
         if data is not param.data:
             param.data = data if param.data is not None or data is None else to_backend(data, get_backend().name)
+        elif param.data is None and callable(getattr(serializer, "will_initialize", None)):
+            serializer.will_initialize(path.lstrip("/"), param, lambda a: to_backend(a, get_backend().name))
 
 
 def _snapshot(obj: Any) -> list:

@@ -505,6 +505,44 @@ def test_a_lazy_link_without_other_parameters_loads_onto_its_backend(xp, backend
     assert isinstance(lazy.gamma.data, pg.get_backend(other).array_types)
 
 
+class _Snapshot:
+    """Chainer's trainer snapshot: a model, then its optimizer, in one file."""
+
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+
+    def serialize(self, serializer):
+        self.model.serialize(serializer["model"])
+        self.opt.serialize(serializer["opt"])
+
+
+def test_a_lazy_model_and_its_optimizer_load_from_one_file(xp, tmp_path):
+    """Linear(None, 2) and its Adam, resumed from one snapshot before the model's first call (Chainer's
+    MNIST example resuming), failed: the optimizer's first pass found W not initialized, as the model's
+    own first pass leaves it; the optimizer now checks its state against the array W will get."""
+    x = arr(xp, [[1.0, -2.0, 0.5]], dtype="float32")
+    model = L.Linear(None, 2)
+    saved = _Snapshot(model, optimizers.Adam().setup(model))
+    saved.opt.update(lambda: pg.sum(model(x) ** 2))
+    serializers.save_npz(tmp_path / "snap.npz", saved)
+    fresh = L.Linear(None, 2)
+    resumed = _Snapshot(fresh, optimizers.Adam().setup(fresh))
+    serializers.load_npz(tmp_path / "snap.npz", resumed)
+    assert resumed.opt.t == 1
+    np.testing.assert_array_equal(to_np(fresh.W), to_np(model.W))
+    for k in ("m", "v"):
+        np.testing.assert_array_equal(to_np(resumed.opt._state_of(fresh.W)[k]), to_np(saved.opt._state_of(model.W)[k]))
+    with np.load(tmp_path / "snap.npz") as f:  # a state of another shape than W's: refused, nothing loaded
+        stored = dict(f)
+    stored["opt/W/m"] = np.zeros((2, 4), np.float32)
+    np.savez(tmp_path / "bad.npz", **stored)
+    fresh = L.Linear(None, 2)
+    resumed = _Snapshot(fresh, optimizers.Adam().setup(fresh))
+    with pytest.raises(ValueError, match="opt/W/m"):
+        serializers.load_npz(tmp_path / "bad.npz", resumed)
+    assert fresh.W.data is None and resumed.opt.t == 0
+
+
 def test_a_lazy_link_loads_in_its_own_dtype(xp, tmp_path):
     """Linear(None, 2, dtype="float64") from a float32 file: W float64 like b (it was float32 beside a float64 b)."""
     serializers.save_npz(tmp_path / "l.npz", L.Linear(3, 2))

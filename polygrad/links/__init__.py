@@ -353,6 +353,9 @@ class Link:
                 elif p.data is None:
                     data = self._adopt(data, cast=True)
                 self._set_param(pname, data)
+            elif p.data is None and callable(getattr(serializer, "will_initialize", None)):
+                # (the first pass of a load: an optimizer loaded next checks its state against that array)
+                serializer.will_initialize(pname, p, lambda a: self._adopt(a, cast=True))
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             data = serializer(pname, value)
