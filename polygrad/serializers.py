@@ -278,8 +278,10 @@ def serialize(obj: Any, serializer: Any) -> None:
     With a deserializer from this module, loading is all-or-nothing: a first
     pass reads and checks every value while ``obj`` gets its own values back,
     then a second pass hands it the loaded ones; should that pass still fail
-    (a ``serialize`` whose keys depend on loaded values), the links of ``obj``
-    are put back as they were.
+    (a ``serialize`` whose keys depend on loaded values, or that refuses a
+    loaded value without asking ``stored``), what ``obj`` serializes is given
+    back to it (its values saved before the second pass), and its links are
+    put back exactly as they were.
     """
     method = getattr(obj, "serialize", None)
     if not callable(method):
@@ -298,11 +300,38 @@ def serialize(obj: Any, serializer: Any) -> None:
     finally:
         reads.dry = False
     before = _snapshot(obj)
+    own: dict[str, Any] = {}
+    method(DictionarySerializer(own))  # what obj holds now, to give back through its serialize
     try:
         method(serializer)
-    except BaseException:
+    except BaseException as exc:
+        try:  # everything obj serializes (an optimizer, an iterator of a snapshot), then its links exactly
+            method(_GivingBack(own))
+        except BaseException as again:
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"polygrad.load_npz: putting the object back failed too ({type(again).__name__}: "
+                             f"{again}): it may be partly loaded")
         _restore(before)
         raise
+
+
+class _GivingBack:
+    """A deserializer giving back what :class:`DictionarySerializer` collected from the object (its
+    values before a load that failed in its second pass); a key it lacks leaves the value as it is."""
+
+    loading = True
+
+    def __init__(self, target: dict, path: str = "") -> None:
+        self.target = target
+        self.path = path
+
+    def __getitem__(self, key: str) -> "_GivingBack":
+        return _GivingBack(self.target, self.path + key.strip("/") + "/")
+
+    def __call__(self, key: str, value: Any) -> Any:
+        return self.target.get(self.path + key.lstrip("/"), value)
+
+    stored = __call__
 
 
 def _serialize_params(obj: Any, serializer: Any) -> None:

@@ -316,6 +316,48 @@ def test_a_failed_second_pass_puts_the_links_back(xp, tmp_path):
     np.testing.assert_array_equal(to_np(target.w), [0.0])
 
 
+def test_a_failed_second_pass_puts_back_a_snapshot_of_model_optimizer_and_iterator(xp, tmp_path):
+    """A snapshot that is not a link (a model, its optimizer, an iterator and a value whose serialize
+    refuses only what it loaded) failing in the second pass kept the model's new weights, the
+    optimizer's count and the iterator's position: only the links of the object itself were put back."""
+
+    class Picky:
+        def __init__(self, n):
+            self.n = n
+
+        def serialize(self, serializer):
+            n = serializer("n", self.n)
+            if serializer.loading and n > 3:  # refused in the second pass only (it does not ask stored())
+                raise ValueError("Picky: n > 3")
+            self.n = n
+
+    class Snapshot:
+        def __init__(self, seed, n):
+            self.model = mlp(seed)
+            self.opt = optimizers.Adam().setup(self.model)
+            self.it = pg.iterators.SerialIterator(list(range(10)), 3, shuffle=False)
+            self.picky = Picky(n)
+
+        def serialize(self, serializer):
+            for name in ("model", "opt", "it", "picky"):
+                getattr(self, name).serialize(serializer[name])
+
+    src = Snapshot(0, 5)
+    train(src.model, src.opt, xp, 2)
+    next(src.it)
+    serializers.save_npz(tmp_path / "s.npz", src)
+    target = Snapshot(1, 0)
+    train(target.model, target.opt, xp, 1)
+    before, m_before = params(target.model), to_np(target.opt._state_of(target.model.l1.W)["m"])
+    with pytest.raises(ValueError, match="Picky"):
+        serializers.load_npz(tmp_path / "s.npz", target)
+    for k, v in params(target.model).items():
+        np.testing.assert_array_equal(v, before[k])
+    assert target.opt.t == 1 and target.opt._state_of(target.model.l1.W)["t"] == 1
+    np.testing.assert_array_equal(to_np(target.opt._state_of(target.model.l1.W)["m"]), m_before)
+    assert (target.it.current_position, target.it.epoch, target.picky.n) == (0, 0, 0)
+
+
 def test_batch_normalization_running_averages_are_saved(xp, tmp_path):
     """BatchNormalization's avg_mean and avg_var go into the file and come back (docs/training.md)."""
     bn = L.BatchNormalization(2, dtype="float64")
