@@ -25,12 +25,29 @@ def _length(data: Any) -> int:
     return int(shape[0])
 
 
+def _is_dtype(k: Any, kind: str) -> bool:
+    """Whether ``k`` is a 0-d array (or an array library's scalar) of a dtype of ``kind`` (the
+    standard's ``isdtype`` kinds), asked of its own namespace: a dtype's name differs by library
+    (``array_api_strict.bool``)."""
+    dtype = getattr(k, "dtype", None)
+    if dtype is None or len(getattr(k, "shape", (1,))) != 0:
+        return False
+    get = getattr(k, "__array_namespace__", None)
+    if get is not None:
+        xp = get()
+    else:  # a scalar without the protocol (an older library's): the backend that claims its type
+        from polygrad.backends import get_array_namespace
+
+        try:
+            xp = get_array_namespace(k)
+        except (TypeError, ValueError):
+            return False
+    return bool(xp.isdtype(dtype, kind))
+
+
 def _is_bool(k: Any) -> bool:
     """Whether ``k`` is a boolean: Python's, or a 0-d array (or scalar) of a boolean dtype."""
-    if isinstance(k, bool):
-        return True
-    dtype = getattr(k, "dtype", None)
-    return dtype is not None and str(dtype) == "bool" and len(getattr(k, "shape", ())) == 0
+    return isinstance(k, bool) or _is_dtype(k, "bool")
 
 
 def _integer(index: Any) -> int:
@@ -41,8 +58,7 @@ def _integer(index: Any) -> int:
             return operator.index(index)
         except TypeError:
             pass
-        dtype = getattr(index, "dtype", None)
-        if dtype is not None and "int" in str(dtype) and len(getattr(index, "shape", (1,))) == 0:
+        if _is_dtype(index, "integral"):
             return int(index)  # a 0-d integer array of a library without __index__
     raise IndexError(f"polygrad.datasets.TupleDataset: indices must be integers (or a boolean mask), got {index!r}")
 

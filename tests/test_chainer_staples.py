@@ -245,6 +245,17 @@ def test_tuple_dataset_indices_follow_numpy():
             td[bad]
 
 
+def test_tuple_dataset_takes_masks_and_indices_of_any_backend(xp):
+    """A boolean mask of array_api_strict was refused as 'not an integer': its dtype was recognized
+    by its name, which is 'array_api_strict.bool' there; now by the array's own namespace."""
+    td = TupleDataset(list("abcd"), [0, 1, 2, 3])
+    assert td[xp.asarray([False, True, False, True])] == [("b", 1), ("d", 3)]
+    assert td[xp.asarray([3, 0])] == [("d", 3), ("a", 0)] and td[xp.asarray(2)] == ("c", 2)
+    for bad in (xp.asarray([0.5, 1.0]), xp.asarray([True, False]), xp.asarray(True), xp.asarray(1.0)):
+        with pytest.raises(IndexError, match="TupleDataset"):
+            td[bad]
+
+
 def test_serial_iterator_in_order_repeats_and_counts_epochs():
     """Without shuffling: batches in order, the last one of an epoch filled from the next (Chainer's)."""
     it = SerialIterator(list(range(5)), 2, shuffle=False)
