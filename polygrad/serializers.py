@@ -94,8 +94,9 @@ class NpzDeserializer:
     """Reads values from an open ``.npz`` archive (``numpy.load``'s result).
 
     ``serializer(key, value)`` returns the stored array converted to the
-    backend and dtype of ``value`` (checking the shape), a Python scalar of
-    ``value``'s type, or, for ``value=None``, the stored numpy array; None
+    backend and dtype of ``value`` (checking the shape; for a scalar of an
+    array library, ``numpy.float32``, a scalar of its type), a Python scalar
+    of ``value``'s type, or, for ``value=None``, the stored numpy array; None
     where the file saved None (whatever ``value`` is). A key missing from
     the file raises KeyError, or returns ``value`` unchanged when
     ``strict=False``.
@@ -220,6 +221,10 @@ class NpzDeserializer:
             xp = backend.xp
             self._check_kind(full, xp, out.dtype, dtype_kind_of(xp, value.dtype), value.dtype)
             out = xp.astype(out, value.dtype)
+        if not out.shape and type(out) is not type(value):
+            # an array library's scalar (numpy.float32) loads as one of its type, as in Chainer (a 0-d array in
+            # its place is unhashable, and prints as an array)
+            out = type(value)(out)
         return out
 
     def _check_kind(self, full: str, xp: Any, dtype: Any, target: int | None, target_name: Any) -> None:

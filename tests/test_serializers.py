@@ -204,6 +204,23 @@ def test_persistent_values_round_trip(xp, tmp_path):
     assert type(target.bn.avg_mean) is type(xp.asarray(0.0))
 
 
+def test_a_numpy_scalar_persistent_comes_back_a_scalar_of_its_type(tmp_path):
+    """np.float32(0.5) as a persistent value came back a 0-d array (unhashable, printed as an array):
+    a NumPy scalar loads back as one of its type, as Chainer gives it back; a 0-d array stays one."""
+    values = {"f32": np.float32(0.5), "i64": np.int64(3), "b": np.bool_(True), "c64": np.complex64(1 + 2j),
+              "f64": np.float64(2.5), "zero_d": np.array(1.5, dtype=np.float32)}
+    src, target = pg.Link(), pg.Link()
+    for name, value in values.items():
+        src.add_persistent(name, value)
+        target.add_persistent(name, type(value)(0) if np.ndim(value) == 0 and not isinstance(value, np.ndarray)
+                              else np.zeros((), value.dtype))
+    serializers.save_npz(tmp_path / "p.npz", src)
+    serializers.load_npz(tmp_path / "p.npz", target)
+    for name, value in values.items():
+        got = getattr(target, name)
+        assert type(got) is type(value) and got == value and got.dtype == value.dtype, name
+
+
 # ---------------------------------------------------------------------------
 # Chainer's protocol: a child's own serialize() (findings S12)
 # ---------------------------------------------------------------------------
