@@ -10,6 +10,7 @@ touches no array library: the examples are read from the data set one by one.
 
 from __future__ import annotations
 
+import operator
 import random
 from typing import Any, Iterator
 
@@ -30,7 +31,7 @@ class OrderSampler:
 class ShuffleOrderSampler(OrderSampler):
     """A new random permutation each epoch (Chainer's ``ShuffleOrderSampler``).
 
-    :param random_state: a ``random.Random``, an int seed, or a generator with a
+    :param random_state: a ``random.Random``, an integer seed (NumPy's too), or a generator with a
         ``permutation(n)`` method (NumPy's ``RandomState`` or ``Generator``, as
         Chainer code passes); None seeds one from the current backend's random
         generator, so ``pg.seed(n)`` before the sampler is made makes the order
@@ -43,14 +44,9 @@ class ShuffleOrderSampler(OrderSampler):
         if isinstance(random_state, random.Random) or callable(getattr(random_state, "permutation", None)):
             self._random = random_state
         else:
-            try:
-                self._random = random.Random(random_state)
-            except TypeError as exc:
-                raise TypeError(
-                    "polygrad.iterators.ShuffleOrderSampler: random_state must be a random.Random, an int seed, a "
-                    "generator with a permutation(n) method (numpy.random.RandomState) or None, got "
-                    f"{type(random_state).__name__}"
-                ) from exc
+            self._random = random.Random(_integer(
+                random_state, "polygrad.iterators.ShuffleOrderSampler: random_state must be a random.Random, an "
+                "integer seed, a generator with a permutation(n) method (numpy.random.RandomState) or None"))
 
     def __call__(self, current_order: list[int], current_position: int) -> list[int]:
         n = len(current_order)
@@ -62,6 +58,17 @@ class ShuffleOrderSampler(OrderSampler):
 
     def serialize(self, serializer: Any) -> None:
         """The sampler's state is not saved: a resumed run shuffles anew."""
+
+
+def _integer(value: Any, rule: str) -> int:
+    """``value`` as an int: anything with ``__index__`` (``numpy.int64`` too), but not a boolean;
+    else a TypeError of ``rule`` (a float is not truncated)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{rule}, got {type(value).__name__} {value!r}")
 
 
 def _seed_from_backend() -> int:
@@ -118,8 +125,10 @@ class SerialIterator:
 
     def __init__(self, dataset: Any, batch_size: int, repeat: bool = True, shuffle: bool | None = None,
                  order_sampler: OrderSampler | None = None) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"polygrad.iterators.SerialIterator: batch_size must be a positive int, got {batch_size!r}")
+        rule = "polygrad.iterators.SerialIterator: batch_size must be a positive integer"
+        batch_size = _integer(batch_size, rule)
+        if batch_size <= 0:
+            raise ValueError(f"{rule}, got {batch_size}")
         if shuffle is not None and order_sampler is not None:
             raise ValueError("polygrad.iterators.SerialIterator: give shuffle or order_sampler, not both")
         if shuffle is None:

@@ -316,10 +316,26 @@ def test_serial_iterator_shuffles_each_epoch_repeatably():
 
 def test_serial_iterator_checks_its_arguments():
     """A non-positive batch size, or shuffle together with an order sampler, is refused."""
-    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got 0"):
         SerialIterator([1, 2], 0)
     with pytest.raises(ValueError, match="shuffle or order_sampler, not both"):
         SerialIterator([1, 2], 1, shuffle=True, order_sampler=ShuffleOrderSampler(0))
+
+
+def test_serial_iterator_and_sampler_take_numpy_integers_and_refuse_others():
+    """batch_size=np.int64(32) (a length computed with NumPy) was refused as 'not a positive int', and
+    ShuffleOrderSampler(np.int64(3)) as 'not an int seed'; any integer (__index__) is taken now, and
+    booleans, floats and strings are refused with a TypeError naming what was given."""
+    it = SerialIterator(list(range(10)), np.int64(4), shuffle=False)
+    assert type(it.batch_size) is int and next(it) == [0, 1, 2, 3]
+    assert ShuffleOrderSampler(np.int64(3))([0] * 6, 0) == ShuffleOrderSampler(3)([0] * 6, 0)
+    for bad in (True, np.bool_(True), 2.0, np.float64(2.0), "4"):
+        with pytest.raises(TypeError, match=f"batch_size must be a positive integer, got {type(bad).__name__}"):
+            SerialIterator([1, 2], bad)
+        with pytest.raises(TypeError, match=f"random_state must be .*, got {type(bad).__name__}"):
+            ShuffleOrderSampler(bad)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer, got -1"):
+        SerialIterator([1, 2], np.int64(-1))
 
 
 def test_serial_iterator_saves_and_resumes(tmp_path):
