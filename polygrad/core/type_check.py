@@ -17,7 +17,7 @@ A failure raises :class:`InvalidType`::
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable, Iterator
 
 _FLIP = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
@@ -31,49 +31,68 @@ class InvalidType(TypeError):
         super().__init__(f"{where}Expect: {expect}\nActual: {actual}")
 
 
+# how tightly an expression binds, as in Python's grammar: a text gets parentheses where it needs them
+_COMPARISON, _OR, _XOR, _AND, _SHIFT, _SUM, _PRODUCT, _UNARY, _POWER, _ATOM = range(10)
+
+
 class Expr:
     """An expression with its text, evaluated only when checked (so
-    ``x.shape[1] == 3`` after a failing ``x.ndim == 2`` is never evaluated)."""
+    ``x.shape[1] == 3`` after a failing ``x.ndim == 2`` is never evaluated).
+    ``eval()`` gives its value; any other attribute, an index or a call makes
+    a new expression."""
 
-    __slots__ = ("_fn", "text")
+    __slots__ = ("_fn", "_render", "_priority")
 
-    def __init__(self, value: Any, text: str, lazy: bool = False) -> None:
-        self._fn = value if lazy else (lambda: value)
-        self.text = text
+    def __init__(self, fn: Callable[[], Any], render: Callable[[], str], priority: int = _ATOM) -> None:
+        self._fn, self._render, self._priority = fn, render, priority
 
-    @property
-    def value(self) -> Any:
+    def eval(self) -> Any:
+        """The value (Chainer's ``Expr.eval``)."""
         return self._fn()
 
     def __repr__(self) -> str:
-        return self.text
+        return self._render()
 
     def __getattr__(self, name: str) -> "Expr":
-        if name.startswith("__"):
+        if name.startswith("_"):  # (never an expression: the slots above, copy's and pickle's probes)
             raise AttributeError(name)
-        return Expr(lambda: getattr(self.value, name), f"{self.text}.{name}", lazy=True)
+        return Expr(lambda: getattr(self.eval(), name), lambda: f"{_t(self, _ATOM)}.{name}")
 
     def __getitem__(self, key: Any) -> "Expr":
-        return Expr(lambda: self.value[_v(key)], f"{self.text}[{_t(key)}]", lazy=True)
+        return Expr(lambda: self.eval()[_v(key)], lambda: f"{_t(self, _ATOM)}[{_subscript(key)}]")
 
     def __len__(self) -> int:
-        return len(self.value)
+        return len(self.eval())
 
-    def _bin(self, other: Any, sym: str, fn: Any, reflected: bool = False) -> "Expr":
+    def __iter__(self) -> Iterator["Expr"]:
+        """``shape[0]``, ``shape[1]``, ... for as many items as the value has (``n, c = x.shape``)."""
+        value = self.eval()
+        try:
+            n = len(value)
+        except TypeError:
+            raise TypeError(f"polygrad.type_check: {self!r} ({type(value).__name__}) cannot be iterated") from None
+        return iter([self[i] for i in range(n)])
+
+    def __bool__(self) -> bool:
+        return bool(self.eval())
+
+    def _bin(self, other: Any, sym: str, fn: Any, priority: int, reflected: bool = False) -> "Expr":
         a, b = (other, self) if reflected else (self, other)
-        return Expr(lambda: fn(_v(a), _v(b)), f"{_t(a)} {sym} {_t(b)}", lazy=True)
+        right = sym == "**"  # (the one right-associative operator)
+        return Expr(lambda: fn(_v(a), _v(b)),
+                    lambda: f"{_t(a, priority + right)} {sym} {_t(b, priority + (not right))}", priority)
 
     def _cmp(self, other: Any, sym: str, fn: Any) -> "Condition":
-        return Condition(self, other, sym, lambda: bool(fn(self.value, _v(other))))
+        return Condition(self, other, sym, lambda: bool(fn(self.eval(), _v(other))))
 
-    __add__ = lambda s, o: s._bin(o, "+", operator.add)
-    __radd__ = lambda s, o: s._bin(o, "+", operator.add, True)
-    __sub__ = lambda s, o: s._bin(o, "-", operator.sub)
-    __rsub__ = lambda s, o: s._bin(o, "-", operator.sub, True)
-    __mul__ = lambda s, o: s._bin(o, "*", operator.mul)
-    __rmul__ = lambda s, o: s._bin(o, "*", operator.mul, True)
-    __floordiv__ = lambda s, o: s._bin(o, "//", operator.floordiv)
-    __mod__ = lambda s, o: s._bin(o, "%", operator.mod)
+    __add__ = lambda s, o: s._bin(o, "+", operator.add, _SUM)
+    __radd__ = lambda s, o: s._bin(o, "+", operator.add, _SUM, True)
+    __sub__ = lambda s, o: s._bin(o, "-", operator.sub, _SUM)
+    __rsub__ = lambda s, o: s._bin(o, "-", operator.sub, _SUM, True)
+    __mul__ = lambda s, o: s._bin(o, "*", operator.mul, _PRODUCT)
+    __rmul__ = lambda s, o: s._bin(o, "*", operator.mul, _PRODUCT, True)
+    __floordiv__ = lambda s, o: s._bin(o, "//", operator.floordiv, _PRODUCT)
+    __mod__ = lambda s, o: s._bin(o, "%", operator.mod, _PRODUCT)
     __eq__ = lambda s, o: s._cmp(o, "==", operator.eq)  # type: ignore[assignment]
     __ne__ = lambda s, o: s._cmp(o, "!=", operator.ne)  # type: ignore[assignment]
     __lt__ = lambda s, o: s._cmp(o, "<", operator.lt)
@@ -84,33 +103,56 @@ class Expr:
 
 
 def _v(x: Any) -> Any:
-    return x.value if isinstance(x, Expr) else x
+    """The value of ``x``: expressions evaluated, also inside tuples and lists."""
+    if isinstance(x, Expr):
+        return x.eval()
+    if isinstance(x, (tuple, list)):
+        return type(x)(map(_v, x)) if type(x) in (tuple, list) else x
+    return x
 
 
-def _t(x: Any) -> str:
-    return x.text if isinstance(x, Expr) else repr(x)
+def _t(x: Any, priority: int = _COMPARISON) -> str:
+    """The text of ``x``, in parentheses where it binds less tightly than ``priority``."""
+    if isinstance(x, Expr):
+        return f"({x!r})" if x._priority < priority else repr(x)
+    if type(x) is tuple:
+        return f"({_t(x[0])},)" if len(x) == 1 else f"({', '.join(map(_t, x))})"
+    if type(x) is list:
+        return f"[{', '.join(map(_t, x))}]"
+    return repr(x)
+
+
+def _subscript(key: Any) -> str:
+    if isinstance(key, slice):
+        parts = ["" if p is None else _t(p) for p in (key.start, key.stop, key.step)]
+        return ":".join(parts if key.step is not None else parts[:2])
+    if key is Ellipsis:
+        return "..."
+    if type(key) is tuple:
+        return ", ".join(map(_subscript, key))
+    return _t(key)
 
 
 class Condition:
-    """The result of comparing expressions; ``expect`` checks it."""
+    """The result of comparing expressions; ``expect`` checks it, ``bool()`` evaluates it."""
 
-    def __init__(self, lhs: Any, rhs: Any, sym: str, check: Any) -> None:
-        self.lhs, self.rhs, self.sym, self._check = lhs, rhs, sym, check
+    __slots__ = ("_test", "_render", "_explain")
 
-    @property
-    def ok(self) -> bool:
-        return self._check()
+    def __init__(self, lhs: Any, rhs: Any, sym: str, check: Callable[[], bool]) -> None:
+        self._test = check
+        self._render = lambda: f"{_t(lhs)} {sym} {_t(rhs)}"
+        # what holds instead, once the test has failed
+        self._explain = lambda: f"{_v(lhs)!r} {_FLIP[sym]} {_v(rhs)!r}"
 
-    @property
-    def expect_text(self) -> str:
-        return f"{_t(self.lhs)} {self.sym} {_t(self.rhs)}"
+    def eval(self) -> bool:
+        """Whether the condition holds."""
+        return self._test()
 
-    @property
-    def actual_text(self) -> str:
-        return f"{_v(self.lhs)!r} {_FLIP[self.sym]} {_v(self.rhs)!r}"
+    def __repr__(self) -> str:
+        return self._render()
 
     def __bool__(self) -> bool:
-        return self.ok
+        return self._test()
 
 
 class TypeInfo:
@@ -118,10 +160,11 @@ class TypeInfo:
 
     def __init__(self, array: Any, index: int) -> None:
         name = f"in_types[{index}]"
-        self.shape = Expr(tuple(array.shape), f"{name}.shape")
-        self.ndim = Expr(array.ndim, f"{name}.ndim")
-        self.size = Expr(array.size, f"{name}.size")
-        self.dtype = Expr(array.dtype, f"{name}.dtype")
+        shape, ndim, size, dtype = tuple(array.shape), array.ndim, array.size, array.dtype
+        self.shape = Expr(lambda: shape, lambda: f"{name}.shape")
+        self.ndim = Expr(lambda: ndim, lambda: f"{name}.ndim")
+        self.size = Expr(lambda: size, lambda: f"{name}.size")
+        self.dtype = Expr(lambda: dtype, lambda: f"{name}.dtype")
 
 
 class TypeInfoTuple(tuple):
@@ -137,7 +180,8 @@ class TypeInfoTuple(tuple):
         return t
 
     def size(self) -> Expr:
-        return Expr(len(self), "in_types.size()")
+        n = len(self)
+        return Expr(lambda: n, lambda: "in_types.size()")
 
 
 _current_function = [""]
@@ -148,10 +192,11 @@ def expect(*conditions: Any) -> None:
     for c in conditions:
         if isinstance(c, Condition):
             try:
-                ok = c.ok
-            except (IndexError, TypeError, AttributeError) as exc:
-                raise InvalidType(c.expect_text, f"cannot evaluate: {exc}", _current_function[0]) from None
+                ok = c.eval()
+            except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+                actual = f"cannot evaluate it: {type(exc).__name__}: {exc}"
+                raise InvalidType(repr(c), actual, _current_function[0]) from exc
             if not ok:
-                raise InvalidType(c.expect_text, c.actual_text, _current_function[0])
+                raise InvalidType(repr(c), c._explain(), _current_function[0])
         elif not c:
             raise InvalidType(repr(c), "False", _current_function[0])
