@@ -102,3 +102,53 @@ def test_iterating_an_expression_that_is_not_a_sequence_is_a_type_error():
 
     with pytest.raises(TypeError, match=r"in_types\[0\]\.ndim"):
         apply_checked(check, X)
+
+
+# ---------------------------------------------------------------------------
+# the function named in messages
+# ---------------------------------------------------------------------------
+def test_message_names_the_function_of_this_thread():
+    """Another thread applying a Function during this thread's check does not change the name."""
+    gate_a, gate_b = threading.Event(), threading.Event()
+
+    def check(t):
+        gate_a.set()
+        assert gate_b.wait(10)
+        type_check.expect(t[0].ndim == 2)
+
+    def other():
+        assert gate_a.wait(10)
+        apply_checked(lambda t: None, np.ones(3), name="Other")
+        gate_b.set()
+
+    thread = threading.Thread(target=other, daemon=True)
+    thread.start()
+    try:
+        msg = failure(check, np.ones(3), name="NeedsMatrix")
+    finally:
+        gate_b.set()
+        thread.join(10)
+    assert "performed in: NeedsMatrix (Forward)" in msg
+
+
+def test_message_names_the_outer_function_after_an_inner_check():
+    def check(t):
+        apply_checked(lambda t: None, np.ones(3), name="Inner")
+        type_check.expect(t[0].ndim == 3)
+
+    assert "performed in: Outer (Forward)" in failure(check, X, name="Outer")
+
+
+def test_expect_outside_a_check_names_no_function():
+    apply_checked(lambda t: None, X, name="Earlier")
+    with pytest.raises(InvalidType) as info:
+        type_check.expect(False)
+    assert "Earlier" not in str(info.value) and "performed in" not in str(info.value)
+
+
+def test_invalid_type_pickles():
+    with pytest.raises(InvalidType) as info:
+        apply_checked(lambda t: type_check.expect(t[0].ndim == 3), X)
+    back = pickle.loads(pickle.dumps(info.value))
+    assert str(back) == str(info.value)
+    assert (back.expect, back.actual) == (info.value.expect, info.value.actual)

@@ -200,9 +200,11 @@ class Function(Node):
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
         self._wrapped = tuple(not isinstance(x, Variable) for x in inputs)
         if type(self).check_type_forward is not Function.check_type_forward:
-            from polygrad.core.type_check import TypeInfoTuple  # loaded only by Functions that check
+            from polygrad.core import type_check  # loaded only by Functions that check
 
-            self.check_type_forward(TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label))
+            in_types = type_check.TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label)
+            with type_check.get_function_check_context(self.label):  # (the name this thread's messages give)
+                self.check_type_forward(in_types)
         self._in_vars = in_vars  # (forward's tensors count their in-place changes on them)
         # where each input stands before forward: a dirty one moves (see _rebase)
         before = tuple((v._node, v._index) for v in in_vars)

@@ -16,19 +16,41 @@ A failure raises :class:`InvalidType`::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import operator
 from typing import Any, Callable, Iterator
 
 _FLIP = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
-class InvalidType(TypeError):
-    """Raised when an input type check fails; ``expect`` and ``actual`` hold the texts."""
+# the label of the Function whose check runs in this thread (or task); "" outside any check
+_function: contextvars.ContextVar[str] = contextvars.ContextVar("polygrad.type_check.function", default="")
 
-    def __init__(self, expect: str, actual: str, function: str = "") -> None:
+
+@contextlib.contextmanager
+def get_function_check_context(function: Any) -> Iterator[None]:
+    """Name ``function`` (a Function, or a label) in the :class:`InvalidType` messages raised
+    in the block, in this thread only (Chainer's name)."""
+    token = _function.set(str(getattr(function, "label", function) or ""))
+    try:
+        yield
+    finally:
+        _function.reset(token)
+
+
+class InvalidType(TypeError):
+    """Raised when an input type check fails; ``expect`` and ``actual`` hold the texts, ``function``
+    the label of the Function checked (by default the one whose check is running)."""
+
+    def __init__(self, expect: str, actual: str, function: str | None = None) -> None:
+        function = _function.get() if function is None else function
         self.expect, self.actual, self.function = expect, actual, function
         where = f"Invalid operation is performed in: {function} (Forward)\n" if function else ""
         super().__init__(f"{where}Expect: {expect}\nActual: {actual}")
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.expect, self.actual, self.function)
 
 
 # how tightly an expression binds, as in Python's grammar: a text gets parentheses where it needs them
@@ -176,15 +198,11 @@ class TypeInfoTuple(tuple):
     def from_arrays(cls, arrays: tuple, function: str = "") -> "TypeInfoTuple":
         t = cls(TypeInfo(a, i) for i, a in enumerate(arrays))
         t.function = function
-        _current_function[0] = function
         return t
 
     def size(self) -> Expr:
         n = len(self)
         return Expr(lambda: n, lambda: "in_types.size()")
-
-
-_current_function = [""]
 
 
 def expect(*conditions: Any) -> None:
@@ -195,8 +213,8 @@ def expect(*conditions: Any) -> None:
                 ok = c.eval()
             except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
                 actual = f"cannot evaluate it: {type(exc).__name__}: {exc}"
-                raise InvalidType(repr(c), actual, _current_function[0]) from exc
+                raise InvalidType(repr(c), actual) from exc
             if not ok:
-                raise InvalidType(repr(c), c._explain(), _current_function[0])
+                raise InvalidType(repr(c), c._explain())
         elif not c:
-            raise InvalidType(repr(c), "False", _current_function[0])
+            raise InvalidType(repr(c), "False")
