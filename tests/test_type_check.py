@@ -66,6 +66,11 @@ def test_attribute_error_when_a_condition_is_used_as_a_bool_is_the_attribute_err
         apply_checked(check, X)
 
 
+def test_type_check_eval_of_a_failing_attribute_raises_attribute_error():
+    with pytest.raises(AttributeError, match="knd"):
+        apply_checked(lambda t: type_check.eval(t[0].dtype.knd), X)
+
+
 # ---------------------------------------------------------------------------
 # iterating a shape
 # ---------------------------------------------------------------------------
@@ -152,3 +157,137 @@ def test_invalid_type_pickles():
     back = pickle.loads(pickle.dumps(info.value))
     assert str(back) == str(info.value)
     assert (back.expect, back.actual) == (info.value.expect, info.value.actual)
+
+
+# ---------------------------------------------------------------------------
+# Chainer's API
+# ---------------------------------------------------------------------------
+def test_eval_gives_values():
+    seen = {}
+
+    def check(t):
+        seen["ndim"] = type_check.eval(t[0].ndim)
+        seen["shape"] = type_check.eval(t[0].shape)
+        seen["cond"] = type_check.eval(t[0].ndim == 2)
+        seen["plain"] = type_check.eval(5)
+        seen["method"] = t[0].shape[1].eval()
+
+    apply_checked(check, X)
+    assert seen == {"ndim": 2, "shape": (2, 3), "cond": True, "plain": 5, "method": 3}
+
+
+def test_prod_of_a_shape():
+    apply_checked(lambda t: type_check.expect(type_check.prod(t[0].shape) == 6), X)
+    msg = failure(lambda t: type_check.expect(type_check.prod(t[0].shape) == 5), X)
+    assert "Expect: prod(in_types[0].shape) == 5" in msg and "Actual: 6 != 5" in msg
+
+
+def test_argname_names_the_inputs_in_messages():
+    def check(t):
+        type_check.argname(t, ("x", "W"))
+        x, w = t
+        type_check.expect(x.shape[1] == w.shape[1])
+
+    msg = failure(check, X, np.ones((2, 4)))
+    assert "Expect: x.shape[1] == W.shape[1]" in msg and "Actual: 3 != 4" in msg
+
+
+def test_argname_refuses_another_number_of_inputs():
+    with pytest.raises(InvalidType) as info:
+        apply_checked(lambda t: type_check._argname(t, ("x", "W")), X)
+    assert (info.value.expect, info.value.actual) == ("2 argument(s)", "1 argument(s)")
+
+
+def test_same_types():
+    strict = pytest.importorskip("array_api_strict")
+    assert type_check.same_types(np.ones(2), np.ones(3))
+    assert not type_check.same_types(np.ones(2), strict.ones(3))
+    assert not type_check.same_types(np.ones(2), 2.0)
+    assert type_check.same_types(*type_check.TypeInfoTuple.from_arrays((X, np.ones(2))))
+    assert not type_check.same_types(*type_check.TypeInfoTuple.from_arrays((X, strict.ones(2))))
+
+
+def test_make_variable_names_a_value():
+    with pytest.raises(InvalidType) as info:
+        type_check.expect(type_check.make_variable(3, "n") == 4)
+    assert (info.value.expect, info.value.actual) == ("n == 4", "3 != 4")
+
+
+@pytest.mark.parametrize("build, expect, actual", [
+    (lambda t: -t[0].ndim == -3, "-in_types[0].ndim == -3", "-2 != -3"),
+    (lambda t: +t[0].ndim == 3, "+in_types[0].ndim == 3", "2 != 3"),
+    (lambda t: ~t[0].ndim == 0, "~in_types[0].ndim == 0", "-3 != 0"),
+    (lambda t: t[0].size / 4 == 1, "in_types[0].size / 4 == 1", "1.5 != 1"),
+    (lambda t: 12 / t[0].size == 1, "12 / in_types[0].size == 1", "2.0 != 1"),
+    (lambda t: 7 // t[0].ndim == 1, "7 // in_types[0].ndim == 1", "3 != 1"),
+    (lambda t: 7 % t[0].size == 0, "7 % in_types[0].size == 0", "1 != 0"),
+    (lambda t: t[0].ndim ** 3 == 9, "in_types[0].ndim ** 3 == 9", "8 != 9"),
+    (lambda t: (t[0].ndim & 1) == 1, "in_types[0].ndim & 1 == 1", "0 != 1"),
+    (lambda t: (t[0].ndim | 1) == 2, "in_types[0].ndim | 1 == 2", "3 != 2"),
+    (lambda t: (t[0].ndim ^ 3) == 0, "in_types[0].ndim ^ 3 == 0", "1 != 0"),
+    (lambda t: (t[0].ndim << 1) == 2, "in_types[0].ndim << 1 == 2", "4 != 2"),
+    (lambda t: (t[0].ndim >> 1) == 0, "in_types[0].ndim >> 1 == 0", "1 != 0"),
+    (lambda t: (t[0].shape[0] + 1) * 2 == 5, "(in_types[0].shape[0] + 1) * 2 == 5", "6 != 5"),
+    (lambda t: t[0].size - (t[0].ndim - 1) == 0, "in_types[0].size - (in_types[0].ndim - 1) == 0", "5 != 0"),
+    (lambda t: t[0].shape[1:] == (4,), "in_types[0].shape[1:] == (4,)", "(3,) != (4,)"),
+    (lambda t: t[0].shape == (t[1].shape[0], 3), "in_types[0].shape == (in_types[1].shape[0], 3)",
+     "(2, 3) != (5, 3)"),
+    (lambda t: t[0].shape.count(3) == 2, "in_types[0].shape.count(3) == 2", "1 != 2"),
+])
+def test_operators_evaluate_and_show_their_text(build, expect, actual):
+    with pytest.raises(InvalidType) as info:
+        apply_checked(lambda t: type_check.expect(build(t)), X, np.ones(5))
+    assert (info.value.expect, info.value.actual) == (expect, actual)
+
+
+def test_conditions_combine_with_and_or_not():
+    def ok(t):
+        x = t[0]
+        type_check.expect((x.ndim == 2) & (x.shape[0] == 2), (x.ndim == 1) | (x.ndim == 2), ~(x.ndim == 1))
+
+    apply_checked(ok, X)
+    cases = [
+        (lambda x: (x.ndim == 2) & (x.shape[0] == 5), "(in_types[0].ndim == 2) & (in_types[0].shape[0] == 5)",
+         "2 != 5"),
+        (lambda x: (x.ndim == 1) | (x.ndim == 3), "(in_types[0].ndim == 1) | (in_types[0].ndim == 3)",
+         "2 != 1 and 2 != 3"),
+        (lambda x: ~(x.ndim == 2), "~(in_types[0].ndim == 2)", "2 == 2"),
+    ]
+    for build, expect, actual in cases:
+        with pytest.raises(InvalidType) as info:
+            apply_checked(lambda t: type_check.expect(build(t[0])), X)
+        assert (info.value.expect, info.value.actual) == (expect, actual)
+
+
+def test_and_does_not_evaluate_the_right_condition_after_the_left_fails():
+    """As in expect(a, b): shape[1] of a 1-d input is never looked at once ndim == 2 fails."""
+    msg = failure(lambda t: type_check.expect((t[0].ndim == 2) & (t[0].shape[1] == 3)), np.ones(3))
+    assert "Actual: 1 != 2" in msg
+
+
+@pytest.mark.parametrize("value", [5, 0, 2.0, None, "yes", np.int64(1)])
+def test_expect_refuses_what_is_not_a_condition(value):
+    """expect(5) used to pass without a word; expect(x.ndim) to fail with 'no len()'."""
+    with pytest.raises(TypeError, match="condition") as info:
+        type_check.expect(value)
+    assert not isinstance(info.value, InvalidType)
+
+
+def test_expect_refuses_an_expression():
+    with pytest.raises(TypeError, match=r"condition.*in_types\[0\]\.ndim") as info:
+        apply_checked(lambda t: type_check.expect(t[0].ndim), X)
+    assert not isinstance(info.value, InvalidType)
+
+
+def test_expect_takes_bools():
+    type_check.expect(True, np.True_)
+    with pytest.raises(InvalidType):
+        type_check.expect(True, np.False_)
+
+
+def test_expect_broadcast_shapes():
+    apply_checked(lambda t: type_check.expect_broadcast_shapes(t[0].shape, t[1].shape), X, np.ones(3))
+    apply_checked(lambda t: type_check.expect_broadcast_shapes(t[0].shape, t[1].shape), X, np.ones((4, 1, 1)))
+    msg = failure(lambda t: type_check.expect_broadcast_shapes(t[0].shape, t[1].shape), X, np.ones(4))
+    assert "cannot broadcast" in msg
+    assert "in_types[0].shape = (2, 3)" in msg and "in_types[1].shape = (4,)" in msg

@@ -104,8 +104,14 @@ class Expr:
         return Expr(lambda: fn(_v(a), _v(b)),
                     lambda: f"{_t(a, priority + right)} {sym} {_t(b, priority + (not right))}", priority)
 
+    def _unary(self, sym: str, fn: Any) -> "Expr":
+        return Expr(lambda: fn(self.eval()), lambda: f"{sym}{_t(self, _UNARY)}", _UNARY)
+
     def _cmp(self, other: Any, sym: str, fn: Any) -> "Condition":
-        return Condition(self, other, sym, lambda: bool(fn(self.eval(), _v(other))))
+        return _comparison(self, other, sym, fn)
+
+    def __call__(self, *args: Any) -> "Expr":
+        return Expr(lambda: self.eval()(*map(_v, args)), lambda: f"{_t(self, _ATOM)}({', '.join(map(_t, args))})")
 
     __add__ = lambda s, o: s._bin(o, "+", operator.add, _SUM)
     __radd__ = lambda s, o: s._bin(o, "+", operator.add, _SUM, True)
@@ -113,8 +119,27 @@ class Expr:
     __rsub__ = lambda s, o: s._bin(o, "-", operator.sub, _SUM, True)
     __mul__ = lambda s, o: s._bin(o, "*", operator.mul, _PRODUCT)
     __rmul__ = lambda s, o: s._bin(o, "*", operator.mul, _PRODUCT, True)
+    __truediv__ = lambda s, o: s._bin(o, "/", operator.truediv, _PRODUCT)
+    __rtruediv__ = lambda s, o: s._bin(o, "/", operator.truediv, _PRODUCT, True)
     __floordiv__ = lambda s, o: s._bin(o, "//", operator.floordiv, _PRODUCT)
+    __rfloordiv__ = lambda s, o: s._bin(o, "//", operator.floordiv, _PRODUCT, True)
     __mod__ = lambda s, o: s._bin(o, "%", operator.mod, _PRODUCT)
+    __rmod__ = lambda s, o: s._bin(o, "%", operator.mod, _PRODUCT, True)
+    __pow__ = lambda s, o: s._bin(o, "**", operator.pow, _POWER)
+    __rpow__ = lambda s, o: s._bin(o, "**", operator.pow, _POWER, True)
+    __lshift__ = lambda s, o: s._bin(o, "<<", operator.lshift, _SHIFT)
+    __rlshift__ = lambda s, o: s._bin(o, "<<", operator.lshift, _SHIFT, True)
+    __rshift__ = lambda s, o: s._bin(o, ">>", operator.rshift, _SHIFT)
+    __rrshift__ = lambda s, o: s._bin(o, ">>", operator.rshift, _SHIFT, True)
+    __and__ = lambda s, o: s._bin(o, "&", operator.and_, _AND)
+    __rand__ = lambda s, o: s._bin(o, "&", operator.and_, _AND, True)
+    __xor__ = lambda s, o: s._bin(o, "^", operator.xor, _XOR)
+    __rxor__ = lambda s, o: s._bin(o, "^", operator.xor, _XOR, True)
+    __or__ = lambda s, o: s._bin(o, "|", operator.or_, _OR)
+    __ror__ = lambda s, o: s._bin(o, "|", operator.or_, _OR, True)
+    __neg__ = lambda s: s._unary("-", operator.neg)
+    __pos__ = lambda s: s._unary("+", operator.pos)
+    __invert__ = lambda s: s._unary("~", operator.invert)
     __eq__ = lambda s, o: s._cmp(o, "==", operator.eq)  # type: ignore[assignment]
     __ne__ = lambda s, o: s._cmp(o, "!=", operator.ne)  # type: ignore[assignment]
     __lt__ = lambda s, o: s._cmp(o, "<", operator.lt)
@@ -126,7 +151,7 @@ class Expr:
 
 def _v(x: Any) -> Any:
     """The value of ``x``: expressions evaluated, also inside tuples and lists."""
-    if isinstance(x, Expr):
+    if isinstance(x, (Expr, Condition)):
         return x.eval()
     if isinstance(x, (tuple, list)):
         return type(x)(map(_v, x)) if type(x) in (tuple, list) else x
@@ -156,15 +181,14 @@ def _subscript(key: Any) -> str:
 
 
 class Condition:
-    """The result of comparing expressions; ``expect`` checks it, ``bool()`` evaluates it."""
+    """The result of comparing expressions: ``expect`` checks it, ``bool()`` evaluates it,
+    ``&``, ``|`` and ``~`` combine conditions."""
 
     __slots__ = ("_test", "_render", "_explain")
 
-    def __init__(self, lhs: Any, rhs: Any, sym: str, check: Callable[[], bool]) -> None:
-        self._test = check
-        self._render = lambda: f"{_t(lhs)} {sym} {_t(rhs)}"
-        # what holds instead, once the test has failed
-        self._explain = lambda: f"{_v(lhs)!r} {_FLIP[sym]} {_v(rhs)!r}"
+    def __init__(self, test: Callable[[], bool], render: Callable[[], str], explain: Callable[[bool], str]) -> None:
+        # explain(held): what is the case, given whether the condition held
+        self._test, self._render, self._explain = test, render, explain
 
     def eval(self) -> bool:
         """Whether the condition holds."""
@@ -176,17 +200,69 @@ class Condition:
     def __bool__(self) -> bool:
         return self._test()
 
+    def __and__(self, other: Any) -> "Condition":
+        a, b = self, _as_condition(other)
+        if b is None:
+            return NotImplemented
+        return Condition(lambda: a._test() and b._test(), lambda: f"({a!r}) & ({b!r})",
+                         lambda held: f"{a._explain(True)} and {b._explain(True)}" if held
+                         else b._explain(False) if a._test() else a._explain(False))
+
+    def __or__(self, other: Any) -> "Condition":
+        a, b = self, _as_condition(other)
+        if b is None:
+            return NotImplemented
+        return Condition(lambda: a._test() or b._test(), lambda: f"({a!r}) | ({b!r})",
+                         lambda held: (a._explain(True) if a._test() else b._explain(True)) if held
+                         else f"{a._explain(False)} and {b._explain(False)}")
+
+    def __invert__(self) -> "Condition":
+        a = self
+        return Condition(lambda: not a._test(), lambda: f"~({a!r})", lambda held: a._explain(not held))
+
+    def __rand__(self, other: Any) -> "Condition":
+        a = _as_condition(other)
+        return NotImplemented if a is None else a & self
+
+    def __ror__(self, other: Any) -> "Condition":
+        a = _as_condition(other)
+        return NotImplemented if a is None else a | self
+
+
+def _comparison(lhs: Any, rhs: Any, sym: str, fn: Any) -> Condition:
+    def explain(held: bool) -> str:
+        return f"{_v(lhs)!r} {sym if held else _FLIP[sym]} {_v(rhs)!r}"
+
+    return Condition(lambda: bool(fn(_v(lhs), _v(rhs))), lambda: f"{_t(lhs)} {sym} {_t(rhs)}", explain)
+
+
+def _is_bool(c: Any) -> bool:
+    """A Python bool or a bool scalar of an array library (numpy's ``bool`` / ``bool_``)."""
+    return isinstance(c, bool) or type(c).__name__ in ("bool", "bool_")
+
+
+def _as_condition(c: Any) -> Condition | None:
+    if isinstance(c, Condition):
+        return c
+    if _is_bool(c):
+        return Condition(lambda: bool(c), lambda: repr(c), lambda held: repr(c))
+    return None
+
 
 class TypeInfo:
-    """Shape, ndim, size and dtype of one input, as expressions."""
+    """Shape, ndim, size and dtype of one input, as expressions named ``in_types[i]``
+    (or by :func:`argname`)."""
 
     def __init__(self, array: Any, index: int) -> None:
-        name = f"in_types[{index}]"
-        shape, ndim, size, dtype = tuple(array.shape), array.ndim, array.size, array.dtype
-        self.shape = Expr(lambda: shape, lambda: f"{name}.shape")
-        self.ndim = Expr(lambda: ndim, lambda: f"{name}.ndim")
-        self.size = Expr(lambda: size, lambda: f"{name}.size")
-        self.dtype = Expr(lambda: dtype, lambda: f"{name}.dtype")
+        self._name = f"in_types[{index}]"
+        self._type = type(array)
+        self.shape = self._expr(tuple(array.shape), "shape")
+        self.ndim = self._expr(array.ndim, "ndim")
+        self.size = self._expr(array.size, "size")
+        self.dtype = self._expr(array.dtype, "dtype")
+
+    def _expr(self, value: Any, attr: str) -> Expr:
+        return Expr(lambda: value, lambda: f"{self._name}.{attr}")
 
 
 class TypeInfoTuple(tuple):
@@ -206,15 +282,86 @@ class TypeInfoTuple(tuple):
 
 
 def expect(*conditions: Any) -> None:
-    """Raise :class:`InvalidType` for the first condition that does not hold."""
-    for c in conditions:
-        if isinstance(c, Condition):
-            try:
-                ok = c.eval()
-            except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
-                actual = f"cannot evaluate it: {type(exc).__name__}: {exc}"
-                raise InvalidType(repr(c), actual) from exc
-            if not ok:
-                raise InvalidType(repr(c), c._explain())
-        elif not c:
-            raise InvalidType(repr(c), "False")
+    """Raise :class:`InvalidType` for the first condition that does not hold. A condition is a
+    comparison of expressions (``x.ndim == 2``), conditions joined by ``&``, ``|``, ``~``, or a bool."""
+    for i, c in enumerate(conditions):
+        if _is_bool(c):
+            if not c:
+                raise InvalidType(f"argument {i + 1} of expect() is True", "False")
+            continue
+        if not isinstance(c, Condition):
+            what = f"the expression {c!r}" if isinstance(c, Expr) else f"{type(c).__name__} {c!r}"
+            raise TypeError(f"polygrad.type_check.expect takes conditions such as x.ndim == 2 (or bools); got {what}")
+        try:
+            ok = c.eval()
+        except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidType(repr(c), f"cannot evaluate it: {type(exc).__name__}: {exc}") from exc
+        if not ok:
+            raise InvalidType(repr(c), c._explain(False))
+
+
+def eval(x: Any) -> Any:  # noqa: A001 (Chainer's name)
+    """The value of an expression or condition (anything else as it is), for Python's ``if``."""
+    return _v(x)
+
+
+def make_variable(value: Any, name: str) -> Expr:
+    """An expression of ``value`` that shows as ``name`` in messages."""
+    return Expr(lambda: value, lambda: name)
+
+
+def _product(xs: Any) -> Any:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def prod(xs: Any) -> Expr:
+    """The product of a shape (or any sequence), as an expression: ``prod(x.shape) == x.size``."""
+    return Expr(lambda: _product(_v(xs)), lambda: f"prod({_t(xs)})")
+
+
+def argname(in_types: Any, names: Any) -> None:
+    """Name the inputs in messages (``x.shape[1]`` for ``in_types[0].shape[1]``); raise
+    :class:`InvalidType` unless there is one name per input."""
+    if len(in_types) != len(names):
+        raise InvalidType(f"{len(names)} argument(s)", f"{len(in_types)} argument(s)")
+    for info, name in zip(in_types, names):
+        if isinstance(info, TypeInfo):
+            info._name = name
+
+
+_argname = argname  # (the name Chainer 7's own functions call)
+
+
+def same_types(*arrays: Any) -> bool:
+    """Whether the arrays (or Variables, or TypeInfos) all belong to one backend: Chainer's
+    "all numpy or all cupy". False where one is not an array."""
+    from polygrad.core import dispatch
+    from polygrad.core.variable import Variable
+
+    names = set()
+    for a in arrays:
+        t = a._type if isinstance(a, TypeInfo) else type(a._data if isinstance(a, Variable) else a)
+        try:
+            backend = dispatch.backend_of_type(t)
+        except TypeError:
+            return False
+        names.add(getattr(backend, "name", backend))
+    return len(names) <= 1
+
+
+def expect_broadcast_shapes(*shapes: Any) -> None:
+    """Raise :class:`InvalidType` unless the shapes (expressions such as ``x.shape``, or tuples)
+    broadcast together."""
+    values = [tuple(_v(s)) for s in shapes]
+    for axis in range(1, max(map(len, values), default=0) + 1):
+        n = 1
+        for v in values:
+            d = v[-axis] if axis <= len(v) else 1
+            if d != 1 and n != 1 and d != n:
+                listed = ", ".join(f"{_t(s)} = {v!r}" for s, v in zip(shapes, values))
+                raise InvalidType(", ".join(map(_t, shapes)) + " broadcast together",
+                                  f"cannot broadcast inputs of the following shapes: {listed}")
+            n = d if d != 1 else n
