@@ -291,3 +291,44 @@ def test_expect_broadcast_shapes():
     msg = failure(lambda t: type_check.expect_broadcast_shapes(t[0].shape, t[1].shape), X, np.ones(4))
     assert "cannot broadcast" in msg
     assert "in_types[0].shape = (2, 3)" in msg and "in_types[1].shape = (4,)" in msg
+
+
+# ---------------------------------------------------------------------------
+# sizes not known yet (dask after boolean indexing)
+# ---------------------------------------------------------------------------
+@pytest.fixture
+def unknown_length():
+    pytest.importorskip("dask.array")
+    if "dask" not in pg.backends():
+        pytest.skip("the dask backend is not installed")
+    d = pg.to_backend(np.arange(6.0), "dask")
+    return d[d > 2]
+
+
+@pytest.mark.parametrize("build, text", [
+    (lambda x: x.shape[0] == 3, "in_types[0].shape[0] == 3"),
+    (lambda x: x.shape[0] != 3, "in_types[0].shape[0] != 3"),
+    (lambda x: x.shape[0] >= 0, "in_types[0].shape[0] >= 0"),
+    (lambda x: x.shape == (3,), "in_types[0].shape == (3,)"),
+    (lambda x: x.size == 3, "in_types[0].size == 3"),
+    (lambda x: type_check.prod(x.shape) == 3, "prod(in_types[0].shape) == 3"),
+])
+def test_an_unknown_size_is_reported_not_compared(unknown_length, build, text):
+    """dask's NaN for a length not computed: no silent pass of != and no 'nan != 3'."""
+    with pytest.raises(InvalidType) as info:
+        apply_checked(lambda t: type_check.expect(build(t[0])), unknown_length)
+    assert info.value.expect == text
+    assert "is unknown" in info.value.actual and "nan" not in info.value.actual
+
+
+def test_known_facts_of_an_array_with_an_unknown_size_are_checked(unknown_length):
+    apply_checked(lambda t: type_check.expect(t[0].ndim == 1, t[0].dtype == np.float64), unknown_length)
+
+
+def test_an_unknown_size_in_python_code_raises_instead_of_comparing(unknown_length):
+    def check(t):
+        if type_check.eval(t[0].shape[0]) != 3:  # NaN != 3 would be True
+            raise AssertionError("compared an unknown size")
+
+    with pytest.raises(InvalidType, match=r"in_types\[0\]\.shape\[0\] is unknown"):
+        apply_checked(check, unknown_length)

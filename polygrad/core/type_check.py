@@ -249,6 +249,34 @@ def _as_condition(c: Any) -> Condition | None:
     return None
 
 
+class _Unknown:
+    """A size that an input does not know until it is computed (dask's NaN after boolean
+    indexing, the standard's None): comparing it, computing with it or converting it raises
+    :class:`InvalidType` that names it, where NaN would compare unequal to everything."""
+
+    __slots__ = ("_what",)
+
+    def __init__(self, what: Callable[[], str]) -> None:
+        self._what = what
+
+    def __repr__(self) -> str:
+        return "unknown"
+
+    def _refuse(self, *args: Any) -> Any:
+        what = self._what()
+        raise InvalidType(f"{what} to be known", f"{what} is unknown (the array does not know it until it is computed)")
+
+
+for _op in ("eq ne lt le gt ge add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow rpow "
+            "lshift rlshift rshift rrshift and rand xor rxor or ror neg pos invert abs bool index int float "
+            "len iter getitem").split():
+    setattr(_Unknown, f"__{_op}__", _Unknown._refuse)
+
+
+def _is_unknown(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
 class TypeInfo:
     """Shape, ndim, size and dtype of one input, as expressions named ``in_types[i]``
     (or by :func:`argname`)."""
@@ -256,10 +284,16 @@ class TypeInfo:
     def __init__(self, array: Any, index: int) -> None:
         self._name = f"in_types[{index}]"
         self._type = type(array)
-        self.shape = self._expr(tuple(array.shape), "shape")
-        self.ndim = self._expr(array.ndim, "ndim")
-        self.size = self._expr(array.size, "size")
-        self.dtype = self._expr(array.dtype, "dtype")
+        shape = array.shape
+        if shape is not None:  # (None: even the number of dimensions is unknown)
+            shape = tuple(self._known(d, f"shape[{i}]") for i, d in enumerate(shape))
+        self.shape = self._expr(self._known(shape, "shape"), "shape")
+        self.ndim = self._expr(self._known(array.ndim, "ndim"), "ndim")
+        self.size = self._expr(self._known(array.size, "size"), "size")
+        self.dtype = self._expr(self._known(array.dtype, "dtype"), "dtype")
+
+    def _known(self, value: Any, attr: str) -> Any:
+        return _Unknown(lambda: f"{self._name}.{attr}") if _is_unknown(value) else value
 
     def _expr(self, value: Any, attr: str) -> Expr:
         return Expr(lambda: value, lambda: f"{self._name}.{attr}")
@@ -294,6 +328,8 @@ def expect(*conditions: Any) -> None:
             raise TypeError(f"polygrad.type_check.expect takes conditions such as x.ndim == 2 (or bools); got {what}")
         try:
             ok = c.eval()
+        except InvalidType as exc:  # an unknown size
+            raise InvalidType(repr(c), exc.actual) from exc
         except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as exc:
             raise InvalidType(repr(c), f"cannot evaluate it: {type(exc).__name__}: {exc}") from exc
         if not ok:
