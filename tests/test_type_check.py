@@ -332,3 +332,13 @@ def test_an_unknown_size_in_python_code_raises_instead_of_comparing(unknown_leng
 
     with pytest.raises(InvalidType, match=r"in_types\[0\]\.shape\[0\] is unknown"):
         apply_checked(check, unknown_length)
+
+
+def test_a_checked_function_on_a_symbolic_input_is_refused_as_any_function():
+    """pg.function's symbolic inputs: the documented refusal, not a check failing on 'float64' or on
+    a size unknown until the compiled function runs."""
+    from polygrad import symbolic as T
+
+    with pytest.raises(TypeError, match="cannot run on backend 'symbolic'") as info:
+        apply_checked(lambda t: type_check.expect(t[0].dtype == np.float64, t[0].shape[0] == 3), T.vector("x"))
+    assert not isinstance(info.value, InvalidType)

@@ -50,6 +50,7 @@ import weakref
 from typing import Any
 
 from polygrad.core import config
+from polygrad.core.dispatch import has_namespace
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
@@ -199,7 +200,8 @@ class Function(Node):
             self._fresh()
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
         self._wrapped = tuple(not isinstance(x, Variable) for x in inputs)
-        if type(self).check_type_forward is not Function.check_type_forward:
+        checks = type(self).check_type_forward is not Function.check_type_forward
+        if checks and all(has_namespace(v._data) for v in in_vars):  # (symbolic data: apply refuses it below)
             from polygrad.core import type_check  # loaded only by Functions that check
 
             in_types = type_check.TypeInfoTuple.from_arrays(tuple(v._data for v in in_vars), self.label)
