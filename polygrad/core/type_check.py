@@ -12,6 +12,10 @@ A failure raises :class:`InvalidType`::
     Invalid operation is performed in: MyFunction (Forward)
     Expect: in_types[0].ndim == 2
     Actual: 3 != 2
+
+The API is Chainer's ``chainer.utils.type_check`` (without its light mode):
+``expect``, ``eval``, ``prod``, ``argname``, ``same_types``, ``make_variable``,
+``expect_broadcast_shapes``, ``get_function_check_context``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ import contextlib
 import contextvars
 import operator
 from typing import Any, Callable, Iterator
+
+__all__ = [  # (eval too, left out of here so that `import *` keeps Python's eval)
+    "InvalidType", "Expr", "Condition", "TypeInfo", "TypeInfoTuple", "expect", "prod", "argname", "same_types",
+    "make_variable", "expect_broadcast_shapes", "get_function_check_context",
+]
 
 _FLIP = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
