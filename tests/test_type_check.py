@@ -342,3 +342,15 @@ def test_a_checked_function_on_a_symbolic_input_is_refused_as_any_function():
     with pytest.raises(TypeError, match="cannot run on backend 'symbolic'") as info:
         apply_checked(lambda t: type_check.expect(t[0].dtype == np.float64, t[0].shape[0] == 3), T.vector("x"))
     assert not isinstance(info.value, InvalidType)
+
+
+def test_iterating_a_shape_of_unknown_rank_says_it_is_unknown():
+    class RankUnknown:  # what a backend may give: no shape at all yet
+        shape = ndim = size = None
+        dtype = "float32"
+
+    x, = type_check.TypeInfoTuple.from_arrays((RankUnknown(),))
+    with pytest.raises(InvalidType, match=r"in_types\[0\]\.shape is unknown"):
+        list(itertools.islice(iter(x.shape), 5))  # bounded: cannot run forever
+    with pytest.raises(InvalidType, match=r"in_types\[0\]\.ndim is unknown"):
+        type_check.expect(x.ndim == 1)

@@ -100,6 +100,8 @@ class Expr:
         value = self.eval()
         try:
             n = len(value)
+        except InvalidType:  # (an unknown shape says so)
+            raise
         except TypeError:
             raise TypeError(f"polygrad.type_check: {self!r} ({type(value).__name__}) cannot be iterated") from None
         return iter([self[i] for i in range(n)])
