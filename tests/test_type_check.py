@@ -354,3 +354,10 @@ def test_iterating_a_shape_of_unknown_rank_says_it_is_unknown():
         list(itertools.islice(iter(x.shape), 5))  # bounded: cannot run forever
     with pytest.raises(InvalidType, match=r"in_types\[0\]\.ndim is unknown"):
         type_check.expect(x.ndim == 1)
+
+
+def test_an_array_scalar_on_the_left_makes_a_condition():
+    """np.int64(2) == x.shape used to broadcast over the shape's items into an array."""
+    with pytest.raises(InvalidType) as info:
+        apply_checked(lambda t: type_check.expect(np.int64(2) == t[0].shape), X)
+    assert info.value.expect == "in_types[0].shape == np.int64(2)"

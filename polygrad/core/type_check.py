@@ -158,6 +158,7 @@ class Expr:
     __gt__ = lambda s, o: s._cmp(o, ">", operator.gt)
     __ge__ = lambda s, o: s._cmp(o, ">=", operator.ge)
     __hash__ = None  # type: ignore[assignment]
+    __array_ufunc__ = None  # (an array library's scalar on the left leaves the operator to Expr)
 
 
 def _v(x: Any) -> Any:
