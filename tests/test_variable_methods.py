@@ -319,3 +319,68 @@ def test_max_over_all_or_several_axes_and_mean_dtype_spellings():
         assert float(np.mean(x, dtype=dtype)) == 5.0
     with pytest.raises(TypeError, match="floating dtype"):
         np.var(x, dtype=int)
+
+
+# ---------------------------------------------------------------------------
+# Found by a hunt: copies that were none, copies on another backend, writes into integers
+# ---------------------------------------------------------------------------
+def test_contiguous_of_a_view_is_a_copy_and_of_a_base_the_variable_itself():
+    """x.t().contiguous() returned the view itself: zero_() on it zeroed x (PyTorch copies a
+    tensor that is not contiguous); with a graph the base's gradient came out all zeros."""
+    x = pg.Variable(np.arange(6.0).reshape(2, 3), requires_grad=False)
+    x.t().contiguous().zero_()
+    x[:, 1:].contiguous().fill_(-1.0)
+    np.testing.assert_array_equal(x.data, np.arange(6.0).reshape(2, 3))
+    assert x.contiguous() is x
+    w = pg.Variable(np.arange(6.0).reshape(2, 3))
+    h = w * 1.0
+    h.t().contiguous().mul_(0.0)
+    (h * h).sum().backward()
+    np.testing.assert_array_equal(w.grad, 2 * np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize("name", ["dask", "array_api_strict"])
+def test_clone_stays_on_the_variables_backend(name):
+    """clone() copied onto the current backend: a dask Variable came back a numpy one (the whole
+    graph computed), and one that requires grad was refused as 'crossing backends'."""
+    x = pg.Variable(pg.asarray(np.arange(3.0), backend=name), requires_grad=False)
+    assert x.clone().backend.name == name
+    w = pg.Variable(pg.asarray(np.arange(3.0), backend=name))
+    c = (w * 2).clone()
+    assert c.backend.name == name and c.data is not (w * 2).data
+    c.sum().backward()
+    np.testing.assert_array_equal(np.from_dlpack(pg.to_backend(w.grad, "numpy")), [2.0, 2.0, 2.0])
+
+
+def test_max_and_min_of_another_variable_are_element_wise():
+    """x.max(y) (PyTorch's element-wise maximum) failed in argmax with y taken for an axis."""
+    x, y = pg.Variable(np.array([1.0, 5.0, 3.0])), pg.Variable(np.array([2.0, 4.0, 3.5]))
+    np.testing.assert_array_equal(x.max(y).data, [2.0, 5.0, 3.5])
+    np.testing.assert_array_equal(x.min(np.array([0.0, 9.0, 3.0])).data, [0.0, 5.0, 3.0])
+    x.max(y).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
+
+
+def test_writing_a_variable_that_requires_grad_into_integers_gives_no_gradient():
+    """c[0:2] = w into an int64 c made c an integer Variable requiring grad: its gradient, truncated
+    to integers, was added into w's (3 for 1 + int(2.5)); int() has zero derivative."""
+    w = pg.Variable(np.array([1.5, 2.5]))
+    c = pg.Variable(np.zeros(2, np.int64), requires_grad=False)
+    c[0:2] = w
+    assert c.dtype == np.int64 and not c.requires_grad and c.creator is None
+    ((c * 2.5).sum() + (w * 1.0).sum()).backward()
+    np.testing.assert_array_equal(w.grad, [1.0, 1.0])
+    k = pg.Variable(np.zeros(3, np.int64), requires_grad=False)
+    k[np.array([0, 2])] = w
+    assert not k.requires_grad
+
+
+def test_clip_of_integers_by_a_floating_bound_is_refused(xp):
+    """numpy's namespace cast the bound to x's dtype (clip([1, 5, 9], 1.7, 8) gave [1, 5, 8]),
+    array_api_strict refused: the standard leaves mixing kinds unspecified."""
+    x = pg.Variable(xp.asarray([1, 5, 9]), requires_grad=False)
+    w = pg.Variable(xp.asarray(1.7, dtype=xp.float64))
+    for call in (lambda: pg.clip(x, 1.7, 8), lambda: x.clamp(w, 8), lambda: pg.clip(x, max=2.5)):
+        with pytest.raises(TypeError, match=r"clip: x is \S*int64 \(3,\) and the bound (min|max) is floating"):
+            call()
+    np.testing.assert_array_equal(np.from_dlpack(pg.clip(x, 2, 8).data), [2, 5, 8])

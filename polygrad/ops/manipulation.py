@@ -686,7 +686,7 @@ def _setitem_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, key: Any) -> An
     return o.sum_to(o.getitem(g, key), tuple(v.shape))
 
 
-SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True),
+SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True, casts=True),  # (into an integer x: no gradient)
                  lambda o, g, ans, x, v, key: o.where(_untouched_mask(g, key), g, 0.0),
                  _setitem_value_vjp)
 
@@ -734,7 +734,7 @@ def _setitem_at_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, *arrays: Any
     return cast_grad(o, masked, v)
 
 
-SETITEM_AT = defvjp(Op("setitem_at", _setitem_at_kernel, shapes=True),
+SETITEM_AT = defvjp(Op("setitem_at", _setitem_at_kernel, shapes=True, casts=True),
                     lambda o, g, ans, x, v, *arrays, key: o.setitem_at(g, 0.0, *arrays, key=key),
                     _setitem_at_value_vjp)
 SETITEM_VALUE_GRAD_AT = defvjp(Op("setitem_value_grad_at", _setitem_value_grad_at_kernel, shapes=True),
