@@ -24,8 +24,10 @@ from typing import Any
 
 from polygrad import ops
 from polygrad.backends import get_backend, to_backend
-from polygrad.core.dispatch import backend_of_type
-from polygrad.core.variable import Variable
+from polygrad.core.dispatch import backend_of_type, is_array
+from polygrad.core.primitive import apply
+from polygrad.core.variable import Variable, _unrecorded, _view_base
+from polygrad.ops import creation as _creation
 from polygrad.ops._dtypes import dtype_named
 
 
@@ -99,13 +101,16 @@ def _prod(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = No
     return ops.prod(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
-def _extreme(values: Any, indices: Any) -> Any:
+def _extreme(values: Any, indices: Any, pairwise: Any) -> Any:
     def method(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, out: Any = _NOT_GIVEN,
                keepdims: Any = False) -> Any:
         """The extreme element; with ``dim`` (or ``axis``), PyTorch's ``(values, indices)`` along it.
         The values are read at the indices, so that their gradient goes to the element the index
         names, as in PyTorch (``pg.max`` splits it among ties). numpy's call (``np.max(x,
-        axis=0)``, which passes ``out=``) gives the values alone, as numpy does."""
+        axis=0)``, which passes ``out=``) gives the values alone, as numpy does. Given another
+        Variable or array (``x.max(y)``), the element-wise extreme, as PyTorch's ``max(other)``."""
+        if isinstance(dim, Variable) or is_array(dim):
+            return pairwise(x, dim)
         dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
         if out is not _NOT_GIVEN or dim is None or isinstance(dim, (tuple, list)):
             # numpy's call, all axes, or several: the values alone (as numpy and torch.amax give them)
@@ -263,8 +268,16 @@ def _astype(name: str) -> Any:
 
 
 def _clone(x: Variable) -> Variable:
-    """A copy, differentiable (PyTorch's ``clone``)."""
-    return ops.asarray(x, copy=True)
+    """A copy on ``x``'s own backend, differentiable (PyTorch's ``clone``; ``pg.asarray`` would copy
+    onto the current backend: a dask Variable came back a numpy one)."""
+    return apply(_creation.ASARRAY, (x,), {"copy": True})
+
+
+def _contiguous(x: Variable) -> Variable:
+    """PyTorch's ``contiguous``: ``x`` itself where it is no view; a view (``x.t()``, ``x[:, 1:]``) gets
+    a copy with memory of its own, so a write into the result leaves ``x``'s base alone, as in
+    PyTorch (the standard knows no memory layout: every view counts as not contiguous)."""
+    return _clone(x) if _view_base(x._node) is not None or _unrecorded(x) is not None else x
 
 
 # -- in place (PyTorch's trailing underscore) ---------------------------------------------
@@ -337,7 +350,7 @@ def _addgrad(x: Variable, other: Variable) -> None:
 METHODS = {
     # reductions
     "sum": _sum, "mean": _mean, "prod": _prod, "var": _var, "std": _std, "norm": _norm,
-    "max": _extreme(ops.max, ops.argmax), "min": _extreme(ops.min, ops.argmin),
+    "max": _extreme(ops.max, ops.argmax, ops.maximum), "min": _extreme(ops.min, ops.argmin, ops.minimum),
     "argmax": lambda x, dim=None, keepdim=False: ops.argmax(x, axis=dim, keepdims=keepdim),
     "argmin": lambda x, dim=None, keepdim=False: ops.argmin(x, axis=dim, keepdims=keepdim),
     # element-wise
@@ -351,7 +364,7 @@ METHODS = {
     "view": _view, "view_as": lambda x, other: ops.reshape(x, tuple(other.shape)), "unsqueeze": _unsqueeze,
     "squeeze": _squeeze, "expand": _expand, "expand_as": lambda x, other: ops.broadcast_to(x, tuple(other.shape)),
     "reshape": _view, "t": _t, "transpose": _transpose, "swapaxes": _swapaxes, "permute": _permute, "repeat": _repeat,
-    "flatten": lambda x: ops.reshape(x, (-1,)), "contiguous": lambda x: x,
+    "flatten": lambda x: ops.reshape(x, (-1,)), "contiguous": _contiguous,
     "dim": lambda x: x.ndim, "numel": lambda x: x.size, "nelement": lambda x: x.size,
     # values, copies, dtypes
     "numpy": _numpy, "item": _item, "tolist": _tolist, "clone": _clone,
