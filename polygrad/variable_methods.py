@@ -316,6 +316,13 @@ def _to_device(device: str) -> Any:
         """Move the data (and the gradient) to the {device} backend, in place (Chainer's to_{device})."""
         target = _backend_of_device(device)
         if x.backend is not target:
+            if x._node is not None:
+                raise RuntimeError(
+                    f"polygrad: to_{device}() of {x._describe()}, made by {x._node.label} on backend "
+                    f"{x.backend.name!r}: moving it in place would send {target.name!r} gradients into that "
+                    f"function's backward (a {x.backend.name!r} leaf got a {target.name!r} .grad); move the "
+                    f"leaves (the parameters) instead, or take x.{'cpu' if device == 'cpu' else 'cuda'}() for "
+                    f"a copy without a graph")
             x.data = to_backend(x.data, target.name)
             if x._grad is not None:
                 x._grad = to_backend(x.grad, target.name)

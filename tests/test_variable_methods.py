@@ -384,3 +384,17 @@ def test_clip_of_integers_by_a_floating_bound_is_refused(xp):
         with pytest.raises(TypeError, match=r"clip: x is \S*int64 \(3,\) and the bound (min|max) is floating"):
             call()
     np.testing.assert_array_equal(np.from_dlpack(pg.clip(x, 2, 8).data), [2, 5, 8])
+
+
+def test_to_cpu_of_a_variable_made_by_a_function_is_refused():
+    """h.to_cpu() on a child of a dask leaf moved h in place: backward then gave the dask leaf a
+    numpy .grad without a word (Chainer fails later, in the creator's backward)."""
+    w = pg.Variable(pg.asarray(np.array([1.0, 2.0]), backend="dask"))
+    h = w * 2.0
+    with pytest.raises(RuntimeError, match=r"to_cpu\(\) of variable .*made by multiply on backend 'dask'"):
+        h.to_cpu()
+    assert h.backend.name == "dask"
+    (h * h).sum().backward()
+    assert w.grad is not None and pg.get_array_namespace(w.grad) is pg.get_backend("dask").xp
+    w.to_cpu()  # a leaf moves, with its gradient
+    assert w.backend.name == "numpy" and isinstance(w.grad, np.ndarray)
