@@ -19,9 +19,11 @@ then the ``post`` hooks.
 The update math is written once with the Array API namespace of each
 parameter's backend, on its raw arrays: per-parameter state (momentum, Adam's
 moments) lives in arrays of that backend and follows the parameter if it moves
-to another backend. Parameters are updated in place where the backend allows
-it (their version counter is bumped, so a retained graph that saved them
-refuses to backward with stale values); otherwise ``param.data`` is rebound.
+to another backend. A parameter is updated as ``param -= delta`` under
+``no_backprop_mode`` updates it: in place where the backend allows it (a retained
+graph that saved it then refuses to backward with stale values), otherwise by
+rebinding ``param.data``; either way its version counter moves and its views
+follow (see docs/inplace.md).
 
 An update is all or nothing: every parameter's step is computed first (on a
 lazy backend, computed for real and persisted, once per update, so the lazy
@@ -37,6 +39,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
+from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import widened
@@ -467,7 +470,7 @@ class GradientMethod(Optimizer):
     def _commit(param: Variable, state: dict, delta: Any, new_state: dict) -> None:
         new_data = new_state.pop("__data__", None)
         if new_data is not None:  # lazy: computed and persisted already
-            param._data = new_data
+            _rebind(param, new_data)
         else:
             _sub_from(param, delta)
         state.update(new_state)
@@ -645,21 +648,35 @@ def _complex(xp: Any, re: Any, im: Any, dtype: Any) -> Any:
 
 
 def _sub_from(param: Variable, delta: Any) -> None:
-    """``param.data -= delta``: in place (bumping the version) where the backend
-    writes in place, else by rebinding ``param.data``."""
+    """``param.data -= delta``, as ``param -= delta`` under ``no_backprop_mode`` does it: in place
+    where the backend writes in place, else by rebinding; either way the version moves and the
+    parameter's views follow (see :func:`_rebind`)."""
     old = param._data
     new = NotImplemented
     if backend_of_type(type(old)).inplace:
+        views = param._direct_views()  # (none, and no cost, for most parameters)
         try:
             new = old.__isub__(delta)
         except (TypeError, ValueError, AttributeError):  # read-only, or a dtype the standard will not write
             new = NotImplemented
-    if new is NotImplemented or new is None:
-        param._data = old - delta
-    elif new is old:
-        param._vbox.bump("optimizer update")
-    else:
-        param._data = new
+        if new is old:
+            param._vbox.bump(_UPDATE)
+            for view in views:  # one that shares no memory with it (a reshape that copied) is taken again
+                view._follow(param)
+            return
+    _rebind(param, old - delta if new is NotImplemented or new is None else new)
+
+
+def _rebind(param: Variable, new: Any) -> None:
+    """Make ``new`` (the updated values) the data of ``param``, as any in-place write of a Variable
+    does (``Variable._write``): the version moves and the views follow (the parameter's ``w[0:2]``
+    showed the old values on dask, its version stayed 0). Under ``no_backprop_mode``: an update,
+    not part of any graph (the parameter keeps requiring grad)."""
+    with config.no_backprop_mode():
+        param._write(Variable._make(new), _UPDATE)
+
+
+_UPDATE = "optimizer update"
 
 
 class SGD(GradientMethod):

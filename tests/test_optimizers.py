@@ -151,6 +151,38 @@ def test_backward_through_a_retained_graph_after_an_update_raises(xp):
         y.backward()
 
 
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict", "dask"])
+@pytest.mark.parametrize("kind", ["optimizers", "optim"])
+def test_views_of_a_parameter_follow_an_update_and_its_version_moves(backend, kind):
+    """An update is an in-place change of the parameter, as ``w -= d`` under no_backprop_mode: its
+    views show the new values and its version moves, on every backend. On dask (which rebinds)
+    the views kept the old values and the version stayed 0; on numpy a view that shares no memory
+    with the parameter (a reshape that copied) kept them too."""
+    if backend == "dask":
+        pytest.importorskip("dask.array")
+    with pg.using_backend(backend) as b:
+        w = pg.Variable(arr(b.xp, np.arange(6.0).reshape(2, 3)).T)  # not contiguous on numpy
+        head, flat = w[0:2, ...], w.reshape(6)  # flat: a copy on numpy
+        with pg.no_backprop_mode():
+            row = w[0, ...]  # a view made outside recording
+        if kind == "optim":
+            opt = pg.optim.SGD([w], lr=1.0)
+        else:
+            opt = optimizers.SGD(lr=1.0).setup(pg.Link(w=w))
+        w.grad = arr(b.xp, np.ones((3, 2)))
+        opt.step() if kind == "optim" else opt.update()
+        new = np.arange(6.0).reshape(2, 3).T - 1.0
+        assert w.version == 1
+        values = lambda a: to_np(pg.to_backend(a.data if isinstance(a, pg.Variable) else a, "numpy"))  # noqa: E731
+        np.testing.assert_array_equal(values(w), new)
+        np.testing.assert_array_equal(values(head), new[0:2])
+        np.testing.assert_array_equal(values(flat), new.reshape(6))
+        np.testing.assert_array_equal(values(row), new[0])
+        assert w.requires_grad and w.creator is None
+        pg.sum(head * head).backward()  # the view's graph reaches the parameter as it is now
+        np.testing.assert_array_equal(values(w.grad), 1.0 + np.concatenate([2 * new[0:2], np.zeros((1, 2))]))
+
+
 def test_a_shared_parameter_is_updated_once(xp):
     """A Variable registered under two paths is updated once per update."""
     w = pg.Variable(arr(xp, [1.0]))
