@@ -180,8 +180,8 @@ class Optimizer:
         state = {}
         for k, p in enumerate(self.params):
             s = rule._state_of(p)
-            if s is not None:
-                state[k] = {"t": s["t"], **{name: s[name] for name in rule.state_names}}
+            if s is not None:  # (an array not made yet is left out, as PyTorch leaves out a momentum_buffer)
+                state[k] = {"t": s["t"], **{name: s[name] for name in rule.state_names if s[name] is not None}}
         group = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
         group["params"] = list(range(len(self.params)))
         return {"state": state, "param_groups": [group]}
@@ -222,22 +222,28 @@ class Optimizer:
                 raise ValueError(f"{where}: state entry {i!r} is not one of the parameter group's ids {ids}")
             k = position[i]
             p = self.params[k]
-            missing = [name for name in ("t",) + rule.state_names if name not in entry]
-            if missing:
-                raise ValueError(f"{where}: the state of parameter {k} lacks {missing} ({type(rule).__name__} keeps "
-                                 f"{['t', *rule.state_names]})")
             if p.data is None:
                 raise ValueError(f"{where}: parameter {k} is not initialized yet; run the model once first")
             backend = backend_of_type(type(p.data))
             xp = backend.xp
-            arrays = {}
             template = rule.init_state(p, backend)  # the state's dtypes (float32 moments of a float16 Adam)
+            # (an array the rule makes at its first use, None in a new state, may be missing: not made yet)
+            missing = [name for name in ("t",) + rule.state_names
+                       if name not in entry and (name == "t" or template[name] is not None)]
+            if missing:
+                raise ValueError(f"{where}: the state of parameter {k} lacks {missing} ({type(rule).__name__} keeps "
+                                 f"{['t', *rule.state_names]})")
+            arrays = {}
             for name in rule.state_names:
+                if name not in entry:
+                    arrays[name] = None
+                    continue
                 a = entry[name]
                 if tuple(getattr(a, "shape", ())) != tuple(p.data.shape):
                     raise ValueError(f"{where}: the state {name!r} of parameter {k} has shape "
                                      f"{tuple(getattr(a, 'shape', ()))}, the parameter {tuple(p.data.shape)}")
-                a, dtype = to_backend(a, backend.name), template[name].dtype
+                dtype = p.data.dtype if template[name] is None else template[name].dtype
+                a = to_backend(a, backend.name)
                 # (a complex velocity lost its imaginary part here, where load_npz refuses it)
                 check_kind(f"{where}: the state {name!r} of parameter {k}", xp, a.dtype, dtype_kind_of(xp, dtype), dtype)
                 arrays[name] = xp.astype(a, dtype)  # a copy
@@ -308,11 +314,12 @@ class _TorchSGD(_SGDChecks, optimizers.SGD):
 
 
 class _TorchMomentumSGD(_SGDChecks, optimizers.MomentumSGD):
-    """PyTorch's momentum: ``v = g`` at a parameter's first update, then ``v = momentum * v +
-    (1 - dampening) * g``; ``param -= lr * v`` (Nesterov: ``lr * (g + momentum * v)``). It equals
-    Chainer's rule while ``lr`` is constant and dampening 0; after a change of ``lr`` (a
-    schedule through ``param_groups``) the velocity already gathered moves by the new one, as in
-    PyTorch. A step with momentum 0 leaves the velocity as it was."""
+    """PyTorch's momentum: ``v = g`` at a parameter's first update with a momentum, then ``v =
+    momentum * v + (1 - dampening) * g``; ``param -= lr * v`` (Nesterov: ``lr * (g + momentum *
+    v)``). It equals Chainer's rule while ``lr`` is constant and dampening 0; after a change of
+    ``lr`` (a schedule through ``param_groups``) the velocity already gathered moves by the new
+    one, as in PyTorch. A step with momentum 0 leaves the velocity as it was: none (None, as
+    PyTorch's missing ``momentum_buffer``) until a step with a momentum makes it."""
 
     momentum = Hyperparameter((_non_negative, "non-negative"))
     dampening = Hyperparameter()
@@ -323,11 +330,15 @@ class _TorchMomentumSGD(_SGDChecks, optimizers.MomentumSGD):
         self.weight_decay = weight_decay
         self.nesterov = bool(nesterov)
 
+    def init_state(self, param: Variable, backend: Any) -> dict:
+        return {"t": 0, "backend": backend, "v": None}  # the velocity is made at its first use
+
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         g = self._decayed(data, grad)
         if not self.momentum:
-            return self.lr * g, {"v": state["v"]}
-        if t == 1:  # a copy: g may be the parameter's .grad, which the caller may write in place
+            return self.lr * g, {}
+        if state["v"] is None:  # (not t == 1: steps with momentum 0 may have come first; they made no velocity)
+            # a copy: g may be the parameter's .grad, which the caller may write in place
             v = state["backend"].xp.asarray(g, copy=True)
         elif self.dampening:
             v = self.momentum * state["v"] + (1.0 - self.dampening) * g

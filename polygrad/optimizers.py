@@ -543,10 +543,13 @@ class GradientMethod(Optimizer):
 
         moved = dict(state, backend=backend)
         for k in self.state_names:
-            moved[k] = to_backend(state[k], backend.name)
+            moved[k] = None if state[k] is None else to_backend(state[k], backend.name)
         return moved
 
     def init_state(self, param: Variable, backend: Any) -> dict:
+        """A new parameter's state: ``{"t": 0, "backend": backend}`` and a zero array per name of
+        ``state_names``. A rule may put None for an array it makes at its first use (PyTorch's
+        momentum buffer); such an array may then be missing from a saved state."""
         xp = backend.xp
         state: dict[str, Any] = {"t": 0, "backend": backend}
         for k in self.state_names:
@@ -615,8 +618,8 @@ class GradientMethod(Optimizer):
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend}
-            for k in self.state_names:
-                new[k] = sub(k, template[k])
+            for k in self.state_names:  # (an array not made yet, None, is read in the parameter's form)
+                new[k] = sub(k, template[k] if template[k] is not None else backend.xp.zeros_like(data))
             # A count of 0 here is the first pass handing back this optimizer's own (the file's is not 0):
             # the parameter keeps its state, or its lack of one (a zero state was put in its place).
             new_states.append((param, new if int(param_t) else state))

@@ -312,6 +312,53 @@ def test_sgd_momentum_zero_for_a_step_keeps_the_velocity():
     np.testing.assert_allclose(w.data, [0.339])
 
 
+def _dampened_momentum_enabled_later():
+    """SGD made with momentum 0 and a dampening, one step, then a momentum (a schedule)."""
+    w = pg.Variable(np.zeros(3))
+    opt = pg.optim.SGD([w], lr=1.0, momentum=0.0, dampening=0.5)
+    w.grad = np.array([1.0, -2.0, 4.0])
+    opt.step()
+    opt.param_groups[0]["momentum"] = 0.9
+    return w, opt
+
+
+def test_sgd_velocity_starts_undampened_at_the_first_step_with_a_momentum():
+    """PyTorch makes its momentum buffer, the gradient itself, at the first step with a momentum;
+    polygrad took the first step (t == 1) for it: with momentum raised after steps with momentum 0,
+    the first velocity was dampened, (1 - dampening) g."""
+    w, opt = _dampened_momentum_enabled_later()
+    state = opt.state_dict()["state"][0]
+    g = np.array([1.0, -2.0, 4.0])
+    before = w.data.copy()
+    w.grad = g.copy()
+    opt.step()
+    np.testing.assert_array_equal(before - w.data, g)  # v = g
+    assert state == {"t": 1}  # there was no velocity yet, as PyTorch has no momentum_buffer
+    np.testing.assert_array_equal(opt.state_dict()["state"][0]["v"], g)
+    w.grad = g.copy()
+    opt.step()
+    np.testing.assert_array_equal(opt.state_dict()["state"][0]["v"], 0.9 * g + 0.5 * g)  # dampened from now on
+
+
+@pytest.mark.parametrize("how", ["state_dict", "npz"])
+def test_a_velocity_not_made_yet_survives_a_checkpoint(how, tmp_path):
+    """A state without a velocity (only steps with momentum 0 so far) saves and loads as one: the
+    resumed run's first step with a momentum starts the velocity at g, as the original's."""
+    w, opt = _dampened_momentum_enabled_later()
+    w2 = pg.Variable(w.data.copy())
+    resumed = pg.optim.SGD([w2], lr=1.0, momentum=0.9, dampening=0.5)
+    if how == "state_dict":
+        resumed.load_state_dict(opt.state_dict())
+    else:
+        pg.serializers.save_npz(tmp_path / "opt.npz", opt)
+        pg.serializers.load_npz(tmp_path / "opt.npz", resumed)
+    assert resumed._rule._state_of(w2) is not None and resumed._rule._state_of(w2)["v"] is None
+    for p, o in ((w, opt), (w2, resumed)):
+        p.grad = np.array([1.0, -2.0, 4.0])
+        o.step()
+    np.testing.assert_array_equal(w2.data, w.data)
+
+
 def test_adam_with_a_zero_beta_keeps_its_moments():
     """Chainer's form v + (1 - beta2)(g^2 - v) cancels to 0 when beta2 is 0 and g^2 is small
     beside v: one float32 step moved the parameter to -999 instead of -0.2. pg.optim.Adam
