@@ -442,3 +442,17 @@ def test_sgd_velocity_is_not_the_gradient_array():
     w.grad = np.array([1.0, -1.0])
     opt.step()
     np.testing.assert_allclose(w.data, _torch_sgd(np.array([1.0, 2.0]), [np.array([1.0, -1.0])] * 2, 0.1, 0.9))
+
+
+@pytest.mark.parametrize("how", ["constructor", "param_groups"])
+def test_sgd_nesterov_must_be_a_bool(how):
+    """nesterov="no" was stored as True (a truthy string): Nesterov momentum, silently."""
+    with pytest.raises(TypeError, match="nesterov must be a bool, got 'no'"):
+        if how == "constructor":
+            pg.optim.SGD(_params(), lr=0.1, momentum=0.9, nesterov="no")
+        else:
+            pg.optim.SGD(_params(), lr=0.1, momentum=0.9).param_groups[0]["nesterov"] = "no"
+    assert pg.optim.SGD(_params(), lr=0.1, momentum=0.9, nesterov=np.True_).param_groups[0]["nesterov"] is True
+    opt = pg.optim.SGD(_params(), lr=0.1, momentum=0.9, nesterov=1)
+    opt.param_groups[0]["nesterov"] = 0
+    assert opt.param_groups[0]["nesterov"] is False
