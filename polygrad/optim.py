@@ -25,6 +25,7 @@ parameter is updated as if its gradient were zero).
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import MutableMapping
 from typing import Any, Callable, Iterable, Iterator
 
@@ -64,6 +65,15 @@ class _Params:
             if p.creator is not None:
                 raise ValueError(f"polygrad.optim: parameter {k} is not a leaf (it was computed by "
                                  f"{p.creator.label}): an optimizer updates leaves")
+        first: dict[int, int] = {}
+        for k, p in enumerate(self.params):
+            j = first.setdefault(id(p), k)
+            # PyTorch (0.4 on) warns too. (model.params() names a parameter shared by two links, a
+            # tied weight, once per path: that is no mistake of the caller's.)
+            if j != k and self._link is None:
+                warnings.warn(f"polygrad.optim: the parameter list names one parameter twice (parameters {j} and {k}): "
+                              f"it is updated once per step, where PyTorch 0.x updated it once per entry; in future "
+                              f"this will be an error: pass each parameter once", UserWarning, stacklevel=4)
 
     def namedparams(self, include_uninit: bool = True) -> Iterable[tuple[str, Variable]]:
         for k, p in enumerate(self.params):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
 
 import polygrad as pg
+import polygrad.links as L
 from polygrad import optimizers
 
 
@@ -456,3 +458,18 @@ def test_sgd_nesterov_must_be_a_bool(how):
     opt = pg.optim.SGD(_params(), lr=0.1, momentum=0.9, nesterov=1)
     opt.param_groups[0]["nesterov"] = 0
     assert opt.param_groups[0]["nesterov"] is False
+
+
+def test_a_parameter_given_twice_warns_as_in_pytorch():
+    """SGD([w, w]) updated w once without a word, where PyTorch 0.x updated it twice; PyTorch (0.4
+    on) warns that a group names a parameter twice: so does polygrad, saying what it does."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    with pytest.warns(UserWarning, match=r"names one parameter twice \(parameters 0 and 1\): it is updated once"):
+        opt = pg.optim.SGD([w, w], lr=1.0)
+    w.grad = np.ones(2)
+    opt.step()
+    np.testing.assert_array_equal(w.data, [0.0, 1.0])
+    tied = L.Linear(2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # model.params() names a tied weight once per path: no warning
+        pg.optim.SGD(pg.Sequential(tied, tied).params(), lr=1.0)
