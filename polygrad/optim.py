@@ -88,10 +88,18 @@ class _Params:
         return () if self._link is None else self._link.links()
 
 
+#: The hyperparameters of PyTorch's optimizers that pg.optim knows: a parameter group refuses
+#: the ones its optimizer lacks (Adam's group["momentum"] = 0.9 would change nothing).
+_KNOWN = frozenset({"lr", "momentum", "dampening", "weight_decay", "nesterov", "betas", "eps", "amsgrad"})
+
+
 class _ParamGroup(MutableMapping):
     """PyTorch's ``param_groups[0]`` of a pg.optim optimizer: ``"params"`` and the hyperparameters
     under PyTorch's names, read from and written to the update rule and its hooks (so a value
-    set here is checked and converted as any hyperparameter). Keys cannot be added or removed."""
+    set here is checked and converted as any hyperparameter). As PyTorch's dict, it takes keys of
+    its own (``group.setdefault("initial_lr", group["lr"])``, as PyTorch's lr schedulers do),
+    kept by the optimizer and in its ``state_dict()``; the hyperparameters cannot be removed, and
+    another optimizer's (``momentum`` for Adam) cannot be added."""
 
     def __init__(self, optimizer: "Optimizer") -> None:
         self._optimizer = optimizer
@@ -99,30 +107,45 @@ class _ParamGroup(MutableMapping):
     def __getitem__(self, key: str) -> Any:
         if key == "params":
             return self._optimizer.params
+        if key in self._optimizer._hyperparameters:
+            return self._optimizer._get_hyperparameter(key)
+        extra = self._optimizer._group_extras
+        if key in extra:
+            return extra[key]
         self._check(key)
-        return self._optimizer._get_hyperparameter(key)
+        raise KeyError(key)
 
     def __setitem__(self, key: str, value: Any) -> None:
         if key == "params":
             raise KeyError("polygrad.optim: the parameters of an optimizer are fixed when it is made")
+        if key in self._optimizer._hyperparameters:
+            self._optimizer._set_hyperparameter(key, value)
+            return
         self._check(key)
-        self._optimizer._set_hyperparameter(key, value)
+        self._optimizer._group_extras[key] = value
 
     def __delitem__(self, key: str) -> None:
-        raise KeyError(f"polygrad.optim: the keys of a parameter group cannot be removed ({key!r})")
+        extra = self._optimizer._group_extras
+        if key in extra:
+            del extra[key]
+            return
+        if key == "params" or key in self._optimizer._hyperparameters:
+            raise KeyError(f"polygrad.optim: the hyperparameters of a parameter group cannot be removed ({key!r})")
+        raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(("params",) + self._optimizer._hyperparameters)
+        return iter(("params",) + self._optimizer._hyperparameters + tuple(self._optimizer._group_extras))
 
     def __len__(self) -> int:
-        return 1 + len(self._optimizer._hyperparameters)
+        return 1 + len(self._optimizer._hyperparameters) + len(self._optimizer._group_extras)
 
     def __repr__(self) -> str:
         return repr(dict(self))
 
-    def _check(self, key: str) -> None:
+    def _check(self, key: Any) -> None:
+        """A KeyError for a hyperparameter of another optimizer, which this one would ignore."""
         names = self._optimizer._hyperparameters
-        if key not in names:
+        if key in _KNOWN:
             raise KeyError(
                 f"polygrad.optim: {type(self._optimizer).__name__} has no hyperparameter {key!r} "
                 f"(it has {', '.join(names)})"
@@ -147,6 +170,11 @@ class Optimizer:
     @property
     def params(self) -> list:
         return self._params.params
+
+    @property
+    def _group_extras(self) -> dict:
+        """The keys a user (an lr scheduler's ``initial_lr``) added to the parameter group."""
+        return self.__dict__.setdefault("_extras", {})  # (an optimizer pickled before they existed has none)
 
     @property
     def param_groups(self) -> list:
@@ -181,11 +209,14 @@ class Optimizer:
 
     # -- checkpoints ----------------------------------------------------------------
     def state_dict(self) -> dict:
-        """PyTorch's form: ``{"state": {position: {"t": count, name: array, ...}},
-        "param_groups": [{hyperparameters..., "params": [0, 1, ...]}]}``, where a parameter
-        never updated has no entry. The arrays are the optimizer's own, as in PyTorch (its
-        updates replace them rather than write into them): ``copy.deepcopy`` the dict to
-        keep a snapshot whatever the rule."""
+        """PyTorch's layout with polygrad's names: ``{"state": {position: {"t": count, name:
+        array, ...}}, "param_groups": [{hyperparameters..., "params": [0, 1, ...]}]}``, where a
+        parameter never updated has no entry. The names are polygrad's (Chainer's): ``"t"`` is
+        PyTorch's ``"step"``, SGD's ``"v"`` its ``"momentum_buffer"`` (absent until a step with a
+        momentum), Adam's ``"m"`` and ``"v"`` its ``"exp_avg"`` and ``"exp_avg_sq"``; the group
+        holds the keys added to ``param_groups[0]`` too. The arrays are the optimizer's own, as in
+        PyTorch (its updates replace them rather than write into them): ``copy.deepcopy`` the
+        dict to keep a snapshot whatever the rule."""
         rule = self._rule
         state = {}
         for k, p in enumerate(self.params):
@@ -193,6 +224,7 @@ class Optimizer:
             if s is not None:  # (an array not made yet is left out, as PyTorch leaves out a momentum_buffer)
                 state[k] = {"t": s["t"], **{name: s[name] for name in rule.state_names if s[name] is not None}}
         group = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
+        group.update(self._group_extras)
         group["params"] = list(range(len(self.params)))
         return {"state": state, "param_groups": [group]}
 
@@ -219,9 +251,11 @@ class Optimizer:
         position = {i: k for k, i in enumerate(ids)}  # PyTorch's: the state is keyed by these ids
         names = set(self._hyperparameters)
         group = {**{k: v for k, v in self._added_later.items() if k not in group}, **group}  # an older state dict
-        if set(group) - {"params"} != names:
-            raise ValueError(f"{where}: the state dict's hyperparameters {sorted(set(group) - {'params'})} are not "
-                             f"this optimizer's {sorted(names)} (the state dict of another kind of optimizer?)")
+        extras = {k: v for k, v in group.items() if k != "params" and k not in _KNOWN}  # (initial_lr)
+        given = set(group) - {"params"} - set(extras)
+        if given != names:
+            raise ValueError(f"{where}: the state dict's hyperparameters {sorted(given)} are not this optimizer's "
+                             f"{sorted(names)} (the state dict of another kind of optimizer?)")
         from polygrad.backends import to_backend
         from polygrad.serializers import check_kind, dtype_kind_of
 
@@ -255,7 +289,8 @@ class Optimizer:
                 dtype = p.data.dtype if template[name] is None else template[name].dtype
                 a = to_backend(a, backend.name)
                 # (a complex velocity lost its imaginary part here, where load_npz refuses it)
-                check_kind(f"{where}: the state {name!r} of parameter {k}", xp, a.dtype, dtype_kind_of(xp, dtype), dtype)
+                what = f"{where}: the state {name!r} of parameter {k}"
+                check_kind(what, xp, a.dtype, dtype_kind_of(xp, dtype), dtype)
                 arrays[name] = xp.astype(a, dtype)  # a copy
             new[k] = {"t": _count(entry["t"], f"{where}: the count 't' of parameter {k}"), "backend": backend, **arrays}
         before = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
@@ -266,6 +301,8 @@ class Optimizer:
             for key, value in before.items():
                 self._set_hyperparameter(key, value)
             raise
+        self._group_extras.clear()
+        self._group_extras.update(extras)
         for p in self.params:
             rule._put_state(p, None)
         for k, s in new.items():

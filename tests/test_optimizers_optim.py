@@ -446,6 +446,38 @@ def test_sgd_velocity_is_not_the_gradient_array():
     np.testing.assert_allclose(w.data, _torch_sgd(np.array([1.0, 2.0]), [np.array([1.0, -1.0])] * 2, 0.1, 0.9))
 
 
+def test_a_parameter_group_takes_keys_of_its_own_as_pytorchs_lr_schedulers_add():
+    """PyTorch's lr schedulers call group.setdefault("initial_lr", group["lr"]): a KeyError here.
+    A group takes new keys as PyTorch's dict does, kept by the optimizer and in its state dict;
+    its hyperparameters are still checked, cannot be removed, and another optimizer's is refused."""
+    opt = pg.optim.SGD(_params(), lr=0.1, momentum=0.9)
+    for group in opt.param_groups:  # a LambdaLR-style scheduler
+        group.setdefault("initial_lr", group["lr"])
+        group["lr"] = group["initial_lr"] * 0.5
+    group = opt.param_groups[0]
+    assert group["initial_lr"] == 0.1 and opt._rule.lr == 0.05
+    assert dict(group).keys() == {"params", "lr", "momentum", "dampening", "weight_decay", "nesterov", "initial_lr"}
+    saved = copy.deepcopy(opt.state_dict())
+    assert saved["param_groups"][0]["initial_lr"] == 0.1
+    resumed = pg.optim.SGD([pg.Variable(p.data.copy()) for p in opt.params], lr=1.0, momentum=0.9)
+    resumed.param_groups[0]["stale"] = 1
+    resumed.load_state_dict(saved)
+    assert dict(resumed.param_groups[0]) == {**dict(group), "params": resumed.params}
+    del group["initial_lr"]
+    assert "initial_lr" not in opt.param_groups[0]
+    with pytest.raises(KeyError, match="cannot be removed"):
+        del group["lr"]
+    with pytest.raises(ValueError, match="lr must be non-negative"):
+        group["lr"] = -1.0
+    adam = pg.optim.Adam(_params())
+    with pytest.raises(KeyError, match="has no hyperparameter 'momentum'"):
+        adam.param_groups[0]["momentum"] = 0.9
+    torch_style = adam.state_dict()
+    torch_style["param_groups"][0]["amsgrad"] = True  # not supported: refused, not ignored
+    with pytest.raises(ValueError, match="amsgrad"):
+        adam.load_state_dict(torch_style)
+
+
 @pytest.mark.parametrize("how", ["constructor", "param_groups"])
 def test_sgd_nesterov_must_be_a_bool(how):
     """nesterov="no" was stored as True (a truthy string): Nesterov momentum, silently."""
