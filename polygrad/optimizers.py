@@ -103,7 +103,8 @@ class Optimizer:
     def setup(self, link: Any) -> "Optimizer":
         """Set ``link`` (a :class:`polygrad.Link`) as the target; returns self."""
         if not callable(getattr(link, "namedparams", None)):
-            raise TypeError(f"polygrad: an optimizer's target must be a Link (with namedparams()), got {type(link).__name__}")
+            raise TypeError(f"polygrad: an optimizer's target must be a Link (with namedparams()), "
+                            f"got {type(link).__name__}")
         self.target = link
         self.t = 0
         self.epoch = 0
@@ -409,7 +410,8 @@ class GradientMethod(Optimizer):
         if gb is not pb or tuple(grad.shape) != tuple(data.shape) or grad.dtype != data.dtype:
             raise ValueError(
                 f"polygrad: {type(self).__name__} cannot update parameter {name!r} ({data.dtype} "
-                f"{tuple(data.shape)} on {pb.name!r}) with a gradient of {grad.dtype} {tuple(grad.shape)} on {gb.name!r}"
+                f"{tuple(data.shape)} on {pb.name!r}) with a gradient of {grad.dtype} {tuple(grad.shape)} "
+                f"on {gb.name!r}"
             )
         state = self._state(name, param)
         try:
