@@ -371,25 +371,38 @@ class GradientMethod(Optimizer):
         self.call_hooks("pre")
         self.t += 1
         lazy: dict[Any, list] = {}
-        for name, param in params:
-            if param.grad is None:
-                continue
-            state = self._state(name, param)
-            state["t"] += 1
-            self.update_one(param, state)
-            if state["backend"].lazy:
-                lazy.setdefault(state["backend"], []).append((param, state))
-        buffers = self._lazy_buffers()
-        for backend in {b[3] for b in buffers}:
-            lazy.setdefault(backend, [])
-        for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
-            arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
-            done, stored = _persist(backend, arrays, buffers)
-            for param, state in items:
-                param.data = next(done)
-                for k in self.state_names:
-                    state[k] = next(done)
-            _set_persistents(stored)
+        updated = []  # (param, its array before its rule ran)
+        try:
+            for name, param in params:
+                if param.grad is None:
+                    continue
+                state = self._state(name, param)
+                state["t"] += 1
+                updated.append((param, param._data))
+                self.update_one(param, state)
+                if state["backend"].lazy:
+                    lazy.setdefault(state["backend"], []).append((param, state))
+            buffers = self._lazy_buffers()
+            for backend in {b[3] for b in buffers}:
+                lazy.setdefault(backend, [])
+            for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
+                arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
+                done, stored = _persist(backend, arrays, buffers)
+                for param, state in items:
+                    param.data = next(done)
+                    for k in self.state_names:
+                        state[k] = next(done)
+                _set_persistents(stored)
+        finally:
+            # What the rules wrote (raw, into param.data, or by rebinding it) is an update as any
+            # other: the version moves and the views follow (a failure half-way: as far as it went).
+            for param, old in updated:
+                new = param._data
+                if new is old:
+                    _updated_in_place(param, param._direct_views())
+                else:
+                    param._data = old
+                    _rebind(param, new)
         self._keep_buffers()
         self._forget_dead(len(params))
         self.call_hooks("post")
@@ -665,19 +678,28 @@ def _sub_from(param: Variable, delta: Any) -> None:
         except (TypeError, ValueError, AttributeError):  # read-only, or a dtype the standard will not write
             new = NotImplemented
         if new is old:
-            param._vbox.bump(_UPDATE)
-            for view in views:  # one that shares no memory with it (a reshape that copied) is taken again
-                view._follow(param)
+            _updated_in_place(param, views)
             return
     _rebind(param, old - delta if new is NotImplemented or new is None else new)
 
 
+def _updated_in_place(param: Variable, views: list) -> None:
+    """Count an update written into the array of ``param``: its version moves, and ``views`` (its
+    direct views, taken before the write) follow it (one that shares no memory with it, a
+    reshape that copied, showed the old values)."""
+    param._vbox.bump(_UPDATE)
+    for view in views:
+        view._follow(param)
+
+
 def _rebind(param: Variable, new: Any) -> None:
-    """Make ``new`` (the updated values) the data of ``param``, as any in-place write of a Variable
-    does (``Variable._write``): the version moves and the views follow (the parameter's ``w[0:2]``
-    showed the old values on dask, its version stayed 0). Under ``no_backprop_mode``: an update,
-    not part of any graph (the parameter keeps requiring grad)."""
-    with config.no_backprop_mode():
+    """Make ``new`` (the updated values) the data of ``param`` by rebinding, as any in-place write
+    of a Variable does on a backend without writes (``Variable._write``): the version moves and
+    the views follow (the parameter's ``w[0:2]`` showed the old values on dask, its version stayed
+    0), and the old array stays as it was for whatever saved it (``inplace_policy("copy")``).
+    Under ``no_backprop_mode``: an update, not part of any graph (the parameter keeps requiring
+    grad)."""
+    with config.no_backprop_mode(), config.set_inplace_policy("copy"):
         param._write(Variable._make(new), _UPDATE)
 
 

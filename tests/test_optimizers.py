@@ -183,6 +183,39 @@ def test_views_of_a_parameter_follow_an_update_and_its_version_moves(backend, ki
         np.testing.assert_array_equal(values(w.grad), 1.0 + np.concatenate([2 * new[0:2], np.zeros((1, 2))]))
 
 
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_an_update_one_rule_moves_the_version_and_the_views_follow(backend):
+    """A rule in Chainer's update_one form writes param.data itself (raw, in place on numpy; by
+    rebinding on dask): the version did not move, so a retained graph that saved the parameter
+    backpropagated with the new values as if they were the old ones (numpy), and views kept the
+    old values. Now counted as any update."""
+    if backend == "dask":
+        pytest.importorskip("dask.array")
+
+    class RawSGD(optimizers.GradientMethod):
+        def update_one(self, param, state):
+            if param.backend.inplace:
+                param.data -= param.grad  # a raw write, invisible to polygrad
+            else:
+                param.data = param.data - param.grad
+
+    with pg.using_backend(backend) as b:
+        w = pg.Variable(arr(b.xp, np.arange(6.0).reshape(2, 3)).T)
+        flat = w.reshape(6)  # a copy on numpy
+        y = pg.sum(w * w)
+        opt = RawSGD().setup(pg.Link(w=w))
+        w.grad = arr(b.xp, np.ones((3, 2)))
+        opt.update()
+        new = np.arange(6.0).reshape(2, 3).T - 1.0
+        assert w.version == 1 and w.requires_grad
+        values = lambda a: to_np(pg.to_backend(a.data, "numpy"))  # noqa: E731
+        np.testing.assert_array_equal(values(w), new)
+        np.testing.assert_array_equal(values(flat), new.reshape(6))
+        if backend == "numpy":
+            with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+                y.backward()
+
+
 def test_a_shared_parameter_is_updated_once(xp):
     """A Variable registered under two paths is updated once per update."""
     w = pg.Variable(arr(xp, [1.0]))
