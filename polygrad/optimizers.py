@@ -19,7 +19,7 @@ then the ``post`` hooks.
 The update math is written once with the Array API namespace of each
 parameter's backend, on its raw arrays: per-parameter state (momentum, Adam's
 moments) lives in arrays of that backend and follows the parameter if it moves
-to another backend. A parameter is updated as ``param -= delta`` under
+to another backend. A parameter is updated the way ``param -= delta`` under
 ``no_backprop_mode`` updates it: in place where the backend allows it (a retained
 graph that saved it then refuses to backward with stale values), otherwise by
 rebinding ``param.data``; either way its version counter moves and its views
