@@ -180,9 +180,8 @@ def _scatter_sum(shape, chunks, key, values, meta):
     for d, n in enumerate(shape):
         axis = da.arange(n, chunks=(chunks[d],))
         axis = da.reshape(axis, tuple(n if i == d else 1 for i in range(ndim)))
-        # (in dask's order where it differs from numpy's: the grids and the values agree, and a
-        # scalar written there is written right)
-        grids.append(getitem(da.broadcast_to(axis, shape, chunks=chunks), key, _numpy_shape=False))
+        # (in numpy's order, as the values are)
+        grids.append(getitem(da.broadcast_to(axis, shape, chunks=chunks), key))
     where = grids[0]
     if tuple(values.shape) != tuple(where.shape):
         values = da.broadcast_to(values, where.shape)
@@ -236,7 +235,7 @@ def _source_chunks(key, shape):
     return hit[1] if hit is not None and hit[0] is key else None
 
 
-def getitem(x, key, _numpy_shape=True):
+def getitem(x, key):
     """``x[key]`` with numpy's rules, lazily; integer arrays on several axes (or
     of several dimensions), which dask's own indexing refuses, become one 1-D
     take on a flattened view. Lazy integer index arrays are checked against
@@ -251,6 +250,8 @@ def getitem(x, key, _numpy_shape=True):
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
     if len(arrays) > 1 or any(a.ndim != 1 for a in arrays):  # dask: "Don't yet support nd fancy indexing"
         out = _gather(x, key)
+        if out is None:
+            out = _gather_anywhere(x, keys)
         if out is not None:
             return out
     if len(arrays) == 1 and tuple(arrays[0].shape) == (1,) and all(
@@ -262,10 +263,8 @@ def getitem(x, key, _numpy_shape=True):
         axis = _consumed_axes(keys, x.ndim)[next(i for i, k in enumerate(keys) if k is arrays[0])]
         one = tuple(da.reshape(k, ()) if k is arrays[0] else k for k in keys)
         return da.expand_dims(x[one], axis)
-    out = x[key]
-    if _numpy_shape:
-        _refuse_transposed(x, keys, out)
-    return out
+    out = _ints_and_an_array(x, keys)
+    return x[key] if out is None else out
 
 
 def _refuse_non_index(k):
@@ -293,55 +292,51 @@ def _refuse_non_index(k):
                                      "axis)" if isinstance(k, (bool, np.bool_)) else ""))
 
 
-def _numpy_index_shape(shape, keys):
-    """The shape numpy gives ``x[keys]`` for one integer index array among integers, slices,
-    None and Ellipsis (numpy counts the integers as advanced indices too, and puts the indexed
-    dimensions first where a slice or None separates them); None where it is not that case or
-    a size is not known."""
+def _ints_and_an_array(x, keys):
+    """``x[keys]`` for integers with one 1-D integer index array, in numpy's order; None for
+    other keys. numpy counts the integers as advanced indices too and puts the indexed dimension
+    first where a slice or None separates them (``x[0, :, idx]``); dask puts it in place, and for
+    ``x[0, None, idx]`` reports one shape and computes another. So the integers index as slices
+    of one (one advanced index: the same in both, shape and values), their axes are dropped, and
+    the indexed dimension moves where numpy puts it."""
+    import dask.array as da
     import numpy as np
 
-    if not all(isinstance(n, int) for n in shape):
-        return None
     arrays = [k for k in keys if _is_index_array(k) or isinstance(k, list)]
-    if len(arrays) != 1 or any(_is_bool_index(k) for k in arrays):
+    if len(arrays) != 1 or _is_bool_index(arrays[0]) or len(np.shape(arrays[0])) != 1:
         return None
-    if not any(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in keys):
-        return None  # one array and no integer: dask's order is numpy's (no work for x[idx])
+    ints = [i for i, k in enumerate(keys) if isinstance(k, (int, np.integer)) and not isinstance(k, bool)]
+    if not ints or sum(k is Ellipsis for k in keys) > 1:
+        return None
     consumed = sum(k is not None and k is not Ellipsis for k in keys)
+    if consumed > x.ndim:
+        return None  # (dask's own error)
     expanded = []
     for k in keys:
-        expanded.extend([slice(None)] * (len(shape) - consumed) if k is Ellipsis else [k])
-    if len(expanded) - sum(k is None for k in expanded) != len(shape):
-        return None
-    dims, advanced, axis = [], [], 0
+        expanded.extend([slice(None)] * (x.ndim - consumed) if k is Ellipsis else [k])
+    sliced, dropped, advanced, axis = [], [], [], 0
     for i, k in enumerate(expanded):
         if k is None:
-            dims.append(1)
-        elif isinstance(k, slice):
-            dims.append(len(range(*k.indices(shape[axis]))))
-            axis += 1
+            sliced.append(k)
+            continue
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            n = x.shape[axis]
+            if isinstance(n, int) and not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            k = int(k) % n if isinstance(n, int) else int(k)
+            sliced.append(slice(k, k + 1))
+            dropped.append(i)
+            advanced.append(i)
         else:
-            advanced.append(len(dims))
-            dims.append(None)  # the place of an advanced index
-            axis += 1
-    indexed = tuple(np.shape(arrays[0]))
-    basic = [d for d in dims if d is not None]
-    places = [i for i, d in enumerate(dims) if d is None]
-    if places[-1] - places[0] == len(places) - 1:  # next to each other: in place
-        return tuple(basic[:places[0]]) + indexed + tuple(basic[places[0]:])
-    return indexed + tuple(basic)
-
-
-def _refuse_transposed(x, keys, out):
-    """An IndexError where dask's ``x[keys]`` has another shape than numpy's: an index array and
-    an integer separated by a slice or None (``x[0, :, idx]``), where numpy puts the indexed
-    dimension first and dask gave the transposed result with no word."""
-    want = _numpy_index_shape(tuple(x.shape), keys)
-    if want is not None and tuple(out.shape) != want:
-        raise IndexError(
-            f"polygrad (dask): this key gives shape {tuple(out.shape)} on dask and {want} on numpy, which puts "
-            f"the dimension of an index array first where a slice or None separates it from another index "
-            f"(x[0, :, idx]); index in two steps (x[0][:, idx] gives dask's order)")
+            sliced.append(k)
+            if not isinstance(k, slice):
+                advanced.append(i)
+        axis += 1
+    out = da.squeeze(x[tuple(sliced)], axis=tuple(dropped))
+    if advanced[-1] - advanced[0] != len(advanced) - 1:  # separated: the indexed dimension first
+        at = next(i for i, k in enumerate(expanded) if k is arrays[0])
+        out = da.moveaxis(out, at - sum(d < at for d in dropped), 0)
+    return out
 
 
 def _consumed_axes(keys, ndim):
@@ -403,6 +398,34 @@ def take(x, indices, /, *, axis=None):
     return getitem(x, (slice(None),) * axis + (indices,))
 
 
+def _gather_anywhere(x, keys):
+    """``x[keys]`` for integer arrays (and integers) on any axes among slices and an Ellipsis, in
+    numpy's order: the slices first, then the indexed axes moved to the front for :func:`_gather`,
+    then the indexed dimensions where numpy puts them (in place of the first where the indexed
+    axes are adjacent, else first); None for other keys (None, boolean masks)."""
+    import dask.array as da
+    import numpy as np
+
+    if any(k is None or _is_bool_index(k) for k in keys) or sum(k is Ellipsis for k in keys) > 1:
+        return None
+    consumed = sum(k is not Ellipsis for k in keys)
+    if consumed > x.ndim:
+        return None  # (dask's own error)
+    expanded = []
+    for k in keys:
+        expanded.extend([slice(None)] * (x.ndim - consumed) if k is Ellipsis else [k])
+    expanded += [slice(None)] * (x.ndim - len(expanded))
+    advanced = [i for i, k in enumerate(expanded) if not isinstance(k, slice)]
+    sliced = x[tuple(k if isinstance(k, slice) else slice(None) for k in expanded)]
+    out = _gather(da.moveaxis(sliced, advanced, list(range(len(advanced)))), tuple(expanded[i] for i in advanced))
+    if out is None:
+        return None
+    if advanced[-1] - advanced[0] == len(advanced) - 1 and advanced[0]:  # adjacent: in place of the first
+        b = len(np.broadcast_shapes(*(tuple(np.shape(expanded[i])) for i in advanced)))
+        out = da.moveaxis(out, list(range(b)), list(range(advanced[0], advanced[0] + b)))
+    return out
+
+
 def _gather(x, key):
     """``x[key]`` for integer arrays (and ints) on the leading axes, then ``:``/``...``; None otherwise."""
     import dask.array as da
@@ -414,7 +437,8 @@ def _gather(x, key):
     lead, rest = keys[:k], keys[k:]
     if k > x.ndim or not any(_is_index_array(a) for a in lead):
         return None
-    if sum(r is Ellipsis for r in rest) > 1 or not all(r is Ellipsis or r == slice(None) for r in rest):
+    if sum(r is Ellipsis for r in rest) > 1 or not all(
+            r is Ellipsis or (isinstance(r, slice) and r == slice(None)) for r in rest):
         return None
     arrays = da.broadcast_arrays(*[da.asarray(a) for a in lead])
     lin = None
