@@ -423,6 +423,33 @@ def test_register_hook_on_intermediate_changes_upstream_gradient(xp):
     close(x.grad, [30.0, 30.0])
 
 
+def test_hook_on_a_copy_of_a_leaf_is_the_copys_own(xp):
+    """copy.copy of a leaf with a hook: a hook added to the copy leaves the original's gradient alone."""
+    import copy
+
+    w = pg.Variable(arr(xp, [1.0, 2.0]))
+    w.register_hook(lambda g: None)
+    c = copy.copy(w)
+    c.register_hook(lambda g: g * 100)  # changed w's gradient too: [100, 100]
+    pg.sum(w * 1.0).backward()
+    close(w.grad, [1.0, 1.0])
+
+
+def test_hooks_of_a_copy_of_an_intermediate_fire_for_both(xp):
+    """A copy of an intermediate stands at the same place in the graph: the hooks of both fire
+    there, also when none was registered before the copy (the copy's replaced the original's)."""
+    import copy
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 1.0
+    c = copy.copy(h)
+    seen = []
+    h.register_hook(lambda g: seen.append("h"))
+    c.register_hook(lambda g: seen.append("c"))
+    pg.sum(h).backward()
+    assert sorted(seen) == ["c", "h"]
+
+
 # ---------------------------------------------------------------------------
 # flags
 # ---------------------------------------------------------------------------

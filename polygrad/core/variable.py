@@ -551,8 +551,13 @@ class Variable:
 
     def __copy__(self) -> "Variable":
         """A shallow copy: the same array, and the same in-place version counter (made now if
-        there is none yet: a counter made later by each would not see the other's writes)."""
+        there is none yet: a counter made later by each would not see the other's writes).
+        Hooks: a leaf's copy gets its own list of them (starting with the hooks registered so
+        far); a copy of an intermediate stands at the same place in the graph, whose node keeps
+        one list for it, so the two share the list (made now, for the same reason)."""
         self._vbox
+        if self._node is not None and self._hooks is None:
+            self._hooks = []
         new = type(self).__new__(type(self))
         for cls in type(self).__mro__:
             for name in getattr(cls, "__slots__", ()):
@@ -560,6 +565,8 @@ class Variable:
                     setattr(new, name, getattr(self, name))
         if hasattr(self, "__dict__"):
             new.__dict__.update(self.__dict__)
+        if self._node is None and self._hooks is not None:
+            new._hooks = list(self._hooks)
         return new
 
     __hash__ = object.__hash__
