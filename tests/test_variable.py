@@ -31,6 +31,37 @@ def test_data_is_the_wrapped_array(xp):
     assert pg.Variable(a).data is a
 
 
+def test_assigning_data_of_another_shape_or_none_is_allowed(xp):
+    """x.data = array replaces the array (another shape too); None makes it uninitialized."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    x.data = arr(xp, [3.0, 4.0, 5.0])
+    pg.sum(x * 2.0).backward()
+    close(x.grad, [2.0, 2.0, 2.0])
+    x.data = None
+    assert x.data is None
+
+
+def test_assigning_integer_data_to_a_variable_that_requires_grad_is_refused(xp):
+    """x.data = an integer array, while x requires grad, is refused as the constructor refuses it
+    (gradients came out truncated to integers: [0, 0, 0] for sum(x / 4))."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]), name="w")
+    with pytest.raises(TypeError, match=r"variable 'w' \(shape \(3,\)\).*int64.*only floating"):
+        x.data = arr(xp, [1, 2, 3], dtype="int64")
+    close(x.data, [1.0, 2.0, 3.0])  # left as it was
+    c = pg.Variable(arr(xp, [1.0, 2.0]), requires_grad=False)
+    c.data = arr(xp, [1, 2], dtype="int64")  # a constant may hold integers
+    assert npa(c.data).tolist() == [1, 2]
+
+
+def test_assigning_data_that_is_no_array_is_refused(xp):
+    """x.data = a list (no array of a registered backend) is refused where it is assigned,
+    not at the next function that reads it."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"variable \(shape \(2,\)\).*list.*pg.asarray"):
+        x.data = [1.0, 2.0]
+    close(x.data, [1.0, 2.0])
+
+
 def test_grad_is_none_until_backprop(xp):
     """.grad is None until backprop reaches the variable."""
     x = pg.Variable(arr(xp, [1.0, 2.0]))

@@ -151,6 +151,25 @@ def is_floating(data: Any) -> bool:
 _FLOATING = ("real floating", "complex floating")
 
 
+def _kind_of_data(data: Any, where: str) -> str:
+    """The dtype kind of ``data``, to be held by a Variable (see :func:`dtype_kind`); a TypeError
+    beginning with ``where`` for anything but an array of a registered backend and a standard dtype."""
+    try:
+        backend = backend_of_type(type(data))
+    except TypeError as exc:
+        raise TypeError(
+            f"{where}: data must be an array of a registered backend, got {type(data).__name__}; "
+            f"create one with pg.asarray(...). ({exc})"
+        ) from None
+    kind = dtype_kind(data.dtype, backend)
+    if kind == "other":
+        raise TypeError(
+            f"{where}: data has dtype {data.dtype}, which is no dtype of the Array API standard; "
+            f"polygrad computes on bool, integer, real and complex floating arrays"
+        )
+    return kind
+
+
 def dtype_kind(dtype: Any, backend: Any) -> str:
     """The standard's kind of ``dtype`` (``"bool"``, ``"integral"``, ``"real floating"``,
     ``"complex floating"``), ``"other"`` for a dtype of none (strings, objects), or
@@ -322,19 +341,7 @@ class Variable:
             data = data._data
             kind = dtype_kind(data.dtype, backend_of_type(type(data)))
         elif data is not None:
-            try:
-                backend = backend_of_type(type(data))
-            except TypeError as exc:
-                raise TypeError(
-                    f"polygrad.Variable: data must be an array of a registered backend, got {type(data).__name__}; "
-                    f"create one with pg.asarray(...). ({exc})"
-                ) from None
-            kind = dtype_kind(data.dtype, backend)
-            if kind == "other":
-                raise TypeError(
-                    f"polygrad.Variable: data has dtype {data.dtype}, which is no dtype of the Array API standard; "
-                    f"polygrad computes on bool, integer, real and complex floating arrays"
-                )
+            kind = _kind_of_data(data, "polygrad.Variable")
         self._data = data
         self._grad = None
         self._node = None
@@ -396,6 +403,15 @@ class Variable:
     def data(self, value: Any) -> None:
         if isinstance(value, Variable):
             value = value._data
+        if value is not None:  # (None: a parameter not initialized yet)
+            kind = _kind_of_data(value, f"polygrad: assigning .data of {self._describe()}")
+            if self._requires_grad and kind not in _FLOATING + ("unknown",):
+                raise TypeError(
+                    f"polygrad: {self._describe()} requires grad, and the data assigned to it has dtype {value.dtype} "
+                    f"(shape {tuple(value.shape)}); only floating (real or complex) variables can require grad (its "
+                    f"gradients would be cut to integers). Cast it first (pg.astype(a, pg.float64)), or set "
+                    f"x.requires_grad = False first."
+                )
         self._data = value
 
     @property
