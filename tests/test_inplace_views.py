@@ -373,3 +373,44 @@ def test_an_input_marked_dirty_but_not_returned_is_refused(xp):
     h = pg.Variable(arr(xp, [1.0, 2.0])) * 1
     with pytest.raises(ValueError, match="changed in place but did not return"):
         _TripleUnreturned()(h)
+
+
+def _view_chains(h):
+    """Views of views of h whose middle Variables are dropped at once: y = h.T[0] and deeper."""
+    t = h.T
+    siblings = (t[0, ...], t[1, ...])  # two views of one dropped middle
+    return [h.T[0, ...], h.reshape(6)[1:4][0:2], siblings]
+
+
+def test_a_view_of_a_view_follows_its_base_when_the_middle_is_gone(xp):
+    """h *= 2 after y = h.T[0]: y shows the new values and its gradient runs through the write,
+    as when the middle (h.T) is kept (y kept its old graph: w.grad [4, 16] for [8, 32])."""
+    w0 = np.arange(1.0, 7.0).reshape(2, 3)
+    for which in range(3):
+        w = pg.Variable(arr(xp, w0))
+        h = w * 1.0
+        y = _view_chains(h)[which]
+        h *= 2.0
+        ys = y if isinstance(y, tuple) else (y,)
+        loss = sum(pg.sum(v * v) for v in ys)
+        loss.backward()
+        h2 = 2.0 * w0
+        want = {0: h2.T[0], 1: h2.reshape(6)[1:4][0:2], 2: h2.T[0:2]}[which]
+        got = np.concatenate([np.asarray(pg.to_backend(v.detach(), "numpy").data).reshape(-1) for v in ys])
+        np.testing.assert_allclose(got, want.reshape(-1))
+        grad = np.zeros(6)
+        grad[{0: [0, 3], 1: [1, 2], 2: [0, 3, 1, 4]}[which]] = 4.0 * want.reshape(-1)  # d/dw of y*y, y = 2 w
+        np.testing.assert_allclose(np.asarray(pg.to_backend(w.grad, "numpy")).reshape(-1), grad)
+
+
+def test_a_view_of_a_view_follows_its_base_on_a_backend_without_writes():
+    """On dask y = h.T[0] kept its old values after h *= 2 ([1, 4] for [2, 8]) and its old graph."""
+    da = pytest.importorskip("dask.array")
+    w = pg.Variable(da.from_array(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), chunks=1))
+    h = w * 1.0
+    y = h.T[0]
+    h *= 2.0
+    pg.sum(y * y).backward()
+    values, grad = pg.compute(y, w.grad)
+    np.testing.assert_allclose(values, [2.0, 8.0])
+    np.testing.assert_allclose(grad, [[8.0, 0.0, 0.0], [32.0, 0.0, 0.0]])

@@ -131,7 +131,20 @@ def _revive(node: Any, index: int) -> "Variable | None":
     view = _view_base(node)
     if view is None:
         return None
-    base = view[0]
+    return _stand_in(node, index, view[0])
+
+
+def _view_edge(node: Any) -> tuple | None:
+    """Where the recorded view ``node`` takes its base from, ``(base node, index)`` (``(None,
+    leaf)``); None for a node that is no view row's (a Function's output sharing a counter)."""
+    if not getattr(getattr(node, "op", None), "view", False) or not node.edges:
+        return None
+    return node.edges[0]
+
+
+def _stand_in(node: Any, index: int, base: "Variable") -> "Variable":
+    """A stand-in for output ``index`` of the view ``node`` of ``base``, whose Variable is gone:
+    the same graph position, its data taken again from ``base``."""
     data = node.op.kernel(node.backend)(base._data, **(node.params or {}))
     if node.op.multi:
         data = data[index]
@@ -933,12 +946,17 @@ class Variable:
 
     def _direct_views(self, at: tuple | None = None) -> list:
         """The live recorded views taken of this variable as it is now (before a write), or as it
-        stood at graph position ``at`` (``(node, index)``, before a user Function's write)."""
+        stood at graph position ``at`` (``(node, index)``, before a user Function's write).
+
+        A view of a view whose middle Variable is gone (``y = h.T[0]``) is reached through a
+        stand-in for the middle, taken again now (one per middle, shared by its views): the
+        stand-in follows this variable, and the view follows the stand-in, as when the middle
+        is kept (else y kept its old graph, and on a backend that rebinds its old values)."""
         box = self._vb
         if box is None or not box.views:
             return []
         node, index = (self._node, self._index) if at is None else at
-        out = []
+        out, middles = [], {}
         for ref in list(box.views.values()):
             w = ref()
             if w is not None and w is not self and w._node is None:  # made outside recording
@@ -946,13 +964,23 @@ class Variable:
                 if entry is not None and entry[1] is self:
                     out.append(w)
                 continue
-            if w is None or w is self or not w._node.edges or w._node.edges[0] is None:
+            if w is None or w is self:
                 continue
-            if not getattr(getattr(w._node, "op", None), "view", False):
-                continue  # sharing the counter without being a view row's output (a Function's dirty output)
-            base_node, where = w._node.edges[0]
-            if base_node is node and (where is self if node is None else where == index):
+            pos, middle = _view_edge(w._node), None
+            while pos is not None and not (pos[0] is node and (pos[1] is self if node is None else pos[1] == index)):
+                base_node, where = pos
+                if base_node is None or base_node.outputs[where]() is not None:
+                    pos = None  # a leaf, or a live middle: the view follows when that one does
+                else:
+                    pos, middle = _view_edge(base_node), pos
+            if pos is None:
+                continue
+            if middle is None:
                 out.append(w)
+            elif (id(middle[0]), middle[1]) not in middles:
+                stand_in = _stand_in(middle[0], middle[1], self)
+                middles[id(middle[0]), middle[1]] = stand_in
+                out.append(stand_in)
         return out
 
     def _follow(self, base: "Variable") -> None:
