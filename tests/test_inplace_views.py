@@ -414,3 +414,37 @@ def test_a_view_of_a_view_follows_its_base_on_a_backend_without_writes():
     values, grad = pg.compute(y, w.grad)
     np.testing.assert_allclose(values, [2.0, 8.0])
     np.testing.assert_allclose(grad, [[8.0, 0.0, 0.0], [32.0, 0.0, 0.0]])
+
+
+def _write_into_a_reshape(x):
+    y = x.T.reshape(6)  # numpy's reshape copies here (x.T is not contiguous)
+    y *= 0.0
+    return x
+
+
+def test_a_write_into_a_reshape_reaches_the_base_in_every_mode(xp):
+    """reshape is a view on every backend: a write into x.T.reshape(6) zeroes x whether x has a
+    graph or not (without one, numpy's copy took the write and x kept its values)."""
+    w = pg.Variable(arr(xp, np.arange(1.0, 7.0).reshape(2, 3)))
+    with pg.no_backprop_mode():
+        infer = _write_into_a_reshape(w * 1.0)
+    for x in (_write_into_a_reshape(w * 1.0), infer, _write_into_a_reshape(w.detach() * 1.0)):
+        np.testing.assert_array_equal(np.asarray(pg.to_backend(x.detach(), "numpy").data), np.zeros((2, 3)))
+
+
+def test_a_write_into_a_reshape_reaches_the_base_on_a_backend_without_writes():
+    """The same on dask, where every write rebinds (it did there already)."""
+    da = pytest.importorskip("dask.array")
+    w = pg.Variable(da.from_array(np.arange(1.0, 7.0).reshape(2, 3), chunks=1))
+    with pg.no_backprop_mode():
+        infer = _write_into_a_reshape(w * 1.0)
+    for x in (_write_into_a_reshape(w * 1.0), infer, _write_into_a_reshape(w.detach() * 1.0)):
+        np.testing.assert_array_equal(pg.compute(x.detach())[0], np.zeros((2, 3)))
+
+
+def test_a_function_that_marks_a_reshape_dirty_writes_into_the_base_without_a_graph():
+    """A user Function's in-place write into x.T.reshape(6) (numpy's copy) reaches x without a
+    graph too (it stayed in the copy: x kept its values)."""
+    x = pg.Variable(np.arange(1.0, 7.0).reshape(2, 3), requires_grad=False)
+    _TripleInPlace()(x.T.reshape(6))
+    np.testing.assert_array_equal(x.data, 3.0 * np.arange(1.0, 7.0).reshape(2, 3))

@@ -54,7 +54,7 @@ from polygrad.core.dispatch import has_namespace
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
-from polygrad.core.variable import Variable, _through_base, _unrecorded_base, _view_base, admit, is_floating
+from polygrad.core.variable import Variable, _unrecorded_base, _view_base, admit, is_floating
 
 
 class _Everything:
@@ -233,7 +233,7 @@ class Function(Node):
             if not any(v is o for o in outs) or not any(v._data is d for d in self._dirty):
                 continue
             view = _view_base(node)
-            if view is None and node is None and _through_base(v, v):  # a view made outside recording
+            if view is None and node is None:  # a view made outside recording
                 view = _unrecorded_base(v)
                 if view is not None:
                     *view, index = view

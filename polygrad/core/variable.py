@@ -78,8 +78,9 @@ def _unview_of(op: Any, base: "Variable", params: dict | None, out: "Variable | 
 # Views made outside recording (under no_backprop_mode, or of a base that requires no
 # gradient) have no graph node to name their base: id(view) -> (weak reference to the view,
 # base, row, parameters, output index), while the view lives. A write through one reaches
-# its base, and a write to the base makes them follow, on every backend (where arrays take
-# writes, memory sharing does that already; elsewhere the data are rebound).
+# its base, and a write to the base makes them follow, on every backend, as for a recorded
+# view: never by memory sharing alone, which the standard leaves to the library (numpy's
+# reshape of a transposed array is a copy, which took the write alone).
 _UNRECORDED: dict[int, tuple] = {}
 
 
@@ -103,26 +104,6 @@ def _unrecorded_base(v: "Variable") -> tuple | None:
     _, base, op, params, index = entry
     view = _unview_of(op, base, params, v)
     return None if view is None else (*view, index)
-
-
-def _through_base(v: "Variable", result: "Variable") -> bool:
-    """Whether an in-place write of ``result`` into ``v``, a Variable without a graph, goes
-    through the base ``v`` is an unrecorded view of (see ``Variable._assign_inplace``): where
-    the value written has a graph, where the arrays do not share the write, and, while
-    recording, where the base, or a base it is an unrecorded view of in turn, has a graph or
-    requires grad (a leaf then refuses the write)."""
-    if result._node is not None or not v._writes_in_place():
-        return True
-    entry = _unrecorded(v)
-    if entry is None or not config.enable_backprop.get():
-        return False
-    while True:
-        base = entry[1]
-        if base._node is not None or base._requires_grad:
-            return True
-        entry = _unrecorded(base)
-        if entry is None:
-            return False
 
 
 def _revive(node: Any, index: int) -> "Variable | None":
@@ -874,12 +855,11 @@ class Variable:
                 f"(x.compute_chunk_sizes() on dask) or use the out-of-place form")
         index = self._index
         view = _view_base(self._node)
-        if view is None and self._node is None and _through_base(self, result):
+        if view is None and self._node is None:
             # A view made outside recording (of a constant, or under no_backprop_mode): through its
-            # base where the arrays will not share the write, where the value written has a graph,
-            # and where the base has one (writing into the shared memory alone changed the base's
-            # values behind its back: what was computed from it later had no path to them, or a
-            # graph that had it computed with the old ones, x.grad [14, 4] for [0, 4]).
+            # base as well. Writing into its array alone missed the base where the arrays do not
+            # share memory (x.T.reshape(6) on numpy), and where they do changed the base's values
+            # behind its graph's back (x.grad [14, 4] for [0, 4]).
             view = _unrecorded_base(self)
             if view is not None:
                 *view, index = view
