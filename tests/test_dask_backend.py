@@ -607,3 +607,17 @@ def test_an_iterator_resumes_on_dask_without_a_compute_per_example(tmp_path):
             pg.serializers.load_npz(tmp_path / "it.npz", resumed)
     assert counter.computes <= 1
     assert resumed._order == it._order and next(resumed) == next(it)
+
+
+def test_an_empty_batch_with_padding_convolves_and_pools_on_dask():
+    """Padding an empty batch asked dask for "auto" chunks of a zero-size shape: ZeroDivisionError."""
+    import polygrad.functions as F
+
+    x = pg.Variable(pg.asarray(np.zeros((0, 2, 5, 5)), backend="dask"))
+    W = pg.Variable(pg.asarray(np.ones((3, 2, 3, 3)), backend="dask"))
+    for y, shape in ((F.convolution_2d(x, W, pad=1), (0, 3, 5, 5)), (F.max_pooling_2d(x, 2, 1, pad=1), (0, 2, 6, 6)),
+                     (F.average_pooling_2d(x, 2, 1, pad=1), (0, 2, 6, 6))):
+        assert np.asarray(pg.compute(y)[0]).shape == shape
+        pg.sum(y).backward()
+        assert np.asarray(pg.compute(x.grad)[0]).shape == (0, 2, 5, 5)
+        x.cleargrad()

@@ -107,3 +107,31 @@ def test_numpy_integers_are_window_sizes():
     x = np.zeros((1, 1, 4, 4))
     assert F.max_pooling_2d(x, 2, stride=np.int64(2)).shape == (1, 1, 2, 2)
     assert F.average_pooling_2d(x, (np.int32(2), 2)).shape == (1, 1, 2, 2)
+
+
+def test_float16_average_pooling_sums_in_float32():
+    """A 6x6 window of 3000s was summed in float16 past 65504: inf for a mean of 3000 (Chainer
+    takes numpy's mean, which sums float16 in float32)."""
+    x = np.full((1, 1, 6, 6), 3000.0, dtype=np.float16)
+    y = F.average_pooling_2d(pg.Variable(x), 6)
+    assert y.dtype == np.float16
+    np.testing.assert_array_equal(np.asarray(y.data).ravel(), [3000.0])
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 2000, size=(1, 1, 30, 30)).astype(np.float16)
+    want = x.astype(np.float32).reshape(1, 1, 6, 5, 6, 5).mean(axis=(3, 5)).astype(np.float16)
+    np.testing.assert_array_equal(np.asarray(F.average_pooling_2d(pg.Variable(x), 5).data), want)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_pooling_and_convolution_refuse_integer_and_boolean_inputs(dtype):
+    """A bool convolution summed as a logical or; integer max pooling came back int64 without
+    padding and float64 with it (Chainer's type checks refuse both)."""
+    x = pg.Variable(np.ones((1, 2, 4, 4), dtype=dtype), requires_grad=False)
+    W = np.ones((3, 2, 2, 2), dtype=np.float32)
+    for call, name in ((lambda: F.max_pooling_2d(x, 2), "max_pooling_2d"),
+                       (lambda: F.average_pooling_2d(x, 2), "average_pooling_2d"),
+                       (lambda: F.convolution_2d(x, W), "convolution_2d")):
+        with pytest.raises(TypeError, match=rf"{name}: x must be floating .*got {dtype} \(1, 2, 4, 4\)"):
+            call()
+    with pytest.raises(TypeError, match=r"convolution_2d: W must be floating"):
+        F.convolution_2d(pg.Variable(np.ones((1, 2, 4, 4), np.float32)), W.astype(dtype))

@@ -15,6 +15,19 @@ from polygrad.ops import getitem, getitem_grad, ones_like, where
 from polygrad.ops.creation import count
 
 
+def require_floating(fname: str, **arrays: Any) -> None:
+    """A TypeError naming ``fname`` and the argument where an array is not floating (Chainer's type
+    checks): a bool convolution summed as a logical or, and an integer max pooling came back
+    integer or float64 depending on the padding."""
+    from polygrad.functions.nn import dtype_kind
+
+    for name, a in arrays.items():
+        if a is not None and dtype_kind(a) in ("bool", "integral"):
+            d = getattr(a, "_data", a)
+            raise TypeError(f"polygrad.functions.{fname}: {name} must be floating (as in Chainer), got {d.dtype} "
+                            f"{tuple(d.shape)}; cast it first (pg.astype)")
+
+
 def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
     """``k`` or ``(kh, kw)`` as a pair of ints, each at least 1 (at least 0 for ``pad``): a
     stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry."""

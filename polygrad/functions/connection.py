@@ -20,6 +20,7 @@ def convolution_2d(x, W, b=None, stride=1, pad=0):
     matmul with ``W`` reshaped to (out_c, C * kh * kw) gives the output
     (N, out_c, oh, ow), with ``oh = (H + 2 ph - kh) // sy + 1`` (likewise ``ow``).
     """
+    _im2col.require_floating("convolution_2d", x=x, W=W, b=b)
     sy, sx = _im2col.pair(stride, "stride", "convolution_2d")
     ph, pw = _im2col.pair(pad, "pad", "convolution_2d")
     xs, ws = static_shape(x, "convolution_2d"), static_shape(W, "convolution_2d")

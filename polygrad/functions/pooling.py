@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from polygrad.functions import _im2col
 from polygrad.functions.array import stack, static_shape
-from polygrad.ops import max
+from polygrad.ops import astype, max
+from polygrad.ops._dtypes import widened_of
 
 __all__ = ["max_pooling_2d", "average_pooling_2d"]
 
 
 def _geometry(x, ksize, stride, pad, cover_all, fname):
+    _im2col.require_floating(fname, x=x)
     kh, kw = _im2col.pair(ksize, "ksize", fname)
     sy, sx = _im2col.pair(ksize if stride is None else stride, "stride", fname)
     ph, pw = _im2col.pair(pad, "pad", fname)
@@ -41,13 +43,17 @@ def max_pooling_2d(x, ksize, stride=None, pad=0, cover_all=True):
 def average_pooling_2d(x, ksize, stride=None, pad=0):
     """Mean over each ``ksize`` window of ``x`` (N, C, H, W), moved by ``stride``
     (default ``ksize``), over ``x`` zero-padded by ``pad``; padded zeros count
-    in the mean, which always divides by ``kh * kw`` (as in Chainer)."""
+    in the mean, which always divides by ``kh * kw`` (as in Chainer). A float16
+    ``x`` is summed in float32 (numpy's mean, which Chainer takes, does so: a
+    window of 3000s summed past 65504 in float16 was inf) and given back in float16."""
     kh, kw, sy, sx, ph, pw, oh, ow, h, w = _geometry(x, ksize, stride, pad, False, "average_pooling_2d")
-    xp_ = _im2col.pad2d(x, ph, pw, ph, pw)
+    wide = widened_of(getattr(x, "_data", x))
+    xp_ = _im2col.pad2d(x if wide is None else astype(x, wide), ph, pw, ph, pw)
     total = None
     for win in _im2col.windows(xp_, kh, kw, sy, sx, oh, ow):
         total = win if total is None else total + win
-    return total * (1.0 / (kh * kw))
+    mean = total * (1.0 / (kh * kw))
+    return mean if wide is None else astype(mean, getattr(x, "_data", x).dtype)
 
 
 def _reach(o: int, s: int, k: int, size: int, p: int) -> int:

@@ -497,6 +497,8 @@ def _getitem_grad(g, key, shape):
         at = next(i for i, k in enumerate(keys) if k is one[0])
         g = da.expand_dims(g, _consumed_axes(keys, len(shape))[at])
         key = tuple(da.reshape(k, (1,)) if k is one[0] else k for k in keys)
+    if chunks is None and 0 in shape:  # no elements: dask's "auto" chunks of it divide by zero
+        chunks = tuple((n,) for n in shape)
     if chunks is None:  # chunk like g along trailing axes of equal size
         wanted = ["auto"] * len(shape)
         for i in range(1, min(len(shape), g.ndim) + 1):
