@@ -621,3 +621,41 @@ def test_an_empty_batch_with_padding_convolves_and_pools_on_dask():
         pg.sum(y).backward()
         assert np.asarray(pg.compute(x.grad)[0]).shape == (0, 2, 5, 5)
         x.cleargrad()
+
+
+def _unknown_rows(x, keep, chunks):
+    """``x[keep]`` on dask: rows of a size dask does not know until it computes ((nan, ...))."""
+    return da.from_array(x, chunks=chunks)[da.from_array(keep, chunks=chunks[0])]
+
+
+def test_batch_normalization_of_a_batch_of_unknown_size_keeps_the_running_variance():
+    """L.BatchNormalization trained on x[keep] (shape (nan, 3)) made avg_var [nan nan nan] without a
+    word: the output and avg_mean were right, and every test-mode output after it was NaN. The
+    count m of m / (m - 1) is taken from the array where its size is not known."""
+    import polygrad.links as L
+
+    x = RNG.normal(size=(8, 3)) * 2 + 1
+    keep = np.array([1, 1, 0, 1, 1, 0, 1, 1], bool)
+    bn = L.BatchNormalization(3, dtype="float64", backend="dask")
+    y = bn(_unknown_rows(x, keep, (4, 3)))
+    rows = x[keep]
+    np.testing.assert_allclose(pg.compute(y)[0], (rows - rows.mean(0)) / np.sqrt(rows.var(0) + 2e-5))
+    np.testing.assert_allclose(pg.compute(bn.avg_mean)[0], 0.1 * rows.mean(0))
+    np.testing.assert_allclose(pg.compute(bn.avg_var)[0], 0.9 + 0.1 * rows.var(0, ddof=1))
+    x4 = RNG.normal(size=(6, 2, 3, 2))  # NCHW: m = 5 rows kept (unknown) * 3 * 2
+    bn = L.BatchNormalization(2, dtype="float64", backend="dask")
+    bn(_unknown_rows(x4, keep[:6], (3, 2, 3, 2)))
+    np.testing.assert_allclose(pg.compute(bn.avg_var)[0], 0.9 + 0.1 * x4[keep[:6]].var((0, 2, 3), ddof=1))
+
+
+def test_functions_needing_a_size_not_known_yet_say_so():
+    """static_shape let dask's nan through as a size (only None was refused): the count of batch
+    normalization was nan. Where the size is needed it is refused, naming the function; where it is
+    not (split along another axis, a pooling without padding) the function works as before."""
+    x = _unknown_rows(RNG.normal(size=(8, 4, 4, 4)), np.array([1, 0, 1, 1, 0, 1, 1, 1], bool), (4, 4, 4, 4))
+    with pytest.raises(ValueError, match=r"split_axis needs inputs of known shape, got \(nan, 4, 4, 4\)"):
+        F.split_axis(x, 2, 0)
+    with pytest.raises(ValueError, match=r"max_pooling_2d needs inputs of known shape"):
+        F.max_pooling_2d(x, 3)
+    assert pg.compute(F.split_axis(x, 2, 1)[1])[0].shape == (6, 2, 4, 4)
+    assert pg.compute(F.average_pooling_2d(x, 2))[0].shape == (6, 4, 2, 2)

@@ -188,3 +188,28 @@ def test_running_statistics_of_shape_1_c_are_updated_as_before():
     x = np.arange(12.0).reshape(4, 3)
     F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
     np.testing.assert_allclose(rm, 0.1 * x.mean(axis=0, keepdims=True))
+
+
+# ---------------------------------------------------------------------------
+# Sizes not known
+# ---------------------------------------------------------------------------
+
+
+def test_normalizations_compile_with_a_batch_of_unknown_size():
+    """Only the sizes gamma covers are needed (those reduced over may be unknown, as the batch of
+    a compiled function's input is); the running statistics are still refused there."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("float64", (None, 3), "x")
+    g, b = pg.shared(GAMMA), pg.shared(BETA)
+    v = normal((5, 3), seed=43)
+    bn = pg.function([x], F.batch_normalization(x, g, b))
+    assert_close(bn(v), np_batch_norm(v, GAMMA, BETA, 2e-5, (0,)), rtol=1e-10)
+    assert_close(bn(v[:4]), np_batch_norm(v[:4], GAMMA, BETA, 2e-5, (0,)), rtol=1e-10)
+    ln = pg.function([x], F.layer_normalization(x, g, b))
+    mu, var = v.mean(axis=1, keepdims=True), v.var(axis=1, keepdims=True)
+    assert_close(ln(v), GAMMA * (v - mu) / np.sqrt(var + 1e-5) + BETA, rtol=1e-10)
+    with pytest.raises(NotImplementedError, match="running statistics cannot be updated in place inside pg.function"):
+        F.batch_normalization(x, g, b, running_mean=np.zeros(3), running_var=np.ones(3))
+    with pytest.raises(ValueError, match=r"batch_normalization needs inputs of known shape, got \(5, None\)"):
+        F.batch_normalization(T.tensor("float64", (5, None), "x"), g, b)

@@ -135,3 +135,16 @@ def test_pooling_and_convolution_refuse_integer_and_boolean_inputs(dtype):
             call()
     with pytest.raises(TypeError, match=r"convolution_2d: W must be floating"):
         F.convolution_2d(pg.Variable(np.ones((1, 2, 4, 4), np.float32)), W.astype(dtype))
+
+
+def test_poolings_compile_with_a_batch_of_unknown_size_unless_they_pad():
+    """Only the height and width are needed where nothing is padded (the batch of a compiled
+    function's input may be unknown); a padding pooling names itself."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("float64", (None, 2, 4, 4), "x")
+    v = normal((3, 2, 4, 4), seed=30)
+    assert_close(pg.function([x], F.max_pooling_2d(x, 2))(v), np_pool(v, 2, 2, 0, True, np.max, -np.inf))
+    assert_close(pg.function([x], F.average_pooling_2d(x, 2))(v), np_pool(v, 2, 2, 0, False, np.mean, 0.0))
+    with pytest.raises(ValueError, match=r"average_pooling_2d needs inputs of known shape, got \(None, 2, 4, 4\)"):
+        F.average_pooling_2d(x, 2, pad=1)

@@ -52,11 +52,11 @@ def outsize(size: int, k: int, s: int, p: int, cover_all: bool = False) -> int:
     return (size + 2 * p - k) // s + 1
 
 
-def pad2d(x: Any, top: int, left: int, bottom: int, right: int, value: float = 0.0) -> Any:
-    """``x`` (N, C, H, W) padded on its last two axes with ``value``."""
+def pad2d(x: Any, top: int, left: int, bottom: int, right: int, value: float = 0.0, fname: str = "pad") -> Any:
+    """``x`` (N, C, H, W) padded on its last two axes with ``value`` (for the function ``fname``)."""
     if not (top or left or bottom or right):
         return x
-    n, c, h, w = static_shape(x, "pad")
+    n, c, h, w = static_shape(x, fname)
     shape = (n, c, h + top + bottom, w + left + right)
     key = (slice(None), slice(None), slice(top, top + h), slice(left, left + w))
     y = getitem_grad(x, key, shape)

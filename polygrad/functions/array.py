@@ -16,12 +16,19 @@ from polygrad.ops import getitem, where as _where
 __all__ = ["concat", "stack", "split_axis", "where", "clip"]
 
 
-def static_shape(x: Any, fname: str) -> tuple[int, ...]:
-    """The shape of ``x`` (a Variable or an array), every dimension known."""
+def static_shape(x: Any, fname: str, axes: Any = None) -> tuple[Any, ...]:
+    """The shape of ``x`` (a Variable or an array), with the sizes on ``axes`` (default: all) known.
+
+    A size not known yet is None in the standard and nan on dask (after boolean-mask indexing):
+    on an axis of ``axes`` it raises a ValueError naming ``fname``; on the others it is None
+    (a nan taken as a number gave nan: batch normalization's running variance was nan).
+    """
     shape = tuple(_data(x).shape)
-    if any(n is None for n in shape):
+    known = tuple(None if n is None or n != n else n for n in shape)
+    ndim = len(known)
+    if any(n is None and (axes is None or a in axes or a - ndim in axes) for a, n in enumerate(known)):
         raise ValueError(f"polygrad.functions.{fname} needs inputs of known shape, got {shape}")
-    return shape
+    return known
 
 
 def _axis_key(ndim: int, axis: int, index: Any) -> tuple:
@@ -48,12 +55,12 @@ def split_axis(x, indices_or_sections, axis, force_tuple=True):
     """Split ``x`` along ``axis``, as ``numpy.split``: an int gives that many equal
     sections, a sequence of indices gives the split points. Returns a tuple of
     Variables (or the one Variable if ``force_tuple=False`` and there is one)."""
-    shape = static_shape(x, "split_axis")
+    shape = tuple(_data(x).shape)
     ndim = len(shape)
     if not -ndim <= axis < ndim:
         raise ValueError(f"polygrad.functions.split_axis: axis {axis} is out of range for shape {shape}")
     axis %= ndim
-    size = shape[axis]
+    size = static_shape(x, "split_axis", (axis,))[axis]  # (only that size is needed)
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         if n <= 0 or size % n:

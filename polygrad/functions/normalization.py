@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from polygrad.core import config
@@ -21,8 +22,9 @@ def _channel_layout(x: Any, gamma: Any, fname: str) -> tuple[tuple[int, ...], tu
     As in Chainer, ``gamma`` covers the axes of ``x`` after the batch axis:
     x (N, C, H, W) with gamma (C,) reduces over (0, 2, 3).
     """
-    xs, gs = static_shape(x, fname), static_shape(gamma, fname)
+    gs = static_shape(gamma, fname)
     k = len(gs)
+    xs = static_shape(x, fname, range(1, k + 1))  # (the axes reduced over may be of unknown size)
     if len(xs) < k + 1 or xs[1:k + 1] != gs:
         raise ValueError(f"polygrad.functions.{fname}: gamma of shape {gs} does not match x of shape {xs} after axis 0")
     axes = (0,) + tuple(range(k + 1, len(xs)))
@@ -50,18 +52,35 @@ def _given_back(y: Any, back: Any, *params: Any) -> Any:
     return astype(y, back)
 
 
-def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, int]:
-    """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the count."""
+def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, tuple]:
+    """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the
+    axes reduced over (for :func:`unbiased`)."""
     axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization")
     wide, back = _float32_at_least(x)
     mu = mean(wide, axis=axes, keepdims=True)
     d = wide - mu
     var = mean(d * d, axis=axes, keepdims=True)
     y = _given_back((d / sqrt(var + eps)) * reshape(gamma, bshape) + reshape(beta, bshape), back, gamma, beta)
-    m = 1
-    for a in axes:
-        m *= static_shape(x, "batch_normalization")[a]
-    return y, reshape(mu, gs), reshape(var, gs), m
+    return y, reshape(mu, gs), reshape(var, gs), axes
+
+
+def unbiased(var: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    """The raw array ``var``, the biased variance of ``x`` over ``axes``, times ``m / (m - 1)``
+    (``m / 1`` for ``m <= 1``) for the ``m`` values each element of it was taken over.
+
+    Where a size on ``axes`` is not known yet (dask's nan after boolean-mask indexing, ``x[keep]``)
+    ``m`` is counted lazily on x's backend, from ones over the unknown axes only: taken as a
+    number, the nan made the running variance nan without a word.
+    """
+    shape = static_shape(x, "batch_normalization", ())
+    known = [shape[a] for a in axes if shape[a] is not None]
+    m = math.prod(known)
+    if len(known) == len(axes):
+        return var * (m / max(m - 1, 1))
+    xp = backend_of_type(type(var)).xp
+    key = tuple(slice(None) if a in axes and n is None else slice(0, 1) for a, n in enumerate(shape))
+    m = xp.sum(xp.ones_like(_data(x)[key], dtype=var.dtype)) * m
+    return var * (m / xp.where(m > 1, m - 1, xp.ones_like(m)))
 
 
 def running_average(old: Any, stat: Any, decay: float) -> Any:
@@ -75,12 +94,6 @@ def _running_update(target: Any, stat: Any, decay: float, name: str) -> tuple[An
     """``(array, new value)`` for one running statistic, every check done: nothing is written
     until both statistics have passed theirs."""
     data = _data(target)
-    if not has_namespace(stat):  # a symbolic statistic: the arrays would have to change at every call
-        raise NotImplementedError(
-            "polygrad.functions.batch_normalization: running statistics cannot be updated in place inside "
-            "pg.function (their arrays would have to change at every call); leave running_mean and running_var "
-            "out there, or use L.BatchNormalization eagerly"
-        )
     backend = backend_of_type(type(data))
     if not backend.inplace:
         raise NotImplementedError(
@@ -119,13 +132,19 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     train = config.train.get()
     if not train and running_mean is not None and running_var is not None:
         return fixed_batch_normalization(x, gamma, beta, running_mean, running_var, eps)
-    y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
-    if train:
+    y, mu, var, axes = _batch_statistics(x, gamma, beta, eps)
+    if train and (running_mean is not None or running_var is not None):
+        if not has_namespace(_data(mu)):  # symbolic statistics: the arrays would have to change at every call
+            raise NotImplementedError(
+                "polygrad.functions.batch_normalization: running statistics cannot be updated in place inside "
+                "pg.function (their arrays would have to change at every call); leave running_mean and "
+                "running_var out there, or use L.BatchNormalization eagerly"
+            )
         updates = []
         if running_mean is not None:
             updates.append((running_mean, *_running_update(running_mean, _data(mu), decay, "running_mean")))
         if running_var is not None:
-            updates.append((running_var, *_running_update(running_var, _data(var) * (m / max(m - 1, 1)), decay,
+            updates.append((running_var, *_running_update(running_var, unbiased(_data(var), x, axes), decay,
                                                            "running_var")))
         for target, data, new in updates:
             data[...] = new
@@ -146,8 +165,9 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
     """Normalize ``x`` over its trailing axes covered by ``gamma`` (axis 1 of an (N, D)
     input with gamma (D,)), then scale by ``gamma`` and shift by ``beta``."""
     eps = hyperparameter("layer_normalization", "eps", eps)
-    xs, gs = static_shape(x, "layer_normalization"), static_shape(gamma, "layer_normalization")
+    gs = static_shape(gamma, "layer_normalization")
     k = len(gs)
+    xs = static_shape(x, "layer_normalization", range(-k, 0))  # (the leading axes may be of unknown size)
     if k == 0 or len(xs) < k or xs[len(xs) - k:] != gs:
         raise ValueError(f"polygrad.functions.layer_normalization: gamma of shape {gs} does not match the trailing axes of x {xs}")
     axes = tuple(range(len(xs) - k, len(xs)))
@@ -158,9 +178,9 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
     return _given_back(d / sqrt(var + eps) * gamma + beta, back, gamma, beta)
 
 
-def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any, int]:
+def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any]:
     """For L.BatchNormalization: the train-mode output and the batch mean and
-    variance as raw arrays, plus the number of values per channel."""
+    unbiased variance (see :func:`unbiased`) as raw arrays."""
     eps = hyperparameter("batch_normalization", "eps", eps)
-    y, mu, var, m = _batch_statistics(x, gamma, beta, eps)
-    return y, _data(mu), _data(var), m
+    y, mu, var, axes = _batch_statistics(x, gamma, beta, eps)
+    return y, _data(mu), unbiased(_data(var), x, axes)

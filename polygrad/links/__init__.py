@@ -781,9 +781,9 @@ class BatchNormalization(Link):
 
         if not config.train.get():
             return N.fixed_batch_normalization(x, self.gamma, self.beta, self.avg_mean, self.avg_var, self.eps)
-        y, mu, var, m = N.batch_statistics(x, self.gamma, self.beta, self.eps)
+        y, mu, var = N.batch_statistics(x, self.gamma, self.beta, self.eps)
         self.avg_mean = N.running_average(self.avg_mean, mu, self.decay)
-        self.avg_var = N.running_average(self.avg_var, var * (m / max(m - 1, 1)), self.decay)
+        self.avg_var = N.running_average(self.avg_var, var, self.decay)
         return y
 
 
