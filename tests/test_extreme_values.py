@@ -223,3 +223,37 @@ def test_the_float16_gradient_of_a_large_mean_under_a_loss_scale():
         x = pg.Variable(np.zeros(n, np.float16))
         (pg.mean(x) * 1024.0).backward()
         np.testing.assert_allclose(float(x.grad[0]), 1024.0 / n, rtol=2e-3)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+def test_the_float16_softmax_family_sums_in_float32(backend_name):
+    """The sums of exp were taken in float16: along an axis that is not the last numpy's
+    stalled at 2048 (log_softmax of 5,000 equal scores -7.625, not -8.517; softmax summing to
+    2.44), and past 65504 classes they were inf (softmax 0, logsumexp and the loss inf, the
+    gradient off the label 0). The rules' sums were float16 too."""
+    def v(a):
+        return pg.Variable(pg.asarray(a, backend=backend_name))
+
+    x = v(np.zeros((5000, 2), np.float16))
+    np.testing.assert_allclose(_np(F.log_softmax(x, axis=0).data).astype(float), -np.log(5000), rtol=1e-3)
+    np.testing.assert_allclose(_np(F.logsumexp(x, axis=0).data).astype(float), np.log(5000), rtol=1e-3)
+    np.testing.assert_allclose(_np(F.softmax(x, axis=0).data).astype(float).sum(0), 1.0, rtol=1e-3)
+    w = np.linspace(-1, 1, 5000).astype(np.float16)[:, None]  # d/dx sum(w * f(x)) along axis 0
+    for f, want in ((lambda a: F.log_softmax(a, axis=0), w - w.astype(float).sum() / 5000),
+                    (lambda a: F.softmax(a, axis=0), (w - w.astype(float).mean()) / 5000)):
+        x = v(np.zeros((5000, 2), np.float16))
+        pg.sum(f(x) * v(w)).backward()
+        assert x.grad.dtype == np.float16
+        np.testing.assert_allclose(_np(x.grad).astype(float), np.broadcast_to(want, (5000, 2)),
+                                   atol=2e-3 * np.abs(want).max())
+    c = 70000
+    logits = (0.01 * np.random.default_rng(0).standard_normal((2, c))).astype(np.float16)
+    exact = F.log_softmax(pg.Variable(logits.astype(np.float64))).data
+    x = v(logits)
+    loss = F.softmax_cross_entropy(x, pg.asarray(np.array([0, c - 1]), backend=backend_name))
+    loss.backward()
+    np.testing.assert_allclose(float(_np(loss.data)), -(exact[0, 0] + exact[1, c - 1]) / 2, rtol=1e-3)
+    np.testing.assert_allclose(_np(x.grad)[0, 1:].astype(float), np.exp(exact[0, 1:]) / 2, rtol=2e-2)
+    np.testing.assert_allclose(_np(F.softmax(v(logits)).data).astype(float).sum(1), 1.0, rtol=1e-3)
+    np.testing.assert_allclose(_np(F.logsumexp(v(logits), axis=1).data).astype(float),
+                               np.log(np.exp(logits.astype(float)).sum(1)), rtol=1e-3)

@@ -92,9 +92,16 @@ def logsumexp(x, axis=None):
     The shift is detached: the value does not depend on it, and so the
     gradient is exactly ``softmax(x)`` along ``axis``. Where the maximum is not
     finite the shift is 0, so that a slice of all ``-inf`` gives ``-inf`` and one
-    holding ``+inf`` gives ``+inf`` (``-inf - -inf`` would make them NaN).
+    holding ``+inf`` gives ``+inf`` (``-inf - -inf`` would make them NaN). A float narrower
+    than float32 is taken in float32 and given back in its dtype (see
+    :func:`~polygrad.ops._dtypes.widened`: a float16 sum of exp stalls at 2048 along an axis
+    that is not the last, and is inf past 65504).
     """
     x = as_variable(x)
+    dtype = _data(x).dtype
+    wide = widened_of(_data(x))
+    if wide is not None:
+        x = astype(x, wide)
     m = max(x, axis=axis, keepdims=True)
     if isinstance(m, Variable):
         m = m.detach()
@@ -102,7 +109,8 @@ def logsumexp(x, axis=None):
     s = log(sum(exp(x - m), axis=axis))
     ndim = _data(x).ndim
     axes = tuple(range(ndim)) if axis is None else tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
-    return s + squeeze(m, axis=axes) if axes else s + m
+    out = s + squeeze(m, axis=axes) if axes else s + m
+    return out if wide is None else astype(out, dtype)
 
 
 # ---------------------------------------------------------------------------
