@@ -329,3 +329,23 @@ def test_softmax_cross_entropy_of_no_positions():
         t = np.zeros((shape[0],) + shape[2:], dtype=np.int64)
         assert float(F.softmax_cross_entropy(x, t, normalize=False).data) == 0.0
         assert F.softmax_cross_entropy(x, t, reduce="no").shape == t.shape
+
+
+def test_compiled_losses_divide_by_the_batch_size_of_each_call():
+    """With a symbolic batch size, normalize=False took a mean of the rows: NaN for an empty
+    batch, where eagerly (and in Chainer) it is 0; sigmoid_cross_entropy failed to trace with
+    "'>' not supported between 'NoneType' and 'int'". The batch size is read at each call."""
+    from polygrad import symbolic as T
+
+    rng = np.random.default_rng(0)
+    x2, t2 = T.matrix("x"), T.vector("t", dtype="int64")
+    x3, t3 = T.tensor("float64", (None, 3, 2), "x3"), T.tensor("int64", (None, 2), "t3")
+    tb = T.matrix("tb", dtype="int64")
+    for x, t, loss, shape, labels in (
+            (x2, t2, F.softmax_cross_entropy, (3,), lambda n: rng.integers(-1, 3, n)),
+            (x3, t3, F.softmax_cross_entropy, (3, 2), lambda n: rng.integers(-1, 3, (n, 2))),
+            (x2, tb, F.sigmoid_cross_entropy, (3,), lambda n: rng.integers(-1, 2, (n, 3)))):
+        f = pg.function([x, t], loss(x, t, normalize=False))
+        for n in (0, 1, 5):
+            xs, ts = rng.standard_normal((n,) + shape), labels(n)
+            assert float(f(xs, ts)) == pytest.approx(float(loss(pg.Variable(xs), ts, normalize=False).data), abs=1e-12)

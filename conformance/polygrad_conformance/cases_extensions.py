@@ -354,6 +354,8 @@ private("softmax_cross_entropy_valid_count", "ignore_label", lambda xp, row, x, 
         lambda xp, x, t: xp.asarray(3.0, dtype=x.dtype), F((4, 3)), ints(_T), order=0)
 private("softmax_cross_entropy_valid_count", "all_ignored", lambda xp, row, x, t: row(x, t, ignore_label=-1),
         lambda xp, x, t: xp.asarray(1.0, dtype=x.dtype), F((2, 3)), ints([-1, -1]), order=0)
+private("loss_batch_size", "rows", lambda xp, row, x: row(x), lambda xp, x: xp.asarray(4.0, dtype=x.dtype), F((4, 3)),
+        order=0)
 private("softmax_cross_entropy_nll", "ignore_label",
         lambda xp, row, x, t: row(NN.log_softmax(x, axis=1), NN.label_mask(x, t, -1), NN.valid_count(x, t, -1)),
         lambda xp, x, t: -xp.sum(_log_softmax(xp, x, 1) * _onehot(xp, t, 3, x.dtype)) / 3, F((4, 3)), ints(_T))

@@ -19,7 +19,7 @@ from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape, squeeze,
                           sum, tanh, where)
 from polygrad.ops._dtypes import widened_of
-from polygrad.ops.nn import (binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
+from polygrad.ops.nn import (batch_size, binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
                              softplus, valid_count)
 
 
@@ -47,6 +47,17 @@ def _total(loss: Any, count: Any = None, n: int = 1) -> Variable:
     total = sum(loss if wide is None else astype(loss, wide))
     out = total / count if count is not None else total * (1.0 / builtins.max(1, n))
     return out if wide is None else astype(out, _data(loss).dtype)
+
+
+def _per_batch(loss: Any, x: Any) -> Variable:
+    """:func:`_total` of ``loss`` divided by the batch size of ``x`` (N of its shape (N, ...),
+    at least 1: 0 for an empty batch), read from x's shape where it is known, else where the
+    loss is computed (:func:`~polygrad.ops.nn.batch_size`): a compiled function's symbolic
+    batch size (a mean of an empty batch gave NaN there; sigmoid_cross_entropy failed), dask's
+    size not computed yet (NaN, divided by as 1)."""
+    xs = _shape(x)
+    n = 1 if xs == () else None if xs is None else xs[0]
+    return _total(loss, n=n) if _known(n) else _total(loss, batch_size(x))
 
 
 def leaky_relu(x, slope=0.2):
@@ -257,6 +268,11 @@ def _same(s1: tuple | None, s2: tuple | None) -> bool:
     return len(s1) == len(s2) and all(a is None or b is None or a == b for a, b in zip(s1, s2))
 
 
+def _known(n: Any) -> bool:
+    """Whether the size ``n`` is known: not None (symbolic) and not NaN (dask's, not computed yet)."""
+    return n is not None and n == n
+
+
 def check_same_shape(fname: str, a: Any, b: Any, names: str = "x and t") -> None:
     """ValueError naming the function when ``a`` and ``b`` (arrays, Variables or scalars) differ in shape."""
     s1, s2 = _shape(a), _shape(b)
@@ -311,15 +327,13 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     picked = where(mask, logp, 0.0)
     if reduce == "no":
         return -sum(picked, axis=1)
-    if xs is not None and xs[0] is not None:  # divided by N, 0 for an empty batch (a mean of none was NaN)
-        return -_total(picked, n=xs[0])
-    return -mean(sum(picked, axis=1))  # N unknown (symbolic)
+    return -_per_batch(picked, x)  # divided by N, 0 for an empty batch (a mean of none was NaN)
 
 
 def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_label: Any, reduce: str) -> Variable:
     """softmax_cross_entropy of (N, C, d1, ...) logits: the positions as rows of (N d1 ..., C).
     The batch size N may be unknown (a symbolic input); C and d1, ... are needed."""
-    if None in xs[1:] or None in ts[1:]:
+    if not all(_known(n) for n in xs[1:] + ts[1:]):
         raise ValueError(f"polygrad.functions.softmax_cross_entropy: x of more than two dimensions needs known "
                          f"sizes past the batch, got x {xs} and t {ts}")
     rows = reshape(moveaxis(x, 1, -1), (-1, xs[1]))
@@ -328,10 +342,8 @@ def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_
         return softmax_cross_entropy(rows, labels, True, ignore_label)
     losses = softmax_cross_entropy(rows, labels, normalize, ignore_label, "no")
     if reduce == "no":
-        return reshape(losses, ts if ts[0] is not None else (-1,) + ts[1:])
-    if xs[0] is not None:  # the sum over the N d1 ... positions, divided by N (0 where there are none)
-        return _total(losses, n=xs[0])
-    return mean(losses) * math.prod(ts[1:])  # N unknown (symbolic): the same
+        return reshape(losses, ts if _known(ts[0]) else (-1,) + ts[1:])
+    return _per_batch(losses, x)  # the sum over the N d1 ... positions, divided by N (0 where there are none)
 
 
 def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
@@ -359,7 +371,6 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     check_option(fname, "reduce", reduce, ("mean", "no"))
     kind = check_labels(fname, "t", t, ("integral", "real floating"))
     check_same_shape(fname, x, t)
-    xs = _shape(x)
     x = as_variable(x)
     if kind == "integral":
         t = binary_labels(t)
@@ -373,7 +384,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
         return loss
     if normalize:
         return _total(loss, valid_count(x, t, -1))
-    return _total(loss, n=xs[0] if xs else 1)
+    return _per_batch(loss, x)
 
 
 def huber_loss(x, t, delta, reduce="sum_along_second_axis"):

@@ -316,6 +316,26 @@ def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     return xp.maximum(count, xp.ones_like(count))
 
 
+def _batch_size_kernel(xp: Any, x: Any) -> Any:
+    """``max(1, N)`` for ``x`` of shape (N, ...), in x's dtype (float32 for a narrower float),
+    read as the kernel runs: at each call of a compiled function, whose batch size is unknown
+    as it is traced. A lazy backend's N not computed yet (dask's NaN) is counted where the loss
+    is computed, from a column of ``x``."""
+    dtype = widened(xp, x.dtype) or x.dtype
+    n = x.shape[0] if x.ndim else 1
+    if n == n:
+        return xp.asarray(builtins.max(1, n), dtype=dtype)
+    rest = math.prod(x.shape[1:])
+    if rest != rest:
+        raise ValueError(f"polygrad.functions: normalize=False divides by the batch size, and x of shape "
+                         f"{tuple(x.shape)} has sizes past the batch that are not computed yet either; compute "
+                         f"them first (x.compute_chunk_sizes())")
+    if rest == 0:  # no elements: the loss is 0, whatever it is divided by
+        return xp.asarray(1, dtype=dtype)
+    count = xp.sum(xp.ones_like(x[(slice(None),) + (0,) * (x.ndim - 1)], dtype=dtype))
+    return xp.maximum(count, xp.ones_like(count))
+
+
 LABEL_MASK = def_nograd(Op("softmax_cross_entropy_label_mask", _label_mask_kernel))
 
 
@@ -329,12 +349,20 @@ def label_mask(x, t, ignore_label=-1):
 
 
 VALID_COUNT = def_nograd(Op("softmax_cross_entropy_valid_count", _valid_count_kernel))
+BATCH_SIZE = def_nograd(Op("loss_batch_size", _batch_size_kernel))
 
 
 @public(standard=False)
 def valid_count(x, t, ignore_label=-1):
     """How many labels ``t`` are not ``ignore_label`` (at least 1), in ``x``'s dtype (float32 for a narrower float)."""
     return apply(VALID_COUNT, (x, t), {"ignore_label": ignore_label})
+
+
+@public(standard=False)
+def batch_size(x):
+    """``max(1, N)`` for ``x`` of shape (N, ...), in ``x``'s dtype (float32 for a narrower float),
+    taken as ``x`` is computed: what a loss with ``normalize=False`` divides by."""
+    return apply(BATCH_SIZE, (x,))
 
 
 def _embed_ids_kernel(xp: Any, ids: Any, n_rows: int, ignore_label: Any = None) -> Any:
