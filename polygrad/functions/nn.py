@@ -14,7 +14,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, _same_shape
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape, squeeze,
                           sum, tanh, where)
@@ -262,10 +262,11 @@ def _shape(a: Any) -> tuple | None:
 
 
 def _same(s1: tuple | None, s2: tuple | None) -> bool:
-    """Whether two shapes can be equal (unknown ranks and dimensions match anything)."""
-    if s1 is None or s2 is None:
-        return True
-    return len(s1) == len(s2) and all(a is None or b is None or a == b for a, b in zip(s1, s2))
+    """Whether two shapes can be equal: unknown ranks and dimensions (None) match anything, a lazy
+    backend's size not computed yet (dask's NaN, after a boolean mask) only another one (see
+    :func:`polygrad.core.variable._same_shape`; NaN == NaN is False: every loss refused x and t
+    of shape (nan, 3))."""
+    return s1 is None or s2 is None or _same_shape(s1, s2, lazy="alike")
 
 
 def _known(n: Any) -> bool:

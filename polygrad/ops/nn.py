@@ -287,11 +287,11 @@ def _every_row_hits(hit: Any, n: int) -> bool:
 def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     """(N, C) boolean mask: True at [i, t[i]] for labels not equal to ignore_label
     (labels checked to lie in [0, C) or equal ignore_label)."""
-    if t.ndim != 1 or x.ndim != 2 or t.shape[0] != x.shape[0]:
+    if t.ndim != 1 or x.ndim != 2 or not _same_size(t.shape[0], x.shape[0]):
         raise ValueError(f"expects x of shape (N, C) and t of shape (N,), got x {tuple(x.shape)} and t {tuple(t.shape)}")
     n, c = x.shape
     classes = xp.reshape(positions(xp, c, t.dtype), (1, c))
-    hit = xp.reshape(t, (n, 1)) == classes
+    hit = t[:, None] == classes  # (not reshape: N may be a lazy backend's size not computed yet)
     # The usual case in one reduction and one read of the device: every label hits a class
     # (one outside [0, C) hits none). Otherwise the labels are checked one by one.
     in_range = _every_row_hits(hit, n)
@@ -299,10 +299,10 @@ def _label_mask_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
         in_range, checked = check_class_labels(t, c, ignore_label, "softmax_cross_entropy: labels t")
         if checked is not t:  # a lazy backend: the mask is computed from the checked labels
             t = checked
-            hit = xp.reshape(t, (n, 1)) == classes
+            hit = t[:, None] == classes
     if ignore_label is None or (in_range and not 0 <= ignore_label < c):
         return hit  # no label equals ignore_label: the mask is the hits
-    return xp.logical_and(hit, xp.reshape(t != ignore_label, (n, 1)))
+    return xp.logical_and(hit, (t != ignore_label)[:, None])
 
 
 def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
@@ -310,10 +310,19 @@ def _valid_count_kernel(xp: Any, x: Any, t: Any, ignore_label: Any = -1) -> Any:
     narrower float (see :func:`~polygrad.ops._dtypes.widened`: a float16 count past 65504 was
     inf, the loss NaN and its gradient 0)."""
     dtype = widened(xp, x.dtype) or x.dtype
-    if ignore_label is None:
-        return xp.asarray(builtins.max(1, math.prod(t.shape)), dtype=dtype)
-    count = xp.sum(xp.astype(t != ignore_label, dtype))
+    size = math.prod(t.shape)
+    if ignore_label is None and size == size:
+        return xp.asarray(builtins.max(1, size), dtype=dtype)
+    # (a size not computed yet, dask's NaN, is counted where the loss is: max(1, NaN) was 1)
+    valid = xp.ones_like(t, dtype=dtype) if ignore_label is None else xp.astype(t != ignore_label, dtype)
+    count = xp.sum(valid)
     return xp.maximum(count, xp.ones_like(count))
+
+
+def _same_size(m: Any, n: Any) -> bool:
+    """Whether two sizes of a kernel's arrays may be equal: a lazy backend's size not computed
+    yet (dask's NaN) matches only another one, as :func:`polygrad.core.variable._same_shape`."""
+    return m == n or (m != m and n != n)
 
 
 def _batch_size_kernel(xp: Any, x: Any) -> Any:
