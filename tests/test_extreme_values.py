@@ -257,3 +257,24 @@ def test_the_float16_softmax_family_sums_in_float32(backend_name):
     np.testing.assert_allclose(_np(F.softmax(v(logits)).data).astype(float).sum(1), 1.0, rtol=1e-3)
     np.testing.assert_allclose(_np(F.logsumexp(v(logits), axis=1).data).astype(float),
                                np.log(np.exp(logits.astype(float)).sum(1)), rtol=1e-3)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+def test_float16_squared_losses_of_large_differences_are_finite(backend_name):
+    """mean_squared_error and huber_loss squared float16 differences in float16: one difference
+    of 300 made the loss inf, where 9,000 (and huber's 45,000) fit."""
+    a = np.zeros((1, 10), np.float16)
+    a[0, 0] = 300
+
+    def v(b):
+        return pg.Variable(pg.asarray(b, backend=backend_name))
+
+    x = v(a)
+    mse = F.mean_squared_error(x, v(np.zeros_like(a)))
+    mse.backward()
+    assert mse.dtype == np.float16 and x.grad.dtype == np.float16
+    assert float(_np(mse.data)) == 9000.0 and float(_np(x.grad)[0, 0]) == 60.0
+    for reduce, want in (("sum_along_second_axis", [45000.0]), ("no", [45000.0] + [0.0] * 9)):
+        loss = F.huber_loss(v(a), v(np.zeros_like(a)), 1000.0, reduce=reduce)
+        assert loss.dtype == np.float16
+        np.testing.assert_allclose(_np(loss.data).ravel(), want, rtol=1e-3)

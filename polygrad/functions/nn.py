@@ -49,6 +49,14 @@ def _total(loss: Any, count: Any = None, n: int = 1) -> Variable:
     return out if wide is None else astype(out, _data(loss).dtype)
 
 
+def _widened(a: Any) -> tuple[Variable, Any]:
+    """``a`` in float32 where its dtype is a narrower float (see :func:`~polygrad.ops._dtypes.widened`:
+    the square of a float16 difference past 256 is inf), and the dtype to give a result back in
+    (None: a's own)."""
+    wide = widened_of(_data(a))
+    return (as_variable(a), None) if wide is None else (astype(a, wide), _data(a).dtype)
+
+
 def _per_batch(loss: Any, x: Any) -> Variable:
     """:func:`_total` of ``loss`` divided by the batch size of ``x`` (N of its shape (N, ...),
     at least 1: 0 for an empty batch), read from x's shape where it is known, else where the
@@ -288,8 +296,9 @@ def mean_squared_error(x0, x1):
     """Mean of the squared differences of ``x0`` and ``x1``, which must have the same shape
     (as in Chainer: a (4, 1) prediction against (4,) targets would broadcast to 16 pairs)."""
     check_same_shape("mean_squared_error", x0, x1, "x0 and x1")
-    d = as_variable(x0) - x1
-    return mean(d * d)
+    d, back = _widened(as_variable(x0) - x1)  # squared in float32 for float16: a difference of 300 gave inf
+    out = mean(d * d)
+    return out if back is None else astype(out, back)
 
 
 def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
@@ -401,10 +410,11 @@ def huber_loss(x, t, delta, reduce="sum_along_second_axis"):
     delta = hyperparameter(fname, "delta", delta)
     if not delta > 0:
         raise ValueError(f"polygrad.functions.{fname}: delta must be positive, got {delta!r}")
-    d = as_variable(x) - t
+    d, back = _widened(as_variable(x) - t)  # in float32 for float16: d = 300 gave inf, where 45000 fits
     a = abs(d)
     loss = where(a <= delta, 0.5 * (d * d), delta * (a - 0.5 * delta))
-    return sum(loss, axis=1) if reduce == "sum_along_second_axis" else loss
+    loss = sum(loss, axis=1) if reduce == "sum_along_second_axis" else loss
+    return loss if back is None else astype(loss, back)
 
 
 # ---------------------------------------------------------------------------
