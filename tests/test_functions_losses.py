@@ -390,3 +390,23 @@ def test_compiled_losses_divide_by_the_batch_size_of_each_call():
         for n in (0, 1, 5):
             xs, ts = rng.standard_normal((n,) + shape), labels(n)
             assert float(f(xs, ts)) == pytest.approx(float(loss(pg.Variable(xs), ts, normalize=False).data), abs=1e-12)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"normalize": False}, {"reduce": "no"}])
+def test_an_ignored_row_of_all_minus_inf_gets_a_zero_gradient(xp, kwargs):
+    """An ignored row whose logits are all -inf (a fully masked position) adds nothing to the
+    loss, yet its gradient was NaN: log_softmax gave it -inf - -inf, and backward exp(NaN) * 0.
+    Its log-probabilities are -inf now; the other rows keep their values and gradients."""
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0], [0.5, -1.0, 2.0]])
+    t = np.array([-1, 2, 0])
+    v = pg.Variable(arr(xp, x))
+    with np.errstate(all="ignore"):
+        pg.sum(F.softmax_cross_entropy(v, ints(xp, t), **kwargs)).backward()
+        w = pg.Variable(arr(xp, x[1:]))
+        pg.sum(F.softmax_cross_entropy(w, ints(xp, t[1:]), **kwargs)).backward()
+        masked = F.log_softmax(arr(xp, x[:1]))
+    grad = np.asarray(pg.to_backend(v.grad, "numpy"))
+    np.testing.assert_array_equal(grad[0], 0.0)
+    scale = 2 / 3 if kwargs == {"normalize": False} else 1.0  # divided by N: 3 rows against 2
+    np.testing.assert_allclose(grad[1:], np.asarray(pg.to_backend(w.grad, "numpy")) * scale, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(masked.data), -np.inf)

@@ -141,8 +141,14 @@ def _rule_in_float32(rule: Any) -> Any:
 
 @_in_float32
 def _log_softmax_kernel(xp: Any, x: Any, axis: int = -1) -> Any:
-    s = x - xp.max(x, axis=axis, keepdims=True)
-    return s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))
+    """``x - logsumexp(x)``; a slice of all ``-inf`` (a fully masked position) gives ``-inf``,
+    not ``-inf - -inf``: its NaN reached the gradient of an ignored row through ``exp(ans) * 0``
+    (a row's guard: no pass over the elements)."""
+    m = xp.max(x, axis=axis, keepdims=True)
+    empty = m == -math.inf
+    zero = xp.zeros_like(m)
+    s = x - xp.where(empty, zero, m)
+    return s - xp.where(empty, zero, xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True)))
 
 
 @_in_float32
@@ -157,7 +163,8 @@ LOG_SOFTMAX = defvjp(Op("log_softmax", _log_softmax_kernel), _rule_in_float32(
 
 @public(standard=False)
 def log_softmax(x, axis=1):
-    """Log of the softmax along ``axis`` (default 1, the class axis, as in Chainer)."""
+    """Log of the softmax along ``axis`` (default 1, the class axis, as in Chainer); a slice of
+    all ``-inf`` (a fully masked position) gives ``-inf``, and so a zero gradient where it is ignored."""
     return apply(LOG_SOFTMAX, (x,), {"axis": axis})
 
 
