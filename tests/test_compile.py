@@ -904,3 +904,11 @@ def test_broadcasting_symbolic_arrays_of_unknown_length_is_refused_when_built(bu
     xv, yv = np.array([1.0, 2.0, 3.0]), np.array([10.0])
     got = pg.function([xk, yk], build(xk, yk) * 1.0, on_unused_input="ignore")(xv, yv)
     np.testing.assert_array_equal(got, build(pg.Variable(xv), pg.Variable(yv)).data)
+
+
+@pytest.mark.parametrize("name", ["uint8", "uint16", "uint32", "uint64", "int8", "float16", "float32"])
+def test_a_computed_node_is_named_by_its_own_dtype(name):
+    """A dtype's name was matched by its ending, first in the list: a computed uint8 node was
+    named int8 (and sigmoid_cross_entropy's uint8 labels then compared with -1 at each call)."""
+    x = T.vector("x", dtype=name)
+    assert pg.abs(x).data.dtype == name

@@ -84,13 +84,18 @@ class SymbolicArray:
     __hash__ = object.__hash__
 
 
+# The names a dtype's text may end with, longest first: "uint8" ends with "int8" too (a computed
+# uint8 node was named int8), "bfloat16" with "float16".
+_LONGEST_FIRST = tuple(sorted(NARROW_NAMES + DTYPES, key=len, reverse=True))
+
+
 def _dtype_name(dtype: Any) -> str | None:
     if dtype is None or isinstance(dtype, str):
         return dtype
     # a dtype object prints as its name (numpy.dtype, torch.float32); a scalar type
     # (numpy.float32, jax.numpy.float32) prints as "<class ...>" but names itself
     text = getattr(dtype, "__name__", None) or str(dtype)
-    for name in NARROW_NAMES + DTYPES:  # (a computed float16 node knows its dtype: widened_of reads it)
+    for name in _LONGEST_FIRST:  # (a computed float16 node knows its dtype: widened_of reads it)
         if text.endswith(name):
             return name
     raise TypeError(f"polygrad.symbolic: unknown dtype {dtype!r}")
