@@ -410,3 +410,27 @@ def test_an_ignored_row_of_all_minus_inf_gets_a_zero_gradient(xp, kwargs):
     scale = 2 / 3 if kwargs == {"normalize": False} else 1.0  # divided by N: 3 rows against 2
     np.testing.assert_allclose(grad[1:], np.asarray(pg.to_backend(w.grad, "numpy")) * scale, rtol=1e-12)
     np.testing.assert_array_equal(np.asarray(masked.data), -np.inf)
+
+
+def test_uint8_labels_with_the_default_ignore_label(xp):
+    """uint8 labels (segmentation masks read from images) hold no -1: no label is ignored. The
+    comparisons with -1, which the standard leaves unspecified, raised OverflowError inside a
+    kernel on array_api_strict (softmax_cross_entropy, sigmoid_cross_entropy, accuracy and
+    embed_id with ignore_label=-1); the results equal those of int64 labels."""
+    from polygrad import symbolic as S
+
+    def u8(a):
+        return xp.asarray(np.asarray(a).tolist(), dtype=xp.uint8)
+
+    x, binary, ids = arr(xp, X), np.array([[0, 1, 1, 0]] * 3), np.array([0, 2, 1])
+    for u, i in ((F.softmax_cross_entropy(x, u8(T)), F.softmax_cross_entropy(x, ints(xp, T))),
+                 (F.sigmoid_cross_entropy(x, u8(binary)), F.sigmoid_cross_entropy(x, ints(xp, binary))),
+                 (F.accuracy(x, u8(T), ignore_label=-1), F.accuracy(x, ints(xp, T), ignore_label=-1)),
+                 (F.embed_id(u8(ids), x, ignore_label=-1), F.embed_id(ints(xp, ids), x, ignore_label=-1))):
+        assert_close(u, np.asarray(pg.to_backend(i.data, "numpy")), rtol=0)
+    s, t, b = S.matrix("x"), S.vector("t", dtype="uint8"), S.matrix("b", dtype="uint8")  # compiled: dtype names
+    f = pg.function([s, t, b], [F.softmax_cross_entropy(s, t), F.sigmoid_cross_entropy(s, b)])
+    got = f(x, u8(T), u8(binary))
+    want = (F.softmax_cross_entropy(x, ints(xp, T)), F.sigmoid_cross_entropy(x, ints(xp, binary)))
+    for g, w in zip(got, want):
+        assert_close(g, np.asarray(pg.to_backend(w.data, "numpy")), rtol=1e-15)

@@ -56,8 +56,8 @@ def embed_id(x, W, ignore_label=None):
     negative id would silently pick a row from the end). Compiled, ``W`` and
     ids of more than one dimension need a known shape.
     """
-    check_ignore_label("embed_id", ignore_label)
     check_labels("embed_id", "x", x)
+    ignore_label = check_ignore_label("embed_id", ignore_label, x)
     vs = static_shape(W, "embed_id")
     if len(vs) != 2:
         raise ValueError(f"polygrad.functions.embed_id: expects W of shape (V, D), got {vs}")

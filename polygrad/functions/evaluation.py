@@ -24,8 +24,8 @@ def accuracy(y, t, ignore_label=None):
     :raises ValueError: ``y`` not floating-point, ``t`` not integer, or shapes that do not match.
     """
     fname = "accuracy"
-    check_ignore_label(fname, ignore_label)
     check_labels(fname, "t", t)
+    ignore_label = check_ignore_label(fname, ignore_label, t)
     if dtype_kind(y) != "real floating":
         got = f"dtype {_data(y).dtype}" if dtype_kind(y) is not None else f"a {type(y).__name__}"
         raise ValueError(f"polygrad.functions.{fname}: y must be an array of floating-point scores, got {got}")

@@ -18,7 +18,8 @@ from polygrad.core.variable import Variable, _same_shape
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape, squeeze,
                           sum, tanh, where)
-from polygrad.ops._dtypes import widened_of
+from polygrad.backends import get_backend
+from polygrad.ops._dtypes import dtype_named, holds, widened_of
 from polygrad.ops.nn import (batch_size, binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
                              softplus, valid_count)
 
@@ -258,9 +259,26 @@ def check_labels(fname: str, arg: str, t: Any, kinds: tuple = ("integral",)) -> 
     raise ValueError(f"polygrad.functions.{fname}: {arg} must be an array of {want}, got dtype {d.dtype}")
 
 
-def check_ignore_label(fname: str, ignore_label: Any) -> None:
+def check_ignore_label(fname: str, ignore_label: Any, t: Any = None) -> Any:
+    """``ignore_label``, an int or None (else a TypeError naming ``fname``); None where the integer
+    dtype of labels ``t`` cannot hold it, as no label can equal it (the default -1 for uint8 labels,
+    read from images: the comparison with it, which the standard does not specify, raised
+    OverflowError on array_api_strict)."""
     if ignore_label is not None and (isinstance(ignore_label, bool) or not isinstance(ignore_label, int)):
         raise TypeError(f"polygrad.functions.{fname}: ignore_label must be an int or None, got {ignore_label!r}")
+    return ignore_label if ignore_label is None or t is None or _can_hold(t, ignore_label) else None
+
+
+def _can_hold(t: Any, value: int) -> bool:
+    """Whether labels ``t`` (an array or Variable) can hold ``value`` (see :func:`~polygrad.ops._dtypes.holds`);
+    a symbolic array's dtype is a name, the same dtype's on every namespace: it is asked of the current backend."""
+    d = _data(t)
+    if d.dtype is None:
+        return True
+    if isinstance(d.dtype, str):
+        xp = get_backend().xp
+        return holds(xp, dtype_named(xp, d.dtype, "polygrad.functions"), value)
+    return holds(backend_of_type(type(d)).xp, d.dtype, value)
 
 
 def _shape(a: Any) -> tuple | None:
@@ -322,8 +340,8 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """
     fname = "softmax_cross_entropy"
     check_option(fname, "reduce", reduce, ("mean", "no"))
-    check_ignore_label(fname, ignore_label)
     check_labels(fname, "t", t)
+    ignore_label = check_ignore_label(fname, ignore_label, t)
     xs, ts = _shape(x), _shape(t)
     if xs is not None and ts is not None and (len(xs) < 2 or len(ts) != len(xs) - 1 or not _same(xs[:1] + xs[2:], ts)):
         raise ValueError(f"polygrad.functions.{fname}: expects x of shape (N, C, ...) and t of shape (N, ...), "
@@ -384,7 +402,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     x = as_variable(x)
     if kind == "integral":
         t = binary_labels(t)
-        loss = where(t != -1, softplus(where(t == 1, -x, x)), 0.0)
+        loss = where(t >= 0, softplus(where(t == 1, -x, x)), 0.0)  # (t is 0, 1 or -1: uint8 holds no -1)
     else:
         t = probabilities(t)
         dtype = _data(x).dtype
@@ -393,7 +411,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     if reduce == "no":
         return loss
     if normalize:
-        return _total(loss, valid_count(x, t, -1))
+        return _total(loss, valid_count(x, t, check_ignore_label(fname, -1, t)))
     return _per_batch(loss, x)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
 
-__all__ = ["check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "index_dtype", "positions", "widened",
-           "widened_of"]
+__all__ = ["check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds", "index_dtype", "positions",
+           "widened", "widened_of"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -110,6 +110,16 @@ def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
         declared = {}
     raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
                     f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
+
+
+def holds(xp: Any, dtype: Any, value: int) -> bool:
+    """Whether an array of ``dtype`` can hold the Python int ``value``: any dtype but an integer
+    one, which holds its range only (an ignore_label of -1 for uint8 labels: no label can equal
+    it, and comparing with it is not one the standard specifies; array_api_strict refuses it)."""
+    if not xp.isdtype(dtype, "integral"):
+        return True
+    info = xp.iinfo(dtype)
+    return int(info.min) <= value <= int(info.max)
 
 
 def check_number_fits(xp: Any, dtype: Any, value: Any, what: str) -> None:

@@ -17,7 +17,7 @@ from polygrad.core.dispatch import backend_of_type, checked_lazily, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import drawn_in, positions, widened, widened_of
+from polygrad.ops._dtypes import drawn_in, holds, positions, widened, widened_of
 from polygrad.ops._export import names, public
 
 
@@ -403,7 +403,8 @@ def embed_ids(ids, n_rows, ignore_label=None):
 
 
 def _not_binary(xp: Any, v: Any) -> Any:
-    return xp.logical_and(xp.logical_and(v != 0, v != 1), v != -1)
+    bad = xp.logical_and(v != 0, v != 1)
+    return xp.logical_and(bad, v != -1) if holds(xp, v.dtype, -1) else bad  # (no -1 in uint8 labels)
 
 
 def _not_probability(xp: Any, v: Any) -> Any:
