@@ -434,3 +434,24 @@ def test_uint8_labels_with_the_default_ignore_label(xp):
     want = (F.softmax_cross_entropy(x, ints(xp, T)), F.sigmoid_cross_entropy(x, ints(xp, binary)))
     for g, w in zip(got, want):
         assert_close(g, np.asarray(pg.to_backend(w.data, "numpy")), rtol=1e-15)
+
+
+def test_loss_arguments_are_taken_as_meant(xp):
+    """normalize="no" (a slip for reduce="no") was taken as True and gave a scalar; a NumPy
+    integer ignore_label (t.max(), np.iinfo(...)) was refused; an ignored row's loss with
+    reduce="no" was -0.0 (Chainer's is 0.0)."""
+    x, t = arr(xp, X), ints(xp, [2, 1, -1])
+    for loss, labels in ((F.softmax_cross_entropy, t), (F.sigmoid_cross_entropy, ints(xp, np.zeros((3, 4), int)))):
+        with pytest.raises(TypeError, match=f"{loss.__name__}: normalize must be a bool, got 'no'"):
+            loss(x, labels, normalize="no")
+        assert_close(loss(x, labels, normalize=np.False_), np.asarray(loss(x, labels, normalize=False).data), rtol=0)
+    for label in (np.int64(-1), np.int32(-1)):
+        assert_close(F.softmax_cross_entropy(x, t, ignore_label=label), np.asarray(F.softmax_cross_entropy(x, t).data),
+                     rtol=0)
+        assert_close(F.accuracy(x, t, ignore_label=label), np.asarray(F.accuracy(x, t, ignore_label=-1).data), rtol=0)
+    with pytest.raises(TypeError, match="ignore_label must be an int or None, got True"):
+        F.softmax_cross_entropy(x, t, ignore_label=True)
+    losses = np.asarray(F.softmax_cross_entropy(x, t, reduce="no").data)
+    assert losses[2] == 0.0 and not np.signbit(losses[2])
+    empty = F.softmax_cross_entropy(xp.zeros((0, 4), dtype=xp.float64), xp.zeros((0,), dtype=xp.int64), normalize=False)
+    assert not np.signbit(np.asarray(empty.data))

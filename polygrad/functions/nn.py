@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import operator
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, is_array
@@ -246,6 +247,18 @@ def check_option(fname: str, arg: str, value: Any, allowed: tuple) -> None:
         )
 
 
+def check_flag(fname: str, arg: str, value: Any) -> bool:
+    """``value``, a bool (Python's, or a 0-d boolean array such as NumPy's ``True_``), as a Python
+    bool; else a TypeError naming the function and argument (``normalize="no"``, a slip for
+    ``reduce="no"``, was taken as True)."""
+    if isinstance(value, bool):
+        return value
+    data = _data(value)
+    if is_array(data) and data.ndim == 0 and backend_of_type(type(data)).xp.isdtype(data.dtype, "bool"):
+        return bool(data)
+    raise TypeError(f"polygrad.functions.{fname}: {arg} must be a bool, got {value!r}")
+
+
 def check_labels(fname: str, arg: str, t: Any, kinds: tuple = ("integral",)) -> str:
     """The dtype kind of labels ``t``, which must be an array (or Variable) of one of ``kinds``:
     else a TypeError (not an array) or ValueError (another dtype) naming the function and argument."""
@@ -260,12 +273,14 @@ def check_labels(fname: str, arg: str, t: Any, kinds: tuple = ("integral",)) -> 
 
 
 def check_ignore_label(fname: str, ignore_label: Any, t: Any = None) -> Any:
-    """``ignore_label``, an int or None (else a TypeError naming ``fname``); None where the integer
+    """``ignore_label``, an integer (Python's or NumPy's, not a bool) as a Python int, or None (else
+    a TypeError naming ``fname``); None where the integer
     dtype of labels ``t`` cannot hold it, as no label can equal it (the default -1 for uint8 labels,
     read from images: the comparison with it, which the standard does not specify, raised
     OverflowError on array_api_strict)."""
-    if ignore_label is not None and (isinstance(ignore_label, bool) or not isinstance(ignore_label, int)):
+    if ignore_label is not None and (isinstance(ignore_label, bool) or not isinstance(ignore_label, numbers.Integral)):
         raise TypeError(f"polygrad.functions.{fname}: ignore_label must be an int or None, got {ignore_label!r}")
+    ignore_label = None if ignore_label is None else operator.index(ignore_label)  # (NumPy's -1 was refused)
     return ignore_label if ignore_label is None or t is None or _can_hold(t, ignore_label) else None
 
 
@@ -331,7 +346,8 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     the op table (the usual case, mean and normalized, is ``log_softmax`` and the
     row ``nll``), so it works on lazy and symbolic inputs too.
 
-    :raises TypeError: ``t`` is not an array, or ``ignore_label`` not an int.
+    :raises TypeError: ``t`` is not an array, ``ignore_label`` not an integer, or
+        ``normalize`` not a bool.
     :raises ValueError: ``t`` not of an integer dtype, an unknown ``reduce``,
         shapes that do not match, or a label outside ``[0, C)`` other than
         ``ignore_label`` (values are checked on eager backends, also at each call
@@ -340,6 +356,7 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     """
     fname = "softmax_cross_entropy"
     check_option(fname, "reduce", reduce, ("mean", "no"))
+    normalize = check_flag(fname, "normalize", normalize)
     check_labels(fname, "t", t)
     ignore_label = check_ignore_label(fname, ignore_label, t)
     xs, ts = _shape(x), _shape(t)
@@ -353,9 +370,10 @@ def softmax_cross_entropy(x, t, normalize=True, ignore_label=-1, reduce="mean"):
     if reduce == "mean" and normalize:  # the usual case: two nodes
         return nll(logp, mask, valid_count(x, t, ignore_label))
     picked = where(mask, logp, 0.0)
+    # 0 - sum, not -sum: an ignored row's loss is 0.0, not -0.0 (as in Chainer)
     if reduce == "no":
-        return -sum(picked, axis=1)
-    return -_per_batch(picked, x)  # divided by N, 0 for an empty batch (a mean of none was NaN)
+        return 0.0 - sum(picked, axis=1)
+    return 0.0 - _per_batch(picked, x)  # divided by N, 0 for an empty batch (a mean of none was NaN)
 
 
 def _per_position(x: Any, t: Any, xs: tuple, ts: tuple, normalize: bool, ignore_label: Any, reduce: str) -> Variable:
@@ -389,7 +407,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     (``normalize=False``); ``reduce="no"`` returns the per-element loss (0
     where ignored).
 
-    :raises TypeError: ``t`` is not an array.
+    :raises TypeError: ``t`` is not an array, or ``normalize`` not a bool.
     :raises ValueError: ``t`` neither integer nor floating-point, an unknown
         ``reduce``, shapes that differ, or label values other than those above
         (checked on eager backends as the function is called, at each call of a
@@ -397,6 +415,7 @@ def sigmoid_cross_entropy(x, t, normalize=True, reduce="mean"):
     """
     fname = "sigmoid_cross_entropy"
     check_option(fname, "reduce", reduce, ("mean", "no"))
+    normalize = check_flag(fname, "normalize", normalize)
     kind = check_labels(fname, "t", t, ("integral", "real floating"))
     check_same_shape(fname, x, t)
     x = as_variable(x)
