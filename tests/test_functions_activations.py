@@ -242,3 +242,21 @@ def test_sigmoid_is_precise_in_both_tails(xp, dtype, xs):
     y = pg.Variable(xp.asarray(np.array(xs, dtype=dtype)))
     pg.sum(F.softplus(y)).backward()
     np.testing.assert_allclose(to_np(y.grad), exact, rtol=4e-7 if dtype == "float32" else 1e-15)
+
+
+def test_sigmoid_gradient_keeps_its_precision_in_the_tails():
+    """sigmoid's gradient was ans * (1 - ans), which cancels where ans rounds to 1: float32
+    sigmoid'(17) was 0 (4.1e-8 is right) and sigmoid'(15) 17 % off, and so the second derivative
+    of sigmoid_cross_entropy for a label 1 at x = -20. A complex x's gradient lacked tanh's conj."""
+    for dtype in (np.float32, np.float64):
+        xs = np.array([-40.0, -17.0, 0.0, 5.0, 15.0, 17.0, 20.0, 40.0])
+        v = pg.Variable(xs.astype(dtype))
+        pg.sum(F.sigmoid(v)).backward()
+        exact = np.exp(-np.abs(xs)) / (1 + np.exp(-np.abs(xs))) ** 2
+        np.testing.assert_allclose(v.grad, exact.astype(dtype), rtol=4 * np.finfo(dtype).eps)
+    v = pg.Variable(np.array([-20.0], np.float32))
+    g, = pg.grad(pg.sum(F.sigmoid_cross_entropy(v, np.array([1]), reduce="no")), [v], create_graph=True)
+    h, = pg.grad(pg.sum(g), [v])
+    np.testing.assert_allclose(np.asarray(h), np.exp(-20.0) / (1 + np.exp(-20.0)) ** 2, rtol=1e-6)
+    check_grads(F.sigmoid, [np.array([0.3, -1.0, 0.0, 5.0])], order=2)
+    check_grads(F.sigmoid, [np.array([0.3 + 0.2j, -1.0 + 0.5j])])
