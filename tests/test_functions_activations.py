@@ -260,3 +260,15 @@ def test_sigmoid_gradient_keeps_its_precision_in_the_tails():
     np.testing.assert_allclose(np.asarray(h), np.exp(-20.0) / (1 + np.exp(-20.0)) ** 2, rtol=1e-6)
     check_grads(F.sigmoid, [np.array([0.3, -1.0, 0.0, 5.0])], order=2)
     check_grads(F.sigmoid, [np.array([0.3 + 0.2j, -1.0 + 0.5j])])
+
+
+def test_gelu_keeps_its_precision_for_large_negative_x():
+    """gelu was 0.5 x (1 + erf(x / sqrt 2)), and 1 + erf cancels for x << 0: float32 gelu(-5)
+    was 4 % off and gelu(-6) 0 (-5.9e-9 is right). It is 0.5 x erfc(-x / sqrt 2) now."""
+    xs = np.array([-10.0, -6.0, -5.0, -3.0, -0.3, 0.0, 0.4, 1.0, 6.0])
+    exact = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in xs])
+    for dtype, rtol in ((np.float32, 1e-5), (np.float64, 3e-7)):
+        np.testing.assert_allclose(F.gelu(pg.Variable(xs.astype(dtype))).data, exact, rtol=rtol, atol=0)
+    ys = np.array([-3.0, -0.7, -0.2, 0.0, 0.3, 0.6, 4.0, 9.0])
+    np.testing.assert_allclose(pg.ops.nn.erfc(ys), [math.erfc(v) for v in ys], rtol=3e-7, atol=0)
+    check_grads(F.gelu, [np.array([-4.0, -0.3, 0.2, 2.0])], order=2)

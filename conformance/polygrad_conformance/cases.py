@@ -276,6 +276,8 @@ mirror("logical_not", "bool", "logical_not", bools([True, False, True]), order=0
 mirror("bitwise_invert", "int", "bitwise_invert", ints([0, 5, -3]), order=0)
 case("erf", "2d", lambda xp, x: F_.erf(x),
      lambda xp, x: xp.reshape(xp.asarray([math.erf(v) for v in _flat(xp, x)], dtype=x.dtype), x.shape), F((2, 3)))
+case("erfc", "2d", lambda xp, x: O.nn.erfc(x),
+     lambda xp, x: xp.reshape(xp.asarray([math.erfc(v) for v in _flat(xp, x)], dtype=x.dtype), x.shape), F((2, 3)))
 case("softplus", "2d", lambda xp, x: F_.softplus(x), lambda xp, x: xp.log1p(xp.exp(x)), F((2, 3)))
 case("softplus", "beta", lambda xp, x: F_.softplus(x, beta=2.0), lambda xp, x: xp.log1p(xp.exp(2.0 * x)) / 2.0, F((2, 3)))
 

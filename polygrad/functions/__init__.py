@@ -19,7 +19,7 @@ from polygrad.functions.evaluation import accuracy
 from polygrad.functions.noise import dropout
 from polygrad.functions.normalization import batch_normalization, fixed_batch_normalization, layer_normalization
 from polygrad.functions.pooling import average_pooling_2d, max_pooling_2d
-from polygrad.ops.nn import erf, log_softmax, relu, sigmoid, softmax, softplus
+from polygrad.ops.nn import erf, erfc, log_softmax, relu, sigmoid, softmax, softplus
 from polygrad.ops import (
     abs, add, broadcast_to, cos, divide, exp, expand_dims, getitem, log, matmul, matrix_transpose, max, maximum,
     mean, min, multiply, negative, permute_dims, pow, reshape, sin, sqrt, squeeze, subtract, sum, tanh, transpose,
@@ -29,7 +29,7 @@ __all__ = [
     "Function", "Identity", "identity", "linear", "log_softmax", "mean_squared_error", "relu", "sigmoid",
     "softmax", "softmax_cross_entropy", "bernoulli", "categorical", "multinomial", "normal",
     # activations
-    "leaky_relu", "elu", "gelu", "erf", "softplus", "tanh", "logsumexp",
+    "leaky_relu", "elu", "gelu", "erf", "erfc", "softplus", "tanh", "logsumexp",
     # losses, evaluation
     "sigmoid_cross_entropy", "huber_loss", "accuracy",
     # noise, connections, normalization, pooling

@@ -21,8 +21,8 @@ from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, 
                           sum, tanh, where)
 from polygrad.backends import get_backend
 from polygrad.ops._dtypes import dtype_named, holds, widened_of
-from polygrad.ops.nn import (batch_size, binary_labels, erf, label_mask, linear_op, log_softmax, nll, probabilities,
-                             softplus, valid_count)
+from polygrad.ops.nn import (batch_size, binary_labels, erf, erfc, label_mask, linear_op, log_softmax, nll,
+                             probabilities, softplus, valid_count)
 
 
 # ---------------------------------------------------------------------------
@@ -98,13 +98,15 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 def gelu(x, approximate=False):
     """Gaussian error linear unit, ``x Phi(x)``.
 
-    ``approximate=False``: ``0.5 x (1 + erf(x / sqrt(2)))`` with :func:`erf`;
+    ``approximate=False``: ``0.5 x erfc(-x / sqrt(2))`` with :func:`~polygrad.ops.nn.erfc`,
+    which is ``0.5 x (1 + erf(x / sqrt(2)))`` without its cancellation for x << 0 (float32
+    gelu(-5) was 4 % off, gelu(-6) 0);
     ``approximate=True``: the tanh form ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
     """
     x = as_variable(x)
     if approximate:
         return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
-    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+    return 0.5 * x * erfc(x * (-1.0 / math.sqrt(2.0)))
 
 
 def logsumexp(x, axis=None):

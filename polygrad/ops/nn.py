@@ -89,14 +89,17 @@ def softplus(x, beta=1.0):
 # erf is not in the standard. |x| < 0.5: its Maclaurin series (13 terms, error
 # below 1e-16); elsewhere the Chebyshev-fitted erfc of Numerical Recipes
 # (``erfcc``, relative error below 1.2e-7 in erfc, so |error| < 3e-8 in erf).
-# The vjp is the exact derivative, 2/sqrt(pi) exp(-x^2), not the approximation's.
+# erfc, for large x, is that fit itself (2 minus it for negative x). The vjps are the exact
+# derivatives, +-2/sqrt(pi) exp(-x^2), not the approximation's.
 _ERF_SERIES = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13))
 _ERFC_FIT = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
              -1.13520398, 1.48851587, -0.82215223, 0.17087277)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-def _erf_kernel(xp: Any, x: Any) -> Any:
+def _erf_parts(xp: Any, x: Any) -> tuple[Any, Any, Any]:
+    """``(small, erf_small, erfc_fit)``: where ``|x| < 0.5``, erf there by the series (0 elsewhere),
+    and the fitted erfc of ``|x|`` (precise relative to itself: no ``1 - erf``)."""
     a = xp.abs(x)
     small = a < 0.5
     xs = xp.where(small, x, xp.zeros_like(x))  # keeps the series finite where it is not used
@@ -108,17 +111,36 @@ def _erf_kernel(xp: Any, x: Any) -> Any:
     poly = _ERFC_FIT[-1]
     for c in _ERFC_FIT[-2::-1]:
         poly = poly * t + c
-    erfc = t * xp.exp(poly - a * a)
-    return xp.where(small, _TWO_OVER_SQRT_PI * xs * series, xp.sign(x) * (1.0 - erfc))
+    return small, _TWO_OVER_SQRT_PI * xs * series, t * xp.exp(poly - a * a)
 
 
-ERF = defvjp(Op("erf", _erf_kernel, elementwise=True), lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
+def _erf_kernel(xp: Any, x: Any) -> Any:
+    small, erf_small, fit = _erf_parts(xp, x)
+    return xp.where(small, erf_small, xp.sign(x) * (1.0 - fit))
+
+
+def _erfc_kernel(xp: Any, x: Any) -> Any:
+    small, erf_small, fit = _erf_parts(xp, x)
+    return xp.where(small, 1.0 - erf_small, xp.where(x > 0, fit, 2.0 - fit))
+
+
+ERF = defvjp(Op("erf", _erf_kernel, elementwise=True),
+             lambda o, g, ans, x: g * (_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
+ERFC = defvjp(Op("erfc", _erfc_kernel, elementwise=True),
+              lambda o, g, ans, x: g * (-_TWO_OVER_SQRT_PI * o.exp(-(x * x))), saves="x")
 
 
 @public(standard=False)
 def erf(x):
     """The error function (to about 3e-8, see ``_erf_kernel``); its gradient is the exact ``2/sqrt(pi) exp(-x^2)``."""
     return apply(ERF, (x,))
+
+
+@public(standard=False)
+def erfc(x):
+    """``1 - erf(x)``, without the cancellation for large x (to about 1.2e-7 relative, see
+    ``_erf_kernel``); its gradient is the exact ``-2/sqrt(pi) exp(-x^2)``."""
+    return apply(ERFC, (x,))
 
 
 # ---------------------------------------------------------------------------
