@@ -9,7 +9,7 @@ from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
-from polygrad.functions.nn import as_variable, hyperparameter
+from polygrad.functions.nn import _widened, as_variable, hyperparameter
 from polygrad.ops import astype, mean, reshape, sqrt
 from polygrad.ops._dtypes import widened_of
 
@@ -42,7 +42,7 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Variable, Variable, Variabl
     mean is that rounding. (Taken out of ``mean(d * d)`` as ``- e * e`` instead, it saves a pass
     but cancels: the variance of a constant channel of 1e6 came out negative, the output NaN.)
     """
-    wide, back = _float32_at_least(x)
+    wide, back = _widened(x)  # (the square of a float16 deviation past 256 is inf: the output was zeros)
     mu = mean(wide, axis=axes, keepdims=True)
     d = wide - mu
     e = mean(d, axis=axes, keepdims=True)
@@ -53,14 +53,6 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Variable, Variable, Variabl
 def _normalize(x: Any, gamma: Any, beta: Any, mu: Any, var: Any, eps: float, bshape: tuple) -> Any:
     scale = reshape(gamma, bshape) / sqrt(var + eps)
     return (as_variable(x) - mu) * scale + reshape(beta, bshape)
-
-
-def _float32_at_least(x: Any) -> tuple[Variable, Any]:
-    """``x`` in float32 where its dtype is a narrower float (see :func:`~polygrad.ops._dtypes.widened`:
-    the square of a float16 deviation past 256 is inf, and the whole output was zeros), and the
-    dtype to give the output back in (None: x's own)."""
-    wide = widened_of(_data(x))
-    return (as_variable(x), None) if wide is None else (astype(x, wide), _data(x).dtype)
 
 
 def _given_back(y: Any, back: Any, *params: Any) -> Any:

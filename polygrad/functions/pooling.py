@@ -5,7 +5,7 @@ from __future__ import annotations
 from polygrad.functions import _im2col
 from polygrad.functions.array import stack, static_shape
 from polygrad.ops import astype, max
-from polygrad.ops._dtypes import widened_of
+from polygrad.functions.nn import _widened
 
 __all__ = ["max_pooling_2d", "average_pooling_2d"]
 
@@ -47,13 +47,13 @@ def average_pooling_2d(x, ksize, stride=None, pad=0):
     ``x`` is summed in float32 (numpy's mean, which Chainer takes, does so: a
     window of 3000s summed past 65504 in float16 was inf) and given back in float16."""
     kh, kw, sy, sx, ph, pw, oh, ow, h, w = _geometry(x, ksize, stride, pad, False, "average_pooling_2d")
-    wide = widened_of(getattr(x, "_data", x))
-    xp_ = _im2col.pad2d(x if wide is None else astype(x, wide), ph, pw, ph, pw, fname="average_pooling_2d")
+    wide, back = _widened(x)
+    xp_ = _im2col.pad2d(wide, ph, pw, ph, pw, fname="average_pooling_2d")
     total = None
     for win in _im2col.windows(xp_, kh, kw, sy, sx, oh, ow):
         total = win if total is None else total + win
     mean = total * (1.0 / (kh * kw))
-    return mean if wide is None else astype(mean, getattr(x, "_data", x).dtype)
+    return mean if back is None else astype(mean, back)
 
 
 def _reach(o: int, s: int, k: int, size: int, p: int) -> int:
