@@ -912,3 +912,18 @@ def test_a_computed_node_is_named_by_its_own_dtype(name):
     named int8 (and sigmoid_cross_entropy's uint8 labels then compared with -1 at each call)."""
     x = T.vector("x", dtype=name)
     assert pg.abs(x).data.dtype == name
+
+
+def test_a_dtype_named_by_a_symbolic_array_is_the_namespaces_dtype_when_the_program_runs():
+    """accuracy's astype(hit, y.dtype) took the symbolic dtype's name: numpy accepted the string,
+    array_api_strict refused it ('str' object has no attribute '_np_dtype')."""
+    import polygrad.functions as F
+    from polygrad import symbolic as T
+
+    scores, labels = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), np.array([1, 1, 1])
+    with pg.using_backend("array_api_strict"):
+        y, t = T.matrix("y"), T.vector("t", dtype="int64")
+        f = pg.function([y, t], F.accuracy(y, t))
+        got = f(pg.asarray(scores), pg.asarray(labels))
+        assert float(got) == pytest.approx(2 / 3)
+        assert got.dtype == pg.asarray(scores).dtype

@@ -33,11 +33,12 @@ from polygrad.compile.symbolic import SymbolicArray, walk
 from polygrad.core import config
 from polygrad.core.config import force_backprop_mode
 from polygrad.core.debug import is_finite
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, current_backend
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.op import value_shaped
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import dtype_named
 from polygrad.core.primitive import Primitive
 
 def _item(values: Any, k: int) -> Any:
@@ -187,7 +188,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 from polygrad.core.primitive import apply
 
                 args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
-                env[s.id] = apply(s.op, args, s.params)
+                env[s.id] = apply(s.op, args, _concrete_dtype(s.op.name, args, s.params))
             elif s.kind == "item":  # output k of a multi-output op
                 env[s.id] = env[s.args[0].id][s.params["index"]]
             else:  # a gradient: one backward for the whole group
@@ -216,6 +217,18 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     refs = [tracer.ref(r._data) for r in results]
     tracer.alive.extend(r._data for r in results)
     return tracer, in_slots, refs
+
+
+def _concrete_dtype(name: str, args: tuple, params: Any) -> Any:
+    """``params`` with a dtype a symbolic graph names (``x.dtype`` of a symbolic array is its
+    name: ``astype(hit, y.dtype)``) as the dtype of the namespace the values are on (numpy took
+    the name, array_api_strict refused it)."""
+    dtype = params.get("dtype") if params else None
+    if not isinstance(dtype, str):
+        return params
+    data = next((a._data for a in args if isinstance(a, Variable)), None)
+    xp = current_backend().xp if data is None else backend_of_type(type(data)).xp
+    return {**params, "dtype": dtype_named(xp, dtype, f"{name} in a compiled function")}
 
 
 def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | None:
