@@ -273,6 +273,9 @@ def build_computational_graph(
         rankdir = old.get("rankdir", rankdir)
         remove_variable = old.get("remove_variable", remove_variable)
         show_name = old.get("show_name", show_name)
+    elif type(remove_split) is not bool:
+        raise TypeError(f"polygrad: build_computational_graph: remove_split (Chainer's) must be a bool, got "
+                        f"{remove_split!r}; give the styles by keyword")
     elif not remove_split:
         raise ValueError("polygrad: build_computational_graph: remove_split=False is not supported (Chainer refuses "
                          "it too): there are no split nodes to keep")

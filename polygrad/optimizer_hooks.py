@@ -38,6 +38,9 @@ def _scaled_norm(xp: Any, g: Any) -> tuple[Any, Any]:
     the squares in range: float16 squares overflow at 300 and float32 ones at 2e19, which made
     the norm inf, the scale 0, and the update was silently skipped."""
     acc = xp.result_type(xp.finfo(g.dtype).dtype, xp.float32)
+    if 0 in tuple(g.shape):  # no elements: norm 0 (max has no identity)
+        zero = xp.zeros((), dtype=acc)
+        return zero, zero
     a = xp.astype(g, xp.result_type(g.dtype, acc), copy=False)
     m = xp.max(xp.abs(a)) if a.ndim else xp.abs(a)
     m = xp.astype(m, acc, copy=False)

@@ -371,15 +371,18 @@ class GradientMethod(Optimizer):
         self.call_hooks("pre")
         self.t += 1
         lazy: dict[Any, list] = {}
-        updated = []  # (param, its array before its rule ran)
+        updated = []  # (param, its array before its rule ran), for each rule that returned
+        running = None  # the same for a rule running: counted only where it rebound the array, then failed
         try:
             for name, param in params:
                 if param.grad is None:
                     continue
                 state = self._state(name, param)
                 state["t"] += 1
-                updated.append((param, param._data))
+                running = (param, param._data)
                 self.update_one(param, state)
+                updated.append(running)
+                running = None
                 if state["backend"].lazy:
                     lazy.setdefault(state["backend"], []).append((param, state))
             buffers = self._lazy_buffers()
@@ -395,7 +398,10 @@ class GradientMethod(Optimizer):
                 _set_persistents(stored)
         finally:
             # What the rules wrote (raw, into param.data, or by rebinding it) is an update as any
-            # other: the version moves and the views follow (a failure half-way: as far as it went).
+            # other: the version moves and the views follow (a failure half-way: as far as it went; a
+            # rule that failed before writing anything moves nothing).
+            if running is not None and running[0]._data is not running[1]:
+                updated.append(running)
             for param, old in updated:
                 new = param._data
                 if new is old:
@@ -685,8 +691,8 @@ def _sub_from(param: Variable, delta: Any) -> None:
 
 def _updated_in_place(param: Variable, views: list) -> None:
     """Count an update written into the array of ``param``: its version moves, and ``views`` (its
-    direct views, taken before the write) follow it (one that shares no memory with it, a
-    reshape that copied, showed the old values)."""
+    direct views) follow it (one that shares no memory with it, a reshape that copied, showed the
+    old values)."""
     param._vbox.bump(_UPDATE)
     for view in views:
         view._follow(param)

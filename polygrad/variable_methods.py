@@ -20,6 +20,7 @@ PyTorch spelling either has another name or refuses loudly (see docs/migration.m
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from polygrad import ops
@@ -109,8 +110,8 @@ def _extreme(values: Any, indices: Any, pairwise: Any) -> Any:
         names, as in PyTorch (``pg.max`` splits it among ties). numpy's call (``np.max(x,
         axis=0)``, which passes ``out=``) gives the values alone, as numpy does. Given another
         Variable or array (``x.max(y)``), the element-wise extreme, as PyTorch's ``max(other)``."""
-        if isinstance(dim, Variable) or is_array(dim):
-            return pairwise(x, dim)
+        if isinstance(dim, Variable) or (is_array(dim) and not isinstance(dim, numbers.Integral)):
+            return pairwise(x, dim)  # (a NumPy integer is an array to is_array, and an axis here)
         dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
         if out is not _NOT_GIVEN or dim is None or isinstance(dim, (tuple, list)):
             # numpy's call, all axes, or several: the values alone (as numpy and torch.amax give them)

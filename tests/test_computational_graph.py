@@ -242,3 +242,11 @@ def test_a_graph_with_a_constant_variable_pickles(xp):
     y = pickle.loads(pickle.dumps(x * c))
     assert sorted(labels_of(build_computational_graph(y))) == ["(2), float64", "c: (2), float64", "multiply",
                                                                  "x: (2), float64"]
+
+
+def test_remove_split_must_be_a_bool():
+    """A truthy non-bool in Chainer's second place (a style given by position: 'default') was taken
+    for remove_split=True and the style silently dropped."""
+    y = pg.Variable(np.ones(2)) * 2
+    with pytest.raises(TypeError, match="remove_split .* must be a bool, got 'default'"):
+        build_computational_graph([y], "default")

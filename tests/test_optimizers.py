@@ -430,3 +430,22 @@ def test_states_of_freed_parameters_are_dropped():
         p.grad = np.ones_like(p.data)
     opt.update()
     assert len(opt._states) == 2  # the new W and b; the replaced layers' states went with them
+
+
+def test_an_update_one_rule_that_fails_before_writing_moves_no_version():
+    """The failing parameter's version moved although its rule wrote nothing: a retained graph
+    then refused to backward, blaming an in-place write that never happened."""
+
+    class Failing(optimizers.GradientMethod):
+        def update_one(self, param, state):
+            raise RuntimeError("no update today")
+
+    w = pg.Variable(np.arange(3.0))
+    y = pg.sum(w * w)
+    opt = Failing().setup(pg.Link(w=w))
+    w.grad = np.ones(3)
+    with pytest.raises(RuntimeError, match="no update today"):
+        opt.update()
+    assert w.version == 0
+    y.backward()
+    np.testing.assert_array_equal(w.grad, [1.0, 3.0, 5.0])

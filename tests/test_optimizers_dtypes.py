@@ -304,6 +304,12 @@ def test_gradient_clipping_of_zero_and_tiny_gradients(xp):
     sgd.update()
     np.testing.assert_array_equal(np.from_dlpack(w.grad), [0.0, 0.0])
     np.testing.assert_array_equal(np.from_dlpack(v.grad), np.asarray([1e-30, 0.0], np.float32))
+    e = pg.Variable(xp.zeros((0, 3), dtype=xp.float32))  # no elements: no norm to add (max has no identity)
+    sgd = optimizers.SGD(lr=1.0).setup(pg.Link(w=w, e=e))
+    sgd.add_hook(optimizer_hooks.GradientClipping(1.0))
+    w.grad, e.grad = xp.asarray([3.0, 4.0], dtype=xp.float32), xp.zeros((0, 3), dtype=xp.float32)
+    sgd.update()
+    np.testing.assert_allclose(np.from_dlpack(w.grad), [0.6, 0.8], rtol=1e-6)
 
 
 def test_a_numpy_bool_hyperparameter_is_the_number_it_is():

@@ -359,6 +359,11 @@ def test_max_and_min_of_another_variable_are_element_wise():
     np.testing.assert_array_equal(x.min(np.array([0.0, 9.0, 3.0])).data, [0.0, 5.0, 3.0])
     x.max(y).sum().backward()
     np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
+    m = pg.Variable(np.array([[1.0, 5.0], [3.0, 2.0]]))
+    for axis in (np.int64(1), np.intp(1)):  # a NumPy integer is an axis (is_array says it is an array)
+        values, indices = m.max(axis)
+        np.testing.assert_array_equal(values.data, [5.0, 3.0])
+        np.testing.assert_array_equal(m.min(axis)[1].data, [0, 1])
 
 
 def test_writing_a_variable_that_requires_grad_into_integers_gives_no_gradient():

@@ -333,9 +333,7 @@ class Program:
     def _generate(self, checked: bool = False) -> tuple[Any, str]:
         """The program's function and source; ``checked``: a FloatingPointError after any row whose
         result holds NaN or Inf (debug mode, as eager ops are checked)."""
-        if checked:
-            names_checked = {"_check": _check_finite}
-        names: dict[str, Any] = names_checked if checked else {}
+        names: dict[str, Any] = {"_check": _check_finite} if checked else {}
         last_use: dict[int, int] = {}
         for i, (_, _, args, _, _) in enumerate(self.instrs):
             for k, v in args:

@@ -79,16 +79,20 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
             seen = backend.xp.asarray(g, copy=True)
         finite = not debug or is_finite(seen)  # (asked before the hook, which may write into it)
         new = hook(seen)
-        name = getattr(hook, "__qualname__", None) or repr(hook)
         if new is None:
             g = seen
         else:
-            new = admit(new, shape, dtype, backend, f"the value the hook {name} registered on {what} returned", user=True)
+            new = admit(new, shape, dtype, backend, f"the value the hook {_name(hook)} registered on {what} returned",
+                        user=True)
             g = new if create_graph or not isinstance(new, Variable) else new._data
         if finite and debug and not is_finite(g):
-            raise FloatingPointError(f"polygrad debug: the hook {name} registered on {what} turned its finite "
-                                     f"gradient into one that contains NaN or Inf")
+            raise FloatingPointError(f"polygrad debug: the hook {_name(hook)} registered on {what} turned its "
+                                     f"finite gradient into one that contains NaN or Inf")
     return g
+
+
+def _name(hook: Any) -> str:
+    return getattr(hook, "__qualname__", None) or repr(hook)
 
 
 def _apply_leaf_hooks(v: Variable, g: Any, create_graph: bool) -> Any:

@@ -145,6 +145,16 @@ def is_floating(data: Any) -> bool:
 _FLOATING = ("real floating", "complex floating")
 
 
+def kind_of(a: Any) -> str | None:
+    """The standard's kind (see :func:`dtype_kind`) of a Python number, an array or a Variable's
+    data; None for anything else."""
+    if isinstance(a, (bool, int, float, complex)):
+        return ("bool" if isinstance(a, bool) else "integral" if isinstance(a, int) else
+                "real floating" if isinstance(a, float) else "complex floating")
+    d = a._data if isinstance(a, Variable) else a
+    return dtype_kind(d.dtype, backend_of_type(type(d))) if hasattr(d, "dtype") else None
+
+
 def _kind_of_data(data: Any, where: str) -> str:
     """The dtype kind of ``data``, to be held by a Variable (see :func:`dtype_kind`); a TypeError
     beginning with ``where`` for anything but an array of a registered backend and a standard dtype."""
@@ -400,12 +410,8 @@ class Variable:
         if value is not None:  # (None: a parameter not initialized yet)
             kind = _kind_of_data(value, f"polygrad: assigning .data of {self._describe()}")
             if self._requires_grad and kind not in _FLOATING + ("unknown",):
-                raise TypeError(
-                    f"polygrad: {self._describe()} requires grad, and the data assigned to it has dtype {value.dtype} "
-                    f"(shape {tuple(value.shape)}); only floating (real or complex) variables can require grad (its "
-                    f"gradients would be cut to integers). Cast it first (pg.astype(a, pg.float64)), or set "
-                    f"x.requires_grad = False first."
-                )
+                self._require_floating(value, "set x.requires_grad = False first (its gradients would be cut to "
+                                              "integers)")
         self._data = value
 
     @property
@@ -480,11 +486,15 @@ class Variable:
             self._require_floating()
         self._requires_grad = bool(value)
 
-    def _require_floating(self) -> None:
-        if self._data is not None and not is_floating(self._data):
+    def _require_floating(self, data: Any = None, instead: str = "pass requires_grad=False") -> None:
+        """A TypeError where ``data`` (the variable's own by default), which it would hold while it
+        requires grad, is not floating."""
+        data = self._data if data is None else data
+        if data is not None and not is_floating(data):
             raise TypeError(
-                f"polygrad: {self._describe()} has dtype {self._data.dtype}; only floating (real or complex) "
-                f"variables can require grad. Cast it first (pg.astype(x, pg.float64)), or pass requires_grad=False."
+                f"polygrad: {self._describe()} requires grad, with data of shape {tuple(data.shape)} and dtype "
+                f"{data.dtype}; only floating (real or complex) variables can require grad. Cast it first "
+                f"(pg.astype(x, pg.float64)), or {instead}."
             )
 
     @property

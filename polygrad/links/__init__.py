@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
-from polygrad.core.variable import Variable, dtype_kind
+from polygrad.core.variable import Variable, kind_of
 
 __all__ = [
     "Link", "Chain", "ChainList", "Sequential", "Classifier",
@@ -218,7 +218,7 @@ class Link:
             if other is None or (p.data is None and q.grad is None):
                 continue
             if p.data is None or tuple(other.shape) != tuple(p.shape) or (
-                    _kind(other.dtype, other) != _kind(p.dtype, p.data)):
+                    kind_of(other) != kind_of(p.data)):
                 what = "a gradient" if q.grad is not None else "an array"
                 have = "not initialized" if p.data is None else f"{p.dtype} {tuple(p.shape)}"
                 raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has {what} of "
@@ -555,11 +555,6 @@ class Sequential(ChainList):
     def __repr__(self) -> str:
         names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
         return f"Sequential({names})"
-
-
-def _kind(dtype: Any, array: Any) -> str:
-    """The standard's kind of ``dtype``, asked of the backend of ``array``."""
-    return dtype_kind(dtype, backend_of_type(type(array)))
 
 
 def _as_dtype(xp: Any, dtype: Any) -> Any:

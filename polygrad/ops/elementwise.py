@@ -37,10 +37,10 @@ import math
 import operator
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, has_namespace
+from polygrad.core.dispatch import has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import _floating, apply
-from polygrad.core.variable import Variable, dtype_kind
+from polygrad.core.variable import _FLOATING, Variable, kind_of
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -340,27 +340,17 @@ CLIP = defvjp(_row("clip", _clip_kernel, broadcasts=True, casts=True),  # (an in
               lambda o, g, ans, x, b1, b2: o.where((x > b2) | (b1 > b2), g, 0.0), saves="xyz")
 
 
-def _kind_of(a: Any) -> str | None:
-    """The standard's kind of ``a`` (a Variable, an array or a Python number), or None."""
-    if isinstance(a, (bool, int, float, complex)):
-        return ("bool" if isinstance(a, bool) else "integral" if isinstance(a, int) else
-                "real floating" if isinstance(a, float) else "complex floating")
-    d = a._data if isinstance(a, Variable) else a
-    return dtype_kind(d.dtype, backend_of_type(type(d))) if hasattr(d, "dtype") else None
-
-
 def _refuse_floating_bounds(x: Any, bounds: dict) -> None:
     """clip of an integer ``x`` by a floating bound: the standard leaves mixing kinds unspecified, and
-    numpy's namespace casts the bound to x's dtype (clip([1, 5], 1.7) gave [1, 5]); strict refuses."""
-    if _kind_of(x) != "integral":
-        return
-    for name, b in bounds.items():
-        if b is not None and _kind_of(b) in ("real floating", "complex floating"):
-            d = getattr(x, "_data", x)
-            raise TypeError(f"polygrad: clip: x is {d.dtype} {tuple(d.shape)} and the bound {name} is floating "
-                            f"({_describe(b)}): the standard leaves clipping integers by a floating bound "
-                            f"unspecified (one backend truncates the bound, another refuses); cast x to a "
-                            f"floating dtype first")
+    numpy's namespace casts the bound to x's dtype (clip([1, 5], 1.7) gave [1, 5]); strict refuses.
+    The bounds are asked first (no floating bound, nothing more to ask)."""
+    floating = [name for name, b in bounds.items() if b is not None and kind_of(b) in _FLOATING]
+    if floating and kind_of(x) == "integral":
+        d, b = getattr(x, "_data", x), bounds[floating[0]]
+        raise TypeError(f"polygrad: clip: x is {d.dtype} {tuple(d.shape)} and the bound {floating[0]} is floating "
+                        f"({_describe(b)}): the standard leaves clipping integers by a floating bound "
+                        f"unspecified (one backend truncates the bound, another refuses); cast x to a "
+                        f"floating dtype first")
 
 
 def _describe(b: Any) -> str:

@@ -49,18 +49,15 @@ def _sigmoid_kernel(xp: Any, x: Any) -> Any:
 
 
 def _sigmoid_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
-    """sigmoid'(x) = e / (1 + e)^2 with ``e = exp(-|x|)``, precise in both tails: ``ans (1 - ans)``
-    cancels where ans rounds to 1 (float32 sigmoid'(17) was 0, where 4.1e-8 is right, and so
-    the second derivative of softplus and sigmoid_cross_entropy). Taken from x, which is saved
-    instead of ans; complex x: ``conj(s (1 - s))``, as tanh's rule."""
-    if _is_complex(x):
-        s = o.sigmoid(x)
-        return g * _conj(o, s * (1 - s))
-    e = o.exp(-o.abs(x))
-    return g * (e / ((1 + e) * (1 + e)))
+    """sigmoid'(x) = ans (1 - ans), from the output, as Chainer and PyTorch keep it (an input written
+    in place after sigmoid is no concern of its backward, and a layer keeps one array, not two).
+    Where ans rounds to 1 (float32, x > 16) it is 0 for a true value below 1e-7. Complex x:
+    its conj, as tanh's rule (check_grads failed without it)."""
+    d = ans * (1 - ans)
+    return g * (_conj(o, d) if _is_complex(ans) else d)
 
 
-SIGMOID = defvjp(Op("sigmoid", _sigmoid_kernel, elementwise=True), _sigmoid_vjp, saves="x")
+SIGMOID = defvjp(Op("sigmoid", _sigmoid_kernel, elementwise=True), _sigmoid_vjp, saves="ans")
 
 
 @public(standard=False)
