@@ -38,7 +38,6 @@ from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
 from polygrad.core.op import value_shaped
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import dtype_named
 from polygrad.core.primitive import Primitive
 
 def _item(values: Any, k: int) -> Any:
@@ -188,7 +187,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 from polygrad.core.primitive import apply
 
                 args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
-                env[s.id] = apply(s.op, args, _concrete_dtype(s.op.name, args, s.params))
+                env[s.id] = apply(s.op, args, _concrete_dtype(args, s.params))
             elif s.kind == "item":  # output k of a multi-output op
                 env[s.id] = env[s.args[0].id][s.params["index"]]
             else:  # a gradient: one backward for the whole group
@@ -219,7 +218,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     return tracer, in_slots, refs
 
 
-def _concrete_dtype(name: str, args: tuple, params: Any) -> Any:
+def _concrete_dtype(args: tuple, params: Any) -> Any:
     """``params`` with a dtype a symbolic graph names (``x.dtype`` of a symbolic array is its
     name: ``astype(hit, y.dtype)``) as the dtype of the namespace the values are on (numpy took
     the name, array_api_strict refused it)."""
@@ -228,7 +227,8 @@ def _concrete_dtype(name: str, args: tuple, params: Any) -> Any:
         return params
     data = next((a._data for a in args if isinstance(a, Variable)), None)
     xp = current_backend().xp if data is None else backend_of_type(type(data)).xp
-    return {**params, "dtype": dtype_named(xp, dtype, f"{name} in a compiled function")}
+    resolved = getattr(xp, dtype, None)  # (float16 too: no standard dtype, but numpy's, cupy's and jax's)
+    return params if resolved is None else {**params, "dtype": resolved}
 
 
 def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | None:
