@@ -659,3 +659,18 @@ def test_functions_needing_a_size_not_known_yet_say_so():
         F.max_pooling_2d(x, 3)
     assert pg.compute(F.split_axis(x, 2, 1)[1])[0].shape == (6, 2, 4, 4)
     assert pg.compute(F.average_pooling_2d(x, 2))[0].shape == (6, 4, 2, 2)
+
+
+def test_the_softmax_family_of_an_empty_batch_computes_on_dask():
+    """dask's max along a non-empty axis of a (0, 3) array failed at compute ("zero-size array to
+    reduction operation maximum"), so softmax and the loss of an empty batch did; numpy gives them."""
+    import polygrad.functions as F
+
+    x = pg.Variable(pg.asarray(np.zeros((0, 3)), backend="dask"))
+    t = pg.asarray(np.zeros(0, dtype=np.int64), backend="dask")
+    for y, want in ((F.softmax(x), (0, 3)), (F.log_softmax(x), (0, 3)), (F.softmax_cross_entropy(x, t), ())):
+        assert np.asarray(pg.compute(y)[0]).shape == want
+    pg.sum(F.softmax_cross_entropy(x, t)).backward()
+    assert np.asarray(pg.compute(x.grad)[0]).shape == (0, 3)
+    (m,) = pg.compute(pg.max(pg.asarray(np.zeros((0, 3)), backend="dask"), axis=1, keepdims=True))
+    assert np.asarray(m).shape == (0, 1)

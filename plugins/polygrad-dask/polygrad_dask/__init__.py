@@ -561,36 +561,13 @@ def _kernels():
                                      f"and {tuple(x2.shape)}) do not broadcast")
         return xp.matmul(x1, x2)
 
-    def zero_size_as_numpy(name, fn):
-        # dask's max/min of a zero-size array (and the norms built on them) compute to a wrong
-        # shape: (1, 0) for the (0, 4) max over axis 0 of a (2, 0, 4) array, [] for the norm of a
-        # (0, 3) matrix, which it reports as a scalar. An array of no elements holds no values:
-        # numpy's answer on zeros of its shape is the answer (or numpy's error).
-        def run(x, **params):
-            shape = tuple(x.shape)
-            if 0 in shape and all(isinstance(n, int) for n in shape):
-                import numpy as np
-
-                try:
-                    out = fn(np.zeros(shape, dtype=x.dtype), **params)
-                except ValueError as exc:
-                    raise ValueError(f"polygrad-dask: {name} of a zero-size array: {exc}") from None
-                return xp.asarray(out)
-            return row(name).fwd(xp, x, **params)
-        return run
-
     def negative(x):
         # dask's -x of a boolean array returns NotImplemented (a value, not an error): the
         # namespace's negative refuses it, as numpy's - does
         return xp.negative(x)
 
-    import numpy as np
-
     return {"broadcast_to": broadcast_to, "reshape": reshape, "sum_to": sum_to, "getitem": getitem, "negative": negative,
-            "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted, "matmul": matmul,
-            "max": zero_size_as_numpy("max", np.max), "min": zero_size_as_numpy("min", np.min),
-            "linalg_vector_norm": zero_size_as_numpy("linalg_vector_norm", np.linalg.vector_norm),
-            "linalg_matrix_norm": zero_size_as_numpy("linalg_matrix_norm", np.linalg.matrix_norm)}
+            "getitem_grad": _getitem_grad, "take": take, "searchsorted": searchsorted, "matmul": matmul}
 
 
 

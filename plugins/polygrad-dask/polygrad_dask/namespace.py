@@ -8,19 +8,26 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
 * ``linalg.cholesky``: array_api_compat's gives the upper factor for
   ``upper=False`` (dask's own ``cholesky`` defaults to ``lower=False``);
 * ``linalg.inv``: dask's solves against a float64 identity, so a float32
-  (or complex64) matrix gets a float64 (complex128) inverse; cast back.
+  (or complex64) matrix gets a float64 (complex128) inverse; cast back;
+* ``max``, ``min``, ``linalg.vector_norm``, ``linalg.matrix_norm`` of an array
+  with no elements: dask's compute to a wrong shape, or fail ("zero-size array
+  to reduction operation maximum" for the max along a non-empty axis of a
+  (0, 3) array, which numpy gives as (0, 1)); numpy's answer on zeros of the
+  shape is the answer.
 
 Everything else is array_api_compat's, unchanged.
 """
 
 from __future__ import annotations
 
+import builtins
+
 import array_api_compat.dask.array as _base
 from array_api_compat.dask.array import *  # noqa: F401,F403
 from array_api_compat.dask.array import __all__ as _all
 from array_api_compat.dask.array import __array_api_version__  # noqa: F401
 
-__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg"})
+__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min"})
 
 
 def __getattr__(name):
@@ -57,6 +64,30 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return da.from_array(np.from_dlpack(x))
 
 
+def _zero_size_as_numpy(name, fn):
+    """``fn`` (array_api_compat's), except for an array of no elements (every size known): numpy's
+    answer on zeros of its shape, or numpy's error (the max over an empty axis)."""
+    import numpy as np
+
+    def run(x, /, **params):
+        shape = tuple(x.shape)
+        if 0 in shape and builtins.all(isinstance(n, int) for n in shape):  # (all: the namespace's, here)
+            try:
+                out = getattr(np.linalg, name[7:]) if name.startswith("linalg.") else getattr(np, name)
+                out = out(np.zeros(shape, dtype=x.dtype), **params)
+            except ValueError as exc:
+                raise ValueError(f"polygrad-dask: {name} of a zero-size array: {exc}") from None
+            return asarray(out)  # noqa: F405
+        return fn(x, **params)
+
+    run.__name__ = name.rpartition(".")[2]
+    return run
+
+
+max = _zero_size_as_numpy("max", _base.max)  # noqa: A001
+min = _zero_size_as_numpy("min", _base.min)  # noqa: A001
+
+
 class _Linalg:
     """``linalg``: array_api_compat's, with ``cholesky`` giving the factor asked for
     and ``inv`` keeping its input's floating-point dtype."""
@@ -80,4 +111,6 @@ class _Linalg:
         return astype(y, x.dtype)  # noqa: F405
 
 
+_Linalg.vector_norm = staticmethod(_zero_size_as_numpy("linalg.vector_norm", _base.linalg.vector_norm))
+_Linalg.matrix_norm = staticmethod(_zero_size_as_numpy("linalg.matrix_norm", _base.linalg.matrix_norm))
 linalg = _Linalg()
