@@ -260,3 +260,14 @@ def test_linear_flattens_a_symbolic_input_of_unknown_batch():
     f = pg.function([x], F.linear(x, W))
     xs = np.arange(12.0).reshape(4, 3, 1)
     np.testing.assert_array_equal(f(xs), xs.reshape(4, 3) @ np.arange(6.0).reshape(2, 3).T)
+
+
+def test_linear_of_an_empty_batch_of_more_than_two_dimensions():
+    """x of shape (0, 3, 2) was flattened with -1, which has no size for an empty batch: numpy's
+    reshape error, though every size is known."""
+    x, W = pg.Variable(np.zeros((0, 3, 2))), pg.Variable(np.ones((4, 6)))
+    y = F.linear(x, W)
+    assert y.shape == (0, 4)
+    pg.sum(y).backward()
+    assert x.grad.shape == (0, 3, 2)
+    np.testing.assert_array_equal(W.grad, np.zeros((4, 6)))

@@ -147,9 +147,12 @@ def linear(x, W, b=None):
     data = x._data if isinstance(x, Variable) else x
     if data.ndim is not None and data.ndim > 2:
         rest = data.shape[1:]
-        if data.shape[0] is not None:
+        known = None not in rest and all(n == n for n in rest)  # (dask writes nan for None)
+        if data.shape[0] is not None and known:
+            x = reshape(x, (data.shape[0], math.prod(rest)))  # (-1 is no size for an empty batch: 0 / 0)
+        elif data.shape[0] is not None:
             x = reshape(x, (data.shape[0], -1))
-        elif None not in rest:
+        elif known:
             x = reshape(x, (-1, math.prod(rest)))  # the batch size unknown (a symbolic input)
         else:
             raise ValueError(f"polygrad.functions.linear: x of shape {tuple(data.shape)} is flattened to (batch, -1), "
