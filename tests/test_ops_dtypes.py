@@ -113,3 +113,35 @@ def test_logaddexp_gradient_at_infinity():
     pg.sum(pg.logaddexp(x, y)).backward()
     np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(y.grad, [1.0, 0.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# Values that do not fit: refused on every backend (found by a hunt: dask and strict wrapped them)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["numpy", "dask", "array_api_strict"])
+def test_clip_and_where_refuse_python_ints_out_of_the_dtypes_range(backend):
+    """clip(int8 [1, 2], min=200) gave [-56, -56] on dask and strict (every element below the minimum
+    asked for); where(c, int8, 300) gave 44 on numpy and dask; an int16 bound of 300 wrapped to 44."""
+    with pg.using_backend(backend):
+        x = pg.Variable(pg.asarray([1, 2], dtype=pg.int8), requires_grad=False)
+        u = pg.Variable(pg.asarray([1, 2], dtype=pg.uint8), requires_grad=False)
+        c = pg.asarray([True, False])
+        for call in (lambda: pg.clip(x, 200), lambda: pg.clip(x, None, -200), lambda: pg.clip(u, None, -1),
+                     lambda: pg.where(c, x, 300), lambda: pg.where(c, -1, u)):
+            with pytest.raises(OverflowError, match="out of the range of dtype"):
+                call()
+        with pytest.raises(TypeError, match=r"clip: the bound min is \S*int16, wider than x's \S*int8"):
+            pg.clip(x, pg.asarray(300, dtype=pg.int16))
+        np.testing.assert_array_equal(np.asarray(pg.to_backend(pg.clip(x, 2, 100).data, "numpy")), [2, 2])
+        np.testing.assert_array_equal(np.asarray(pg.to_backend(pg.where(c, x, 127).data, "numpy")), [1, 127])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask", "array_api_strict"])
+def test_astype_of_complex_to_real_is_refused(backend):
+    """numpy and dask dropped the imaginary part ([1+2j, 3-1j] to [1, 3]); the standard does not
+    permit the cast, and strict refused it."""
+    with pg.using_backend(backend):
+        z = pg.asarray([1 + 2j, 3 - 1j])
+        with pytest.raises(TypeError, match=r"astype of a complex array to \S*float64 would drop its imaginary part"):
+            pg.astype(z, pg.float64)
+        assert pg.astype(z, pg.complex64).dtype == pg.complex64

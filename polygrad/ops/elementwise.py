@@ -37,10 +37,11 @@ import math
 import operator
 from typing import Any
 
-from polygrad.core.dispatch import has_namespace
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import _FLOATING, Variable, kind_of
+from polygrad.ops._dtypes import check_number_fits
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -299,7 +300,22 @@ WHERE = defvjp(_row("where", broadcasts=True),
 
 @public
 def where(condition, x1, x2, /):
+    if type(x2) is int or type(x1) is int or type(x1) is complex or type(x2) is complex:  # (a Python number)
+        _check_numbers_fit("where", x1, (x2,))
+        _check_numbers_fit("where", x2, (x1,))
     return apply(WHERE, (condition, x1, x2))
+
+
+def _check_numbers_fit(what: str, x: Any, values: tuple) -> None:
+    """The Python ints and complex numbers among ``values`` fit ``x``'s dtype (numpy's refusals,
+    on every backend: dask and strict wrapped where(c, int8, 300) to 44, clip(int8, 200) to -56)."""
+    d = getattr(x, "_data", x)
+    if not hasattr(d, "dtype") or not has_namespace(d):
+        return  # a Python number (the other operand decides), or a symbolic array
+    xp = backend_of_type(type(d)).xp
+    for v in values:
+        if type(v) in (int, complex):
+            check_number_fits(xp, d.dtype, v, what)
 
 
 # Ties send the gradient to x; where x or y is NaN (the result is NaN) it goes to y, by
@@ -344,6 +360,16 @@ def _refuse_floating_bounds(x: Any, bounds: dict) -> None:
     """clip of an integer ``x`` by a floating bound: the standard leaves mixing kinds unspecified, and
     numpy's namespace casts the bound to x's dtype (clip([1, 5], 1.7) gave [1, 5]); strict refuses.
     The bounds are asked first (no floating bound, nothing more to ask)."""
+    _check_numbers_fit("clip", x, tuple(bounds.values()))
+    d = getattr(x, "_data", x)
+    for name, b in bounds.items():  # an integer bound of a wider range: cast into x's dtype, it wrapped (300 to 44)
+        bd = getattr(b, "_data", b)
+        if hasattr(bd, "dtype") and kind_of(bd) == "integral" and kind_of(d) == "integral" and has_namespace(d):
+            xp = backend_of_type(type(d)).xp
+            if xp.result_type(bd.dtype, d.dtype) != d.dtype:
+                raise TypeError(f"polygrad: clip: the bound {name} is {bd.dtype}, wider than x's {d.dtype} "
+                                f"{tuple(d.shape)}: cast into x's dtype it could wrap (300 into int8 is 44); "
+                                f"give a bound of x's dtype")
     floating = [name for name, b in bounds.items() if b is not None and kind_of(b) in _FLOATING]
     if floating and kind_of(x) == "integral":
         d, b = getattr(x, "_data", x), bounds[floating[0]]
@@ -468,6 +494,12 @@ ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtyp
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
+    if kind_of(x) == "complex floating" and not isinstance(dtype, str):
+        xp = backend_of_type(type(getattr(x, "_data", x))).xp
+        if not xp.isdtype(dtype, "complex floating"):  # (the standard: not permitted; numpy dropped the part)
+            raise TypeError(f"polygrad: astype of a complex array to {getattr(dtype, '__name__', dtype)} would drop "
+                            f"its imaginary part; take "
+                            f"pg.real(x) (or pg.abs(x)) first")
     if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
         return x  # the standard: with copy=False and the same dtype, the input itself
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
