@@ -75,6 +75,31 @@ def test_inplace_setitem_on_intermediate_backpropagates(xp):
     assert_close(v.grad, np.array([1.0, 2.0]))
 
 
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_setitem_refuses_a_value_whose_dtype_does_not_promote_to_xs(backend_name):
+    """x[key] = value cast the value silently on numpy and dask (array_api_strict refuses, as
+    the standard does): 2.7 into int8 wrote 2, an int16 300 wrote 44, a float64 1e40 into
+    float32 wrote inf, a complex128 array into float64 dropped the imaginary part."""
+    def v(a, dtype):
+        return pg.asarray(np.asarray(a, dtype), backend=backend_name)
+
+    refused = [("int8", 2.7), ("bool", 0.5), ("int8", v(300, np.int16)), ("int8", v(200, np.uint8)),
+               ("uint8", v(-1, np.int8)), ("int32", v(1.5, np.float32)), ("float32", v(1e40, np.float64)),
+               ("float64", v(1 + 2j, np.complex128))]
+    for dtype, value in refused:
+        w = pg.Variable(v([1, 0], dtype)) * 1 if dtype != "bool" else pg.Variable(v([True, False], dtype))
+        with pytest.raises(TypeError, match=rf"setitem.*dtype \S*{dtype} and shape \(2,\)"):
+            w[0] = value
+    # what promotes to x's dtype is written
+    w = pg.Variable(v([1, 2], np.int16)) * 1
+    w[0] = v(-100, np.int8)
+    w[1] = v(200, np.uint8)
+    w = pg.Variable(v([1.0, 2.0], np.float64)) * 1
+    w[0] = v(3.0, np.float32)
+    w[1] = 4
+    assert np.asarray(pg.to_backend(w.data, "numpy")).tolist() == [3.0, 4.0]
+
+
 # ---------------------------------------------------------------------------
 # NumPy's keys (not in the standard)
 # ---------------------------------------------------------------------------

@@ -366,18 +366,24 @@ def test_max_and_min_of_another_variable_are_element_wise():
         np.testing.assert_array_equal(m.min(axis)[1].data, [0, 1])
 
 
-def test_writing_a_variable_that_requires_grad_into_integers_gives_no_gradient():
+def test_writing_a_variable_that_requires_grad_into_integers_is_refused_or_gives_no_gradient():
     """c[0:2] = w into an int64 c made c an integer Variable requiring grad: its gradient, truncated
-    to integers, was added into w's (3 for 1 + int(2.5)); int() has zero derivative."""
+    to integers, was added into w's (3 for 1 + int(2.5)); int() has zero derivative. A float value
+    is now refused (the standard writes only values whose dtype promotes to x's); cast first, and
+    the integers carry no gradient."""
     w = pg.Variable(np.array([1.5, 2.5]))
     c = pg.Variable(np.zeros(2, np.int64), requires_grad=False)
-    c[0:2] = w
-    assert c.dtype == np.int64 and not c.requires_grad and c.creator is None
+    with pytest.raises(TypeError, match=r"setitem.*float64.*int64"):
+        c[0:2] = w
+    c[0:2] = pg.astype(w, np.int64)
+    assert c.dtype == np.int64 and not c.requires_grad
+    np.testing.assert_array_equal(c.data, [1, 2])
     ((c * 2.5).sum() + (w * 1.0).sum()).backward()
     np.testing.assert_array_equal(w.grad, [1.0, 1.0])
     k = pg.Variable(np.zeros(3, np.int64), requires_grad=False)
-    k[np.array([0, 2])] = w
-    assert not k.requires_grad
+    with pytest.raises(TypeError, match=r"setitem.*float64.*int64"):
+        k[np.array([0, 2])] = w
+    assert not k.requires_grad and k.version == 0
 
 
 def test_clip_of_integers_by_a_floating_bound_is_refused(xp):

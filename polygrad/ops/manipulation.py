@@ -697,19 +697,60 @@ def setitem(x, key, value):
 
     Index arrays given as Variables are inputs of the node (:func:`setitem_at`), as
     for :func:`getitem`: a compiled function reads them at each call."""
-    if isinstance(value, (int, complex)) and not isinstance(value, bool):
-        _check_scalar_fits(x, value)
+    _check_value_fits(x, value)
     template, arrays = _split_key(key)
     if arrays:
         return apply(SETITEM_AT, (x, value, *arrays), {"key": template})
     return apply(SETITEM, (x, value), {"key": _unwrap_key(template)})
 
 
-def _check_scalar_fits(x: Any, value: Any) -> None:
-    """:func:`~polygrad.ops._dtypes.check_number_fits` of ``x[key] = value``."""
+_KINDS = ("bool", "integral", "real floating", "complex floating")
+
+
+def _kind(xp: Any, dtype: Any) -> int:
+    return next((i for i, k in enumerate(_KINDS) if xp.isdtype(dtype, k)), len(_KINDS))
+
+
+def _value_fits(xp: Any, value: Any, dtype: Any) -> bool:
+    """Whether the standard lets ``value`` (a Python number or an array's dtype) be written into
+    an array of ``dtype`` (it promotes to ``dtype``): no wider kind (a float into an integer
+    array, a complex into a real one), no integer dtype whose range ``dtype``'s lacks (int16 or
+    uint8 into int8), no wider float (float64 into float32)."""
+    if isinstance(value, (bool, int, complex)):  # (ints out of range, complex into real: check_number_fits)
+        return True
+    if isinstance(value, float):
+        return xp.isdtype(dtype, ("real floating", "complex floating"))
+    src, dst = _kind(xp, value), _kind(xp, dtype)
+    if src != dst:
+        return src < dst  # bools into numbers, ints into floats (numpy's); no wider kind
+    if src == 1:
+        into, of = xp.iinfo(dtype), xp.iinfo(value)
+        return int(into.min) <= int(of.min) and int(of.max) <= int(into.max)
+    return src == 0 or xp.finfo(value).bits <= xp.finfo(dtype).bits
+
+
+def _check_value_fits(x: Any, value: Any) -> None:
+    """``x[key] = value`` refuses what the standard does not let it write, on every backend
+    (numpy and dask cast silently: 2.7 into int8 wrote 2, an int16 300 wrote 44, a float64 1e40
+    into float32 wrote inf): a value whose dtype does not promote to x's (:func:`_value_fits`),
+    and :func:`~polygrad.ops._dtypes.check_number_fits` of a Python number."""
     data = x._data if isinstance(x, Variable) else x
-    if has_namespace(data):
-        check_number_fits(backend_of_type(type(data)).xp, data.dtype, value, "x[key] = value")
+    if not has_namespace(data):
+        return
+    xp = backend_of_type(type(data)).xp
+    if isinstance(value, (int, complex)) and not isinstance(value, bool):
+        check_number_fits(xp, data.dtype, value, "x[key] = value")
+    v = value._data if isinstance(value, Variable) else value
+    if isinstance(v, (bool, int, float, complex)):
+        of, fits = type(v).__name__, _value_fits(xp, v, data.dtype)
+    elif has_namespace(v) and not isinstance(v.dtype, str) and type(v) is type(data):
+        of, fits = f"dtype {v.dtype}", _value_fits(xp, v.dtype, data.dtype)
+    else:
+        return
+    if not fits:
+        raise TypeError(f"polygrad: setitem (x[key] = value): a value of {of} cannot be written into x of dtype "
+                        f"{data.dtype} and shape {tuple(data.shape)}: the standard writes only values whose dtype "
+                        f"promotes to x's (cast it first: astype(value, x.dtype))")
 
 
 def _setitem_at_kernel(xp: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
