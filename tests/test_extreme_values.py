@@ -89,6 +89,26 @@ def test_var_and_std_of_float16(backend_name):
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+@pytest.mark.parametrize("ord", [2, 3])
+def test_norms_of_float16(backend_name, ord):
+    """linalg.vector_norm and matrix_norm summed float16 squares in float16: the norm of 5,000
+    twenties (1414.2) was inf and its gradient 0."""
+    x = pg.Variable(pg.asarray(np.full(5000, 20.0, np.float16), backend=backend_name))
+    n = 20.0 * 5000 ** (1 / ord)
+    y = pg.linalg.vector_norm(x, ord=ord)
+    y.backward()
+    assert y.dtype == np.float16 and x.grad.dtype == np.float16
+    np.testing.assert_allclose(float(_np(y.data)), n, rtol=1e-3)
+    np.testing.assert_allclose(_np(x.grad), (20.0 / n) ** (ord - 1), rtol=2e-3)
+    m = pg.Variable(pg.asarray(np.full((50, 100), 20.0, np.float16), backend=backend_name))
+    y = pg.linalg.matrix_norm(m)
+    y.backward()
+    assert y.dtype == np.float16 and m.grad.dtype == np.float16
+    np.testing.assert_allclose(float(_np(y.data)), 20.0 * 5000 ** 0.5, rtol=1e-3)
+    np.testing.assert_allclose(_np(m.grad), 20.0 / (20.0 * 5000 ** 0.5), rtol=2e-3)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
 @pytest.mark.parametrize("axis", [None, 1])
 def test_var_gradient_of_a_large_mean_and_a_small_spread(backend_name, axis):
     """var's gradient 2 (x - mean) / n took x - mean with the mean rounded to float32: for values

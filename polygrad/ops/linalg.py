@@ -46,9 +46,11 @@ from polygrad.core.dispatch import backend_of_type, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
+from polygrad.ops._dtypes import widened_of
 from polygrad.ops._export import binary, names, public, unary
 from polygrad.ops.elementwise import _conj, _is_complex, cast_grad
 from polygrad.ops.manipulation import axis_param
+from polygrad.ops.statistical import _in_float32_at_least
 
 
 # ---------------------------------------------------------------------------
@@ -650,8 +652,24 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
     return _scale(o, g * _shared_ties(o, sums, top, across), _unit(o, x, a))
 
 
-VECTOR_NORM = defvjp(Op("linalg_vector_norm"),
-                     _vector_norm_vjp, saves="x ans")
+def _in_float32(rule: Any) -> Any:
+    """The vjp ``rule`` of a norm taken in float32 for a narrower float (see
+    :func:`~polygrad.ops._dtypes.widened`: the sums of ``x`` in the rules overflow as the norm's
+    own do) and given back in x's dtype."""
+    def vjp(o: Any, g: Any, ans: Any, x: Any, **params: Any) -> Any:
+        data = x._data if isinstance(x, Variable) else x
+        wide = widened_of(data)
+        if wide is None:
+            return rule(o, g, ans, x, **params)
+        return o.astype(rule(o, o.astype(g, wide), o.astype(ans, wide), o.astype(x, wide), **params), data.dtype)
+
+    return vjp
+
+
+# The norms of a float narrower than float32 are taken in float32 and given back in its dtype:
+# the sum of squares of 5,000 float16 twenties is inf, though their norm (1414.2) fits.
+VECTOR_NORM = defvjp(Op("linalg_vector_norm", _in_float32_at_least("linalg_vector_norm")),
+                     _in_float32(_vector_norm_vjp), saves="x ans")
 
 
 @public(ext="linalg")
@@ -659,7 +677,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return apply(VECTOR_NORM, (x,), {"axis": axis_param(x, axis, "linalg.vector_norm"), "keepdims": keepdims, "ord": ord})
 
 
-MATRIX_NORM = defvjp(Op("linalg_matrix_norm"), _matrix_norm_vjp, saves="x ans")
+MATRIX_NORM = defvjp(Op("linalg_matrix_norm", _in_float32_at_least("linalg_matrix_norm")),
+                     _in_float32(_matrix_norm_vjp), saves="x ans")
 
 
 @public(ext="linalg")
