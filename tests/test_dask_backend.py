@@ -674,3 +674,18 @@ def test_the_softmax_family_of_an_empty_batch_computes_on_dask():
     assert np.asarray(pg.compute(x.grad)[0]).shape == (0, 3)
     (m,) = pg.compute(pg.max(pg.asarray(np.zeros((0, 3)), backend="dask"), axis=1, keepdims=True))
     assert np.asarray(m).shape == (0, 1)
+
+
+def test_a_compiled_function_of_float16_inputs_runs_on_dask():
+    """A float16 symbolic input is a dtype by name, resolved in the values' namespace:
+    array_api_compat's dask namespace names only the standard's dtypes, so every compiled
+    float16 program failed on dask ("has no attribute 'float16'") while eager ran."""
+    import polygrad.symbolic as S
+
+    x = S.vector("x", dtype="float16")
+    f = pg.function([x], [pg.sum(x * 2), pg.grad([pg.sum(pg.exp(x))], [x])[0]])
+    a = np.array([1, 2], np.float16)
+    total, g = f(pg.asarray(a, backend="dask"))
+    assert total.dtype == g.dtype == np.float16
+    np.testing.assert_array_equal(pg.to_backend(g, "numpy"), np.exp(a))
+    assert float(pg.to_backend(total, "numpy")) == 6.0

@@ -13,7 +13,10 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   with no elements: dask's compute to a wrong shape, or fail ("zero-size array
   to reduction operation maximum" for the max along a non-empty axis of a
   (0, 3) array, which numpy gives as (0, 1)); numpy's answer on zeros of the
-  shape is the answer.
+  shape is the answer;
+* ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
+  namespace names only the standard's dtypes, so a compiled function's
+  ``float16`` input (a dtype by name) had nothing to resolve to.
 
 Everything else is array_api_compat's, unchanged.
 """
@@ -27,7 +30,11 @@ from array_api_compat.dask.array import *  # noqa: F401,F403
 from array_api_compat.dask.array import __all__ as _all
 from array_api_compat.dask.array import __array_api_version__  # noqa: F401
 
-__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min"})
+import numpy as _np
+
+__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16"})
+
+float16 = _np.float16
 
 
 def __getattr__(name):
