@@ -136,3 +136,20 @@ def test_dtypes_on_pg_are_the_current_backends():
     assert pg.float32 is np.float32
     with pg.using_backend(STRICT):
         assert pg.float32 is array_api_strict.float32
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_arange_of_integers_out_of_the_dtype_range_is_refused(backend_name):
+    """Every backend wrapped: arange(250, 260, dtype=uint8) ended 254, 255, 0, 1, 2, 3, and
+    arange(0, 300, 100, dtype=int8) gave [0, 100, -56]."""
+    with pg.using_backend(backend_name):
+        xp = pg.get_backend().xp
+        for args, dtype, last in [((250, 260), xp.uint8, 259), ((0, 300, 100), xp.int8, 200),
+                                  ((-1, 3), xp.uint8, -1), ((130,), xp.int8, 129)]:
+            with pytest.raises(OverflowError, match=rf"arange\(.*\): {last} is out of the range of dtype"):
+                pg.arange(*args, dtype=dtype)
+        ok = pg.arange(250, 256, dtype=xp.uint8)
+        assert np.asarray(pg.to_backend(ok, "numpy")).tolist() == [250, 251, 252, 253, 254, 255]
+        assert pg.arange(300, 0, dtype=xp.int8).shape == (0,)  # (empty: nothing to wrap)
+        assert np.asarray(pg.to_backend(pg.arange(127, -129, -85, dtype=xp.int8), "numpy")).tolist() == [127, 42, -43,
+                                                                                                          -128]

@@ -83,7 +83,7 @@ def test_setitem_refuses_a_value_whose_dtype_does_not_promote_to_xs(backend_name
     def v(a, dtype):
         return pg.asarray(np.asarray(a, dtype), backend=backend_name)
 
-    refused = [("int8", 2.7), ("bool", 0.5), ("int8", v(300, np.int16)), ("int8", v(200, np.uint8)),
+    refused = [("int8", 2.7), ("bool", 0.5), ("bool", 5), ("int8", v(300, np.int16)), ("int8", v(200, np.uint8)),
                ("uint8", v(-1, np.int8)), ("int32", v(1.5, np.float32)), ("float32", v(1e40, np.float64)),
                ("float64", v(1 + 2j, np.complex128))]
     for dtype, value in refused:

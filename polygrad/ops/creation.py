@@ -49,7 +49,19 @@ def count(n: Any, what: str, fn: str, least: int = 0) -> int:
 
 @public(creates=True)
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    if dtype is not None and all(isinstance(n, int) for n in (start, stop or 0, step)) and step:
+        _check_arange_fits(start, stop, step, dtype)
     return apply(ARANGE, (), {"start": start, "stop": stop, "step": step, "dtype": dtype, "device": device})
+
+
+def _check_arange_fits(start: int, stop: int | None, step: int, dtype: Any) -> None:
+    """An integer range whose first or last value is out of ``dtype``'s range is refused (every
+    backend wrapped: ``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3)."""
+    values = range(start) if stop is None else range(start, stop, step)
+    xp = current_backend().xp
+    if values and xp.isdtype(dtype, "integral"):
+        for value in (values[0], values[-1]):
+            check_number_fits(xp, dtype, value, f"arange({start}, {stop}, {step})")
 
 
 EMPTY = def_nograd(Op("empty"))

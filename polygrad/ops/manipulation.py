@@ -716,6 +716,8 @@ def _value_fits(xp: Any, value: Any, dtype: Any) -> bool:
     an array of ``dtype`` (it promotes to ``dtype``): no wider kind (a float into an integer
     array, a complex into a real one), no integer dtype whose range ``dtype``'s lacks (int16 or
     uint8 into int8), no wider float (float64 into float32)."""
+    if isinstance(value, int) and not isinstance(value, bool) and xp.isdtype(dtype, "bool"):
+        return False  # (numpy wrote 5 as True; the standard has no int for a bool array)
     if isinstance(value, (bool, int, complex)):  # (ints out of range, complex into real: check_number_fits)
         return True
     if isinstance(value, float):
