@@ -892,6 +892,31 @@ def test_compiled_gradients_sum_in_eager_order():
         np.testing.assert_array_equal(gx.data, [-1.0, 2.0])
 
 
+def test_compiled_gradients_sum_in_eager_order_whatever_the_order_of_the_outputs():
+    """The trace ran the graph depth-first from the outputs, so its nodes were made in the order
+    of the outputs, not of the user's code, and backward summed a gradient's parts in another order
+    than eager: with outputs [mean(x), square(x / x), grad], x = [1e-30, .5, 3], the first entry
+    was 1/3 compiled and 0 eager (and exact); with [square(...), mean(...), grad] it agreed."""
+    def program(x):
+        q = x / x
+        m = pg.mean(x)
+        s = pg.square(q)
+        return m, s, pg.sum(m) + pg.sum(s)
+
+    xv = np.array([1e-30, 0.5, 3.0])
+    X = pg.Variable(xv)
+    (expected,) = pg.grad(program(X)[2], [X])
+    assert expected.data[0] == 0.0
+    x = T.vector("x")
+    m, s, cost = program(x)
+    g = T.grad(cost, x)
+    for outputs in ([m, s, g], [s, m, g], [g], [g, s, m]):
+        for mode in ("FAST_COMPILE", "FAST_RUN"):
+            got = pg.function([x], outputs, mode=mode)(xv)
+            k = next(i for i, o in enumerate(outputs) if o is g)
+            np.testing.assert_array_equal(got[k], expected.data)
+
+
 @pytest.mark.parametrize("build", [lambda x, y: pg.broadcast_arrays(x, y)[1], lambda x, y: pg.meshgrid(x, y)[0]])
 def test_broadcasting_symbolic_arrays_of_unknown_length_is_refused_when_built(build):
     """broadcast_arrays and meshgrid baked an unknown length (None) into broadcast_to: the first call

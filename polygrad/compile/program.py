@@ -22,6 +22,7 @@ Running is a single call of that function: no graph bookkeeping per call.
 from __future__ import annotations
 
 import functools
+import heapq
 import operator
 from typing import Any, Sequence
 
@@ -151,71 +152,92 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
         in_slots.append(tracer.new_slot(value))
     grads: dict[tuple, list] = {}
 
-    def evaluate(root: SymbolicArray) -> Variable:
-        stack = [root]
-        while stack:
-            s = stack[-1]
-            if s.id in env:
-                stack.pop()
-                continue
-            if s.id in givens:
-                g = givens[s.id]
-                if g.id in env:
-                    # Theano substitutes into the graph its gradients were built on: a gradient
-                    # does not go through a replacement, which stands in as a leaf of its value
-                    # (w * x with x given as w: d/dw is x, not 2 w).
-                    env[s.id] = Variable(env[g.id]._data)
-                    stack.pop()
-                else:
-                    stack.append(g)
-                continue
-            if s.kind in ("input", "shared"):
-                raise MissingInputError(
-                    f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
-                    f"add it to the inputs (or use pg.shared for state)"
-                )
-            deps = [a for a in s.args if isinstance(a, SymbolicArray)] if s.kind in ("op", "item") else [s.grad_of[0], *s.grad_of[1]]
-            todo = [d for d in deps if d.id not in env]
-            if todo:
-                # the last pushed runs first: reversed, operands run left to right, as Python runs them
-                # eagerly, so gradients are summed in eager backward's order (with the operands run
-                # right to left, sum(x * y + x / x) at x = 1e-30, y = -1 gave a gradient of 0 for -1)
-                stack.extend(reversed(todo))
-                continue
-            stack.pop()
-            if s.kind == "op":
-                from polygrad.core.primitive import apply
+    def deps(s: SymbolicArray) -> list:
+        if s.id in givens:
+            return [givens[s.id]]
+        if s.kind in ("input", "shared"):
+            raise MissingInputError(
+                f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
+                f"add it to the inputs (or use pg.shared for state)"
+            )
+        if s.kind in ("op", "item"):
+            return [a for a in s.args if isinstance(a, SymbolicArray)]
+        return [s.grad_of[0], *s.grad_of[1]]
 
-                args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
-                env[s.id] = apply(s.op, args, _concrete_dtype(args, s.params))
-            elif s.kind == "item":  # output k of a multi-output op
-                env[s.id] = env[s.args[0].id][s.params["index"]]
-            else:  # a gradient: one backward for the whole group
-                cost, wrt, index = s.grad_of
-                key = (cost.id, tuple(w.id for w in wrt))
-                if key not in grads:
-                    # T.grad checked the connection when the gradient was asked for: None means zeros here
-                    loss = env[cost.id]
-                    seed = None
-                    if loss._node is None or not loss._node.accepts_no_grad:
-                        # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
-                        seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
-                        tracer.ones[id(seed[0])] = seed[0]  # (held: ids stay unique)
-                    gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
-                    grads[key] = [
-                        g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
-                        for g, w in zip(gs, wrt)
-                    ]
-                env[s.id] = grads[key][index]
-        return env[root.id]
+    def run(s: SymbolicArray) -> None:
+        """Evaluate ``s``, whose dependencies are in ``env``."""
+        if s.id in givens:
+            # Theano substitutes into the graph its gradients were built on: a gradient does
+            # not go through a replacement, which stands in as a leaf of its value (w * x with x
+            # given as w: d/dw is x, not 2 w).
+            env[s.id] = Variable(env[givens[s.id].id]._data)
+        elif s.kind == "op":
+            from polygrad.core.primitive import apply
+
+            args = tuple(env[a.id] if isinstance(a, SymbolicArray) else a for a in s.args)
+            env[s.id] = apply(s.op, args, _concrete_dtype(args, s.params))
+        elif s.kind == "item":  # output k of a multi-output op
+            env[s.id] = env[s.args[0].id][s.params["index"]]
+        else:  # a gradient: one backward for the whole group
+            cost, wrt, index = s.grad_of
+            key = (cost.id, tuple(w.id for w in wrt))
+            if key not in grads:
+                # T.grad checked the connection when the gradient was asked for: None means zeros here
+                loss = env[cost.id]
+                seed = None
+                if loss._node is None or not loss._node.accepts_no_grad:
+                    # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
+                    seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
+                    tracer.ones[id(seed[0])] = seed[0]  # (held: ids stay unique)
+                gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
+                grads[key] = [
+                    g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
+                    for g, w in zip(gs, wrt)
+                ]
+            env[s.id] = grads[key][index]
 
     # Recording on, whatever the caller's mode: a program traced inside no_backprop_mode had
     # no graph to differentiate, and kept zeros for every gradient at every later call.
     with tracer, force_backprop_mode():
-        results = [evaluate(t) for t in targets]
+        for s in _creation_order(targets, env, deps):
+            run(s)
+        results = [env[t.id] for t in targets]
     refs = [tracer.ref(r._data) for r in results]
     tracer.alive.extend(r._data for r in results)
     return tracer, in_slots, refs
+
+
+def _creation_order(targets: Sequence[SymbolicArray], env: dict, deps: Any) -> list:
+    """The symbolic arrays ``targets`` need that ``env`` lacks, each after its dependencies and
+    otherwise in the order the user's code made them (their ids), as eager runs them: the nodes
+    of the trace then number as eager's, and backward sums a gradient's terms in eager's order.
+    (Depth-first from the outputs numbered them in output order: with outputs [mean(x), square(x
+    / x), grad], x = [1e-30, .5, 3], the gradient's first entry was 1/3 compiled and 0 eager.)"""
+    needed: dict[int, Any] = {}
+    waiting: dict[int, int] = {}  # id -> dependencies not yet run
+    users: dict[int, list] = {}
+    stack = [t for t in targets if t.id not in env]
+    while stack:
+        s = stack.pop()
+        if s.id in needed:
+            continue
+        needed[s.id] = s
+        todo = {d.id: d for d in deps(s) if d.id not in env}
+        waiting[s.id] = len(todo)
+        for d in todo.values():
+            users.setdefault(d.id, []).append(s)
+            stack.append(d)
+    ready = [i for i, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(needed[i])
+        for u in users.get(i, ()):
+            waiting[u.id] -= 1
+            if waiting[u.id] == 0:
+                heapq.heappush(ready, u.id)
+    return order
 
 
 def _concrete_dtype(args: tuple, params: Any) -> Any:
