@@ -952,3 +952,22 @@ def test_a_dtype_named_by_a_symbolic_array_is_the_namespaces_dtype_when_the_prog
         got = f(pg.asarray(scores), pg.asarray(labels))
         assert float(got) == pytest.approx(2 / 3)
         assert got.dtype == pg.asarray(scores).dtype
+
+
+def test_integers_chosen_by_a_condition_that_needs_a_gradient_carry_none():
+    """where(x, c, i) with a floating x that requires grad as the condition and int32 choices
+    gave an int32 Variable requiring grad: pg.grad(..., create_graph=True) then refused the float
+    gradient backward computed for it, and so did every compiled function with a gradient of it."""
+    X = pg.Variable(np.array(0.7))
+    p = pg.where(X, pg.Variable(np.array(True)), pg.Variable(np.array(2, np.int32)))
+    assert p.dtype == np.int32 and not p.requires_grad and p.creator is None
+    cost = pg.sum(pg.cos(-p))
+    assert pg.grad([cost], [X], create_graph=True, allow_unused=True) == [None]
+    c, x, i = T.tensor("bool", (), "c"), T.tensor("float64", (), "x"), T.tensor("int32", (), "i")
+    cs = pg.sum(pg.cos(-pg.where(x, c, i)))
+    f = pg.function([c, x, i], [cs, T.grad(cs, x, disconnected_inputs="ignore")])
+    value, g = f(np.array(True), np.array(0.7), np.array(2, np.int32))
+    assert value == np.cos(-1.0) and g == 0.0  # (x is true: c, True, is chosen)
+    w = pg.Variable(np.array([1.0, -2.0]))  # floating choices still give their gradients
+    (gw,) = pg.grad([pg.sum(pg.where(X, w, 0.0))], [w])
+    np.testing.assert_array_equal(gw.data, [1.0, 1.0])

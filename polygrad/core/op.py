@@ -95,8 +95,9 @@ class Op:
         # Variable goes to its base through it, so the base's graph sees the write (PyTorch's
         # CopySlices). Rows without it are never written through.
         self.unview = unview
-        # The result's dtype is a parameter (astype, sum(dtype=), ...): an integer or boolean
-        # result carries no gradient, checked per call (other rows know theirs: def_nograd).
+        # The result's dtype is a parameter (astype, sum(dtype=), ...), or an input with no
+        # gradient rule may need one (where's condition): an integer or boolean result carries
+        # no gradient, checked per call (other rows know theirs: def_nograd).
         self.casts = casts
         # Each output element depends only on the input elements at its position (after
         # broadcasting): compiled functions may fuse a group of such rows into one kernel.

@@ -292,7 +292,7 @@ NEXTAFTER = defvjp(_row("nextafter", broadcasts=True),  # x moved by one ulp
                    lambda o, g, ans, x, y: g,
                    None)
 nextafter = binary(NEXTAFTER)
-WHERE = defvjp(_row("where", broadcasts=True),
+WHERE = defvjp(_row("where", broadcasts=True, casts=True),  # (integers chosen by a condition needing grad: none)
                None,
                lambda o, g, ans, c, x, y: o.where(c, g, 0.0),
                lambda o, g, ans, c, x, y: o.where(c, 0.0, g), saves="x")
