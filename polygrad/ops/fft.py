@@ -184,21 +184,34 @@ def _along_axes(op: Op) -> Any:
     return row_function(fn, op, __name__, ext="fft")
 
 
+def _n_dim(name: str) -> Any:
+    """The kernel of ``fft.<name>``, an n-dimensional transform: with ``s`` and no ``axes`` the
+    standard transforms the last ``len(s)`` axes, which it names for the backend (dask's took the
+    leading ones, and the rule, which takes the last, gave the gradient of another transform)."""
+
+    def kernel(xp: Any, x: Any, s: Any = None, axes: Any = None, norm: str = "backward") -> Any:
+        if s is not None and axes is None:
+            axes = tuple(range(-len(s), 0))
+        return getattr(xp.fft, name)(x, s=s, axes=axes, norm=norm)
+
+    return kernel
+
+
 FFT = defvjp(Op("fft_fft", shapes=True), _c2c_vjp("fft_ifft"))
 fft = _along_one_axis(FFT)
 IFFT = defvjp(Op("fft_ifft", shapes=True), _c2c_vjp("fft_fft"))
 ifft = _along_one_axis(IFFT)
-FFTN = defvjp(Op("fft_fftn", shapes=True), _c2cn_vjp("fft_ifftn", "fft_fftn"))
+FFTN = defvjp(Op("fft_fftn", _n_dim("fftn"), shapes=True), _c2cn_vjp("fft_ifftn", "fft_fftn"))
 fftn = _along_axes(FFTN)
-IFFTN = defvjp(Op("fft_ifftn", shapes=True), _c2cn_vjp("fft_fftn", "fft_ifftn"))
+IFFTN = defvjp(Op("fft_ifftn", _n_dim("ifftn"), shapes=True), _c2cn_vjp("fft_fftn", "fft_ifftn"))
 ifftn = _along_axes(IFFTN)
 RFFT = defvjp(Op("fft_rfft", shapes=True), _rfft_vjp)
 rfft = _along_one_axis(RFFT)
 IRFFT = defvjp(Op("fft_irfft", shapes=True), _irfft_vjp)
 irfft = _along_one_axis(IRFFT)
-RFFTN = defvjp(Op("fft_rfftn", shapes=True), _rfftn_vjp)
+RFFTN = defvjp(Op("fft_rfftn", _n_dim("rfftn"), shapes=True), _rfftn_vjp)
 rfftn = _along_axes(RFFTN)
-IRFFTN = defvjp(Op("fft_irfftn", shapes=True), _irfftn_vjp)
+IRFFTN = defvjp(Op("fft_irfftn", _n_dim("irfftn"), shapes=True), _irfftn_vjp)
 irfftn = _along_axes(IRFFTN)
 HFFT = defvjp(Op("fft_hfft", shapes=True), _hfft_vjp)
 hfft = _along_one_axis(HFFT)
