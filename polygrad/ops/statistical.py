@@ -2,7 +2,8 @@
 
 Non-differentiable points follow the usual conventions: max/min ties share the
 gradient equally; std's gradient is 0 where the standard deviation is 0 (as
-abs at 0). prod and cumulative_prod are exact at zeros (no division by x).
+abs at 0). var and std are NaN where ``N - correction <= 0``, as the standard
+says, and so is their gradient. prod and cumulative_prod are exact at zeros (no division by x).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def _var_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: flo
     shape = tuple(x.shape)
     dof = _count(shape, axis) - correction
     centered, back = _centered(o, x, axis)
-    gx = _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof else math.nan)
+    gx = _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof > 0 else math.nan)
     return gx if back is None else o.astype(gx, back)
 
 
@@ -111,7 +112,7 @@ def _std_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: flo
     top = _restore(o, ans, shape, axis, keepdims)
     flat = top == 0
     safe = o.where(flat, 1.0, top)
-    scaled = _restore(o, g, shape, axis, keepdims) * centered / (safe * (dof if dof else math.nan))
+    scaled = _restore(o, g, shape, axis, keepdims) * centered / (safe * (dof if dof > 0 else math.nan))
     gx = o.where(flat, 0.0, scaled)
     return gx if back is None else o.astype(gx, back)
 
@@ -247,7 +248,22 @@ def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     return apply(PROD, (x,), _params(x, "prod", axis, keepdims, dtype))
 
 
-VAR = defvjp(Op("var", _in_float32_at_least("var")),
+def _nan_without_dof(name: str) -> Any:
+    """var / std: NaN where ``N - correction <= 0``, as the standard says (numpy gave inf, dask
+    NaN, and the rule a finite gradient of the opposite sign)."""
+    kernel = _in_float32_at_least(name)
+
+    def run(xp: Any, x: Any, **params: Any) -> Any:
+        dof = _count(tuple(x.shape), params.get("axis")) - params.get("correction", 0.0)
+        if not dof <= 0:  # (dof is NaN where dask does not know a length yet: the kernel's value)
+            return kernel(xp, x, **params)
+        out = kernel(xp, x, **{**params, "correction": 0.0})  # the shape and dtype, without numpy's warnings
+        return xp.full_like(out, math.nan)
+
+    return run
+
+
+VAR = defvjp(Op("var", _nan_without_dof("var")),
              _var_vjp, saves="x")
 
 
@@ -256,7 +272,7 @@ def var(x, /, *, axis=None, correction=0.0, keepdims=False):
     return apply(VAR, (x,), _params(x, "var", axis, keepdims, correction=correction))
 
 
-STD = defvjp(Op("std", _in_float32_at_least("std")),
+STD = defvjp(Op("std", _nan_without_dof("std")),
              _std_vjp, saves="x ans")
 
 
