@@ -321,3 +321,15 @@ def test_matrix_norm_2_of_an_empty_matrix_has_a_zero_gradient_on_strict(shape):
         x = pg.Variable(pg.asarray(np.ones(shape), backend=backend))
         pg.sum(pg.linalg.matrix_norm(x, ord=2)).backward()
         assert tuple(x.grad.shape) == shape and pg.to_backend(x.grad, "numpy").size == 0
+
+
+
+@pytest.mark.parametrize("axes, np_axes, b_shape", [((1, 0), (1, 0), (3, 4)), ((np.int64(1), [0]), ([1], [0]), (3, 4)),
+                                                    (([1], 0), ([1], [0]), (3, 4)), ((-1, -2), (-1, -2), (4, 3, 2))])
+def test_tensordot_takes_an_int_for_a_side_of_axes(xp, axes, np_axes, b_shape):
+    """axes=(1, 0), a pair of ints as numpy, dask and jax take it, computed the value, then the
+    backward raised "'int' object is not iterable"; the gradient now checks numerically."""
+    a, b = sample(xp, (2, 3), "any", 0), sample(xp, b_shape, "any", 1)
+    assert_close(L.tensordot(pg.Variable(a), pg.Variable(b), axes=axes),
+                 np.tensordot(np.from_dlpack(a), np.from_dlpack(b), axes=np_axes))
+    check_grads(lambda p, q: L.tensordot(p, q, axes=axes), [a, b])

@@ -40,6 +40,7 @@ follow the usual conventions:
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, readable
@@ -142,6 +143,14 @@ def _tensordot_axes(axes: Any, nd1: int, nd2: int) -> tuple[list, list]:
     return [a % nd1 for a in axes[0]], [b % nd2 for b in axes[1]]
 
 
+def _one_axis_as_tuple(a: Any) -> Any:
+    """``(a,)`` for an axis given as an integer, ``a`` itself for a sequence of axes."""
+    try:
+        return (operator.index(a),)
+    except TypeError:
+        return a
+
+
 def _permute_back(o: Any, r: Any, source: list) -> Any:
     """Permute ``r``, whose axis j is input axis ``source[j]``, into the input's order."""
     perm = tuple(source.index(i) for i in range(len(source)))
@@ -194,6 +203,9 @@ TENSORDOT = defvjp(Op("tensordot"),
 
 @public(also="linalg")
 def tensordot(x1, x2, /, *, axes=2):
+    if isinstance(axes, (tuple, list)) and len(axes) == 2:
+        # numpy, dask and jax also take an int for a side (axes=(1, 0)); the rules take sequences
+        axes = tuple(_one_axis_as_tuple(a) for a in axes)
     return apply(TENSORDOT, (x1, x2), {"axes": axes})
 
 
