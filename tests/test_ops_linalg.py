@@ -333,3 +333,23 @@ def test_tensordot_takes_an_int_for_a_side_of_axes(xp, axes, np_axes, b_shape):
     assert_close(L.tensordot(pg.Variable(a), pg.Variable(b), axes=axes),
                  np.tensordot(np.from_dlpack(a), np.from_dlpack(b), axes=np_axes))
     check_grads(lambda p, q: L.tensordot(p, q, axes=axes), [a, b])
+
+
+def test_det_gradient_at_a_singular_matrix_is_the_cofactor_matrix(xp):
+    """The rule det * inv(x)^-H raised LinAlgError at an exactly singular matrix, whose gradient is
+    its cofactor matrix (JAX's): rank n - 1, rank n - 2 (all cofactors 0), and a stack mixing both."""
+    for a, cofactors in (([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[-3, 6, -3], [6, -12, 6], [-3, 6, -3]]),
+                         ([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]], np.zeros((3, 3))),
+                         ([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]],
+                          [[[4, -2], [-2, 1]], [[3, -1], [-1, 2]]])):
+        x = pg.Variable(arr(xp, a))
+        pg.sum(L.det(x)).backward()
+        assert_close(x.grad, np.asarray(cofactors, dtype=np.float64), atol=1e-12)
+    check_grads(L.det, [arr(xp, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])], order=2)
+
+
+def test_complex_det_gradient_at_a_singular_matrix():
+    """At a singular complex matrix the gradient is the conjugate cofactor matrix (PyTorch's convention)."""
+    x = pg.Variable(np.array([[1 + 1j, 2.0], [2 + 2j, 4.0]]))
+    pg.real(L.det(x)).backward()
+    assert_close(x.grad, np.conj(np.array([[4.0, -2 - 2j], [-2.0, 1 + 1j]])), atol=1e-12)

@@ -26,11 +26,12 @@ follow the usual conventions:
   min(m, n) columns of U and rows of Vh carry gradient (the rest are not unique).
 * qr needs full rank; ``mode="complete"`` with more rows than columns has no
   gradient (Q's extra columns are not unique) and raises.
-* det, slogdet, inv, solve need an invertible matrix; pinv a constant rank (rtol's
-  cut-off is held fixed): its gradient is exact where the singular values cut off
-  are 0, and off by about (largest cut) / (smallest kept); where that ratio is above
-  sqrt(eps) it raises, where the values can be read (not on dask outside debug
-  mode); slogdet's sign has zero gradient.
+* slogdet, inv, solve need an invertible matrix (det's gradient at an exactly singular
+  one is the cofactor matrix, from the svd: its second order there needs distinct
+  singular values); pinv a constant rank (rtol's cut-off is held fixed): its gradient
+  is exact where the singular values cut off are 0, and off by about (largest cut) /
+  (smallest kept); where that ratio is above sqrt(eps) it raises, where the values can
+  be read (not on dask outside debug mode); slogdet's sign has zero gradient.
 * norms: at 0 the gradient is 0 (``vector_norm``/``matrix_norm`` with ord 2 or
   "fro", and any ord < 1 at zero entries); ties of the max / min in ord inf, -inf,
   1, -1 share the gradient equally; ord 0 (a count) has zero gradient; matrix ord
@@ -310,7 +311,23 @@ def _inv_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
 
 
 def _det_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
-    return _mat(o, g * _conj(o, ans)) * _H(o, o.linalg_inv(x))
+    """g times the conjugate cofactors, adj(x)^H: det(x)^* inv(x)^H where no determinant in the stack is
+    exactly 0 (where its values can be read: see ``readable``), else from the svd (inv raised there)."""
+    data, xp = readable(getattr(ans, "_data", ans))
+    if data is None or not bool(xp.any(data == 0)):
+        return _mat(o, g * _conj(o, ans)) * _H(o, o.linalg_inv(x))
+    return _mat(o, g) * _adjugate_h(o, x)
+
+
+def _adjugate_h(o: Any, x: Any) -> Any:
+    """adj(x)^H, right for a singular x too: with x = U diag(s) Vh, adj(x) = adj(Vh) adj(diag(s)) adj(U)
+    = det(Vh) det(U) Vh^H diag(p) U^H, p_i the product of the s_j other than s_i. Its derivative goes
+    through the svd's, so a second order needs distinct singular values (one zero is fine)."""
+    u, s, vh = o.linalg_svd(x, full_matrices=False)
+    eye = _eye(s, s.shape[-1])
+    others = o.prod(o.expand_dims(s, axis=-2) * (1.0 - eye) + eye, axis=-1)  # s with its own entry set to 1
+    phase = _conj(o, o.linalg_det(u) * o.linalg_det(vh))
+    return _mat(o, phase) * o.matmul(_scale(o, o.expand_dims(others, axis=-2), u), vh)
 
 
 def _slogdet_vjp(o: Any, g: tuple, ans: Any, x: Any) -> Any:
