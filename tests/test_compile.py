@@ -971,3 +971,17 @@ def test_integers_chosen_by_a_condition_that_needs_a_gradient_carry_none():
     w = pg.Variable(np.array([1.0, -2.0]))  # floating choices still give their gradients
     (gw,) = pg.grad([pg.sum(pg.where(X, w, 0.0))], [w])
     np.testing.assert_array_equal(gw.data, [1.0, 1.0])
+
+
+def test_a_kernel_that_fails_in_a_compiled_program_is_named():
+    """A compiled program's kernel error came out bare (LinAlgError: Singular matrix, from the
+    gradient of det traced at an invertible matrix), where eager names the op and the backend."""
+    x = T.matrix("x")
+    f = pg.function([x], T.grad(pg.linalg.det(x), x), name="det_grad")
+    np.testing.assert_allclose(f(np.array([[1.0, 2.0], [3.0, 4.0]])), [[4.0, -3.0], [-2.0, 1.0]])
+    with pytest.raises(np.linalg.LinAlgError, match=r"^polygrad: linalg_inv failed in a compiled function's program "
+                                                    r"\(line \d+: s\d+ = k\d+\(s0\)\): LinAlgError: Singular matrix") as e:
+        f(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    assert any("det_grad" in n for n in e.value.__notes__)
+    with pg.debug_mode(True), pytest.raises(np.linalg.LinAlgError, match="polygrad: linalg_inv failed"):
+        f(np.array([[1.0, 2.0], [2.0, 4.0]]))

@@ -350,7 +350,7 @@ class Program:
         self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))
         self._inplace = _inplace.plan(kept, in_slots, out_refs, tracer.alive) if optimize else {}
         self.fn, self.source = self._generate()
-        self._checked: Any = None  # the program that checks every result, for debug mode
+        self._checked: Any = None  # the program that checks every result, and its source, for debug mode
 
     def _generate(self, checked: bool = False) -> tuple[Any, str]:
         """The program's function and source; ``checked``: a FloatingPointError after any row whose
@@ -409,16 +409,51 @@ class Program:
         rets = ", ".join(ref(kind, v) for kind, v in self.out_refs)
         lines.append(f"    return ({rets}{',' if len(self.out_refs) == 1 else ''})")
         source = "\n".join(lines)
-        code = compile(source, "<polygrad compiled function>", "exec")
+        code = compile(source, _SOURCE_NAME, "exec")
         exec(code, names)
         return names["program"], source
 
     def __call__(self, *values: Any) -> tuple:
-        if config.debug.get():
-            if self._checked is None:
-                self._checked = self._generate(checked=True)[0]
-            return self._checked(*values)
-        return self.fn(*values)
+        checked = config.debug.get()
+        try:
+            if checked:
+                if self._checked is None:
+                    self._checked = self._generate(checked=True)
+                return self._checked[0](*values)
+            return self.fn(*values)
+        except ShapeChanged:
+            raise
+        except Exception as exc:
+            named = _named_failure(exc, self._checked[1] if checked else self.source)
+            if named is None:
+                raise
+            raise named from exc
+
+
+def _named_failure(exc: Exception, source: str) -> Exception | None:
+    """The error of a kernel of the program, named as eager names its ops' (``polygrad:
+    linalg_inv failed ...``; it came out bare: ``LinAlgError: Singular matrix``), or None where
+    the error did not come from a row (a debug check, a shape guard: those name theirs)."""
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == _SOURCE_NAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if line is None:
+        return None
+    text = source.splitlines()[line - 1].strip()
+    if "  # " not in text:
+        return None
+    code, label = text.split("  # ", 1)
+    msg = (f"polygrad: {label.removesuffix(', in place')} failed in a compiled function's program (line {line}: "
+           f"{code}): {type(exc).__name__}: {exc}")
+    try:
+        return type(exc)(msg)
+    except Exception:
+        return RuntimeError(msg)
+
+
+_SOURCE_NAME = "<polygrad compiled function>"
 
 
 def _check_finite(results: tuple, row: int, name: str) -> None:
