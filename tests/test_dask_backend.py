@@ -689,3 +689,16 @@ def test_a_compiled_function_of_float16_inputs_runs_on_dask():
     assert total.dtype == g.dtype == np.float16
     np.testing.assert_array_equal(pg.to_backend(g, "numpy"), np.exp(a))
     assert float(pg.to_backend(total, "numpy")) == 6.0
+
+
+@pytest.mark.parametrize("fn", [pg.argmax, pg.argmin])
+def test_argmax_and_argmin_over_all_axes_give_the_first_flat_index_among_ties(fn):
+    """dask kept the first block holding the extreme: with ties at (0, 4) and (1, 0) in blocks of
+    (2, 3), argmax gave 5 where numpy gives 4 (the first in flat order)."""
+    t = np.zeros((4, 5))
+    t[1, 0] = t[0, 4] = 1 if fn is pg.argmax else -1
+    x = pg.Variable(da.from_array(t, chunks=(2, 3)))
+    with dask.config.set(scheduler=_refuse):
+        y, kept = fn(x), fn(x, keepdims=True)
+    assert int(pg.compute(y)[0]) == 4
+    np.testing.assert_array_equal(pg.compute(kept)[0], [[4]])

@@ -14,6 +14,10 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   to reduction operation maximum" for the max along a non-empty axis of a
   (0, 3) array, which numpy gives as (0, 1)); numpy's answer on zeros of the
   shape is the answer;
+* ``argmax``, ``argmin`` with ``axis=None``: dask combines the blocks' answers in block order,
+  which is the flat order only when the trailing axes are one block each; with ties in two
+  blocks of a row it gave the later flat index (5 for 4); so the trailing axes are made one
+  block first;
 * ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
   namespace names only the standard's dtypes, so a compiled function's
   ``float16`` input (a dtype by name) had nothing to resolve to.
@@ -32,7 +36,8 @@ from array_api_compat.dask.array import __array_api_version__  # noqa: F401
 
 import numpy as _np
 
-__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16"})
+__all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16", "argmax",
+                              "argmin"})
 
 float16 = _np.float16
 
@@ -93,6 +98,24 @@ def _zero_size_as_numpy(name, fn):
 
 max = _zero_size_as_numpy("max", _base.max)  # noqa: A001
 min = _zero_size_as_numpy("min", _base.min)  # noqa: A001
+
+
+def _first_of_ties_in_flat_order(fn):
+    """``fn`` (dask's ``argmax`` or ``argmin``), over the flattened array for ``axis=None``
+    giving the first flat index among ties: dask keeps the first *block* holding the extreme,
+    which is the first in flat order only when every axis but the first is one block."""
+
+    def run(x, /, *, axis=None, keepdims=False):
+        if axis is None and x.ndim > 1 and builtins.any(len(c) > 1 for c in x.chunks[1:]):
+            x = x.rechunk({d: -1 for d in range(1, x.ndim)})
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    run.__name__ = fn.__name__
+    return run
+
+
+argmax = _first_of_ties_in_flat_order(_base.argmax)
+argmin = _first_of_ties_in_flat_order(_base.argmin)
 
 
 class _Linalg:
