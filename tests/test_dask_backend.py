@@ -702,3 +702,19 @@ def test_argmax_and_argmin_over_all_axes_give_the_first_flat_index_among_ties(fn
         y, kept = fn(x), fn(x, keepdims=True)
     assert int(pg.compute(y)[0]) == 4
     np.testing.assert_array_equal(pg.compute(kept)[0], [[4]])
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32"])
+def test_integer_and_boolean_products_keep_numpys_dtype_across_chunks(dtype):
+    """dask sums the partial products of the blocks of a contracted axis with sum, which widened
+    int8 to int64 and uint8 to uint64, and bool to counts: ones(1, 4) @ ones(4, 1) in two blocks
+    was [[2]] where numpy gives [[True]]."""
+    a = ((np.arange(12).reshape(3, 4) % 3) * (100 if dtype == "int8" else 1)).astype(dtype)  # (int8 wraps)
+    b = (np.arange(12).reshape(4, 3) % 2).astype(dtype)
+    x, y = pg.Variable(da.from_array(a, chunks=2)), pg.Variable(da.from_array(b, chunks=2))
+    for got, want in ((x @ y, a @ b), (pg.tensordot(x, y, axes=1), np.tensordot(a, b, axes=1)),
+                      (pg.vecdot(x, pg.matrix_transpose(y)), np.vecdot(a, b.T))):
+        assert got.dtype == want.dtype
+        (value,) = pg.compute(got)
+        assert value.dtype == want.dtype
+        np.testing.assert_array_equal(value, want)

@@ -530,6 +530,7 @@ def _kernels():
     import array_api_compat.dask.array as xp
 
     from polygrad.extend import row
+    from polygrad_dask import namespace
 
     def broadcast_to(x, shape):
         _check_known("broadcast_to", shape, "target shape")
@@ -559,7 +560,7 @@ def _kernels():
                 if isinstance(a, int) and isinstance(b, int) and a != b and 1 not in (a, b):
                     raise ValueError(f"polygrad-dask: matmul: the batch shapes {b1} and {b2} (of {tuple(x1.shape)} "
                                      f"and {tuple(x2.shape)}) do not broadcast")
-        return xp.matmul(x1, x2)
+        return namespace.matmul(x1, x2)  # (in the promoted dtype, whatever the chunks)
 
     def negative(x):
         # dask's -x of a boolean array returns NotImplemented (a value, not an error): the

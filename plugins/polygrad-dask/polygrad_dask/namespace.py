@@ -18,6 +18,10 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   which is the flat order only when the trailing axes are one block each; with ties in two
   blocks of a row it gave the later flat index (5 for 4); so the trailing axes are made one
   block first;
+* ``matmul``, ``tensordot``, ``vecdot`` of integers or booleans: dask sums the blocks' partial
+  products along a contracted axis of several blocks with ``sum``, which widens (int8 to int64,
+  uint8 to uint64, and bool to int64: ``[[2]]`` for numpy's ``[[True]]``); the result is cast
+  back to the promoted dtype (wrapping as numpy's integer products do; for booleans, nonzero);
 * ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
   namespace names only the standard's dtypes, so a compiled function's
   ``float16`` input (a dtype by name) had nothing to resolve to.
@@ -37,7 +41,7 @@ from array_api_compat.dask.array import __array_api_version__  # noqa: F401
 import numpy as _np
 
 __all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16", "argmax",
-                              "argmin"})
+                              "argmin", "matmul", "tensordot", "vecdot"})
 
 float16 = _np.float16
 
@@ -118,6 +122,27 @@ argmax = _first_of_ties_in_flat_order(_base.argmax)
 argmin = _first_of_ties_in_flat_order(_base.argmin)
 
 
+def _in_the_promoted_dtype(fn):
+    """``fn`` (a product of two arrays summed over contracted axes), in the dtype of its inputs
+    promoted, whatever the chunks: dask's sum of the blocks' partial products widens integers
+    and turns booleans into counts."""
+
+    def run(x1, x2, /, **params):
+        out = fn(x1, x2, **params)
+        want = result_type(x1, x2)  # noqa: F405
+        if out.dtype == want:
+            return out
+        return out != 0 if want == bool else astype(out, want)  # noqa: F405
+
+    run.__name__ = fn.__name__
+    return run
+
+
+matmul = _in_the_promoted_dtype(_base.matmul)
+tensordot = _in_the_promoted_dtype(_base.tensordot)
+vecdot = _in_the_promoted_dtype(_base.vecdot)
+
+
 class _Linalg:
     """``linalg``: array_api_compat's, with ``cholesky`` giving the factor asked for
     and ``inv`` keeping its input's floating-point dtype."""
@@ -141,6 +166,7 @@ class _Linalg:
         return astype(y, x.dtype)  # noqa: F405
 
 
+_Linalg.matmul, _Linalg.tensordot, _Linalg.vecdot = (staticmethod(f) for f in (matmul, tensordot, vecdot))
 _Linalg.vector_norm = staticmethod(_zero_size_as_numpy("linalg.vector_norm", _base.linalg.vector_norm))
 _Linalg.matrix_norm = staticmethod(_zero_size_as_numpy("linalg.matrix_norm", _base.linalg.matrix_norm))
 linalg = _Linalg()
