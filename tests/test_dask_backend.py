@@ -718,3 +718,42 @@ def test_integer_and_boolean_products_keep_numpys_dtype_across_chunks(dtype):
         (value,) = pg.compute(got)
         assert value.dtype == want.dtype
         np.testing.assert_array_equal(value, want)
+
+
+def _with_an_empty_block():
+    """(numpy rows, dask rows of known chunks ((2, 0, 2), (2, 1)), the same of unknown chunks)."""
+    x, keep = RNG.normal(size=(6, 3)), np.array([1, 1, 0, 0, 1, 1], bool)
+    known = _unknown_rows(x, keep, (2, 2)).compute_chunk_sizes()  # (in place)
+    assert known.chunks == ((2, 0, 2), (2, 1))
+    return x[keep], known, _unknown_rows(x, keep, (2, 2))
+
+
+def test_reductions_and_scans_of_an_array_with_an_empty_block_compute_as_numpy():
+    """A block of no rows inside a non-empty array (x[mask].compute_chunk_sizes() leaves one): var
+    and std were NaN without a word, max, argmax, prod along 0 and cumulative_sum failed at compute
+    with numpy's bare errors; now numpy's values, known chunks or not, and nothing computed before."""
+    rows, known, unknown = _with_an_empty_block()
+    cases = [(pg.var, {}), (pg.std, dict(axis=0)), (pg.max, {}), (pg.max, dict(axis=1, keepdims=True)),
+             (pg.min, dict(axis=0)), (pg.argmax, {}), (pg.argmin, dict(axis=1)), (pg.prod, dict(axis=0)),
+             (pg.cumulative_sum, dict(axis=0)), (pg.cumulative_prod, dict(axis=1, include_initial=True)),
+             (pg.linalg.vector_norm, dict(axis=1, ord=float("inf")))]
+    for x in (known, unknown):
+        with dask.config.set(scheduler=_refuse):
+            ys = [fn(pg.Variable(x), **kw) for fn, kw in cases]
+        for (fn, kw), got in zip(cases, pg.compute(*ys)):
+            np.testing.assert_allclose(got, fn(pg.Variable(rows), **kw).data, rtol=1e-12, err_msg=f"{fn} {kw}")
+    v = pg.Variable(known)
+    pg.std(v).backward()
+    np.testing.assert_allclose(pg.compute(v.grad)[0], (rows - rows.mean()) / (rows.size * rows.std()), rtol=1e-12)
+
+
+def test_the_loss_of_a_batch_of_unknown_size_with_a_block_keeping_no_rows():
+    """X[keep] where a block keeps no rows: softmax, log_softmax and softmax_cross_entropy failed at
+    compute ("zero-size array to reduction operation maximum which has no identity")."""
+    rows, _, x = _with_an_empty_block()
+    t = np.array([0, 1, 2, 0, 1, 2])
+    keep = np.array([1, 1, 0, 0, 1, 1], bool)
+    tx = da.from_array(t, chunks=2)[da.from_array(keep, chunks=2)]
+    got = pg.compute(F.softmax(x), F.log_softmax(x), F.softmax_cross_entropy(x, tx))
+    for g, want in zip(got, (F.softmax(rows), F.log_softmax(rows), F.softmax_cross_entropy(rows, t[keep]))):
+        np.testing.assert_allclose(g, want.data, rtol=1e-12)

@@ -22,6 +22,13 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   products along a contracted axis of several blocks with ``sum``, which widens (int8 to int64,
   uint8 to uint64, and bool to int64: ``[[2]]`` for numpy's ``[[True]]``); the result is cast
   back to the promoted dtype (wrapping as numpy's integer products do; for booleans, nonzero);
+* ``max``, ``min``, ``argmax``, ``argmin``, ``var``, ``std``, ``prod``, ``cumulative_sum``,
+  ``cumulative_prod`` and the norms of an array with a block of no elements inside it (what
+  ``x[mask].compute_chunk_sizes()`` leaves where a block kept nothing, and a batch ``X[keep]``
+  of unknown size has where a block keeps no rows): dask's gave NaN (var, std) or failed at
+  compute with numpy's bare errors ("zero-size array to reduction operation maximum", "all the
+  input array dimensions ... must match exactly"); they run on the array without empty blocks
+  (:func:`_no_empty_blocks`);
 * ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
   namespace names only the standard's dtypes, so a compiled function's
   ``float16`` input (a dtype by name) had nothing to resolve to.
@@ -32,6 +39,7 @@ Everything else is array_api_compat's, unchanged.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import array_api_compat.dask.array as _base
 from array_api_compat.dask.array import *  # noqa: F401,F403
@@ -41,7 +49,8 @@ from array_api_compat.dask.array import __array_api_version__  # noqa: F401
 import numpy as _np
 
 __all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16", "argmax",
-                              "argmin", "matmul", "tensordot", "vecdot"})
+                              "argmin", "matmul", "tensordot", "vecdot", "var", "std", "prod",
+                              "cumulative_sum", "cumulative_prod"})
 
 float16 = _np.float16
 
@@ -80,6 +89,88 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return da.from_array(np.from_dlpack(x))
 
 
+def _no_empty_blocks(name, fn, *, scan=False, axes_of=None):
+    """``fn`` (dask's ``name``: a reduction, or a scan for ``scan``) run so that no block of
+    zero size inside an array reaches it: dask's reductions and scans get those wrong (NaN for
+    var, numpy's bare errors for max, argmax, cumulative_sum). Along an axis of known chunks,
+    the zero ones are dropped (a rechunk: no data moves). An axis of sizes not known yet
+    (boolean masks) may have an empty block anywhere: reduced or scanned along, its blocks are
+    joined into one (the axis in memory at once); kept, its blocks stay as they are; and then,
+    where any size is not known, the op runs block by block with the blocks' own library (the
+    reduced axes made one block). An axis of no elements stays as it is (the array has none:
+    numpy's answer or error). ``axes_of(x, params)``: the reduced axes, where not ``axis``."""
+    import math
+
+    def unknown(c):
+        return len(c) > 1 and builtins.any(math.isnan(n) for n in c)
+
+    def run(x, /, **params):
+        drop = {d: tuple(n for n in c if n) for d, c in enumerate(x.chunks)
+                if 0 in c and len(c) > 1 and not unknown(c) and builtins.sum(c)}
+        x = x.rechunk(drop) if drop else x
+        if axes_of is not None:
+            axes = axes_of(x, params)
+        else:
+            axis = params.get("axis")
+            axes = tuple(range(x.ndim)) if axis is None else tuple(
+                a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+        for d in axes:
+            if unknown(x.chunks[d]):
+                x = _one_block_along(x, d)
+        if not builtins.any(math.isnan(n) for n in x.shape):
+            return fn(x, **params)
+        # Sizes not known: dask's own reductions and scans need them (argmax, cumulative_sum,
+        # vector_norm fail on nan); with the reduced axes one block, block by block is exact.
+        x = x.rechunk({d: -1 for d in axes if not math.isnan(x.shape[d])})
+        with warnings.catch_warnings():  # (a var of one element with correction 1: its dtype is all we read)
+            warnings.simplefilter("ignore")
+            sample = _block_op(_np.ones_like(x._meta, shape=(1,) * x.ndim), name, params)
+        keep = scan or params.get("keepdims", False)
+        grow = 1 if scan and params.get("include_initial") else 0
+        chunks = tuple((c[0] + grow,) if scan and d in axes else (1,) if d in axes else c
+                       for d, c in enumerate(x.chunks) if keep or d not in axes)
+        return x.map_blocks(_block_op, name, params, chunks=chunks, drop_axis=() if keep else axes,
+                            dtype=sample.dtype, meta=_np.empty_like(sample, shape=(0,) * sample.ndim))
+
+    run.__name__ = name.rpartition(".")[2]
+    return run
+
+
+def _block_op(block, name, params):
+    """``name`` of the block's own library (numpy's, cupy's) on one block."""
+    from array_api_compat import array_namespace
+
+    fn = array_namespace(block)
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    return fn(block, **params)
+
+
+def _one_block_along(x, axis):
+    """``x`` with its blocks along ``axis`` joined into one (of a size not known)."""
+    import functools
+    import itertools
+
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = "polygrad-one-block-" + tokenize(x, axis)
+    join = functools.partial(_concatenate_blocks, axis=axis)
+    graph = {}
+    for at in itertools.product(*(range(len(c)) if d != axis else (0,) for d, c in enumerate(x.chunks))):
+        parts = [(x.name,) + at[:axis] + (i,) + at[axis + 1:] for i in range(len(x.chunks[axis]))]
+        graph[(name,) + at] = (join, parts)
+    chunks = tuple((float("nan"),) if d == axis else c for d, c in enumerate(x.chunks))
+    return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=[x]), name, chunks, meta=x._meta)
+
+
+def _concatenate_blocks(blocks, axis):
+    from dask.array.core import concatenate_lookup  # (the blocks' library: numpy, cupy, masked)
+
+    return concatenate_lookup.dispatch(type(blocks[0]))(blocks, axis=axis)
+
+
 def _zero_size_as_numpy(name, fn):
     """``fn`` (array_api_compat's), except for an array of no elements (every size known): numpy's
     answer on zeros of its shape, or numpy's error (the max over an empty axis)."""
@@ -100,8 +191,11 @@ def _zero_size_as_numpy(name, fn):
     return run
 
 
-max = _zero_size_as_numpy("max", _base.max)  # noqa: A001
-min = _zero_size_as_numpy("min", _base.min)  # noqa: A001
+max = _zero_size_as_numpy("max", _no_empty_blocks("max", _base.max))  # noqa: A001
+min = _zero_size_as_numpy("min", _no_empty_blocks("min", _base.min))  # noqa: A001
+var, std, prod = (_no_empty_blocks(f.__name__, f) for f in (_base.var, _base.std, _base.prod))
+cumulative_sum = _no_empty_blocks("cumulative_sum", _base.cumulative_sum, scan=True)
+cumulative_prod = _no_empty_blocks("cumulative_prod", _base.cumulative_prod, scan=True)
 
 
 def _first_of_ties_in_flat_order(fn):
@@ -118,8 +212,8 @@ def _first_of_ties_in_flat_order(fn):
     return run
 
 
-argmax = _first_of_ties_in_flat_order(_base.argmax)
-argmin = _first_of_ties_in_flat_order(_base.argmin)
+argmax = _first_of_ties_in_flat_order(_no_empty_blocks("argmax", _base.argmax))
+argmin = _first_of_ties_in_flat_order(_no_empty_blocks("argmin", _base.argmin))
 
 
 def _in_the_promoted_dtype(fn):
@@ -167,6 +261,9 @@ class _Linalg:
 
 
 _Linalg.matmul, _Linalg.tensordot, _Linalg.vecdot = (staticmethod(f) for f in (matmul, tensordot, vecdot))
-_Linalg.vector_norm = staticmethod(_zero_size_as_numpy("linalg.vector_norm", _base.linalg.vector_norm))
-_Linalg.matrix_norm = staticmethod(_zero_size_as_numpy("linalg.matrix_norm", _base.linalg.matrix_norm))
+_Linalg.vector_norm = staticmethod(
+    _zero_size_as_numpy("linalg.vector_norm", _no_empty_blocks("linalg.vector_norm", _base.linalg.vector_norm)))
+_Linalg.matrix_norm = staticmethod(
+    _zero_size_as_numpy("linalg.matrix_norm", _no_empty_blocks(
+        "linalg.matrix_norm", _base.linalg.matrix_norm, axes_of=lambda x, params: (x.ndim - 2, x.ndim - 1))))
 linalg = _Linalg()
