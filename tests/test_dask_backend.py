@@ -757,3 +757,19 @@ def test_the_loss_of_a_batch_of_unknown_size_with_a_block_keeping_no_rows():
     got = pg.compute(F.softmax(x), F.log_softmax(x), F.softmax_cross_entropy(x, tx))
     for g, want in zip(got, (F.softmax(rows), F.log_softmax(rows), F.softmax_cross_entropy(rows, t[keep]))):
         np.testing.assert_allclose(g, want.data, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape, new, chunks", [((2, 3), (3, 2), 1), ((6, 4), (4, 6), ((2, 3, 1), (3, 1))),
+                                                ((3, 0), (-1,), (1, 0)), ((3, 0), (0, 5), 1)])
+def test_reshape_of_chunks_that_do_not_line_up(shape, new, chunks):
+    """dask's reshape refused (NotImplementedError: "merge or split existing dimensions evenly")
+    (2, 3) -> (3, 2) in chunks of 1, and (3, 0) -> (-1,) failed ("reduce() of empty iterable");
+    now numpy's values and gradient, lazily."""
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    v = pg.Variable(da.from_array(a, chunks=chunks))
+    with dask.config.set(scheduler=_refuse):
+        y = pg.reshape(v, new)
+        pg.sum(y * y).backward()
+    got, g = pg.compute(y, v.grad)
+    np.testing.assert_array_equal(got, a.reshape(new))
+    np.testing.assert_array_equal(g, 2 * a)

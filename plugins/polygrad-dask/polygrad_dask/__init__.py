@@ -538,7 +538,16 @@ def _kernels():
 
     def reshape(x, shape, copy=None):
         _check_known("reshape", x.shape, "input shape")
-        return xp.reshape(x, shape, copy=copy)
+        if 0 in tuple(x.shape):  # no elements (dask's failed: "reduce() of empty iterable"); numpy's errors
+            import dask.array as da
+            import numpy as np
+
+            new = np.empty(tuple(x.shape), dtype=bool).reshape(shape).shape
+            return da.from_array(np.empty_like(x._meta, shape=new), chunks=tuple((n,) for n in new))
+        try:
+            return xp.reshape(x, shape, copy=copy)
+        except NotImplementedError:  # "merge or split existing dimensions evenly": through 1-D, which dask rechunks
+            return xp.reshape(xp.reshape(x, (-1,), copy=copy), shape, copy=copy)
 
     def sum_to(x, shape):
         _check_known("sum_to", x.shape, "input shape")
