@@ -773,3 +773,21 @@ def test_reshape_of_chunks_that_do_not_line_up(shape, new, chunks):
     got, g = pg.compute(y, v.grad)
     np.testing.assert_array_equal(got, a.reshape(new))
     np.testing.assert_array_equal(g, 2 * a)
+
+
+def test_searchsorted_with_a_number_or_a_sorter_and_matrix_rank_compute_as_numpy():
+    """dask's searchsorted failed on a Python number ("'float' object has no attribute '_meta'")
+    and refused a sorter (NotImplementedError); matrix_rank failed ("svd() got an unexpected
+    keyword argument 'compute_uv'")."""
+    a = np.array([3.0, 1.0, 2.0, 5.0])
+    order = np.argsort(a)
+    x, s = pg.asarray(a, backend="dask"), pg.asarray(order, backend="dask")
+    v = np.array([0.0, 2.0, 9.0])
+    m = np.diag([1.0, 1e-20, 2.0])
+    got = pg.compute(pg.searchsorted(x[s], 2.5, side="right"), pg.searchsorted(x, 2.0, sorter=s),
+                     pg.searchsorted(x, pg.asarray(v, backend="dask"), sorter=s),
+                     pg.linalg.matrix_rank(pg.asarray(m, backend="dask")), pg.linalg.svdvals(pg.asarray(m, backend="dask")))
+    want = (np.searchsorted(np.sort(a), 2.5, side="right"), np.searchsorted(a, 2.0, sorter=order),
+            np.searchsorted(a, v, sorter=order), np.linalg.matrix_rank(m), np.linalg.svd(m, compute_uv=False))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

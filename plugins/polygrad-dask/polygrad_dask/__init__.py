@@ -555,7 +555,7 @@ def _kernels():
 
     def searchsorted(x1, x2, side="left", sorter=None):
         _check_known("searchsorted", x1.shape, "shape of the sorted array")  # (dask's gives NaN positions)
-        return xp.searchsorted(x1, x2, side=side, sorter=sorter)
+        return namespace.searchsorted(x1, x2, side=side, sorter=sorter)
 
     def matmul(x1, x2):
         # dask's own error for sizes that do not match is "Chunks do not add up to shape"

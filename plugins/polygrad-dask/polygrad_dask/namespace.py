@@ -29,6 +29,10 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   compute with numpy's bare errors ("zero-size array to reduction operation maximum", "all the
   input array dimensions ... must match exactly"); they run on the array without empty blocks
   (:func:`_no_empty_blocks`);
+* ``linalg.svdvals``, ``linalg.matrix_rank``: array_api_compat's ask dask's ``svd`` for
+  ``full_matrices=True`` and ``compute_uv=False``, which it does not take; from the singular
+  values of dask's ``svd`` (of a matrix in one block or tall-and-skinny, as it needs);
+* ``searchsorted``: dask's takes no ``sorter``, nor a Python number or 0-d array as ``x2``;
 * ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
   namespace names only the standard's dtypes, so a compiled function's
   ``float16`` input (a dtype by name) had nothing to resolve to.
@@ -50,7 +54,7 @@ import numpy as _np
 
 __all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16", "argmax",
                               "argmin", "matmul", "tensordot", "vecdot", "var", "std", "prod",
-                              "cumulative_sum", "cumulative_prod"})
+                              "cumulative_sum", "cumulative_prod", "searchsorted"})
 
 float16 = _np.float16
 
@@ -171,6 +175,20 @@ def _concatenate_blocks(blocks, axis):
     return concatenate_lookup.dispatch(type(blocks[0]))(blocks, axis=axis)
 
 
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """dask's, with a ``sorter`` (dask's takes none: numpy's positions are in the sorted order,
+    ``x1[sorter]``'s) and a Python number or 0-d array as ``x2``."""
+    from polygrad_dask import take
+
+    if sorter is not None:
+        x1 = take(x1, sorter, axis=0)
+    if not hasattr(x2, "dask"):  # a Python number (dask's failed: "'float' object has no attribute '_meta'")
+        x2 = asarray(x2)  # noqa: F405
+    if x2.ndim == 0:  # (dask's fails at compute: "'numpy.int64' object does not support item assignment")
+        return reshape(_base.searchsorted(x1, reshape(x2, (1,)), side=side), ())  # noqa: F405
+    return _base.searchsorted(x1, x2, side=side)
+
+
 def _zero_size_as_numpy(name, fn):
     """``fn`` (array_api_compat's), except for an array of no elements (every size known): numpy's
     answer on zeros of its shape, or numpy's error (the max over an empty axis)."""
@@ -260,6 +278,28 @@ class _Linalg:
         return astype(y, x.dtype)  # noqa: F405
 
 
+def _matrix_rank(x, /, *, rtol=None):
+    """``linalg.matrix_rank`` from ``svdvals`` (array_api_compat's asks dask's svd for
+    ``compute_uv=False``, which it does not take)."""
+    if x.ndim < 2:
+        raise ValueError(f"polygrad-dask: matrix_rank needs an array of two dimensions or more, got shape {x.shape}")
+    s = linalg.svdvals(x)
+    if rtol is None:
+        tol = max(s, axis=-1, keepdims=True) * (builtins.max(x.shape[-2:]) * finfo(s.dtype).eps)  # noqa: F405
+    else:
+        tol = max(s, axis=-1, keepdims=True) * asarray(rtol)[..., None]  # noqa: F405
+    return count_nonzero(s > tol, axis=-1)  # noqa: F405
+
+
+def _svdvals(x, /):
+    """The singular values, from dask's ``svd`` (array_api_compat's ``svdvals`` asks it for
+    ``full_matrices=True``, which it refuses)."""
+    import dask.array as da
+
+    return da.linalg.svd(x)[1]
+
+
+_Linalg.matrix_rank, _Linalg.svdvals = staticmethod(_matrix_rank), staticmethod(_svdvals)
 _Linalg.matmul, _Linalg.tensordot, _Linalg.vecdot = (staticmethod(f) for f in (matmul, tensordot, vecdot))
 _Linalg.vector_norm = staticmethod(
     _zero_size_as_numpy("linalg.vector_norm", _no_empty_blocks("linalg.vector_norm", _base.linalg.vector_norm)))
