@@ -6,11 +6,14 @@ list of *steps*:
 * a **numexpr step** evaluates in one pass a whole subtree of nodes numexpr
   computes exactly as NumPy does: arithmetic, comparisons, ``where``, casts from
   bool, ``maximum``/``minimum``/``relu`` written with ``where`` (NumPy's NaN and
-  tie rules), ``sqrt``, ``abs``. Transcendental functions join where numexpr
-  uses Intel's VML (``numexpr.use_vml``) or the group is tiny (:data:`TINY_BYTES`);
-  elsewhere numexpr's own ``exp`` or ``tanh`` is slower than NumPy's loops;
-* a **call step** runs one node with NumPy (its ufunc writing into a dead
-  temporary where one fits, else the row's kernel).
+  tie rules), ``sqrt``, ``abs``, and ``x ** c`` where NumPy's ``**`` computes it
+  as ``sqrt``, ``square`` or ``reciprocal`` (see :func:`_power_ufunc`).
+  Transcendental functions join where numexpr uses Intel's VML
+  (``numexpr.use_vml``) or the group is tiny (:data:`TINY_BYTES`); elsewhere
+  numexpr's own ``exp`` or ``tanh`` is slower than NumPy's loops;
+* a **call step** runs one node as eager execution does: the row's kernel, the
+  very call eager makes, or where it writes into a dead temporary (``out=``) the
+  ufunc that kernel calls on arrays.
 
 A value is *materialized* (gets an array) where it is an output of the group,
 the argument of a call step, or too large a subtree to inline; everything else
@@ -57,25 +60,26 @@ TINY_BYTES = 512
 MAX_EXPRESSION_NODES = 48
 MAX_EXPRESSION_VARIABLES = 24
 
-_BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "pow": "**"}
+_BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
             "greater_equal": ">="}
 _LOGICAL = {"logical_and": "&", "logical_or": "|"}
-_FLOAT_ONLY = {"divide", "pow"}
+_FLOAT_ONLY = {"divide"}
 #: Array API name -> numexpr function (used where numexpr has VML).
 _TRANSCENDENTAL = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2", "log10": "log10",
                    "sin": "sin", "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
                    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
                    "atanh": "arctanh"}
 _NUMEXPR_DTYPES = ("bool", "int32", "int64", "float32", "float64")
-#: NumPy's ``x ** c`` of floats for these Python numbers c is another ufunc (sqrt(-0.0) is -0.0 and
-#: sqrt(-inf) NaN where pow gives 0 and inf). numexpr rewrites them alike for a float64 literal only;
-#: another dtype's constant is a variable to it, so the kernel writes them itself.
-_FAST_POWERS = {0.5: lambda p, t: f"sqrt({p[0]})", 2: lambda p, t: f"({p[0]} * {p[0]})",
-                -1: lambda p, t: f"({t(1)} / {p[0]})"}
-#: The rows whose kernel is a Python operator: on NumPy arrays the operator calls this ufunc.
+#: The ufuncs NumPy's ``x ** c`` calls for some Python numbers c (see :func:`_power_ufunc`), as numexpr
+#: text. NumPy's ``power`` itself never joins an expression: numexpr's pow is another function (1 ulp
+#: apart in a third of the elements), and sqrt(-inf) is NaN where pow gives inf.
+_POWERS = {"sqrt": lambda p, t: f"sqrt({p[0]})", "square": lambda p, t: f"({p[0]} * {p[0]})",
+           "reciprocal": lambda p, t: f"({t(1)} / {p[0]})"}
+#: The rows whose kernel is a Python operator that, on NumPy arrays, calls this ufunc and nothing else
+#: (not ``**``: it calls sqrt, square or reciprocal for some exponents).
 _OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
-              "pow": operator.pow, "negative": operator.neg}
+              "negative": operator.neg}
 
 
 def numexpr_module() -> Any:
@@ -245,12 +249,13 @@ def _template(np: Any, node: Any, dtypes: list, vml: bool) -> Callable | None:
         return None
     floating = out.kind == "f"
     same = all(d == out for d in arrays)
-    if name == "pow" and floating and same and node.args[1][0] == "scalar" and node.args[1][1] in _FAST_POWERS:
-        return _FAST_POWERS[node.args[1][1]]
-    if name == "pow" and node.args[1][0] != "scalar":
-        # NumPy's x ** p with a 0-d array p of 0.5 is sqrt too (sqrt(-inf) NaN, where pow gives inf),
-        # a value the kernel cannot see when it is written
-        return None
+    if name == "pow":
+        # x ** c of an array x and a Python number c, where NumPy computes it with sqrt, square or
+        # reciprocal; x ** p of an array p is NumPy's power (its loop takes sqrt for a p of 0.5: a
+        # value the kernel cannot see when it is written)
+        if not (floating and same and node.args[1][0] == "scalar"):
+            return None
+        return _POWERS.get(_power_ufunc(np, out, node.args[1][1]))
     if name in _BINARY and same and out.kind in "if" and (floating or name not in _FLOAT_ONLY):
         return lambda p, t, s=_BINARY[name]: f"({p[0]} {s} {p[1]})"
     if name in _COMPARE and out.kind == "b" and arrays and all(d == arrays[0] and d.kind in "if" for d in arrays):
@@ -294,6 +299,41 @@ def _template(np: Any, node: Any, dtypes: list, vml: bool) -> Callable | None:
     if vml and name in _TRANSCENDENTAL:
         return lambda p, t, f=_TRANSCENDENTAL[name]: f"{f}({p[0]})"
     return None
+
+
+class _UfuncCalled(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _spy(np: Any) -> type:
+    """An ndarray subclass whose ufunc calls raise :class:`_UfuncCalled` with the ufunc's name."""
+
+    class Spy(np.ndarray):
+        def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+            raise _UfuncCalled(ufunc.__name__)
+
+    return Spy
+
+
+@functools.lru_cache(maxsize=1024)
+def _power_ufunc_of(np: Any, dtype: Any, key: tuple, exponent: Any) -> str | None:
+    try:
+        operator.pow(np.zeros(1, dtype).view(_spy(np)), exponent)
+    except _UfuncCalled as called:
+        return called.args[0]
+    except Exception:
+        pass
+    return None
+
+
+def _power_ufunc(np: Any, dtype: Any, exponent: bool | int | float) -> str | None:
+    """The name of the ufunc NumPy's ``x ** exponent`` calls for an array ``x`` of ``dtype`` and
+    this Python number: ``power``, or where NumPy takes a fast path (which depends on its version,
+    the exponent's type and value and the dtype: ``x ** 0.5`` is ``sqrt`` for floats, ``b ** 2``
+    is ``square`` even for booleans, ``x ** 2.0`` is ``power``) ``sqrt``, ``square`` or
+    ``reciprocal``. Asked of NumPy itself, with an array that reports the ufunc called on it."""
+    return _power_ufunc_of(np, np.dtype(dtype), (type(exponent), repr(exponent)), exponent)  # (2, 2.0, -0.0 apart)
 
 
 class _Plan:
@@ -426,11 +466,11 @@ class _Plan:
                 if into is not None or compiled[1]:
                     args += [f"out=r{into}", "order='K'", "casting='safe'"] if into is not None else []
                     args.append(f"ex_uses_vml={compiled[1]}")
-            else:
-                ufunc = self._ufunc(node)
-                env[f] = ufunc if ufunc is not None else (
-                    functools.partial(node.kernel, **node.params) if node.params else node.kernel)
-                args += [f"out=r{into}"] if into is not None else []
+            elif into is not None:  # the ufunc the row's kernel calls, writing into a dead temporary
+                env[f] = self._ufunc(node)
+                args.append(f"out=r{into}")
+            else:  # the row's kernel: the call eager makes
+                env[f] = functools.partial(node.kernel, **node.params) if node.params else node.kernel
             lock = "with _lock: " if kind == "ne" and not self.tiny else ""
             what = f"{node.op}: numexpr {compiled[2]}" if kind == "ne" else node.op  # over v0, v1, ... as passed
             body.append(f"{lock}r{n_in + k} = {f}({', '.join(args)})  # {what}")
