@@ -531,3 +531,20 @@ def test_a_power_by_a_python_number_is_what_the_operator_computes(where):
     assert "fused" in fn.program_source()
     _bitwise(got, want)
 
+
+def test_a_dask_fused_group_computes_what_eager_dask_does():
+    """The dask block kernel ran the numpy backend's kernels, where eager dask runs its own:
+    clip(floor(x), 0, 2) gave -0.0 at -0.0 (eager dask +0.0), and clip(x != y, -1.0, 1.0) all True
+    (eager dask keeps False). A kernel that is not one NumPy function per block runs as eager dask
+    runs it, between fused layers of the other nodes."""
+    x, y = T.tensor("float64", (None, 1), "x"), T.tensor("int64", (1, None), "y")
+    xv = np.array([[-0.0], [-0.5], [1.5], [0.5], [np.inf], [-3.0]])
+    yv = np.array([[1, 0, 1, 3]])
+
+    def make(x, y):
+        h = pg.clip(x * 2 + 1, 0, 2) * 3 - 1  # a layer, clip, a layer
+        return [pg.clip(pg.floor(x), 0, 2), pg.clip(x != y, -1.0, 1.0), h, pg.where(x > 0, h * 2, x) + y]
+
+    fn, got, want = _compiled_and_eager(make, [x, y], _on("dask", [xv, yv], 2))
+    assert "fused" in fn.program_source()
+    _bitwise(got, want)
