@@ -532,6 +532,27 @@ def test_a_power_by_a_python_number_is_what_the_operator_computes(where):
     _bitwise(got, want)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered", "ignore:divide by zero")
+@pytest.mark.parametrize("value", [-np.inf, -0.0, 0.0, 4.0, np.nan])
+@pytest.mark.parametrize("where", ["numpy", "dask"])
+def test_a_0d_power_is_what_eager_computes(where, value, monkeypatch):
+    """A 0-d x * 2 is a NumPy scalar eagerly, whose ** 0.5 is C's pow (the standard's +inf at -inf,
+    +0.0 at -0.0); a fused group wrote sqrt: NaN and -0.0. 0-d values in a fused kernel are now
+    of eager's type, as eager's kernels make them (np.True_ ** 2 is int64; dask casts its blocks to
+    the int8 a boolean array's ** 2 gives)."""
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 4 * 2**20)  # the default: tiny groups only
+    s = T.scalar("s")
+
+    def make(s):
+        return [(s * 2) ** 0.5, (s * 3) ** 0.5 * 2, (s * 2 + 1) ** 0.5 * 3, (s * 2) ** 2 + 1, (s * 2) ** -1 - 1,
+                (s > 0) ** 2 * 3]
+
+    _, got, want = _compiled_and_eager(make, [s], _on(where, [np.array(value)]))
+    _bitwise(got, want)
+
+
 def test_a_dask_fused_group_computes_what_eager_dask_does():
     """The dask block kernel ran the numpy backend's kernels, where eager dask runs its own:
     clip(floor(x), 0, 2) gave -0.0 at -0.0 (eager dask +0.0), and clip(x != y, -1.0, 1.0) all True

@@ -82,6 +82,24 @@ def _per_block(op: str, kernel: Any, backend: Any) -> Callable | None:
     return None
 
 
+def _block_kernel(node: Any, inputs: tuple, nodes: tuple, backend: Any) -> Callable:
+    """The per-block function of a node of a layer, casting its result to the node's dtype where an
+    operand is a 0-d array, as dask's elemwise does (its ``enforce_dtype``): ``np.True_ ** 2`` is
+    int64, and dask makes the int8 that ``bool_array ** 2`` gives."""
+    from polygrad.extend import row
+
+    fn = _per_block(node.op, row(node.op).kernel(backend), backend)
+    if any(kind != "scalar" and not tuple(inputs[v][0] if kind == "input" else nodes[v].shape)
+           for kind, v in node.args):
+        return functools.partial(_enforce_dtype, fn, node.dtype)
+    return fn
+
+
+def _enforce_dtype(fn: Callable, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+    out = fn(*args, **kwargs)
+    return out if out.dtype == dtype else out.astype(dtype)
+
+
 def _layers(nodes: tuple, on_blocks: list) -> list[list[int]]:
     """The nodes in stages to run in order: the block nodes behind ``k`` other nodes on their
     longest path inside the group (one layer; no path from it leaves it and comes back, since
@@ -165,12 +183,11 @@ class _BlockKernel:
     def kernel(self) -> Callable | None:
         if self._kernel is None:
             from polygrad.backends import get_backend
-            from polygrad.extend import row
             from polygrad_numpy import fuse as numpy_fuse
 
             nodes, inputs, outputs = self._recipe
             backend = get_backend("dask")
-            on_blocks = tuple(n._replace(kernel=_per_block(n.op, row(n.op).kernel(backend), backend)) for n in nodes)
+            on_blocks = tuple(n._replace(kernel=_block_kernel(n, inputs, nodes, backend)) for n in nodes)
             self._kernel = numpy_fuse.build(on_blocks, inputs, outputs, numexpr=numpy_fuse.numexpr_module(),
                                             min_bytes=0, require_gain=False)
         return self._kernel

@@ -15,6 +15,11 @@ list of *steps*:
   very call eager makes, or where it writes into a dead temporary (``out=``) the
   ufunc that kernel calls on arrays.
 
+A 0-d node is always a call step: eagerly, a ufunc's 0-d result is a NumPy
+scalar (numexpr's a 0-d array), and NumPy's ``**`` takes its array fast paths
+for arrays only (``np.float64(-inf) ** 0.5`` is inf, ``np.array(-inf) ** 0.5``
+NaN); call steps keep every 0-d value of the type eager gives it.
+
 A value is *materialized* (gets an array) where it is an output of the group,
 the argument of a call step, or too large a subtree to inline; everything else
 stays inside a numexpr expression and never touches memory. Temporaries are
@@ -242,8 +247,8 @@ def _template(np: Any, node: Any, dtypes: list, vml: bool) -> Callable | None:
     None; ``parts`` are the texts of the arguments, ``typed(v)`` the text of the Python
     scalar ``v`` as a value of the node's dtype."""
     name, out = node.op, np.dtype(node.dtype)
-    if out.name not in _NUMEXPR_DTYPES or (node.params and name != "astype"):
-        return None
+    if out.name not in _NUMEXPR_DTYPES or (node.params and name != "astype") or not tuple(node.shape):
+        return None  # (a 0-d node: see the module's docstring)
     arrays = [np.dtype(d) for d in dtypes if d is not None]
     if any(d.name not in _NUMEXPR_DTYPES for d in arrays):
         return None
