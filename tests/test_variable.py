@@ -772,6 +772,48 @@ def test_leaf_grad_is_a_writable_array():
     np.testing.assert_array_equal(x.grad, [0.5, 0.5, 0.5])
 
 
+def test_create_graph_leaf_grads_are_writable_arrays_of_their_own():
+    """Under create_graph each leaf's .grad is its own writable array: not another leaf's, not the seed, not a view."""
+    a = pg.Variable(np.array([1.0, 2.0]))
+    b = pg.Variable(np.array([3.0, 4.0]))
+    seed = np.array([1.0, 1.0])
+    (a + b).backward(seed, create_graph=True)
+    assert a.grad_var is not b.grad_var
+    a.grad[...] *= 0.5
+    np.testing.assert_array_equal(b.grad, [1.0, 1.0])
+    np.testing.assert_array_equal(seed, [1.0, 1.0])
+    d = pg.Variable(np.array([1.0, 2.0]))
+    pg.sum(d + 0.0).backward(create_graph=True)  # the gradient is a read-only broadcast of the seed
+    d.grad *= 0.5
+    np.testing.assert_array_equal(d.grad, [0.5, 0.5])
+    s = pg.Variable(np.asarray(2.0))
+    (s * s).backward(create_graph=True)
+    s.grad[...] = 1.0  # a 0-d .grad too (NumPy's arithmetic gives read-only scalars)
+    assert float(s.grad) == 1.0
+
+
+def test_create_graph_grad_copy_stays_differentiable(xp):
+    """The .grad_var a create_graph backward writes (copied) is still differentiated: d/ds of 3 s^2 is 6 s."""
+    s = pg.Variable(arr(xp, [2.0, 3.0]))
+    pg.sum(s ** 3).backward(create_graph=True)
+    g = s.grad_var
+    assert g.creator is not None
+    s.cleargrad()
+    pg.sum(g).backward()
+    assert float(s.grad[0]) == 12.0 and float(s.grad[1]) == 18.0
+
+
+def test_create_graph_retained_grad_is_its_own_array():
+    """Under create_graph, a retained intermediate .grad is not the array that flows on (nor the seed)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    h = x * 1.0
+    seed = np.array([1.0, 1.0])
+    (h + 0.0).backward(seed, retain_grad=True, create_graph=True)
+    h.grad[...] = 7.0
+    np.testing.assert_array_equal(x.grad, [1.0, 1.0])
+    np.testing.assert_array_equal(seed, [1.0, 1.0])
+
+
 def test_weight_grad_after_broadcast_add_is_writable():
     """W.grad after pg.sum(W + b).backward() is writable and holds ones (numpy)."""
     W = pg.Variable(np.ones((2, 3)))

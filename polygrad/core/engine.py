@@ -25,6 +25,7 @@ from typing import Any, Sequence
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import _ACCUMULATE, Variable, _same_shape, _size, admit, admit_grad
 
 
@@ -296,7 +297,9 @@ class _Pass:
                 continue
             if self.retain_grad:
                 g = gys[i]
-                if not self.create_graph and (id(g) in self.exposed or (g.shape == () and not _owns_memory(g))):
+                if self.create_graph:
+                    g = _own(g)  # as a leaf's (see deliver)
+                elif id(g) in self.exposed or (g.shape == () and not _owns_memory(g)):
                     g = _copy(g)  # two retained gradients never share an array; a read-only scalar as below
                 self.retained.append((y, g))
                 if not node._var_hooks:
@@ -341,7 +344,14 @@ class _Pass:
                     g = old + g
                     if self.debug:
                         self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
-                elif not self.create_graph and self.owned.get(id(g)) is not g and (
+                    if self.create_graph and not _owns_memory(g._data if isinstance(g, Variable) else g):
+                        g = _own(g)  # (NumPy's sum of 0-d arrays is a read-only scalar)
+                elif self.create_graph:
+                    # A Variable of its own, over an array of its own (the gradient may be another
+                    # leaf's, the caller's seed, a read-only broadcast view), recorded: .grad_var
+                    # is differentiated again through the copy.
+                    g = _own(g)
+                elif self.owned.get(id(g)) is not g and (
                         firsts.get(id(g), 0) > 1 or id(g) in self.exposed or not _owns_memory(g)):
                     # The user gets an array of their own: not shared with another leaf or with
                     # an array the caller holds, not a view.
@@ -417,6 +427,11 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
 
 def _copy(g: Any) -> Any:
     return backend_of_type(type(g)).xp.asarray(g, copy=True)
+
+
+def _own(g: Any) -> Any:
+    """(create_graph) a copy of gradient ``g``: a Variable recorded in the graph, over an array of its own."""
+    return GRAPH_OPS.asarray(g, copy=True) if isinstance(g, Variable) else _copy(g)
 
 
 def _owns_memory(g: Any) -> bool:
