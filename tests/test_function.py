@@ -363,6 +363,29 @@ def test_copy_keeps_user_attributes(xp):
     close(x.grad, [8.0])
 
 
+def test_copy_of_an_applied_function_keeps_nothing_of_its_application(xp):
+    """A copy of an applied Function whose forward declared retain_inputs(()) keeps all inputs when its own does not."""
+    seen = []
+
+    class MaybeDrop(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            if x.shape[0] > 1:
+                self.retain_inputs(())
+            return x * x,
+
+        def backward(self, inputs, grad_outputs):
+            seen.append(inputs[0] is not None)
+            return grad_outputs[0] * 0.0 if inputs[0] is None else 2 * inputs[0] * grad_outputs[0],
+
+    f = MaybeDrop()
+    f(pg.Variable(arr(xp, [1.0, 2.0])))
+    x = pg.Variable(arr(xp, [3.0]))
+    copy.copy(f)(x).backward()
+    assert seen == [True]
+    close(x.grad, [6.0])
+
+
 # ---------------------------------------------------------------------------
 # retention and saved arrays
 # ---------------------------------------------------------------------------

@@ -621,10 +621,11 @@ class Function(Node):
         return tuple(None if s is None else s[0] for s in self._in_saved)
 
     def __copy__(self) -> "Function":
+        """A fresh instance with the user's own attributes (and local hooks): nothing of an
+        application (what its forward declared, saved or linked) is carried over."""
         new = type(self).__new__(type(self))
-        d = {k: v for k, v in self.__dict__.items() if not k.startswith("_") or k in ("_retained_inputs",)}
+        d = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
         d.pop("xp", None)
-        d.pop("_needs_input_grad", None)
         new.__dict__.update(d)
         if self._local_hooks:
             new._local_hooks = type(self._local_hooks)(self._local_hooks)
