@@ -199,6 +199,20 @@ def test_manual_grad_is_initial_gradient(xp):
     close(x.grad, [2.0, 0.0, 4.0])
 
 
+def test_backward_from_a_leaf_adds_one_to_its_grad(xp):
+    """backward() from a one-element leaf adds 1 to its .grad (PyTorch): 4 then 5, and a loop gives 1, 2, 3."""
+    x = pg.Variable(arr(xp, 2.0))
+    (x * x).backward()
+    x.backward()
+    assert float(x.grad) == 5.0
+    w = pg.Variable(arr(xp, 0.5))
+    seen = []
+    for _ in range(3):
+        w.backward()
+        seen.append(float(w.grad))
+    assert seen == [1.0, 2.0, 3.0]
+
+
 def test_leaf_grads_accumulate_over_two_backward_calls(xp):
     """Two backward calls add into the leaf's grad."""
     x = pg.Variable(arr(xp, [1.0, 2.0]))

@@ -803,8 +803,10 @@ class Variable:
         """Run backprop from this variable.
 
         :param gradient: gradient of some loss with respect to this variable;
-            defaults to ``self.grad`` if set, else 1 for a variable of one
-            element. Required for larger variables.
+            defaults to ``self.grad`` if set on a variable made by a function
+            (Chainer's initial error), else 1 for a variable of one element,
+            which a leaf adds to its ``.grad`` (PyTorch's). Required for larger
+            variables.
         :param retain_grad: keep the gradients of intermediate variables.
         :param retain_graph: keep what backward needs, so it can run again.
             ``retain_variables`` is the PyTorch 0.x spelling.
@@ -815,8 +817,8 @@ class Variable:
 
         if isinstance(gradient, bool):  # Chainer's positional form: y.backward(True) means retain_grad
             gradient, retain_grad = None, gradient
-        if gradient is None and self._grad is not None:
-            gradient = self._grad
+        if gradient is None and self._grad is not None and self._node is not None:
+            gradient = self._grad  # (a leaf's .grad is no initial error: it is what the seed is added to)
         backward_all((self,), (gradient,), retain_graph, create_graph, retain_variables, retain_grad=retain_grad)
 
     # -- in-place support for polygrad.ops -----------------------------------
