@@ -224,6 +224,26 @@ def test_backward_wrong_gradient_shape_names_function(xp):
     assert "BadShape" in msg and "(1,)" in msg and "(2,)" in msg
 
 
+def test_a_gradient_for_an_input_that_needs_none_is_ignored(xp):
+    """A gradient backward returns for an integer index or a constant input (no gradient needed) is dropped, unchecked."""
+
+    class Gather(pg.Function):
+        def forward(self, inputs):
+            x, idx, c = inputs
+            return self.xp.take(x, idx) * c,
+
+        def backward(self, inputs, grad_outputs):
+            x, idx, c = inputs
+            gx = self.xp.reshape(self.xp.sum(grad_outputs[0] * c), (1,))  # (x has one element)
+            return gx, self.xp.zeros(idx.shape, dtype=x.dtype), self.xp.zeros((5,), dtype=x.dtype)
+
+    x = pg.Variable(arr(xp, [1.0]))
+    idx = arr(xp, [0, 0], "int64")
+    c = pg.Variable(arr(xp, [3.0]), requires_grad=False)
+    pg.sum(Gather()(x, idx, c)).backward()
+    close(x.grad, [6.0])
+
+
 def test_function_with_several_outputs(xp):
     """A Function returning two arrays gives two Variables; gradients of both reach the input."""
 
