@@ -244,6 +244,29 @@ def test_a_gradient_for_an_input_that_needs_none_is_ignored(xp):
     close(x.grad, [6.0])
 
 
+def test_a_pytorch_style_backward_gets_none_for_a_non_differentiable_output(xp):
+    """A PyTorch-style backward receives None for an output marked non-differentiable (zeros for one unused)."""
+    seen = []
+
+    class Split(pg.Function):
+        style = "pytorch"
+
+        def forward(self, x):
+            mask = x * 0.0
+            self.mark_non_differentiable(mask)
+            return x * 2.0, x * 3.0, mask
+
+        def backward(self, g2, g3, gmask):
+            seen.extend([g3 is None, gmask is None])
+            return g2 * 2.0
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    y2, y3, mask = Split()(x)
+    pg.sum(y2 + mask).backward()
+    assert seen == [False, True]
+    close(x.grad, [2.0, 2.0])
+
+
 def test_function_with_several_outputs(xp):
     """A Function returning two arrays gives two Variables; gradients of both reach the input."""
 

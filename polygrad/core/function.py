@@ -384,6 +384,7 @@ class Function(Node):
             v._node = self if diff else None
             v._index = i
             out_vars.append(v)
+        self._no_grad_outputs = frozenset(i for i, v in enumerate(out_vars) if v._node is None)
         for a, b in self._shared_storage:
             ia = next((v for v, d in zip(in_vars, in_data) if d is a), None)
             ob = next((v for v in out_vars if v._data is b), None)
@@ -553,10 +554,12 @@ class Function(Node):
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
-        if self._style == "pytorch":  # gradients unpacked; an output that got none gets zeros
-            gys = tuple(xp.zeros(shape, dtype=dtype) if g is None else g for g, (shape, dtype) in zip(gys, self._out_meta))
+        if self._style == "pytorch":  # gradients unpacked; an output that got none gets zeros, one that is
+            # not differentiable (mark_non_differentiable, an integer output) None, as the seed says
+            gys = tuple(None if i in self._no_grad_outputs else xp.zeros(shape, dtype=dtype) if g is None else g
+                        for i, (g, (shape, dtype)) in enumerate(zip(gys, self._out_meta)))
             with config.no_backprop_mode():
-                gxs = self.backward(*(Variable._make(g) for g in gys))
+                gxs = self.backward(*(None if g is None else Variable._make(g) for g in gys))
             if not isinstance(gxs, tuple):
                 gxs = (gxs,)
         else:
