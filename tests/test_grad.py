@@ -26,6 +26,18 @@ def test_grad_returns_gradients_without_touching_dot_grad(xp):
     assert_close(w.grad, np.array([7.0, 7.0]))
 
 
+def test_grad_of_an_output_made_without_a_graph_says_so(xp):
+    """pg.grad of an output made under no_backprop_mode raises as backward does (not "input 0 is not used")."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with pg.no_backprop_mode():
+        y = pg.sum(x * x)
+    with pytest.raises(RuntimeError, match="does not require grad and was made by no function"):
+        pg.grad(y, [x])
+    with pytest.raises(RuntimeError, match="does not require grad and was made by no function"):
+        pg.grad([y, y * 2], [x])
+    assert pg.grad(y, [x], allow_unused=True) == [None]  # asked for: None where no gradient flows
+
+
 def test_grad_leaves_grad_of_other_leaves_alone(xp):
     """Leaves not asked for get no .grad from pg.grad."""
     x = pg.Variable(arr(xp, [1.0, 2.0]))

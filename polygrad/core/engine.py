@@ -52,6 +52,21 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
     return g._data if isinstance(g, Variable) else g
 
 
+def _no_graph_error(what: str) -> RuntimeError:
+    """The error for differentiating an output (``what``) that has no graph."""
+    return RuntimeError(
+        f"{what}, which does not require grad and was made by no function (a constant, or made in "
+        f"no_backprop_mode or from volatile inputs): there is nothing to differentiate")
+
+
+def _refuse_no_graph(outputs: Sequence[Variable]) -> None:
+    """pg.grad (without allow_unused) of outputs none of which has a graph: backward's error,
+    not "input i is not used" (it was; the outputs recorded no graph of it)."""
+    if not any(y._requires_grad or y._node is not None for y in outputs):
+        raise _no_graph_error(f"polygrad.grad of {outputs[0]._describe()}" if len(outputs) == 1
+                              else f"polygrad.grad of each of its {len(outputs)} outputs")
+
+
 def complex_loss_error(what: str, dtype: Any, symbolic: bool = False) -> RuntimeError:
     """The error for a gradient asked of a complex loss with no initial gradient given (``symbolic``:
     a compiled gradient, which takes none)."""
@@ -151,11 +166,7 @@ class _Pass:
             if not y._requires_grad and y._node is None:
                 if self.targets is not None:  # pg.grad: a constant output contributes nothing to any input
                     continue
-                raise RuntimeError(
-                    f"polygrad: backward from {y._describe()}, which does not require grad and was made by no "
-                    f"function (a constant, or made in no_backprop_mode or from volatile inputs): there is "
-                    f"nothing to differentiate"
-                )
+                raise _no_graph_error(f"polygrad: backward from {y._describe()}")
             seed = _seed(y, g, self.create_graph)
             self.starts.add(id(y))
             if g is not None:
@@ -470,8 +481,7 @@ def grad(
     on is an error (as in PyTorch and Theano), unless ``allow_unused=True``: then
     its gradient is None. With ``create_graph=True`` the gradients are Variables
     with a graph of their own (for higher-order derivatives); otherwise they are
-    Variables without one.
-    """
+    Variables without one."""
     single_out = isinstance(outputs, Variable)
     outputs = (outputs,) if single_out else tuple(outputs)
     inputs_t = (inputs,) if isinstance(inputs, Variable) else tuple(inputs)
@@ -490,6 +500,8 @@ def grad(
     override = backend_of_type(type(outputs[0]._data)).grad
     if override is not None:
         return override(outputs, inputs_t, tuple(grad_outputs), allow_unused=allow_unused)
+    if not allow_unused:
+        _refuse_no_graph(outputs)
     if retain_graph is None:
         retain_graph = create_graph
     # An input listed twice gets its gradient twice (the pass tells inputs apart by graph position).
