@@ -1320,3 +1320,45 @@ def test_an_instance_applied_again_after_its_forward_failed_starts_afresh():
         z.backward()
     F.sum(out).backward()
     close(x.grad, [1.0, 1.0])
+
+
+class _AddOneTorch(pg.Function):
+    """PyTorch's in-place pattern: x += 1; mark_dirty(x); return x."""
+
+    def forward(self, x):
+        x += 1
+        self.mark_dirty(x)
+        return x
+
+    def backward(self, g):
+        return g
+
+
+def test_a_pytorch_style_in_place_function_works_where_arrays_are_not_written():
+    """On dask (and under inplace_policy("copy")) x += 1 rebinds the tensor; the input follows it, as on numpy."""
+    da = pytest.importorskip("dask.array")
+    for make, policy in ((lambda a: da.from_array(a, chunks=1), "check"), (lambda a: a, "copy")):
+        x = pg.Variable(make(np.array([1.0, 2.0])))
+        h = x * 2
+        with pg.inplace_policy(policy):
+            y = _AddOneTorch()(h)
+        assert y is h and h.version == 1
+        pg.sum(y * y).backward()
+        close(y.data, [3.0, 5.0])
+        close(x.grad, [12.0, 20.0])
+
+
+def test_a_chainer_style_in_place_function_on_dask_is_refused_naming_the_reason():
+    """A Chainer-style forward's x += 1 on a dask array makes a new array: mark_dirty's error says so."""
+    da = pytest.importorskip("dask.array")
+
+    class AddOne(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            x += 1
+            self.mark_dirty(x)
+            return x,
+
+    h = pg.Variable(da.from_array(np.array([1.0, 2.0]), chunks=1)) * 2
+    with pytest.raises(ValueError, match="not written in place"):
+        AddOne()(h)

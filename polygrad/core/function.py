@@ -291,6 +291,8 @@ class Function(Node):
                     self._count_writes(tensors, in_data)
                 if not isinstance(outputs, tuple):
                     outputs = (outputs,)
+                if self._dirty:
+                    in_data = self._follow_rebound(tensors, in_data)
             else:
                 outputs = self.forward(_Inputs(in_data))
                 if not isinstance(outputs, tuple):
@@ -327,6 +329,18 @@ class Function(Node):
             if t._vb is not None and t._vb.n and t._data is d and not any(d is a for a in self._dirty):
                 iv._vbox.bump(self.label)
 
+    def _follow_rebound(self, tensors: tuple, in_data: tuple) -> tuple:
+        """Forward's inputs as it left them. Where arrays are not written in place (dask, or
+        ``inplace_policy("copy")``), ``x += 1`` on a tensor rebinds it to a new array: a tensor
+        declared dirty is still the input's, so the input Variable takes its array, as it would
+        share the written one on NumPy."""
+        moved = list(in_data)
+        for i, (t, d, iv) in enumerate(zip(tensors, in_data, self._in_vars)):
+            a = t._data
+            if a is not d and any(a is x for x in self._dirty):
+                iv._data = moved[i] = a
+        return tuple(moved)
+
     def _check_declarations(self, in_data: tuple, outputs: tuple) -> None:
         """What retain_inputs and retain_outputs were given must be indexes of forward's inputs and
         outputs; what mark_dirty, mark_non_differentiable and mark_shared_storage were given,
@@ -343,7 +357,12 @@ class Function(Node):
 
         for a in self._dirty:
             if not among(a, in_data):
-                raise ValueError(f"polygrad: {self.label}.mark_dirty was given an array that is not an input of forward")
+                why = "" if self._backend.inplace else (
+                    f" ({self._backend.name}'s arrays are not written in place: `x += 1` on an input array makes a "
+                    f"new one. Return the new array without mark_dirty, or take the inputs as PyTorch-style "
+                    f"tensors, forward(self, x), whose in-place operators follow it)")
+                raise ValueError(
+                    f"polygrad: {self.label}.mark_dirty was given an array that is not an input of forward{why}")
             if not among(a, outputs):  # (as PyTorch) its Variable would keep the graph of its old values
                 raise ValueError(f"polygrad: {self.label}.mark_dirty was given an input that forward changed in place "
                                  f"but did not return: return it as an output, so that its Variable takes the new "
@@ -406,6 +425,8 @@ class Function(Node):
     def _save(self, saved: list, checks: tuple, in_data: list, outputs: tuple, keep_output: bool = False) -> None:
         """Keep what backward needs (called by apply when the application is recorded)."""
         keep = self._retained_inputs
+        if self._dirty:  # a dirty input may have followed its tensor to a new array (_follow_rebound)
+            in_data = [v._data for v in self.inputs]
         # versions as forward left them (a dirty input was bumped by _link_outputs)
         self._in_saved = tuple((in_data[i], box, box.n) if keep is None or i in keep else None
                                for i, box, _ in checks)
