@@ -915,3 +915,14 @@ def test_hooks_see_output_gradients_as_arrays_with_create_graph_too():
     with _CountBackward() as c:
         F.sum(pg.exp(x)).backward(create_graph=True)
     assert c.kinds == {"ndarray"}
+
+
+def test_a_variable_hook_that_returns_its_new_gradient_works_on_dask():
+    """On dask (arrays not written in place) a hook changes the gradient by returning it, on a leaf and an intermediate."""
+    da = pytest.importorskip("dask.array")
+    x = pg.Variable(da.from_array(np.array([1.0, 2.0]), chunks=1))
+    h = x * 1.0
+    h.register_hook(lambda g: g * 10)
+    x.register_hook(lambda g: g + 1)
+    pg.sum(h * 2.0).backward()
+    np.testing.assert_array_equal(pg.compute(x.grad)[0], [21.0, 21.0])

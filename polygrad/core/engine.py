@@ -86,7 +86,9 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
     Each hook is handed an array of its own (a graph's Variable under ``create_graph``): the
     gradient it sees may be shared with another input's, with the caller's seed or with what
     an earlier hook kept, so a hook that writes into it (``g *= 10``, returning None) changes
-    this gradient only, as it means to."""
+    this gradient only, as it means to. (Where arrays are not written in place, dask's, such a
+    write only rebinds the hook's name: it cannot be told from a hook that observes, and a hook
+    must return the new gradient there, as docs/variables-and-backprop.md says.)"""
     debug = config.debug.get()
     for hook in tuple(hooks):
         if isinstance(g, Variable):  # (create_graph) a new Variable, recorded, over an array of its own
