@@ -225,7 +225,7 @@ def test_backward_wrong_gradient_shape_names_function(xp):
 
 
 def test_a_gradient_for_an_input_that_needs_none_is_ignored(xp):
-    """A gradient backward returns for an integer index or a constant input (no gradient needed) is dropped, unchecked."""
+    """A gradient backward returns for an integer index or a constant input (needing none) is dropped, unchecked."""
 
     class Gather(pg.Function):
         def forward(self, inputs):

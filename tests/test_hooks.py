@@ -918,7 +918,7 @@ def test_hooks_see_output_gradients_as_arrays_with_create_graph_too():
 
 
 def test_a_variable_hook_that_returns_its_new_gradient_works_on_dask():
-    """On dask (arrays not written in place) a hook changes the gradient by returning it, on a leaf and an intermediate."""
+    """On dask (arrays not written in place) a hook changes a gradient by returning it, on leaf and intermediate."""
     da = pytest.importorskip("dask.array")
     x = pg.Variable(da.from_array(np.array([1.0, 2.0]), chunks=1))
     h = x * 1.0

@@ -600,8 +600,9 @@ class Function(Node):
             )
         # A gradient for an input that needs none (no edge: an integer index, a constant) is
         # dropped unchecked, as PyTorch's and Chainer's backprop ignore it.
-        gxs = tuple(None if g is None or e is None else admit(g, shape, dtype, self._backend,
-                                                              f"{self.label}.backward's gradient for input {i}", user=True)
+        label = self.label
+        gxs = tuple(None if g is None or e is None
+                    else admit(g, shape, dtype, self._backend, f"{label}.backward's gradient for input {i}", user=True)
                     for i, (g, e, (shape, dtype)) in enumerate(zip(gxs, self.edges, self._in_meta)))
         # An input's or output's own array returned as a gradient (y = x * w: gx = w) would become a
         # leaf's .grad sharing memory with a parameter, and accumulating into it would change the
