@@ -860,3 +860,14 @@ def test_unknown_backend_name_suggests_the_close_one():
     """pg.set_backend("numpyy") asks: did you mean 'numpy'?"""
     with pytest.raises(ValueError, match="did you mean 'numpy'"):
         pg.set_backend("numpyy")
+
+
+def test_the_freed_graph_error_says_the_second_positional_parameter_is_retain_grad():
+    """y.backward(g, True) is PyTorch 0.x's retain_variables, polygrad's (documented) retain_grad:
+    the second backward's error told the user to pass retain_graph=True, which they believed they had."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    y = x * x * 2.0
+    y.backward(np.ones(2), True)
+    with pytest.raises(RuntimeError, match=r"retain_graph=True .*by keyword: backward's second positional parameter "
+                                           r"is Chainer's retain_grad"):
+        y.backward(np.ones(2))

@@ -300,5 +300,6 @@ def freed_error(node: Node) -> RuntimeError:
     return RuntimeError(
         f"polygrad: trying to backward through {node.label} a second time, but the arrays it saved "
         f"were freed after the first backward. Pass retain_graph=True to the first backward "
-        f"(retain_variables=True in the PyTorch 0.x spelling)."
+        f"(retain_variables=True in the PyTorch 0.x spelling), by keyword: backward's second positional "
+        f"parameter is Chainer's retain_grad, so y.backward(g, True) keeps intermediate gradients, not the graph."
     )
