@@ -202,3 +202,21 @@ def test_getitem_grad_without_a_scatter_hook_handles_mixed_keys(without_scatter_
     got = P.getitem_grad(g, key, (3, 3))
     assert got.backend is without_scatter_add
     assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_writing_negative_zero_keeps_its_sign_where_arrays_are_not_written_in_place(dtype):
+    """On dask a basic-key write added the values into zeros: 0.0 + -0.0 is +0.0, so x[1] = -0.0
+    stored +0.0 (1 / x then gave +inf for -inf; numpy, array_api_strict and dask keep -0.0)."""
+    nz = complex(-0.0, -0.0) if dtype is np.complex128 else -0.0
+    x = pg.Variable(pg.asarray(np.arange(4.0).astype(dtype), backend="dask").data, requires_grad=False)
+    x[1] = nz
+    x[2:] = pg.asarray(np.array([nz, 5.0], dtype), backend="dask")
+    got = np.asarray(pg.to_backend(x, "numpy").data)
+    np.testing.assert_array_equal(got, np.array([0, 0, 0, 5], dtype))
+    parts = [got.real, got.imag] if dtype is np.complex128 else [got]
+    for part, signs in zip(parts, [[False, True, True, False], [False, True, True, False]]):
+        assert np.signbit(part).tolist() == signs
+    m = pg.Variable(pg.asarray(np.ones((2, 2), dtype), backend="dask").data, requires_grad=False)
+    m[:, 0] = nz
+    assert np.signbit(np.asarray(pg.to_backend(m, "numpy").data).real).tolist() == [[True, False], [True, False]]

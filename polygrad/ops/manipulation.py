@@ -354,8 +354,9 @@ def _is_bool_array(xp: Any, k: Any) -> bool:
     return is_array(k) and xp.isdtype(k.dtype, "bool")
 
 
-def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
-    """Zeros of ``shape`` with ``g`` added at ``[key]`` (repeated indices summed).
+def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple, base: Any = None) -> Any:
+    """Zeros of ``shape`` with ``g`` added at ``[key]`` (repeated indices summed); ``base``: the
+    value of the zeros, where not 0 (setitem's -0.0).
 
     Basic keys (integers, slices, ``...``, None) write ``g`` in place. Keys with
     arrays go through the backend's scatter-add; boolean masks first become their
@@ -368,7 +369,7 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple) -> Any:
     backend = backend_of_type(type(g))
     shape = tuple(shape)
     keys = key if isinstance(key, tuple) else (key,)
-    z = xp.zeros(shape, dtype=g.dtype)
+    z = xp.zeros(shape, dtype=g.dtype) if base is None else xp.full(shape, base, dtype=g.dtype)
     if builtins.all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in keys):
         if builtins.any(k is None for k in keys):
             # `None` only inserts length-1 axes: drop it from the key and from g.
@@ -602,7 +603,10 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
         v = xp.broadcast_to(xp.astype(v, x.dtype), tuple(part.shape)) if is_array(v) else xp.full(
             tuple(part.shape), v, dtype=x.dtype)
         written = _getitem_grad_kernel(xp, xp.ones_like(part), key, shape) != xp.zeros(shape, dtype=x.dtype)
-        return xp.where(written, _getitem_grad_kernel(xp, v, key, shape), x)
+        # added into -0.0, IEEE's additive identity: into 0.0 a written -0.0 became +0.0 (1 / x gave +inf)
+        identity = (complex(-0.0, -0.0) if xp.isdtype(x.dtype, "complex floating") else
+                    -0.0 if xp.isdtype(x.dtype, "real floating") else None)
+        return xp.where(written, _getitem_grad_kernel(xp, v, key, shape, base=identity), x)
     return _built_setitem(xp, backend, x, v, key)
 
 
