@@ -409,3 +409,19 @@ def test_to_cpu_of_a_variable_made_by_a_function_is_refused():
     assert w.grad is not None and pg.get_array_namespace(w.grad) is pg.get_backend("dask").xp
     w.to_cpu()  # a leaf moves, with its gradient
     assert w.backend.name == "numpy" and isinstance(w.grad, np.ndarray)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_only_a_0d_variable_converts_to_a_python_number(backend_name):
+    """int(), float() and __index__ of a (1,) Variable gave a number on dask (numpy's and
+    array_api_strict's arrays refuse, as the standard does), and __index__ of a boolean one 1."""
+    def v(a):
+        return pg.Variable(pg.asarray(np.asarray(a), backend=backend_name).data, requires_grad=False)
+
+    for call, how in [(lambda: int(v([3])), "int"), (lambda: float(v([3.0])), "float"),
+                      (lambda: v([2]).__index__(), "index")]:
+        with pytest.raises(TypeError, match=rf"{how}\(\) of variable \(shape \(1,\)\): only a 0-d variable"):
+            call()
+    with pytest.raises(TypeError, match="is not an index"):
+        v(True).__index__()
+    assert (int(v(3)), float(v(2.5)), v(2).__index__(), [10, 11, 12][v(1)]) == (3, 2.5, 2, 11)

@@ -642,13 +642,26 @@ class Variable:
             )
 
     def __float__(self) -> float:
-        return float(self._data)
+        return float(self._zero_d("float"))
 
     def __int__(self) -> int:
-        return int(self._data)
+        return int(self._zero_d("int"))
 
     def __index__(self) -> int:
-        return self._data.__index__()
+        data = self._zero_d("index")
+        if isinstance(data.dtype, str) or not backend_of_type(type(data)).xp.isdtype(data.dtype, "integral"):
+            raise TypeError(f"polygrad: {self._describe()} of dtype {data.dtype} is not an index: only an integer "
+                            f"variable is")
+        return data.__index__()
+
+    def _zero_d(self, how: str) -> Any:
+        """The data, of a 0-d variable: the standard converts only those to a Python number (dask's
+        array converted a (1,) one, where numpy's and array_api_strict's refuse)."""
+        data = self._data
+        if data is not None and len(data.shape) != 0:
+            raise TypeError(f"polygrad: {how}() of {self._describe()}: only a 0-d variable converts to a Python "
+                            f"number (x[0], or pg.reshape(x, ()))")
+        return data
 
     def _describe(self) -> str:
         shape = "?" if self._data is None else tuple(self._data.shape)
