@@ -740,6 +740,11 @@ class MomentumSGD(GradientMethod):
         return -v, {"v": v}
 
 
+class _NotStarted(RuntimeError, ValueError):
+    """Adam's ``lr`` before the first update: Chainer's RuntimeError (a ValueError too, as polygrad
+    raised before)."""
+
+
 class Adam(GradientMethod):
     """Adam (Kingma and Ba), with Chainer's formula. At the rule's ``t``-th update::
 
@@ -774,7 +779,7 @@ class Adam(GradientMethod):
     def lr(self) -> float:
         """The step size of the latest update (Chainer's ``Adam.lr``)."""
         if self.t == 0:
-            raise ValueError("polygrad: Adam's learning rate is defined once updates have started (t >= 1)")
+            raise _NotStarted("polygrad: Adam's learning rate is defined once updates have started (t >= 1)")
         return self.lr_at(self.t)
 
     @staticmethod

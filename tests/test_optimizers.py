@@ -449,3 +449,12 @@ def test_an_update_one_rule_that_fails_before_writing_moves_no_version():
     assert w.version == 0
     y.backward()
     np.testing.assert_array_equal(w.grad, [1.0, 3.0, 5.0])
+
+
+def test_adam_lr_before_the_first_update_raises_chainers_runtime_error():
+    """Chainer's Adam.lr at t == 0 raises RuntimeError; polygrad's raised a ValueError, which code
+    written for Chainer (except RuntimeError) did not catch. It is both now (deprecate, never break)."""
+    opt = pg.optimizers.Adam()
+    for kind in (RuntimeError, ValueError):
+        with pytest.raises(kind, match="once updates have started"):
+            opt.lr
