@@ -637,3 +637,18 @@ def test_a_failing_first_call_leaves_a_lazy_layer_uninitialized(make, bad, good)
         layer(bad)
     assert layer.W.data is None
     assert layer(good).shape[0] == 2
+
+
+def test_sequential_insert_out_of_range_is_refused():
+    """list.insert clamps: s.insert(10, f) on a Sequential of one layer appended f, and a large
+    negative index prepended it, where Chainer's Sequential raises IndexError."""
+    import polygrad.functions as F
+
+    s = pg.Sequential(F.relu)
+    for index in (10, 2, -2):
+        with pytest.raises(IndexError, match=rf"Sequential.insert: index {index} is out of range for 1 layers"):
+            s.insert(index, F.tanh)
+    assert len(s) == 1
+    s.insert(1, F.tanh)
+    s.insert(-2, F.sigmoid)
+    assert [layer.__name__ for layer in s] == ["sigmoid", "relu", "tanh"]

@@ -505,6 +505,10 @@ class Sequential(ChainList):
         return x
 
     def insert(self, index: int, layer: Any) -> None:
+        n = len(self._layers)
+        if not -n <= index <= n:  # (list.insert clamps: s.insert(10, f) on one layer appended; Chainer refuses)
+            raise IndexError(f"polygrad: Sequential.insert: index {index} is out of range for {n} layers "
+                             f"(from {-n} to {n})")
         self._layers.insert(index, self._check(layer))
         self._sync()
 
