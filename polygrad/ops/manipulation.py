@@ -718,8 +718,8 @@ def _kind(xp: Any, dtype: Any) -> int:
 def _value_fits(xp: Any, value: Any, dtype: Any) -> bool:
     """Whether the standard lets ``value`` (a Python number or an array's dtype) be written into
     an array of ``dtype`` (it promotes to ``dtype``): no wider kind (a float into an integer
-    array, a complex into a real one), no integer dtype whose range ``dtype``'s lacks (int16 or
-    uint8 into int8), no wider float (float64 into float32)."""
+    array, a complex into a real one), and within a kind the standard's ``can_cast`` (not int16
+    or uint8 into int8, not float64 into float32)."""
     if isinstance(value, int) and not isinstance(value, bool) and xp.isdtype(dtype, "bool"):
         return False  # (numpy wrote 5 as True; the standard has no int for a bool array)
     if isinstance(value, (bool, int, complex)):  # (ints out of range, complex into real: check_number_fits)
@@ -729,10 +729,7 @@ def _value_fits(xp: Any, value: Any, dtype: Any) -> bool:
     src, dst = _kind(xp, value), _kind(xp, dtype)
     if src != dst:
         return src < dst  # bools into numbers, ints into floats (numpy's); no wider kind
-    if src == 1:
-        into, of = xp.iinfo(dtype), xp.iinfo(value)
-        return int(into.min) <= int(of.min) and int(of.max) <= int(into.max)
-    return src == 0 or xp.finfo(value).bits <= xp.finfo(dtype).bits
+    return bool(xp.can_cast(value, dtype))
 
 
 def _check_value_fits(x: Any, value: Any) -> None:
