@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import operator
 import sys
 import types
 from typing import Any, Callable, Iterator
@@ -29,6 +28,7 @@ from typing import Any, Callable, Iterator
 from polygrad import _defaults, _registry
 from polygrad._registry import Backend, register_plugin, unregister_plugin
 from polygrad.core import dispatch as _dispatch
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 from polygrad.hookspecs import BackendInfo, PluginWarning, RandomGenerator
 
@@ -249,10 +249,9 @@ def seed(value: int | None) -> None:
     ``value`` is a non-negative integer (NumPy's too), or None for fresh entropy."""
     if value is not None:  # (-1, 1.5 and "abc" were taken, and failed at the first draw, or never)
         rule = f"polygrad.seed: the seed must be a non-negative integer or None, got {value!r}"
-        try:
-            n = operator.index(value)
-        except TypeError:
-            raise TypeError(rule) from None
+        n = as_int(value)
+        if n is None:
+            raise TypeError(rule)
         if n < 0:
             raise ValueError(rule)
         value = n

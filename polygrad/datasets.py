@@ -7,8 +7,9 @@ and :func:`polygrad.dataset.concat_examples` stacks them into arrays.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
+
+from polygrad.core.integers import as_int
 
 __all__ = ["TupleDataset"]
 
@@ -54,10 +55,8 @@ def _integer(index: Any) -> int:
     """``index`` as an int: an integer (or 0-d integer array), never a float or a boolean truncated
     (``int(2.9)`` would read example 2)."""
     if not _is_bool(index):
-        try:
-            return operator.index(index)
-        except TypeError:
-            pass
+        if (i := as_int(index)) is not None:
+            return i
         if _is_dtype(index, "integral"):
             return int(index)  # a 0-d integer array of a library without __index__
     raise IndexError(f"polygrad.datasets.TupleDataset: indices must be integers (or a boolean mask), got {index!r}")

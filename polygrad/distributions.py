@@ -13,11 +13,11 @@ way to write the same estimator by hand::
 from __future__ import annotations
 
 import math
-import operator
 import warnings
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions
 from polygrad.ops.elementwise import log, log1p, subtract, where
@@ -246,12 +246,8 @@ def _not_a_weight(xp: Any, v: Any) -> Any:
 
 def _sample_shape(d: Distribution, sample_shape: Any) -> tuple:
     """``sample_shape`` (an integer, or a sequence of them: NumPy's integers too) as a tuple of ints."""
-    try:
-        shape = (operator.index(sample_shape),) if not hasattr(sample_shape, "__len__") else tuple(
-            operator.index(n) for n in sample_shape)
-    except TypeError:
-        shape = None
-    if shape is None or any(n < 0 for n in shape) or isinstance(sample_shape, bool):
+    shape = (as_int(sample_shape),) if not hasattr(sample_shape, "__len__") else tuple(map(as_int, sample_shape))
+    if any(n is None or n < 0 for n in shape):
         raise ValueError(f"polygrad: {type(d).__name__}.sample: sample_shape must be a non-negative integer or a "
                          f"sequence of them, got {sample_shape!r}")
     return shape

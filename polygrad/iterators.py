@@ -10,10 +10,10 @@ touches no array library: the examples are read from the data set one by one.
 
 from __future__ import annotations
 
-import operator
 import random
 from typing import Any, Iterator
 
+from polygrad.core.integers import as_int
 from polygrad.datasets import _length
 
 __all__ = ["SerialIterator", "OrderSampler", "ShuffleOrderSampler"]
@@ -63,11 +63,8 @@ class ShuffleOrderSampler(OrderSampler):
 def _integer(value: Any, rule: str) -> int:
     """``value`` as an int: anything with ``__index__`` (``numpy.int64`` too), but not a boolean;
     else a TypeError of ``rule`` (a float is not truncated)."""
-    if not isinstance(value, bool):
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
+    if (n := as_int(value)) is not None:
+        return n
     raise TypeError(f"{rule}, got {type(value).__name__} {value!r}")
 
 

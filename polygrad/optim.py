@@ -24,13 +24,13 @@ parameter is updated as if its gradient were zero).
 
 from __future__ import annotations
 
-import operator
 import warnings
 from collections.abc import MutableMapping
 from typing import Any, Callable, Iterable, Iterator
 
 from polygrad import optimizers
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 from polygrad.optimizers import Hyperparameter
 
@@ -318,11 +318,8 @@ class Optimizer:
 def _count(t: Any, what: str) -> int:
     """An update count as an int: a non-negative integer (2.7 was 2, and a negative count gave
     Adam's bias correction the wrong sign)."""
-    try:
-        n = operator.index(t)
-    except TypeError:
-        n = None
-    if n is None or n < 0 or isinstance(t, bool):
+    n = as_int(t)
+    if n is None or n < 0:
         raise ValueError(f"{what} must be a non-negative integer, got {t!r}")
     return n
 

@@ -457,10 +457,10 @@ def test_bernoulli_log_prob_of_a_python_probability(xp):
     np.testing.assert_allclose(lp, np.log([0.3, 0.7]), rtol=1e-12)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, "abc", np.float64(2.0)])
+@pytest.mark.parametrize("seed", [-1, 1.5, "abc", np.float64(2.0), True])
 def test_seed_refuses_what_is_not_a_non_negative_integer(seed):
     """pg.seed(-1), pg.seed(1.5) and pg.seed("abc") were taken and failed at the first draw with the
-    plugin's own error, or not at all; NumPy's integers and None stay seeds."""
+    plugin's own error, or not at all (pg.seed(True) was the seed 1); NumPy's integers and None stay seeds."""
     with pytest.raises((TypeError, ValueError), match="non-negative integer or None, got"):
         pg.seed(seed)
     pg.seed(np.int64(3))

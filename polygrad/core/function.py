@@ -45,12 +45,12 @@ array([6.])
 from __future__ import annotations
 
 import inspect
-import operator
 import weakref
 from typing import Any
 
 from polygrad.core import config
 from polygrad.core.dispatch import has_namespace
+from polygrad.core.integers import as_int
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
@@ -103,13 +103,7 @@ class _Inputs(tuple):
 
 def _is_index(i: Any) -> bool:
     """Whether ``i`` is an integer index (a Python or NumPy integer, not a bool)."""
-    if isinstance(i, bool):
-        return False
-    try:
-        operator.index(i)
-    except TypeError:
-        return False
-    return True
+    return as_int(i) is not None
 
 
 def _arrays(items: tuple) -> tuple:

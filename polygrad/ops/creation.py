@@ -11,10 +11,10 @@ a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, current_backend, has_namespace, is_array
+from polygrad.core.integers import as_int
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -36,12 +36,9 @@ ARANGE = def_nograd(Op("arange", lambda xp, start, stop=None, step=1, dtype=None
 def count(n: Any, what: str, fn: str, least: int = 0) -> int:
     """``n`` as an int of at least ``least``, checked where the size enters (dask made (0, 0) of
     ``eye(-1)`` and two points of ``linspace(0, 1, 2.5)``; numpy refuses both)."""
-    try:
-        value = operator.index(n)
-    except TypeError:
-        raise TypeError(f"polygrad.{fn}: {what} must be an int, got {n!r}") from None
-    if isinstance(n, bool):
-        raise TypeError(f"polygrad.{fn}: {what} must be an int, got the bool {n!r}")
+    value = as_int(n)
+    if value is None:
+        raise TypeError(f"polygrad.{fn}: {what} must be an int, got {'the bool ' * isinstance(n, bool)}{n!r}")
     if value < least:
         raise ValueError(f"polygrad.{fn}: {what} must be an int of at least {least}, got {n!r}")
     return value
