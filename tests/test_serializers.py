@@ -654,6 +654,28 @@ def test_a_value_of_a_higher_kind_is_refused_on_load(xp, tmp_path, key, stored):
         np.testing.assert_array_equal(to_np(getattr(link, k)), v)
 
 
+def test_a_value_of_a_higher_kind_is_refused_into_a_lazy_parameter(xp, tmp_path):
+    """A complex W loaded into Linear(None, 3) before its first call became float32 with its
+    imaginary part dropped, where an initialized Linear(4, 3) refuses it; refused the same way,
+    before anything changes."""
+    np.savez(tmp_path / "c.npz", W=np.full((3, 4), 1 + 2j))
+    lazy = L.Linear(None, 3, nobias=True)
+    with pytest.raises(TypeError, match="Linear.serialize: 'W' holds .*complex128 .* cannot take without changing"):
+        serializers.load_npz(tmp_path / "c.npz", lazy)
+    assert lazy.W.data is None
+
+
+def test_copyparams_refuses_a_higher_kind_into_a_lazy_parameter(xp):
+    """copyparams of a complex W into Linear(None, 3) dropped the imaginary part (into an
+    initialized one it is refused): refused, and the target is left as it was."""
+    src = L.Linear(4, 3, nobias=True)
+    src.W.data = xp.asarray(np.full((3, 4), 1 + 2j))
+    lazy = L.Linear(None, 3, nobias=True)
+    with pytest.raises(TypeError, match="copyparams: parameter 'W' holds .*complex128 .* cannot take without changing"):
+        lazy.copyparams(src)
+    assert lazy.W.data is None
+
+
 def test_a_value_of_the_same_or_a_lower_kind_loads(xp, tmp_path):
     """int into float, bool into int, float64 into float32, int into a Python float: loaded."""
     np.savez(tmp_path / "k.npz", hist=np.asarray([True, False]), flags=np.asarray([True, False]),

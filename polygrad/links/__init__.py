@@ -262,13 +262,21 @@ class Link:
             backend = get_backend(self._backend_name)
         return backend, None if self._dtype is None else _as_dtype(backend.xp, self._dtype)
 
-    def _adopt(self, array: Any, cast: bool) -> Any:
+    def _adopt(self, array: Any, cast: bool, what: str = "") -> Any:
         """``array``, for a value of this link not initialized yet, put where the link
         would have created it (:meth:`_creation_site`), and in its dtype when ``cast``
-        (parameters; a persistent value keeps its own)."""
+        (parameters; a persistent value keeps its own). A dtype of a higher kind is refused
+        there as into an initialized value (complex into a float32 link lost its imaginary
+        part); ``what`` names the value for that error."""
         backend, dtype = self._creation_site()
         out = to_backend(array, backend.name)
-        return backend.xp.astype(out, dtype) if cast and dtype is not None and out.dtype != dtype else out
+        if not cast or dtype is None or out.dtype == dtype:
+            return out
+        from polygrad.serializers import check_kind, dtype_kind_of
+
+        xp = backend.xp
+        check_kind(what, xp, out.dtype, dtype_kind_of(xp, dtype), getattr(dtype, "__name__", dtype))  # (np.float32)
+        return xp.astype(out, dtype)
 
     def copyparams(self, link: "Link", copy_persistent: bool = True) -> None:
         """Copy the values of ``link``'s parameters (and persistent arrays) into this
@@ -324,7 +332,7 @@ class Link:
         backend and in its dtype, or, where ``like`` is not an array yet, put as :meth:`_adopt` puts it."""
         if is_array(like):
             return _copy_like(src, like, what)
-        return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), cast)
+        return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), cast, f"polygrad: copyparams: {what}")
 
     def serialize(self, serializer: Any) -> None:
         """Save or load this link's parameters and persistent values through
@@ -347,15 +355,18 @@ class Link:
         for pname in self._params:
             p = getattr(self, pname)
             data = serializer(pname, p.data)
+            # (the key as the serializer's path names it: 'l1/W')
+            what = f"polygrad: {type(self).__name__}.serialize: {getattr(serializer, 'path', '') + pname!r}"
             if data is not p.data:
                 if data is None:
                     p.cleargrad()
                 elif p.data is None:
-                    data = self._adopt(data, cast=True)
+                    data = self._adopt(data, cast=True, what=what)
                 self._set_param(pname, data)
             elif p.data is None and callable(getattr(serializer, "will_initialize", None)):
-                # (the first pass of a load: an optimizer loaded next checks its state against that array)
-                serializer.will_initialize(pname, p, lambda a: self._adopt(a, cast=True))
+                # (the first pass of a load: an optimizer loaded next checks its state against that array;
+                # a dtype it cannot take is refused there, before anything changes)
+                serializer.will_initialize(pname, p, lambda a, what=what: self._adopt(a, True, what))
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             data = serializer(pname, value)
