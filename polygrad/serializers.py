@@ -412,6 +412,15 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     values = compute(*(target[k] for k in keys))  # lazy arrays: one pass per backend
     npz = _npz_backend()
     arrays = {k: _to_npz_backend(v, npz) for k, v in zip(keys, values)}
+    for k, a in arrays.items():
+        # an array of Python objects (an int past int64 and uint64 becomes one) is pickled by the file's
+        # backend and load_npz reads without pickle: refused here, not found out when the file is needed
+        if getattr(a.dtype, "kind", None) == "O":
+            v = target[k]
+            what = (f"the int {v}, outside int64 and uint64" if isinstance(v, int)
+                    else f"an array of Python objects ({type(v).__name__} of dtype {v.dtype})")
+            raise TypeError(f"polygrad.save_npz: cannot save {k!r}, {what}: the file would pickle it, and load_npz "
+                            f"reads no pickle; {_STORABLE}")
     nones = [k for k, v in target.items() if v is None]
     if nones:
         arrays[NONE_KEY] = npz.xp.asarray(nones)  # strings: numpy's .npz stores them without pickle

@@ -725,6 +725,18 @@ def test_a_value_that_is_not_storable_names_its_key(tmp_path):
         serializers.load_npz(tmp_path / "t.npz", Tagged())
 
 
+@pytest.mark.parametrize("value, what", [(2**64, "the int 18446744073709551616"), (-2**63 - 1, "the int -9223"),
+                                         (np.array([1, "a"], dtype=object), "an array of Python objects")])
+def test_a_value_the_file_would_pickle_is_refused_on_save(tmp_path, value, what):
+    """A Python int past int64 and uint64 (a counter) or an object array was written pickled, and
+    load_npz (no pickle) then refused the whole file when it was needed: refused on save, naming the key."""
+    link = L.Linear(2, 2)
+    link.add_persistent("count", value)
+    with pytest.raises(TypeError, match=f"cannot save 'count', {what}.*load_npz reads no pickle"):
+        serializers.save_npz(tmp_path / "c.npz", link)
+    assert not (tmp_path / "c.npz").exists()
+
+
 def test_a_persistent_name_assigned_a_variable_in_init_scope_becomes_a_parameter():
     """add_persistent('W', None) then `self.W = Variable(...)` in init_scope: a parameter, no longer
     persistent (Chainer's); the unwrapping of persistent Variables made it a plain array."""
