@@ -639,8 +639,15 @@ class GradientMethod(Optimizer):
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend}
-            for k in self.state_names:  # (an array not made yet, None, is read in the parameter's form)
-                new[k] = sub(k, template[k] if template[k] is not None else backend.xp.zeros_like(data))
+            for k in self.state_names:
+                if template[k] is not None:
+                    new[k] = sub(k, template[k])
+                    continue
+                # an array not made yet (None: a velocity before a step with momentum) is read in the
+                # parameter's form; a file without it (strict=False) leaves it None, not that stand-in
+                stand_in = backend.xp.zeros_like(data)
+                got = sub(k, stand_in)
+                new[k] = None if got is stand_in else got
             # A count of 0 here is the first pass handing back this optimizer's own (the file's is not 0):
             # the parameter keeps its state, or its lack of one (a zero state was put in its place).
             new_states.append((param, new if int(param_t) else state))

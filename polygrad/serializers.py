@@ -58,6 +58,10 @@ __all__ = ["save_npz", "load_npz", "DictionarySerializer", "NpzDeserializer"]
 #: The member listing the keys whose value is None (a colon: no attribute path has one).
 NONE_KEY = "polygrad:none"
 
+#: What a read of a key the file lacks (``strict=False``) gives: the value the caller passed, in each
+#: pass its own (a read cached from the first pass would give back that pass's object).
+_MISSING = object()
+
 
 class DictionarySerializer:
     """Collects ``key -> value`` into ``target`` (a dict), keys prefixed by ``path``."""
@@ -124,7 +128,7 @@ class NpzDeserializer:
         else:
             out = self._read(full, value)
             reads.cache[full] = (sig, out)
-        return value if reads.dry else out
+        return value if reads.dry or out is _MISSING else out
 
     def stored(self, key: str, value: Any) -> Any:
         """What ``self(key, value)`` reads from the file, in either pass (the first pass of
@@ -132,9 +136,8 @@ class NpzDeserializer:
         on a value in the file (an optimizer's count). Changes nothing."""
         full = self.path + key.lstrip("/")
         hit = self._reads.cache.get(full)
-        if hit is not None and hit[0] == _signature(value):
-            return hit[1]
-        return self._read(full, value)
+        out = hit[1] if hit is not None and hit[0] == _signature(value) else self._read(full, value)
+        return value if out is _MISSING else out
 
     def will_initialize(self, key: str, param: Any, adopt: Any) -> None:
         """Note, in the first pass, the array that ``param`` (not initialized yet) takes in the second:
@@ -186,7 +189,7 @@ class NpzDeserializer:
             if full in self._none_keys():
                 return None
             if not self.strict:
-                return value
+                return _MISSING
             raise KeyError(
                 f"polygrad.load_npz: {full!r} is not in the file{self._file()} "
                 f"(it holds {len(self.npz.files)} keys); pass strict=False to leave what is missing unchanged"

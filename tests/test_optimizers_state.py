@@ -151,6 +151,28 @@ def test_a_partial_load_after_to_backend_keeps_the_states_missing_from_the_file(
     np.testing.assert_array_equal(np.from_dlpack(loaded["m"]), np.asarray(old_opt._state_of(old.a.W)["m"]))
 
 
+def test_a_partial_load_leaves_a_velocity_not_made_yet_missing():
+    """A momentum-0 SGD's file (a count, no velocity) loaded with strict=False into SGD(momentum=0.9,
+    dampening=0.5) gave the parameter a velocity of zeros (the read's stand-in): its first step then
+    moved w by 0.5 * lr * g. The velocity stays None, and that step makes it g (PyTorch's)."""
+    w = pg.Variable(np.array([1.0, 2.0]))
+    saved = pg.optim.SGD([w], lr=0.1)
+    w.grad = np.array([1.0, 1.0])
+    saved.step()
+    buf = io.BytesIO()
+    serializers.save_npz(buf, saved)
+    buf.seek(0)
+    w2 = pg.Variable(np.zeros(2))
+    opt = pg.optim.SGD([w2], lr=0.1, momentum=0.9, dampening=0.5)
+    serializers.load_npz(buf, opt, strict=False)
+    state = opt._rule._state_of(w2)
+    assert state["t"] == 1 and state["v"] is None
+    w2.grad = np.array([1.0, 1.0])
+    opt.step()
+    np.testing.assert_array_equal(w2.data, [-0.1, -0.1])
+    np.testing.assert_array_equal(opt._rule._state_of(w2)["v"], [1.0, 1.0])
+
+
 @pytest.mark.parametrize("interface", ["optim", "optimizers"])
 def test_a_file_saved_while_a_parameter_had_no_state_loads_into_one_that_has(interface):
     """The loader's first pass hands the optimizer its own count, which asked for state arrays
