@@ -13,7 +13,9 @@ way to write the same estimator by hand::
 from __future__ import annotations
 
 import math
+import operator
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
@@ -45,9 +47,11 @@ class Distribution:
     """Base class: parameters are Variables, arrays or Python numbers.
 
     ``validate_args`` (True, as in ``torch.distributions``): ``log_prob`` refuses a
-    value outside the support with a ValueError naming the values (read where they
-    may be, see :func:`polygrad.core.dispatch.readable`). The stochastic functions'
-    ``reinforce`` switches it off for their own samples.
+    value outside the support, and ``sample`` and ``log_prob`` parameters outside their
+    range, with a ValueError naming the values (read where they may be, see
+    :func:`polygrad.core.dispatch.readable`; on a lazy backend the check runs as what is
+    computed from them is). The stochastic functions' ``reinforce`` switches it off for
+    their own samples.
     """
 
     params: tuple[str, ...] = ()
@@ -87,13 +91,16 @@ class Bernoulli(Distribution):
     def __init__(self, p: Any) -> None:
         self.p = p
 
+    def _checked_p(self) -> Any:
+        """``p`` (raw) checked to be in [0, 1] while ``validate_args`` is on (1.5 drew 1 always,
+        NaN 0 always, and log_prob of 1.5 was log(1.5) > 0): see :func:`_checked_param`."""
+        return _checked_param(_data(self.p), _outside_unit, "Bernoulli: p must be in [0, 1]", self.validate_args)
+
     def _draw(self, shape: tuple, rng: Any) -> Any:
-        p = _data(self.p)
+        p = self._checked_p()
         xp = self._backend().xp
         if type(p) in (int, float):  # a Python number (Normal takes them too): the default floating dtype
             p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
-        if self.validate_args:  # (1.5 drew 1 always, NaN 0 always)
-            p = check_values(p, _outside_unit, "Bernoulli: p must be in [0, 1]", "polygrad.distributions")
         w = drawn_in(xp, p.dtype)
         u = rng.uniform(shape + tuple(p.shape), dtype=w)
         return xp.astype(u < xp.astype(p, w, copy=False), p.dtype)
@@ -107,11 +114,12 @@ class Bernoulli(Distribution):
         # for small p: 1.3% at 1e-6); each branch sees a harmless stand-in where the other is
         # picked (1, 0), so that a certain outcome (p of 0 or 1) sends back no 0 * inf = NaN.
         one = v != 0
+        checked = self._checked_p()
         p = self.p
         if type(p) in (int, float):  # an array of it (where() of two Python numbers is no standard call)
             xp = self._backend().xp
             p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
-        return where(one, log(where(one, p, 1.0)), log1p(-where(one, 0.0, p)))
+        return _after(where(one, log(where(one, p, 1.0)), log1p(-where(one, 0.0, p))), _data(self.p), checked)
 
 
 class Categorical(Distribution):
@@ -186,18 +194,15 @@ class Normal(Distribution):
     def __init__(self, mean: Any, std: Any) -> None:
         self.mean, self.std = mean, std
 
+    def _checked_params(self) -> tuple[Any, Any]:
+        """``mean`` and ``std`` (raw) checked while ``validate_args`` is on (see :func:`_checked_param`):
+        a negative std drew a sample of -std and had a NaN log_prob, a NaN mean drew NaN."""
+        m = _checked_param(_data(self.mean), _nan, "Normal: mean must not be NaN", self.validate_args)
+        s = _checked_param(_data(self.std), _negative_or_nan, "Normal: std must be non-negative", self.validate_args)
+        return m, s
+
     def _draw(self, shape: tuple, rng: Any) -> Any:
-        m, s = _data(self.mean), _data(self.std)
-        if self.validate_args:  # (a negative std drew a sample of -std)
-            if type(s) in (int, float):
-                if not s >= 0:
-                    raise ValueError(f"polygrad.distributions.Normal: std must be non-negative, got {s!r}")
-            else:
-                s = check_values(s, _negative_or_nan, "Normal: std must be non-negative", "polygrad.distributions")
-            if type(m) not in (int, float):  # (a NaN mean drew NaN)
-                m = check_values(m, lambda xp, v: xp.isnan(v), "Normal: mean must not be NaN", "polygrad.distributions")
-            elif m != m:
-                raise ValueError(f"polygrad.distributions.Normal: mean must not be NaN, got {m!r}")
+        m, s = self._checked_params()
         ref = m if type(m) not in (int, float) else s
         xp = self._backend().xp
         batch = (tuple(xp.broadcast_arrays(xp.asarray(m), xp.asarray(s))[0].shape) if type(ref) not in (int, float)
@@ -210,6 +215,7 @@ class Normal(Distribution):
         return m + s * eps
 
     def log_prob(self, value: Any) -> Variable:
+        m, s = self._checked_params()
         # differentiable in the value too, as torch.distributions' (a Variable's gradient was dropped)
         z = subtract(value, self.mean) / self.std
         std = self.std
@@ -217,7 +223,8 @@ class Normal(Distribution):
         # truncated it (a std of 0.5 became 0: log_prob inf)
         log_std = (math.log(std) if std > 0 else -math.inf if std == 0 else math.nan) if type(std) in (int, float) \
             else log(std)
-        return -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
+        out = -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
+        return _after(_after(out, _data(self.mean), m), _data(self.std), s)
 
 
 def _row_max(xp: Any, probs: Any) -> Any:
@@ -232,12 +239,42 @@ def _scaled(xp: Any, probs: Any) -> Any:
     return probs / _row_max(xp, probs)
 
 
+#: The namespace functions the checks below use, for a Python number.
+_NUMBERS = SimpleNamespace(logical_not=operator.not_, logical_and=lambda a, b: a and b, isnan=math.isnan,
+                           isfinite=math.isfinite)
+
+
+def _checked_param(x: Any, is_bad: Any, rule: str, validate: bool) -> Any:
+    """``x`` (a parameter's raw array, or a Python number) checked to be in range when ``validate``:
+    a number now (``is_bad`` asked of :data:`_NUMBERS`); an array by :func:`check_values`, which
+    on a lazy backend gives back a new array carrying the check (what is computed must then
+    depend on it: :func:`_after`)."""
+    if not validate:
+        return x
+    if type(x) in (int, float):
+        if is_bad(_NUMBERS, x):
+            raise ValueError(f"polygrad.distributions.{rule}, got {x!r}")
+        return x
+    return check_values(x, is_bad, rule, "polygrad.distributions")
+
+
+def _after(out: Any, raw: Any, checked: Any) -> Any:
+    """``out`` (computed from the parameter whose raw array is ``raw``) made to depend on
+    ``checked``, where that is ``raw`` with its check attached (a lazy backend): so that
+    computing ``out`` runs the check. The graph to the parameter stays as it was."""
+    return out if checked is raw else where(checked == checked, out, out)
+
+
 def _outside_unit(xp: Any, v: Any) -> Any:
     return xp.logical_not(xp.logical_and(v >= 0, v <= 1))  # (NaN too)
 
 
 def _negative_or_nan(xp: Any, v: Any) -> Any:
     return xp.logical_not(v >= 0)
+
+
+def _nan(xp: Any, v: Any) -> Any:
+    return xp.isnan(v)
 
 
 def _not_a_weight(xp: Any, v: Any) -> Any:

@@ -244,6 +244,40 @@ def test_log_prob_refuses_values_outside_the_support(dist, value):
         d.log_prob(np.asarray(value))
 
 
+@pytest.mark.parametrize("dist, rule", [
+    (lambda xp: pg.distributions.Bernoulli(pg.Variable(xp.asarray([1.5, -0.25]))), r"Bernoulli: p must be in \[0, 1\]"),
+    (lambda xp: pg.distributions.Bernoulli(1.5), r"Bernoulli: p must be in \[0, 1\], got 1.5"),
+    (lambda xp: pg.distributions.Normal(0.0, pg.Variable(xp.asarray([-1.0, 1.0]))), "Normal: std must be non-negative"),
+    (lambda xp: pg.distributions.Normal(0.0, -1.0), "Normal: std must be non-negative, got -1.0"),
+    (lambda xp: pg.distributions.Normal(xp.asarray([float("nan"), 0.0]), 1.0), "Normal: mean must not be NaN"),
+], ids=["bernoulli", "bernoulli-number", "normal-std", "normal-std-number", "normal-mean"])
+def test_log_prob_refuses_parameters_outside_their_range(xp, dist, rule):
+    """Bernoulli([1.5, -0.25]).log_prob([1, 1]) was [log 1.5, nan] (a probability above 1) and a
+    negative std a NaN density, where sample() refuses them (torch.distributions too)."""
+    with pytest.raises(ValueError, match=rf"polygrad\.distributions\.{rule}"):
+        dist(xp).log_prob(xp.asarray([1.0, 1.0]))
+    d = dist(xp)
+    d.validate_args = False
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d.log_prob(xp.asarray([1.0, 1.0]))
+
+
+def test_log_prob_checks_parameters_on_dask_as_they_are_computed():
+    """On a lazy backend the check of p runs when the log-probability is computed; the gradient
+    to p is the one without the check."""
+    pytest.importorskip("dask", reason="the dask backend plugin needs dask")
+    with pg.using_backend("dask"):
+        p = pg.Variable(pg.asarray([0.25, 0.5]))
+        lp = pg.distributions.Bernoulli(p).log_prob(pg.asarray([1.0, 0.0]))
+        pg.sum(lp).backward()
+        value, grad = pg.compute(lp.data, p.grad)
+        np.testing.assert_allclose(value, np.log([0.25, 0.5]))
+        np.testing.assert_allclose(grad, [4.0, -2.0])
+        bad = pg.distributions.Bernoulli(pg.Variable(pg.asarray([1.5, 0.5]))).log_prob(pg.asarray([1.0, 0.0]))
+        with pytest.raises(ValueError, match=r"p must be in \[0, 1\], got 1.5"), np.errstate(invalid="ignore"):
+            pg.compute(bad.data)
+
+
 def test_sample_takes_a_sample_shape():
     """Distribution.sample(4) (torch.distributions' and Chainer's sample_shape) failed with
     "'int' object has no attribute 'normal'": the first argument was the generator."""
