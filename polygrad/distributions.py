@@ -117,8 +117,11 @@ class Bernoulli(Distribution):
         checked = self._checked_p()
         p = self.p
         if type(p) in (int, float):  # an array of it (where() of two Python numbers is no standard call)
-            xp = self._backend().xp
-            p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
+            # of the value's backend and floating dtype, as Normal(0.0, 1.0)'s result is (the current
+            # backend's default dtype made float32 values float64, and values on dask a mix of backends)
+            xp = _backend(v).xp
+            p = xp.asarray(p, dtype=v.dtype if xp.isdtype(v.dtype, "real floating")
+                           else default_dtypes(xp)["real floating"])
         return _after(where(one, log(where(one, p, 1.0)), log1p(-where(one, 0.0, p))), _data(self.p), checked)
 
 

@@ -491,6 +491,21 @@ def test_bernoulli_log_prob_of_a_python_probability(xp):
     np.testing.assert_allclose(lp, np.log([0.3, 0.7]), rtol=1e-12)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "array_api_strict", "dask"])
+def test_bernoulli_log_prob_of_a_python_probability_follows_the_value(backend):
+    """Bernoulli(0.3).log_prob made p an array of the current backend's default dtype: a float32
+    value gave float64, and a value of another backend a mix of backends in where(). The result
+    is in the value's backend and dtype, as Normal(0.0, 1.0)'s; an integer value gives the default."""
+    if backend == "dask":
+        pytest.importorskip("dask", reason="the dask backend plugin needs dask")
+    xp = pg.get_backend(backend).xp
+    lp = pg.distributions.Bernoulli(0.3).log_prob(xp.asarray([1.0, 0.0], dtype=xp.float32))
+    assert lp.dtype == xp.float32 and isinstance(lp.data, pg.get_backend(backend).array_types)
+    np.testing.assert_allclose(to_np(pg.to_backend(lp.data, "numpy")), np.log([0.3, 0.7]), rtol=1e-6)
+    lp = pg.distributions.Bernoulli(0.3).log_prob(xp.asarray([1, 0]))
+    assert lp.dtype == xp.float64
+
+
 @pytest.mark.parametrize("seed", [-1, 1.5, "abc", np.float64(2.0), True])
 def test_seed_refuses_what_is_not_a_non_negative_integer(seed):
     """pg.seed(-1), pg.seed(1.5) and pg.seed("abc") were taken and failed at the first draw with the
