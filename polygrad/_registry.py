@@ -57,10 +57,13 @@ class _HalfOpen:
     up to it: 1 in about 4,000 float16 draws of [0, 1), so ``Bernoulli(1.0)`` drew 0 and
     ``log_prob`` of that draw was -inf. This is the one place such draws are caught, for every
     plugin, those already published too: they become the largest value of the dtype below
-    ``high``. Everything else is the plugin's generator's own."""
+    ``high``. Everything else is the plugin's generator's own. ``backend_name`` is the backend
+    it draws for, so that a generator handed to another backend's draw is refused by name
+    (``Distribution.sample(rng=...)``)."""
 
-    def __init__(self, gen: Any) -> None:
+    def __init__(self, gen: Any, backend_name: str) -> None:
         self._gen = gen
+        self.backend_name = backend_name
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # (copy and pickle ask before __init__ has run)
@@ -227,7 +230,7 @@ class Backend:
         gen = self._hook.polygrad_random_generator(backend=self.name, seed=seed)
         if gen is None:
             raise NotImplementedError(f"polygrad: backend {self.name!r} provides no random numbers (polygrad_random_generator)")
-        return _HalfOpen(gen)
+        return _HalfOpen(gen, self.name)
 
     def scatter_add(self, x: Any, key: Any, values: Any) -> Any:
         """Copy of ``x`` with ``values`` added at ``x[key]``, repeated indices summed."""

@@ -66,7 +66,19 @@ class Distribution:
             warnings.warn("polygrad: Distribution.sample(rng) is deprecated; pass sample(rng=rng)",
                           DeprecationWarning, stacklevel=2)
             sample_shape, rng = (), sample_shape
-        return self._draw(_sample_shape(self, sample_shape), self._rng(rng))
+        shape = _sample_shape(self, sample_shape)
+        backend = self._backend()
+        if rng is None:
+            return self._draw(shape, backend.rng())
+        made_for = getattr(rng, "backend_name", None)  # (a generator a backend handed out: its name)
+        if made_for is not None and made_for != backend.name:
+            raise _foreign_rng(self, made_for, backend)
+        out = self._draw(shape, rng)
+        if made_for is None:  # a generator of the protocol's own (no name): its draws tell
+            drew = backend_of_type(type(out))
+            if drew.name != backend.name:
+                raise _foreign_rng(self, drew.name, backend)
+        return out
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         """A sample of ``shape`` stacked in front of the batch shape, drawn from ``rng``."""
@@ -75,9 +87,6 @@ class Distribution:
     def log_prob(self, value: Any) -> Variable:
         """Log-probability (density) of ``value``, differentiable in the parameters."""
         raise NotImplementedError
-
-    def _rng(self, rng: Any) -> Any:
-        return rng if rng is not None else self._backend().rng()
 
     def _backend(self) -> Any:
         return _backend(*(getattr(self, p) for p in self.params))
@@ -228,6 +237,16 @@ class Normal(Distribution):
             else log(std)
         out = -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
         return _after(_after(out, _data(self.mean), m), _data(self.std), s)
+
+
+def _foreign_rng(d: Distribution, other: str, backend: Any) -> TypeError:
+    """The error of ``sample(rng=...)`` given a generator of backend ``other``: its draws mixed into
+    the parameters' gave a sample of that backend, or failed in the other library's words."""
+    numbers = all(type(_data(getattr(d, p))) in (bool, int, float, complex) for p in d.params)
+    theirs = "Python numbers, drawn on the current backend" if numbers else "of backend"
+    return TypeError(f"polygrad: {type(d).__name__}.sample: rng is a generator of backend {other!r}, and the "
+                     f"parameters are {theirs} {backend.name!r}; pass one of {backend.name!r}: "
+                     f"pg.get_backend({backend.name!r}).rng() or its random_generator(seed)")
 
 
 def _row_max(xp: Any, probs: Any) -> Any:

@@ -327,6 +327,46 @@ def test_categorical_rows_are_weights_divided_by_their_sum():
         D.Categorical(np.array([1.0, -1.0, 2.0])).log_prob(np.array(2))
 
 
+_DISTS = [lambda xp: pg.distributions.Normal(xp.zeros(3), xp.ones(3)),
+          lambda xp: pg.distributions.Bernoulli(xp.full(3, 0.5)),
+          lambda xp: pg.distributions.Categorical(xp.ones((2, 3)))]
+
+
+@pytest.mark.parametrize("dist", _DISTS, ids=["normal", "bernoulli", "categorical"])
+@pytest.mark.parametrize("params, other", [("numpy", "array_api_strict"), ("array_api_strict", "numpy")])
+def test_sample_refuses_a_generator_of_another_backend(dist, params, other):
+    """sample(rng=) of another backend's generator gave a sample of that backend, or failed in the
+    other library's words ("Cannot interpret 'array_api_strict.float64' as a data type")."""
+    d = dist(pg.get_backend(params).xp)
+    with pytest.raises(TypeError, match=rf"{type(d).__name__}\.sample: rng is a generator of backend "
+                                        rf"'{pg.get_backend(other).name}'.* backend '{pg.get_backend(params).name}'"):
+        d.sample(rng=pg.get_backend(other).rng())
+
+
+class _Own:
+    """The RandomGenerator protocol, without the name a backend's generator carries."""
+
+    def __init__(self, gen):
+        self.gen = gen
+
+    def uniform(self, *args, **kwargs):
+        return self.gen.uniform(*args, **kwargs)
+
+    def normal(self, *args, **kwargs):
+        return self.gen.normal(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dist", _DISTS, ids=["normal", "bernoulli", "categorical"])
+def test_sample_tells_a_generator_that_no_backend_made_by_its_draws(dist):
+    """A generator of the protocol's own drawing dask arrays for numpy parameters gave a dask sample."""
+    pytest.importorskip("dask", reason="the dask backend plugin needs dask")
+    d = dist(np)
+    with pytest.raises(TypeError, match=r"sample: rng is a generator of backend 'dask'.* backend 'numpy'"):
+        d.sample(rng=_Own(pg.get_backend("dask").rng()))
+    mine = d.sample(2, rng=_Own(pg.get_backend("numpy").random_generator(0)))
+    assert isinstance(mine, np.ndarray) and mine.shape[0] == 2
+
+
 def test_bernoulli_takes_a_python_number():
     """Bernoulli(0.3) failed (no backend claims builtins.float) where Normal(0.0, 1.0) draws."""
     pg.seed(0)
