@@ -18,7 +18,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions
@@ -44,7 +44,7 @@ def _backend(*xs: Any) -> Any:
 
 
 class Distribution:
-    """Base class: parameters are Variables, arrays or Python numbers.
+    """Base class: parameters are Variables, arrays or Python numbers (see :func:`_parameter`).
 
     ``validate_args`` (True, as in ``torch.distributions``): ``log_prob`` refuses a
     value outside the support, and ``sample`` and ``log_prob`` parameters outside their
@@ -98,7 +98,7 @@ class Bernoulli(Distribution):
     params = ("p",)
 
     def __init__(self, p: Any) -> None:
-        self.p = p
+        self.p = _parameter(self, "p", p)
 
     def _checked_p(self) -> Any:
         """``p`` (raw) checked to be in [0, 1] while ``validate_args`` is on (1.5 drew 1 always,
@@ -141,7 +141,7 @@ class Categorical(Distribution):
     params = ("probs",)
 
     def __init__(self, probs: Any) -> None:
-        self.probs = probs
+        self.probs = _parameter(self, "probs", probs, numbers=False)
 
     def _draw(self, shape: tuple, rng: Any) -> Any:
         probs = _data(self.probs)
@@ -204,7 +204,7 @@ class Normal(Distribution):
     params = ("mean", "std")
 
     def __init__(self, mean: Any, std: Any) -> None:
-        self.mean, self.std = mean, std
+        self.mean, self.std = _parameter(self, "mean", mean), _parameter(self, "std", std)
 
     def _checked_params(self) -> tuple[Any, Any]:
         """``mean`` and ``std`` (raw) checked while ``validate_args`` is on (see :func:`_checked_param`):
@@ -237,6 +237,18 @@ class Normal(Distribution):
             else log(std)
         out = -0.5 * z * z - log_std - 0.5 * math.log(2 * math.pi)
         return _after(_after(out, _data(self.mean), m), _data(self.std), s)
+
+
+def _parameter(d: Distribution, name: str, value: Any, numbers: bool = True) -> Any:
+    """``value`` for the parameter ``name`` of ``d``: a Variable, an array of a backend or, where
+    ``numbers``, a Python int or float. Anything else is refused here, naming both (a list failed
+    in log_prob with "'list' object has no attribute 'shape'", in sample with "no backend claims")."""
+    data = _data(value)
+    if is_array(data) or numbers and type(data) in (int, float):
+        return value
+    what = "a Variable, an array or a Python int or float" if numbers else "a Variable or an array"
+    raise TypeError(f"polygrad.distributions.{type(d).__name__}: {name} must be {what}, got "
+                    f"{type(value).__name__}{' (convert it with pg.asarray)' if isinstance(value, (list, tuple)) else ''}")
 
 
 def _foreign_rng(d: Distribution, other: str, backend: Any) -> TypeError:

@@ -367,6 +367,19 @@ def test_sample_tells_a_generator_that_no_backend_made_by_its_draws(dist):
     assert isinstance(mine, np.ndarray) and mine.shape[0] == 2
 
 
+@pytest.mark.parametrize("make, match", [
+    (lambda: pg.distributions.Categorical([0.25, 0.75]), r"Categorical: probs must be a Variable or an array, got list"),
+    (lambda: pg.distributions.Categorical(0.5), r"Categorical: probs must be a Variable or an array, got float"),
+    (lambda: pg.distributions.Bernoulli([0.3]), r"Bernoulli: p must be a Variable, an array or a Python int or float"),
+    (lambda: pg.distributions.Normal(0.0, (1.0, 2.0)), r"Normal: std must be .* got tuple \(convert it with pg.asarray"),
+], ids=["categorical-list", "categorical-number", "bernoulli-list", "normal-tuple"])
+def test_a_parameter_that_is_not_an_array_is_refused_naming_it(make, match):
+    """Categorical([0.25, 0.75]) failed later, in log_prob with "'list' object has no attribute 'shape'"
+    and in sample with "no backend claims arrays of type builtins.list", naming neither."""
+    with pytest.raises(TypeError, match=rf"polygrad\.distributions\.{match}"):
+        make()
+
+
 def test_bernoulli_takes_a_python_number():
     """Bernoulli(0.3) failed (no backend claims builtins.float) where Normal(0.0, 1.0) draws."""
     pg.seed(0)
