@@ -181,6 +181,20 @@ def test_a_running_statistic_that_does_not_fit_changes_neither():
     np.testing.assert_array_equal(rv, np.ones(5))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_running_statistics_that_are_not_floating_are_refused_and_unchanged(dtype):
+    """Integer or bool running statistics took the float update cast to their dtype (a mean of 0.3
+    became 0, a bool True); they are refused, as Chainer's in-place update and PyTorch refuse them."""
+    rm, rv = np.zeros(3), np.ones(3, dtype=dtype)
+    x = np.arange(12.0).reshape(4, 3)
+    with pytest.raises(TypeError, match=rf"batch_normalization: running_var .*dtype {np.dtype(dtype)}.*neither"):
+        F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
+    np.testing.assert_array_equal(rm, np.zeros(3))
+    np.testing.assert_array_equal(rv, np.ones(3, dtype=dtype))
+    with pytest.raises(TypeError, match="running_mean"):
+        F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=np.zeros(3, dtype=dtype))
+
+
 def test_running_statistics_of_shape_1_c_are_updated_as_before():
     """The check above must not refuse (1, C) statistics for (C,) ones, which broadcast to their
     own shape (they were updated before it)."""

@@ -9,7 +9,7 @@ from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions.array import _data, static_shape
-from polygrad.functions.nn import _widened, as_variable, hyperparameter
+from polygrad.functions.nn import _widened, as_variable, dtype_kind, hyperparameter
 from polygrad.ops import astype, mean, reshape, sqrt
 from polygrad.ops._dtypes import widened_of
 
@@ -110,6 +110,11 @@ def _running_update(target: Any, stat: Any, decay: float, name: str) -> tuple[An
             f"polygrad.functions.batch_normalization: running statistics on backend {backend.name!r} cannot be "
             "updated in place; use L.BatchNormalization, which rebinds them"
         )
+    if dtype_kind(data) != "real floating":  # (the float update was cast to it: 0.3 became 0, a bool True)
+        raise TypeError(
+            f"polygrad.functions.batch_normalization: {name} must be an array of floating-point numbers to hold "
+            f"a running average, got dtype {data.dtype} (backend {backend.name!r}); neither running statistic "
+            "was changed")
     new = None
     if backend_of_type(type(stat)) is backend:
         try:
@@ -136,6 +141,9 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     In test mode (``pg.test_mode()``) with running statistics given, the
     result is :func:`fixed_batch_normalization` with them; without them the
     batch statistics are used and nothing is updated.
+
+    :raises TypeError: a running statistic that is not floating-point (an integer
+        array cannot hold the average); neither is changed then.
     """
     eps = hyperparameter("batch_normalization", "eps", eps)
     decay = hyperparameter("batch_normalization", "decay", decay)
