@@ -150,6 +150,19 @@ def test_gelu_forward(xp):
     assert_close(F.gelu(arr(xp, x), approximate=True), approx, rtol=1e-12)
 
 
+def test_gelu_takes_pytorchs_approximate_strings_and_refuses_other_values(xp):
+    """approximate="none" (PyTorch's exact GELU) was tested for truth and gave the tanh form;
+    "none" and "tanh" are taken for False and True now, and other strings or non-bools refused."""
+    x = arr(xp, [-3.0, -1.5, 1.0, 2.5])
+    assert_close(F.gelu(x, approximate="none"), to_np(F.gelu(x)), rtol=0, atol=0)
+    assert_close(F.gelu(x, approximate="tanh"), to_np(F.gelu(x, approximate=True)), rtol=0, atol=0)
+    assert_close(F.gelu(x, approximate=np.True_), to_np(F.gelu(x, approximate=True)), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"gelu: approximate must be one of 'none', 'tanh', got 'exact'"):
+        F.gelu(x, approximate="exact")
+    with pytest.raises(TypeError, match=r"gelu: approximate must be a bool, got 1"):
+        F.gelu(x, approximate=1)
+
+
 def test_softplus_forward_is_stable(xp):
     """softplus(x, beta) = log(1 + exp(beta x)) / beta, with no overflow at +-800."""
     x = np.array([-800.0, -30.0, -1.0, 0.0, 2.0, 30.0, 800.0])

@@ -102,7 +102,13 @@ def gelu(x, approximate=False):
     which is ``0.5 x (1 + erf(x / sqrt(2)))`` without its cancellation for x << 0 (float32
     gelu(-5) was 4 % off, gelu(-6) 0);
     ``approximate=True``: the tanh form ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+    PyTorch's spellings ``"none"`` and ``"tanh"`` are taken for False and True; anything
+    else that is not a bool is refused (``"none"``, tested for truth, gave the tanh form).
     """
+    if isinstance(approximate, str):
+        check_option("gelu", "approximate", approximate, ("none", "tanh"))
+        approximate = approximate == "tanh"
+    approximate = check_flag("gelu", "approximate", approximate)
     x = as_variable(x)
     if approximate:
         return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
