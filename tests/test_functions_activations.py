@@ -180,6 +180,23 @@ def test_softplus_gradient_is_sigmoid(xp):
     assert_close(x.grad, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("beta, error", [(0, ValueError), (0.0, ValueError), (np.float64(0), ValueError),
+                                         (math.inf, ValueError), (math.nan, ValueError), (True, TypeError),
+                                         ("2", TypeError), (np.array(2.0), TypeError)])
+def test_softplus_refuses_a_beta_that_is_zero_or_not_a_real_number(xp, beta, error):
+    """beta=0 gave inf with a gradient of 0.5 (Chainer raises ZeroDivisionError), and a bool, a string
+    or an array passed float(); each is refused now, naming softplus and beta."""
+    with pytest.raises(error, match="softplus: beta must be"):
+        F.softplus(arr(xp, [-1.0, 0.0, 2.0]), beta=beta)
+
+
+def test_softplus_takes_numpy_and_negative_betas(xp):
+    """A NumPy scalar beta keeps a float32 result float32; a negative beta is log(1 + exp(beta x)) / beta."""
+    x = np.array([-1.0, 0.0, 2.0])
+    assert F.softplus(arr(xp, x, "float32"), beta=np.float64(2.0)).dtype == xp.float32
+    assert_close(F.softplus(arr(xp, x), beta=-0.5), np.logaddexp(0, -0.5 * x) / -0.5, rtol=1e-12, atol=0)
+
+
 def test_tanh_is_exported():
     """F.tanh is the differentiable tanh op."""
     assert F.tanh is pg.ops.tanh

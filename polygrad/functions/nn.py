@@ -21,8 +21,8 @@ from polygrad.ops import (astype, exp, isfinite, log, matmul, matrix_transpose, 
                           sum, tanh, where)
 from polygrad.backends import get_backend
 from polygrad.ops._dtypes import dtype_named, holds, widened_of
-from polygrad.ops.nn import (batch_size, binary_labels, erf, erfc, label_mask, linear_op, log_softmax, nll,
-                             probabilities, softplus, valid_count)
+from polygrad.ops.nn import (batch_size, binary_labels, erf, erfc, hyperparameter, label_mask, linear_op, log_softmax,
+                             nll, probabilities, softplus, valid_count)
 
 
 # ---------------------------------------------------------------------------
@@ -212,42 +212,6 @@ def dtype_kind(a: Any) -> str | None:
         return ("bool" if name == "bool" else "integral" if "int" in name else
                 "complex floating" if name.startswith("complex") else "real floating" if name.startswith("float") else None)
     return kind if kind in _KINDS else None
-
-
-def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.functions", *,
-                   allow_bool: bool = False) -> int | float:
-    """``value``, a real-number hyperparameter (a slope, an ``eps``, a bound), as a
-    Python int or float.
-
-    A NumPy scalar (``np.float64(0.2)``, an item of ``np.linspace``) is strongly
-    typed: folded into the arithmetic as it is, it would make a float32 result
-    float64. A Python number takes the dtype of the array it meets, so the
-    result keeps the input's dtype, as in Chainer and PyTorch.
-
-    :param allow_bool: a bool (Python's, or a 0-d boolean array such as NumPy's
-        ``True_``) is the number it is (an optimizer's ``weight_decay=False``).
-    :raises TypeError: naming ``owner.fname`` and ``arg``, for anything else: a
-        bool (unless allowed), a complex number, a string, an array or a Variable.
-    """
-    if type(value) is float or type(value) is int:
-        return value
-    if not isinstance(value, bool):
-        if isinstance(value, numbers.Integral):
-            return int(value)
-        if isinstance(value, numbers.Real):
-            return float(value)
-    data = _data(value)
-    boolean = isinstance(value, bool) or (
-        is_array(data) and data.ndim == 0 and backend_of_type(type(data)).xp.isdtype(data.dtype, "bool"))
-    if boolean and allow_bool:
-        return int(bool(value))
-    if boolean:
-        got = f"the bool {bool(value)}"
-    elif is_array(data):
-        got = f"an array of shape {tuple(data.shape)} (pass a Python number)"
-    else:
-        got = repr(value)
-    raise TypeError(f"{owner}.{fname}: {arg} must be a real number (a Python or NumPy scalar), got {got}")
 
 
 def check_option(fname: str, arg: str, value: Any, allowed: tuple) -> None:

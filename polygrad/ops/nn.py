@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, checked_lazily, readable
+from polygrad.core.dispatch import backend_of_type, checked_lazily, is_array, readable
 from polygrad.core.op import Op, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
@@ -66,6 +67,46 @@ def sigmoid(x):
     return apply(SIGMOID, (x,))
 
 
+# ---------------------------------------------------------------------------
+# Scalar hyperparameters, checked where they enter (here for softplus's beta; polygrad.functions,
+# the links and the optimizers take theirs through the same check)
+# ---------------------------------------------------------------------------
+def hyperparameter(fname: str, arg: str, value: Any, owner: str = "polygrad.functions", *,
+                   allow_bool: bool = False) -> int | float:
+    """``value``, a real-number hyperparameter (a slope, an ``eps``, a bound), as a
+    Python int or float.
+
+    A NumPy scalar (``np.float64(0.2)``, an item of ``np.linspace``) is strongly
+    typed: folded into the arithmetic as it is, it would make a float32 result
+    float64. A Python number takes the dtype of the array it meets, so the
+    result keeps the input's dtype, as in Chainer and PyTorch.
+
+    :param allow_bool: a bool (Python's, or a 0-d boolean array such as NumPy's
+        ``True_``) is the number it is (an optimizer's ``weight_decay=False``).
+    :raises TypeError: naming ``owner.fname`` and ``arg``, for anything else: a
+        bool (unless allowed), a complex number, a string, an array or a Variable.
+    """
+    if type(value) is float or type(value) is int:
+        return value
+    if not isinstance(value, bool):
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+    data = value._data if isinstance(value, Variable) else value
+    boolean = isinstance(value, bool) or (
+        is_array(data) and data.ndim == 0 and backend_of_type(type(data)).xp.isdtype(data.dtype, "bool"))
+    if boolean and allow_bool:
+        return int(bool(value))
+    if boolean:
+        got = f"the bool {bool(value)}"
+    elif is_array(data):
+        got = f"an array of shape {tuple(data.shape)} (pass a Python number)"
+    else:
+        got = repr(value)
+    raise TypeError(f"{owner}.{fname}: {arg} must be a real number (a Python or NumPy scalar), got {got}")
+
+
 def _softplus_kernel(xp: Any, x: Any, beta: float = 1.0) -> Any:
     """log(1 + exp(beta x)) / beta, without overflow: max(bx, 0) + log1p(exp(-|bx|))."""
     bx = x * beta if beta != 1.0 else x
@@ -79,8 +120,16 @@ SOFTPLUS = defvjp(Op("softplus", _softplus_kernel, elementwise=True),  # d/dx = 
 
 @public(standard=False)
 def softplus(x, beta=1.0):
-    """``log(1 + exp(beta x)) / beta``, computed without overflow; its gradient is ``sigmoid(beta x)``."""
-    return apply(SOFTPLUS, (x,), {"beta": float(beta)} if beta != 1.0 else None)
+    """``log(1 + exp(beta x)) / beta``, computed without overflow; its gradient is ``sigmoid(beta x)``.
+
+    :raises TypeError: ``beta`` is not a real number (see :func:`hyperparameter`).
+    :raises ValueError: ``beta`` is 0 or not finite (0 gave inf with a gradient of 0.5; Chainer
+        raises ZeroDivisionError).
+    """
+    beta = float(hyperparameter("softplus", "beta", beta))
+    if beta == 0.0 or not math.isfinite(beta):
+        raise ValueError(f"polygrad.functions.softplus: beta must be a finite nonzero number, got {beta!r}")
+    return apply(SOFTPLUS, (x,), {"beta": beta} if beta != 1.0 else None)
 
 
 # erf is not in the standard. |x| < 0.5: its Maclaurin series (13 terms, error
