@@ -67,6 +67,31 @@ def test_split_axis_force_tuple_false_returns_the_variable(xp):
     assert_close(y, A)
 
 
+def test_split_axis_takes_numpy_integers(xp):
+    """A NumPy integer count of sections (np.int64(2)) was taken for a sequence ("'numpy.int64' object
+    is not iterable"); it splits as numpy.split does, and so do NumPy split points and axis."""
+    x = np.arange(8.0).reshape(2, 4)
+    parts = F.split_axis(arr(xp, x), np.int64(2), axis=np.int32(1))
+    assert [tuple(p.shape) for p in parts] == [(2, 2), (2, 2)]
+    assert_close(parts[1], x[:, 2:])
+    parts = F.split_axis(arr(xp, x), np.array([1, 3]), axis=1)
+    assert [tuple(p.shape) for p in parts] == [(2, 1), (2, 2), (2, 1)]
+
+
+@pytest.mark.parametrize("sections, axis, match", [
+    (True, 1, "indices_or_sections must be an int or a sequence of ints, got True"),
+    (2.0, 1, "indices_or_sections must be an int or a sequence of ints, got 2.0"),
+    ([1.5], 1, r"indices_or_sections must be an int or a sequence of ints, got \[1.5\]"),
+    (2, 1.0, "axis must be an int, got 1.0"),
+    (2, True, "axis must be an int, got True"),
+])
+def test_split_axis_refuses_arguments_that_are_not_integers(xp, sections, axis, match):
+    """A bool is not the count 1 nor the axis 1, and a float is not truncated: each is refused
+    with a TypeError naming split_axis and the argument."""
+    with pytest.raises(TypeError, match="split_axis: " + match):
+        F.split_axis(arr(xp, np.zeros((2, 4))), sections, axis=axis)
+
+
 def test_split_axis_rejects_uneven_sections(xp):
     """6 columns cannot be split into 4 equal sections."""
     with pytest.raises(ValueError, match="split_axis.*4 equal sections"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad import ops
+from polygrad.core.integers import as_int
 from polygrad.functions.nn import _data, hyperparameter
 from polygrad.ops import getitem, where as _where
 
@@ -52,24 +53,36 @@ def stack(xs, axis=0):
 
 
 def split_axis(x, indices_or_sections, axis, force_tuple=True):
-    """Split ``x`` along ``axis``, as ``numpy.split``: an int gives that many equal
-    sections, a sequence of indices gives the split points. Returns a tuple of
-    Variables (or the one Variable if ``force_tuple=False`` and there is one)."""
+    """Split ``x`` along ``axis``, as ``numpy.split``: an integer gives that many equal
+    sections, a sequence of integers gives the split points. Returns a tuple of
+    Variables (or the one Variable if ``force_tuple=False`` and there is one).
+
+    Integers are those of :func:`~polygrad.core.integers.as_int` (NumPy's too; not a bool or
+    a float): ``np.int64(2)`` was taken for a sequence and failed with "not iterable".
+    """
+    fname = "polygrad.functions.split_axis"
     shape = tuple(_data(x).shape)
     ndim = len(shape)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"polygrad.functions.split_axis: axis {axis} is out of range for shape {shape}")
-    axis %= ndim
+    a = as_int(axis)
+    if a is None:
+        raise TypeError(f"{fname}: axis must be an int, got {axis!r}")
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{fname}: axis {a} is out of range for shape {shape}")
+    axis = a % ndim
     size = static_shape(x, "split_axis", (axis,))[axis]  # (only that size is needed)
-    if isinstance(indices_or_sections, int):
-        n = indices_or_sections
+    n = as_int(indices_or_sections)
+    if n is not None:
         if n <= 0 or size % n:
-            raise ValueError(
-                f"polygrad.functions.split_axis: axis {axis} of length {size} cannot be split into {n} equal sections"
-            )
+            raise ValueError(f"{fname}: axis {axis} of length {size} cannot be split into {n} equal sections")
         points = [size // n * i for i in range(1, n)]
     else:
-        points = [int(i) for i in indices_or_sections]
+        try:
+            points = [as_int(i) for i in indices_or_sections]
+        except TypeError:
+            points = [None]
+        if None in points:
+            raise TypeError(f"{fname}: indices_or_sections must be an int or a sequence of ints, "
+                            f"got {indices_or_sections!r}")
     bounds = [0] + points + [size]
     pieces = tuple(getitem(x, _axis_key(ndim, axis, slice(a, b))) for a, b in zip(bounds[:-1], bounds[1:]))
     if not force_tuple and len(pieces) == 1:
