@@ -12,7 +12,7 @@ import polygrad as pg
 import polygrad.functions as F
 from polygrad.testing import check_grads
 
-from conftest import arr, ints
+from conftest import arr, ints, to_np
 from conftest import assert_values_close as assert_close
 
 
@@ -71,6 +71,17 @@ def test_softmax_cross_entropy_all_ignored_is_zero(xp):
     loss.backward()
     assert_close(loss, np.array(0.0))
     assert_close(x.grad, np.zeros_like(X))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+@pytest.mark.parametrize("kwargs", [{}, {"normalize": False}, {"reduce": "no"}], ids=["mean", "normalize_false", "no"])
+def test_softmax_cross_entropy_all_ignored_is_positive_zero(xp, dtype, kwargs):
+    """With every label ignored the loss is +0.0, as in Chainer; the default path (the nll row) gave -0.0
+    (-sum of zeros), where reduce='no' and normalize=False already gave +0.0."""
+    if not hasattr(xp, dtype):
+        pytest.skip(f"no {dtype} on this backend")
+    got = to_np(F.softmax_cross_entropy(arr(xp, X, dtype), ints(xp, [-1, -1, -1]), **kwargs))
+    assert (got == 0).all() and not np.signbit(got).any()
 
 
 def test_softmax_cross_entropy_gradient_is_softmax_minus_onehot(xp):

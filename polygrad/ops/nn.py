@@ -529,12 +529,13 @@ def probabilities(t):
 def _nll_kernel(xp: Any, logp: Any, mask: Any, count: Any) -> Any:
     """``-sum(logp where mask) / count``: the mean negative log-likelihood of the picked log-probabilities
     (summed in float32 for a narrower float, see :func:`~polygrad.ops._dtypes.widened`: a float16
-    sum past 65504 was inf)."""
+    sum past 65504 was inf). 0 - sum, not -sum: with every label ignored the loss is 0.0, not -0.0
+    (as in Chainer, and as functions.nn's other reductions)."""
     picked = xp.where(mask, logp, xp.zeros_like(logp))
     wide = widened(xp, logp.dtype)
     if wide is not None:
-        return xp.astype(-xp.sum(xp.astype(picked, wide)) / count, logp.dtype)
-    return -xp.sum(picked) / count
+        return xp.astype((0.0 - xp.sum(xp.astype(picked, wide))) / count, logp.dtype)
+    return (0.0 - xp.sum(picked)) / count
 
 
 def _nll_vjp(o: Any, g: Any, ans: Any, logp: Any, mask: Any, count: Any) -> Any:
