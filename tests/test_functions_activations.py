@@ -180,6 +180,29 @@ def test_gelu_takes_pytorchs_approximate_strings_and_refuses_other_values(xp):
         F.gelu(x, approximate=1)
 
 
+@pytest.mark.parametrize("dtype, big", [("float16", 300.0), ("float32", 1e20), ("float64", 1e200)])
+def test_tanh_gelu_has_a_finite_gradient_where_the_cube_would_overflow(xp, dtype, big):
+    """The cube in the tanh form overflowed (float16's from 256): tanh' was 0 times inf, a NaN
+    gradient; it is 0 and 1 there now, as the exact form's and PyTorch's (which computes in float32)."""
+    if not hasattr(xp, dtype):
+        pytest.skip(f"no {dtype} on this backend")
+    x = pg.Variable(xp.asarray([-big, -20.0, 20.0, big], dtype=getattr(xp, dtype)))
+    y = F.gelu(x, approximate=True)
+    pg.sum(y).backward()
+    np.testing.assert_array_equal(to_np(x.grad), [0.0, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(to_np(y), np.array([0.0, 0.0, 20.0, big], dtype=dtype))
+
+
+def test_tanh_gelu_gradients_across_the_clipped_cube(xp):
+    """The cube is taken of x clipped to [-10, 10], where tanh is +-1 already: value and gradients
+    (to second order) are those of the unclipped form on both sides of the clip."""
+    xs = np.array([-14.0, -10.5, -9.5, -3.0, 0.4, 2.0, 9.5, 10.5, 14.0])
+    k = math.sqrt(2 / math.pi)
+    assert_close(F.gelu(arr(xp, xs), approximate=True), 0.5 * xs * (1 + np.tanh(k * (xs + 0.044715 * xs ** 3))),
+                 rtol=1e-15, atol=0)
+    check_grads(lambda v: F.gelu(v, approximate=True), [arr(xp, xs)], order=2)
+
+
 def test_softplus_forward_is_stable(xp):
     """softplus(x, beta) = log(1 + exp(beta x)) / beta, with no overflow at +-800."""
     x = np.array([-800.0, -30.0, -1.0, 0.0, 2.0, 30.0, 800.0])

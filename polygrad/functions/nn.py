@@ -17,8 +17,8 @@ from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
 from polygrad.core.variable import Variable, _same_shape
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
-from polygrad.ops import (astype, exp, expm1, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis, reshape,
-                          squeeze, sum, tanh, where)
+from polygrad.ops import (astype, clip, exp, expm1, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis,
+                          reshape, squeeze, sum, tanh, where)
 from polygrad.backends import get_backend
 from polygrad.ops._dtypes import dtype_named, holds, widened_of
 from polygrad.ops.nn import (batch_size, binary_labels, erf, erfc, hyperparameter, label_mask, linear_op, log_softmax,
@@ -104,7 +104,10 @@ def gelu(x, approximate=False):
     ``approximate=False``: ``0.5 x erfc(-x / sqrt(2))`` with :func:`~polygrad.ops.nn.erfc`,
     which is ``0.5 x (1 + erf(x / sqrt(2)))`` without its cancellation for x << 0 (float32
     gelu(-5) was 4 % off, gelu(-6) 0);
-    ``approximate=True``: the tanh form ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+    ``approximate=True``: the tanh form ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, its
+    argument taken of x clipped to [-10, 10]: tanh is +-1 from there on in every float dtype (the
+    argument is past 43), so nothing changes but that the cube cannot overflow (float16's at 256
+    did: tanh' was 0 times inf, a NaN gradient, where PyTorch, computing in float32, gives 0 or 1).
     PyTorch's spellings ``"none"`` and ``"tanh"`` are taken for False and True; anything
     else that is not a bool is refused (``"none"``, tested for truth, gave the tanh form).
     """
@@ -114,7 +117,8 @@ def gelu(x, approximate=False):
     approximate = check_flag("gelu", "approximate", approximate)
     x = as_variable(x)
     if approximate:
-        return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
+        c = clip(x, -10.0, 10.0)
+        return 0.5 * x * (1.0 + tanh(_SQRT_2_OVER_PI * (c + 0.044715 * (c * c * c))))
     return 0.5 * x * erfc(x * (-1.0 / math.sqrt(2.0)))
 
 
