@@ -132,42 +132,78 @@ def softplus(x, beta=1.0):
     return apply(SOFTPLUS, (x,), {"beta": beta} if beta != 1.0 else None)
 
 
-# erf is not in the standard. |x| < 0.5: its Maclaurin series (13 terms, error
-# below 1e-16); elsewhere the Chebyshev-fitted erfc of Numerical Recipes
-# (``erfcc``, relative error below 1.2e-7 in erfc, so |error| < 3e-8 in erf).
-# erfc, for large x, is that fit itself (2 minus it for negative x). The vjps are the exact
-# derivatives, +-2/sqrt(pi) exp(-x^2), not the approximation's.
-_ERF_SERIES = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(13))
-_ERFC_FIT = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-             -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+# erf is not in the standard. W. J. Cody's rational Chebyshev approximations ("Rational Chebyshev
+# approximations for the error function", Math. Comp. 23, 1969; his SPECFUN CALERF), near-minimax to
+# 18 digits, so erf and erfc are good to a few ulps of float64, and of float32 (a float16 or bfloat16
+# input is taken in float32 and given back, see ops._dtypes.widened). Three ranges of |x|:
+#   |x| <= 0.46875:  erf(x) = x A(x^2) / B(x^2)
+#   0.46875 to 4:    erfc(|x|) = exp(-x^2) C(|x|) / D(|x|)
+#   past 4:          erfc(|x|) = exp(-x^2) (1/sqrt(pi) - z P(z) / Q(z)) / |x|,  z = 1 / x^2
+# exp(-x^2) is exp(-s^2) exp(-(|x| - s)(|x| + s)) with s = |x| rounded down to 1/16, s^2 exact:
+# exp(-x*x) would carry x*x's rounding, 2 x^2 ulps (36 at x = 3). Each polynomial's coefficients are
+# listed from the highest power; the denominators' leading coefficient is 1. (Numerical Recipes'
+# erfcc fit, used before, is only good to 1.2e-7 in every dtype: 10^8 float64 ulps.)
+# The vjps are the exact derivatives, +-2/sqrt(pi) exp(-x^2).
+_ERF_A = (1.85777706184603153e-1, 3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+          3.20937758913846947e03)
+_ERF_B = (1.0, 2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
+_ERFC_C = (2.15311535474403846e-8, 5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+           2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03,
+           1.23033935479799725e03)
+_ERFC_D = (1.0, 1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
+           3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
+_ERFC_P = (1.63153871373020978e-2, 3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+           1.60837851487422766e-2, 6.58749161529837803e-4)
+_ERFC_Q = (1.0, 2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
+           2.33520497626869185e-3)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
+def _ratio(num: tuple, den: tuple, t: Any) -> Any:
+    """``num(t) / den(t)`` by Horner's rule."""
+    n, d = num[0], den[0]
+    for c in num[1:]:
+        n = n * t + c
+    for c in den[1:]:
+        d = d * t + c
+    return n / d
+
+
 def _erf_parts(xp: Any, x: Any) -> tuple[Any, Any, Any]:
-    """``(small, erf_small, erfc_fit)``: where ``|x| < 0.5``, erf there by the series (0 elsewhere),
-    and the fitted erfc of ``|x|`` (precise relative to itself: no ``1 - erf``)."""
+    """``(small, erf_small, erfc_abs)``: where ``|x| <= 0.46875``, erf there (0 elsewhere), and erfc of
+    ``|x|`` (precise relative to itself: no ``1 - erf``), each range computed where it is not used
+    too, on values that keep it finite."""
     a = xp.abs(x)
-    small = a < 0.5
-    xs = xp.where(small, x, xp.zeros_like(x))  # keeps the series finite where it is not used
-    z = xs * xs
-    series = _ERF_SERIES[-1]
-    for c in _ERF_SERIES[-2::-1]:
-        series = series * z + c
-    t = 1.0 / (1.0 + 0.5 * a)
-    poly = _ERFC_FIT[-1]
-    for c in _ERFC_FIT[-2::-1]:
-        poly = poly * t + c
-    return small, _TWO_OVER_SQRT_PI * xs * series, t * xp.exp(poly - a * a)
+    small = a <= 0.46875
+    xs = xp.where(small, x, xp.zeros_like(x))
+    erf_small = xs * _ratio(_ERF_A, _ERF_B, xs * xs)
+    y = xp.minimum(xp.where(small, xp.ones_like(a), a), xp.full_like(a, 30.0))  # (erfc(30) is 0 in float64; NaN stays)
+    near = y <= 4.0
+    z = 1.0 / (y * y)
+    r = xp.where(near, _ratio(_ERFC_C, _ERFC_D, y), (0.5641895835477563 - z * _ratio(_ERFC_P, _ERFC_Q, z)) / y)
+    s = xp.trunc(y * 16.0) / 16.0
+    return small, erf_small, xp.exp(-(s * s)) * xp.exp(-((y - s) * (y + s))) * r
 
 
+def _in_float32_at_least(kernel: Any) -> Any:
+    """``kernel`` taken in float32 for a narrower float (see :func:`~polygrad.ops._dtypes.widened`)."""
+    def run(xp: Any, x: Any) -> Any:
+        wide = widened(xp, x.dtype)
+        return kernel(xp, x) if wide is None else xp.astype(kernel(xp, xp.astype(x, wide)), x.dtype)
+    run.__name__, run.__doc__ = kernel.__name__, kernel.__doc__
+    return run
+
+
+@_in_float32_at_least
 def _erf_kernel(xp: Any, x: Any) -> Any:
-    small, erf_small, fit = _erf_parts(xp, x)
-    return xp.where(small, erf_small, xp.sign(x) * (1.0 - fit))
+    small, erf_small, erfc_abs = _erf_parts(xp, x)
+    return xp.where(small, erf_small, xp.sign(x) * ((0.5 - erfc_abs) + 0.5))
 
 
+@_in_float32_at_least
 def _erfc_kernel(xp: Any, x: Any) -> Any:
-    small, erf_small, fit = _erf_parts(xp, x)
-    return xp.where(small, 1.0 - erf_small, xp.where(x > 0, fit, 2.0 - fit))
+    small, erf_small, erfc_abs = _erf_parts(xp, x)
+    return xp.where(small, (0.5 - erf_small) + 0.5, xp.where(x > 0, erfc_abs, 2.0 - erfc_abs))
 
 
 ERF = defvjp(Op("erf", _erf_kernel, elementwise=True),
@@ -178,14 +214,14 @@ ERFC = defvjp(Op("erfc", _erfc_kernel, elementwise=True),
 
 @public(standard=False)
 def erf(x):
-    """The error function (to about 3e-8, see ``_erf_kernel``); its gradient is the exact ``2/sqrt(pi) exp(-x^2)``."""
+    """The error function (to a few ulps, see ``_erf_parts``); its gradient is the exact ``2/sqrt(pi) exp(-x^2)``."""
     return apply(ERF, (x,))
 
 
 @public(standard=False)
 def erfc(x):
-    """``1 - erf(x)``, without the cancellation for large x (to about 1.2e-7 relative, see
-    ``_erf_kernel``); its gradient is the exact ``-2/sqrt(pi) exp(-x^2)``."""
+    """``1 - erf(x)``, without the cancellation for large x (to a few ulps relative, see
+    ``_erf_parts``); its gradient is the exact ``-2/sqrt(pi) exp(-x^2)``."""
     return apply(ERFC, (x,))
 
 
