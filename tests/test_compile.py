@@ -509,6 +509,57 @@ def test_as_pure_output_does_not_alias_shared_state():
     np.testing.assert_array_equal(s.get_value(), [1.0, 2.0])
 
 
+def two_layers_named_w():
+    """Two shared variables both named "W" (every layer's weight), each with its own update."""
+    x = T.vector("x")
+    w1 = pg.shared(np.array([1.0, 2.0]), name="W")
+    w2 = pg.shared(np.array([10.0, 20.0]), name="W")
+    f = pg.function([x], pg.sum(x * w1) + pg.sum(x * w2), updates=[(w1, w1 + 1), (w2, w2 * 2)])
+    pos = [next(i for i, inp in enumerate(f.inputs) if inp.variable is w) for w in (w1, w2)]
+    return f, w1, w2, pos
+
+
+def test_as_pure_keeps_the_states_of_two_inputs_of_one_name_apart():
+    """Two shared variables named "W": as_pure keys each state by its position, one entry each (none merged)."""
+    f, w1, w2, (p1, p2) = two_layers_named_w()
+    out, new_state = f.as_pure()([np.array([1.0, 1.0])], {p1: np.array([1.0, 2.0]), p2: np.array([10.0, 20.0])})
+    assert float(out) == 33.0 == float(f(np.array([1.0, 1.0])))
+    assert set(new_state) == {p1, p2}
+    np.testing.assert_array_equal(new_state[p1], [2.0, 3.0])
+    np.testing.assert_array_equal(new_state[p2], [20.0, 40.0])
+
+
+def test_as_pure_refuses_a_state_keyed_by_a_shared_name():
+    """state={"W": ...} where two stateful inputs are named "W": a KeyError that says it is ambiguous."""
+    f, w1, w2, (p1, p2) = two_layers_named_w()
+    with pytest.raises(KeyError, match=r"state entry 'W': the name 'W' is ambiguous.*keyed by position"):
+        f.as_pure()([np.array([1.0, 1.0])], {"W": np.array([1.0, 2.0])})
+
+
+def test_as_pure_names_a_missing_or_unknown_state_entry():
+    """A state without an entry, or with one that is no stateful input's, raises a KeyError naming the keys."""
+    f, x, k = make_stateful()
+    pure = f.as_pure()
+    with pytest.raises(KeyError, match=r"no entry for 'k'; the state keys are \['k'\]"):
+        pure([np.array([1.0])], {})
+    with pytest.raises(KeyError, match=r"state entry 'kk': no stateful input has that key"):
+        pure([np.array([1.0])], {"k": 1.0, "kk": 2.0})
+    with pytest.raises(TypeError, match="takes 1 input values"):
+        pure([np.array([1.0]), np.array([2.0])], {"k": 1.0})
+
+
+def test_as_pure_names_the_state_entry_of_a_wrong_value():
+    """A state value of the wrong shape names the state entry; In(strict=True) holds in as_pure too."""
+    s = pg.shared(np.zeros(2), name="s")
+    f = pg.function([], s * 1, updates=[(s, s + 1)])
+    with pytest.raises(ValueError, match=r"state 's' of fn.as_pure\(\) expects shape \(2,\), got \(3,\)"):
+        f.as_pure()([], {"s": np.zeros(3)})
+    x, k = T.vector("x"), T.scalar("k")
+    g = pg.function([In(x, strict=True), ((k, k + 1), 0.0)], x * k)
+    with pytest.raises(TypeError, match="strict"):
+        g.as_pure()([np.array([1, 2])], {"k": 1.0})
+
+
 def test_trust_input_gives_same_results():
     """trust_input=True gives the same outputs and updates as the checked path."""
     x = T.vector("x")

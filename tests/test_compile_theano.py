@@ -481,6 +481,24 @@ def test_integer_names():
     assert float(g[y]) == 2.0 and float(g[0]) == 1.0
 
 
+def test_a_name_two_inputs_share_is_ambiguous():
+    """Two shared variables named "W": fn["W"], fn.W and fn.W = v raise (Theano: ambiguous name); by variable works."""
+    x = T.vector("x")
+    w1, w2 = pg.shared(np.array([1.0, 2.0]), name="W"), pg.shared(np.array([10.0, 20.0]), name="W")
+    f = pg.function([x], pg.sum(x * w1) + pg.sum(x * w2))
+    with pytest.raises(KeyError, match="'W' is ambiguous"):
+        f["W"]
+    with pytest.raises(KeyError, match="'W' is ambiguous"):
+        f["W"] = np.zeros(2)
+    with pytest.raises(AttributeError, match="'W' is ambiguous"):
+        f.W
+    with pytest.raises(AttributeError, match="'W' is ambiguous"):
+        f.W = np.zeros(2)
+    assert "W" not in f.value
+    np.testing.assert_array_equal(f[w2], [10.0, 20.0])
+    np.testing.assert_array_equal(w1.get_value(), [1.0, 2.0])
+
+
 def test_intermediate_expression_as_input():
     """y = x * 2; pg.function([y], y + 1): y's value is given, not computed from x (Theano's In rule)."""
     x = T.scalar("x")

@@ -202,8 +202,15 @@ class CompiledFunction:
         self._programs: dict[tuple, Program] = {}
         self.value = _Lookup(self, True)
         self.container = _Lookup(self, False)
+        # A name several inputs share (two shared variables named "W", every layer's weight) finds
+        # none of them: it is ambiguous, as in Theano; they are found by variable or position.
+        named: dict[Any, list[int]] = {}
+        for i, inp in enumerate(inputs):
+            if inp.name is not None:
+                named.setdefault(inp.name, []).append(i)
+        self._ambiguous = {k: v for k, v in named.items() if len(v) > 1}
         # Last: from here on, setting an attribute named after an input sets its value (fn.s = v).
-        self._by_name = {inp.name: i for i, inp in enumerate(inputs) if inp.name is not None}
+        self._by_name = {k: v[0] for k, v in named.items() if len(v) == 1}
 
     # -- pickle and deepcopy (Theano pickles functions): programs compile again, locks are new --
     def __getstate__(self) -> dict:
@@ -235,13 +242,20 @@ class CompiledFunction:
                         f"input {named}; look one up by its variable"
                     )
                 return self._containers[key]
-            if named is None:
+            if named is None and key not in self._ambiguous:
                 raise KeyError(f"polygrad: the function has {n} inputs; there is no input at position {key}")
         if named is not None:
             return self._containers[named]
+        if isinstance(key, (str, int)) and key in self._ambiguous:
+            raise KeyError(f"polygrad: {self._ambiguity(key)}")
         if isinstance(key, str):
             raise KeyError(f"polygrad: the function has no input named {key!r}")
         raise KeyError(f"polygrad: {key!r} is not an input of the function")
+
+    def _ambiguity(self, name: Any, then: str = "look one up by its variable (fn[w]) or its position in fn.inputs") -> str:
+        """The message for a name that several inputs have."""
+        which = ", ".join(f"{i} ({self.inputs[i].variable._data!r})" for i in self._ambiguous[name])
+        return f"the name {name!r} is ambiguous: inputs {which} of {_who(self.name)} all have it; {then}"
 
     def __getitem__(self, key: Any) -> Any:
         return self._container(key).value
@@ -254,6 +268,8 @@ class CompiledFunction:
         by_name = self.__dict__.get("_by_name")
         if by_name is not None and not name.startswith("__") and name in by_name:
             return self._containers[by_name[name]].value
+        if by_name is not None and name in self.__dict__["_ambiguous"]:
+            raise AttributeError(f"polygrad: {self._ambiguity(name)}")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -262,6 +278,9 @@ class CompiledFunction:
         if by_name is not None and name in by_name and name not in self.__dict__ and not hasattr(type(self), name):
             self._containers[by_name[name]].set(value)
             return
+        if (by_name is not None and name in self.__dict__["_ambiguous"] and name not in self.__dict__
+                and not hasattr(type(self), name)):
+            raise AttributeError(f"polygrad: {self._ambiguity(name)}")
         object.__setattr__(self, name, value)
 
     # -- calling -----------------------------------------------------------------
@@ -443,33 +462,65 @@ class CompiledFunction:
     def as_pure(self) -> Any:
         """A pure function ``(inputs, state) -> (outputs, new_state)``.
 
-        ``inputs`` are values for the explicit inputs in order; ``state`` maps
-        the names (or positions) of stateful inputs, those with an update, to
-        values. Nothing is read from or written to containers.
+        ``inputs`` are values for the explicit inputs without updates, in order; ``state``
+        maps each stateful input (one with an update) to its value, by the key it has in
+        ``new_state``: its name, or its position in ``fn.inputs`` where it has none or shares
+        it with another input (two shared variables named ``"W"``: one state each, never
+        merged). A position is accepted for a named one too. Nothing is read from or written
+        to containers.
         """
-        stateful = [idx for idx, _ in self._updates]
+        stateful = {idx: (self.inputs[idx].name if self.inputs[idx].name in self._by_name else idx)
+                    for idx in sorted(idx for idx, _ in self._updates)}
+        keys = list(stateful.values())
+        expected = f"the state keys are {keys}" + ("" if keys == list(stateful) else f" (or positions {list(stateful)})")
+        clash = [k for k in keys if keys.count(k) > 1]
+        if clash:  # an integer name that is another stateful input's position
+            raise ValueError(f"{_who(self.name)}.as_pure: the key {clash[0]!r} is the name of one stateful input and "
+                             f"the position of another; give the input another name")
+        accepted = {k: idx for idx, k in stateful.items()} | {idx: idx for idx in stateful}
+        n_explicit = sum(1 for i, inp in enumerate(self.inputs) if not inp.implicit and i not in stateful)
+
+        def label(i: int) -> str:
+            what = f"state {stateful[i]!r}" if i in stateful else f"input {self.inputs[i].name or i}"
+            return f"{what} of fn.as_pure()" + (f" of function {self.name!r}" if self.name is not None else "")
 
         def pure(inputs: Sequence[Any], state: dict) -> tuple[Any, dict]:
+            inputs = list(inputs)
+            if len(inputs) != n_explicit:
+                raise TypeError(f"{_who(self.name)}.as_pure: the pure function takes {n_explicit} input values (the "
+                                f"explicit inputs without updates, in order), got {len(inputs)}")
+            given: dict[int, Any] = {}
+            for k, v in state.items():
+                idx = accepted.get(k)
+                if idx is None or idx in given:
+                    why = (self._ambiguity(k, "their states are keyed by position") if k in self._ambiguous else
+                           f"stateful input {idx} is given twice (by name and position)" if idx is not None else
+                           "no stateful input has that key (an input without update is not state)")
+                    raise KeyError(f"{_who(self.name)}.as_pure: state entry {k!r}: {why}; {expected}")
+                given[idx] = v
+            missing = [stateful[i] for i in stateful if i not in given]
+            if missing:
+                raise KeyError(f"{_who(self.name)}.as_pure: state has no entry for {', '.join(map(repr, missing))}; "
+                               f"{expected}")
             values = []
             it = iter(inputs)
             for i, inp in enumerate(self.inputs):
                 if i in stateful:
-                    key = inp.name if inp.name in state else i
-                    values.append(to_value(inp.variable, state[key], copy=False, allow_downcast=self._downcast[i]))
+                    v = given[i]
                 elif inp.implicit:
                     values.append(self._containers[i].value)
+                    continue
                 else:
-                    try:
-                        values.append(to_value(inp.variable, next(it), copy=False, allow_downcast=self._downcast[i]))
-                    except StopIteration:
-                        raise TypeError(f"polygrad: pure function needs a value for input {inp.name or i}") from None
+                    v = next(it)
+                values.append(to_value(inp.variable, v, copy=False, strict=inp.strict,
+                                       allow_downcast=self._downcast[i], what=label(i)))
             program, results = self._execute(values)
             n_out = len(self.outputs)
             own = _owner(program, [True] * len(results), n_out)
             owned = list(results)
             for k in [*range(n_out, len(results)), *range(n_out)]:  # the updates first, as a call does
                 owned[k] = own(k, results[k])
-            new_state = {(self.inputs[idx].name or idx): r for (idx, _), r in zip(self._updates, owned[n_out:])}
+            new_state = {stateful[idx]: r for (idx, _), r in zip(self._updates, owned[n_out:])}
             outs = owned[:n_out]
             return (outs[0] if self._single else outs), new_state
 
