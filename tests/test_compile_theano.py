@@ -447,6 +447,31 @@ def test_failed_call_does_not_overwrite_a_container():
     np.testing.assert_array_equal(box.value, [1.0, 1.0])
 
 
+def test_a_container_of_another_dtype_or_shape_is_refused():
+    """In(x, value=Container of another dtype or shape): a TypeError at pg.function, naming the input."""
+    x, v = T.scalar("x"), T.vector("v")  # float64
+    box = Container(T.scalar("q", dtype="float32"), 5.0, name="q")
+    with pytest.raises(TypeError, match=r"input x is x \(dtype float64.*Container of q \(dtype float32"):
+        pg.function([In(x, value=box)], x / 3)
+    with pytest.raises(TypeError, match=r"input v is v \(dtype float64, shape \('\?',\)\).*shape \(\)"):
+        pg.function([In(v, value=Container(T.scalar("r"), 5.0))], v * 2)
+    w = pg.shared(np.float32(1.5), name="w")
+    with pytest.raises(TypeError, match="Container of w"):
+        pg.function([In(x, value=w.container, implicit=False)], x * 1)
+    assert w.get_value().dtype == np.float32
+
+
+def test_a_value_written_into_a_container_fits_the_container():
+    """In(v, value=a shared variable's container, implicit=False): an argument of another shape is refused."""
+    v = T.vector("v")
+    w = pg.shared(np.zeros(3), name="w")
+    f = pg.function([In(v, value=w.container, implicit=False)], v * 2)
+    np.testing.assert_array_equal(f(np.ones(3)), [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match=r"input v expects shape \(3,\), got \(5,\)"):
+        f(np.ones(5))
+    np.testing.assert_array_equal(w.get_value(), [1.0, 1.0, 1.0])
+
+
 # ---------------------------------------------------------------------------
 # fn.<name>, integer names, intermediate inputs
 # ---------------------------------------------------------------------------

@@ -174,6 +174,7 @@ class CompiledFunction:
             if isinstance(inp.variable, SharedVariable) and inp.value is None:
                 self._containers.append(inp.variable.container)
             elif isinstance(inp.value, Container):
+                _check_container(inp, i, name)
                 self._containers.append(inp.value)
             else:
                 c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i], strict=inp.strict)
@@ -325,7 +326,8 @@ class CompiledFunction:
                 label = f"input {inp.name}" if inp.name is not None else f"input {i}"
                 if self.name is not None:
                     label += f" of function {self.name!r}"
-                values.append(to_value(inp.variable, v, copy=False, strict=inp.strict, allow_downcast=self._downcast[i],
+                # (by the container's variable: a value written into a container of In(value=Container) fits it)
+                values.append(to_value(c.variable, v, copy=False, strict=inp.strict, allow_downcast=self._downcast[i],
                                        what=label))
             if isinstance(inp.value, Container):
                 writes.append(i)
@@ -589,6 +591,25 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         return f"<polygrad compiled function {self.name or ''} inputs={[i.name for i in self.inputs]}>"
+
+
+def _check_container(inp: In, k: int, name: str | None) -> None:
+    """TypeError where the Container given as ``In(x, value=...)`` holds values ``x`` may not take:
+    another dtype, or a shape ``x``'s declared one does not admit. The function reads its value
+    as ``x``'s, unconverted, and a call (``implicit=False``) writes ``x``'s argument into it: a
+    float32 shared variable's container given to a float64 input became float64 silently."""
+    x, c = inp.variable._data, inp.value.variable._data
+    if (x.dtype is None or c.dtype == x.dtype) and fits(x.shape, c.shape):
+        return
+
+    def shape(s: tuple | None) -> Any:
+        return "any" if s is None else tuple("?" if d is None else d for d in s)
+
+    raise TypeError(
+        f"{_who(name)}: input {inp.name if inp.name is not None else k} is {x!r} (dtype {x.dtype}, shape "
+        f"{shape(x.shape)}), but its value is a Container of {c!r} (dtype {c.dtype}, shape {shape(c.shape)}); a "
+        f"container given as an input's value holds values of that input's dtype and shape"
+    )
 
 
 def _signature(values: list, by_name: bool = False) -> tuple:
