@@ -4,6 +4,8 @@ gradients, training steps, and the optimized program."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -913,6 +915,7 @@ def test_program_key_takes_a_dtype_that_is_not_hashable():
 
     class Fn:  # _program's fallback finds a program keyed by dtype names
         _programs = {}
+        _cache_lock = threading.Lock()
 
     from polygrad.compile.compiled import CompiledFunction
 

@@ -137,6 +137,38 @@ def test_concurrent_calls_of_a_fused_function_on_large_arrays_agree(monkeypatch)
     assert "fused" in fn.program_source()
 
 
+def test_concurrent_calls_of_a_stateless_function_evict_each_program_once(monkeypatch):
+    """Two threads calling a function without state (so without container locks) on new shapes
+    past its program cache's size each evict a program: never the same one twice (a KeyError, or
+    'dictionary changed size during iteration', from the cache's bookkeeping)."""
+    import time
+
+    import polygrad.compile.compiled as compiled
+    from polygrad import symbolic as T
+
+    class SlowFirstKey(dict):
+        """A cache whose least recently used key is read a while before it is evicted."""
+
+        def __iter__(self):
+            keys = list(super().__iter__())
+            time.sleep(0.05)  # (the other thread reads the same key meanwhile, unless the cache is locked)
+            yield from keys
+
+    monkeypatch.setattr(compiled, "MAX_PROGRAMS", 1)
+    x = T.vector("x")
+    fn = pg.function([x], x * 2 + 1)
+    fn._programs = SlowFirstKey()
+    fn(np.ones(1))
+    sizes = iter([2, 3])
+
+    def work():
+        n = next(sizes)
+        np.testing.assert_array_equal(fn(np.ones(n)), np.full(n, 3.0))
+
+    _run_in_threads(2, work)
+    assert len(fn._programs) == 1
+
+
 def test_concurrent_calls_with_updates_lose_no_update_and_read_whole_calls():
     """Compiled functions updating shared variables from several threads: every update lands,
     and a function reading them sees the state between two calls, never half of one (each call

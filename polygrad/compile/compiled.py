@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from typing import Any, Sequence
@@ -215,7 +216,8 @@ class CompiledFunction:
 
     # -- pickle and deepcopy (Theano pickles functions): programs compile again, locks are new --
     def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_locks", "_programs", "value", "container")}
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_locks", "_cache_lock", "_programs", "value", "container")}
         state["_programs"] = {}
         return state
 
@@ -347,7 +349,9 @@ class CompiledFunction:
         """The locks of the containers a call reads as state or writes: shared variables, inputs
         whose value is a Container, and whatever an update writes. Taken in one order (by id) by
         every function, they make each call's read, run and write one step for the other
-        threads (no update lost, no mix of old and new values read), without deadlock."""
+        threads (no update lost, no mix of old and new values read), without deadlock. And the
+        lock of the program cache, which every call reads and may reorder (stateless ones too)."""
+        self._cache_lock = threading.Lock()
         state = {id(self._containers[i]): self._containers[i] for i in
                  [idx for idx, _ in self._updates]
                  + [i for i, inp in enumerate(self.inputs) if inp.implicit or isinstance(inp.value, Container)]}
@@ -433,31 +437,34 @@ class CompiledFunction:
         bound, each program holding constants of its shapes)."""
         key = _signature(values)
         programs = self._programs
-        try:
-            program = programs.pop(key, None)
-        except TypeError:  # a dtype that is not hashable: by its name
-            key = _signature(values, by_name=True)
-            program = programs.pop(key, None)
-        if program is not None and not again:
-            programs[key] = program  # the most recently used last: the least recently used goes first
-        else:
-            start = time.perf_counter()
-            targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
-            syms = [inp.variable._data for inp in self.inputs]
-            borrowed = [i for i, inp in enumerate(self.inputs) if inp.borrow]
+        with self._cache_lock:  # (calls from several threads evicted one key twice: a KeyError)
             try:
-                program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
-            except RandomShape as e:
-                raise NotImplementedError(
-                    f"{_who(self.name)}: the shape of "
-                    f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
-                    f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
+                program = programs.pop(key, None)
+            except TypeError:  # a dtype that is not hashable: by its name
+                key = _signature(values, by_name=True)
+                program = programs.pop(key, None)
+            if program is not None and not again:
+                programs[key] = program  # the most recently used last: the least recently used goes first
+                return program
+        start = time.perf_counter()
+        targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
+        syms = [inp.variable._data for inp in self.inputs]
+        borrowed = [i for i, inp in enumerate(self.inputs) if inp.borrow]
+        try:
+            program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
+        except RandomShape as e:
+            raise NotImplementedError(
+                f"{_who(self.name)}: the shape of "
+                f"{e.op_name} depends on the random draws of {e.source}, so it would change at every call, "
+                f"which a compiled program cannot follow; use a fixed-shape form such as where()") from None
+        with self._cache_lock:  # (not while tracing: another thread's call need not wait for it)
+            programs.pop(key, None)  # (another thread's trace of the same key)
             while len(programs) >= MAX_PROGRAMS:  # the least recently used first (dicts keep insertion order)
                 del programs[next(iter(programs))]
             programs[key] = program
-            if self.profile is not None:
-                self.profile.n_compiles += 1
-                self.profile.compile_time += time.perf_counter() - start
+        if self.profile is not None:
+            self.profile.n_compiles += 1
+            self.profile.compile_time += time.perf_counter() - start
         return program
 
     # -- other forms ---------------------------------------------------------------
@@ -574,7 +581,8 @@ class CompiledFunction:
             new._updates = []
             new._programs = {}
         else:
-            new._programs = dict(self._programs)  # programs are pure: the copy starts with this one's
+            with self._cache_lock:
+                new._programs = dict(self._programs)  # programs are pure: the copy starts with this one's
         new._take_locks()
         new.value = _Lookup(new, True)
         new.container = _Lookup(new, False)
@@ -583,11 +591,14 @@ class CompiledFunction:
     def free(self) -> None:
         """Drop the compiled programs (and the constants they hold); the next call compiles
         again. Values and state in containers are kept (Theano's ``free`` keeps inputs too)."""
-        self._programs.clear()
+        with self._cache_lock:
+            self._programs.clear()
 
     def program_source(self) -> str:
         """The generated program(s), for inspection."""
-        return "\n\n".join(p.source for p in self._programs.values())
+        with self._cache_lock:
+            programs = list(self._programs.values())
+        return "\n\n".join(p.source for p in programs)
 
     def __repr__(self) -> str:
         return f"<polygrad compiled function {self.name or ''} inputs={[i.name for i in self.inputs]}>"
