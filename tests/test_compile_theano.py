@@ -355,6 +355,19 @@ def test_copy_has_its_own_state_by_default():
     assert g.name == "count copy"
 
 
+def test_copy_module_copy_has_its_own_state():
+    """copy.copy(fn) is fn.copy() (Theano's __copy__): a call of the copy leaves fn's state and defaults alone."""
+    import copy
+
+    x, s = T.vector("x"), T.scalar("s")
+    acc = pg.function([x, In(s, value=0.0, update=s + pg.sum(x))], s * 1)
+    acc(np.array([1.0, 1.0]))
+    c = copy.copy(acc)
+    c(np.array([5.0, 5.0]))
+    assert float(acc["s"]) == 2.0 and float(c["s"]) == 12.0
+    assert acc.container["s"] is not c.container["s"]
+
+
 def test_copy_share_memory_shares_state():
     """fn.copy(share_memory=True): a call of either changes the state of both."""
     f = make_counter()

@@ -225,6 +225,12 @@ class CompiledFunction:
         self.__dict__.update(state, value=_Lookup(self, True), container=_Lookup(self, False))
         self._take_locks()
 
+    def __copy__(self) -> "CompiledFunction":
+        """``copy.copy(fn)`` is ``fn.copy()`` (Theano's): its own state, not a view of this one's
+        containers (a shallow copy of the attributes shared them, so a call of the copy
+        advanced the original's state)."""
+        return self.copy()
+
     # -- lookups -----------------------------------------------------------------
     def _container(self, key: Any) -> Container:
         if isinstance(key, Variable):
