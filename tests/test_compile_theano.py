@@ -52,6 +52,19 @@ def test_a_shared_variable_as_an_explicit_input_is_refused():
             pg.function(inputs, w * 2, updates=updates)
 
 
+def test_a_symbolic_expression_as_a_value_is_refused_naming_where():
+    """In(x, value=y * 2), pg.shared(y), f(y) and set_value(y): a TypeError naming In, shared or the input."""
+    x, y = T.scalar("x"), T.scalar("y")
+    with pytest.raises(TypeError, match=r"polygrad.In: value is the default of x.*not the symbolic expression multiply"):
+        In(x, value=y * 2)
+    with pytest.raises(TypeError, match=r"polygrad.shared: value must be an array or a number, got the symbolic"):
+        pg.shared(y)
+    with pytest.raises(TypeError, match=r"input x takes an array or a number, got the symbolic expression y"):
+        pg.function([x], x * 2)(y)
+    with pytest.raises(TypeError, match=r"the value of s takes an array or a number, got the symbolic expression y"):
+        pg.shared(1.0, "s").set_value(y)
+
+
 def test_float_array_for_int_input_is_refused():
     """A float64 array for an int64 input raises TypeError naming the input: never truncated."""
     x = T.vector("x", dtype="int64")

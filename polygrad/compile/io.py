@@ -87,7 +87,13 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
         if strict:
             raise TypeError(f"polygrad: {what} is strict and needs an array of dtype {sym.dtype}, got {type(value).__name__}")
         backend = get_backend()
-    xp = backend.xp
+    try:
+        xp = backend.xp
+    except TypeError:  # (symbolic arrays have none)
+        if isinstance(value, SymbolicArray):
+            raise TypeError(f"polygrad: {what} takes an array or a number, got the symbolic expression {value!r}; "
+                            f"a symbolic value is computed inside a function, not given to it") from None
+        raise
     dtype = getattr(xp, sym.dtype) if sym.dtype else None
     if strict and dtype is not None and value.dtype != dtype:
         raise TypeError(f"polygrad: {what} is strict and needs dtype {sym.dtype}, got dtype {value.dtype}")
@@ -219,6 +225,9 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
     from polygrad.compile.symbolic import _dtype_name
 
     arr = value._data if isinstance(value, Variable) else value
+    if isinstance(arr, SymbolicArray):
+        raise TypeError(f"polygrad.shared: value must be an array or a number, got the symbolic expression {arr!r}; a "
+                        f"shared variable holds a value (state computed by a function is an update of one)")
     if not is_array(arr):
         arr = asarray(arr)
     if shape is None:
@@ -267,6 +276,10 @@ class In:
             raise TypeError(f"polygrad.In: variable must be a symbolic variable, got {variable!r}")
         if update is not None and not is_symbolic(update):
             raise TypeError(f"polygrad.In: update must be a symbolic expression, got {update!r}")
+        if is_symbolic(value):
+            raise TypeError(f"polygrad.In: value is the default of {variable._data!r}, an array, a number or a "
+                            f"Container, not the symbolic expression {value._data!r}; to compute the input from "
+                            f"others, use that expression instead of the input (or givens)")
         if mutable and value is None:
             raise ValueError("polygrad.In: mutable=True requires a value")
         if borrow is None:
