@@ -415,6 +415,23 @@ def test_copy_swap_replaces_a_shared_variable():
         f.copy(swap={a: c})
 
 
+def test_copy_swap_makes_the_new_shared_variable_the_input():
+    """After copy(swap={w: v}), the copy's input is v (Theano's): copy[v] finds it, copy[w] raises, the name stays."""
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    v = pg.shared(np.array([10.0, 20.0]), name="v")
+    x = T.vector("x")
+    f = pg.function([x], w * x, updates=[(w, w + 1)])
+    g = f.copy(swap={w: v})
+    np.testing.assert_array_equal(g[v], [10.0, 20.0])
+    np.testing.assert_array_equal(g["w"], [10.0, 20.0])
+    with pytest.raises(KeyError, match="not an input"):
+        g[w]
+    np.testing.assert_array_equal(g(np.ones(2)), [10.0, 20.0])
+    out, state = g.as_pure()([np.ones(2)], {"w": np.array([3.0, 4.0])})
+    np.testing.assert_array_equal(out, [3.0, 4.0])
+    np.testing.assert_array_equal(f[w], [1.0, 2.0])
+
+
 def test_copy_delete_updates():
     """copy(delete_updates=True) computes the outputs and updates nothing."""
     s = pg.shared(1.0, name="s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 import warnings
@@ -163,6 +164,7 @@ class CompiledFunction:
         self.allow_input_downcast = allow_input_downcast
         self.profile = _profile(profile, name)
         self.inputs = inputs
+        self._syms = [inp.variable._data for inp in inputs]  # what the graph reads (copy(swap=) keeps them)
         self._single = not isinstance(outputs, (list, tuple)) and outputs is not None
         outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.outputs = [o if isinstance(o, Out) else Out(o) for o in outs]
@@ -454,7 +456,7 @@ class CompiledFunction:
                 return program
         start = time.perf_counter()
         targets = [o.variable._data for o in self.outputs] + [e._data for _, e in self._updates]
-        syms = [inp.variable._data for inp in self.inputs]
+        syms = self._syms
         borrowed = [i for i, inp in enumerate(self.inputs) if inp.borrow]
         try:
             program = build(syms, values, targets, self._givens, optimize=self._optimize, borrowed=borrowed)
@@ -550,7 +552,8 @@ class CompiledFunction:
             False: it starts with copies of their current values. Shared variables
             (and containers passed as ``In(value=Container)``) are always shared.
         :param swap: ``{old_shared: new_shared}``: the copy reads and updates
-            ``new_shared`` where this function uses ``old_shared`` (same dtype and shape).
+            ``new_shared`` where this function uses ``old_shared`` (same dtype and shape);
+            ``new_shared`` is its input then (``copy[new_shared]``), under the old input's name.
         :param delete_updates: the copy has no updates.
         :param name: the copy's name (default: this name + " copy").
         :param profile: as ``pg.function``'s.
@@ -560,7 +563,7 @@ class CompiledFunction:
         new.name = name if name is not None else (None if self.name is None else f"{self.name} copy")
         new.profile = _profile(profile, new.name)
         swap = dict(swap or {})
-        containers = list(self._containers)
+        containers, inputs = list(self._containers), list(self.inputs)
         for old, repl in swap.items():
             if not isinstance(old, SharedVariable) or not isinstance(repl, SharedVariable):
                 raise TypeError(f"polygrad: copy(swap=...) maps shared variables to shared variables, got {old!r}: {repl!r}")
@@ -575,6 +578,8 @@ class CompiledFunction:
                     f"{old.name or old!r} (dtype {a.dtype}, shape {a.shape})"
                 )
             containers[i] = repl.container
+            inputs[i] = copy.copy(self.inputs[i])  # (Theano's swap: the In's variable and value, its name kept)
+            inputs[i].variable, inputs[i].value = repl, repl.container
         if not share_memory:
             for i in self._owned:
                 c = self._containers[i]
@@ -583,6 +588,7 @@ class CompiledFunction:
                     fresh._value = _own(c.value, True)
                 containers[i] = fresh
         new._containers = containers
+        new.inputs = inputs
         if delete_updates:
             new._updates = []
             new._programs = {}
