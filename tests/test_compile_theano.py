@@ -857,6 +857,17 @@ def test_a_dask_shared_variable_stays_on_dask():
     assert len(value.__dask_graph__()) <= 2  # persisted: the graph does not grow with the calls
 
 
+def test_a_call_on_arrays_of_two_backends_names_the_inputs():
+    """A dask argument with a numpy shared variable: the error's note says which input is on which backend."""
+    da = pytest.importorskip("dask.array")
+    x = T.vector("x")
+    w = pg.shared(np.ones(2), name="w")
+    f = pg.function([x], x * w)
+    with pytest.raises(TypeError, match="two backends") as info:
+        f(da.ones(2))
+    assert "several backends: dask: input x; numpy: shared variable w" in "\n".join(info.value.__notes__)
+
+
 def test_shared_variables_and_compiled_functions_pickle():
     """Theano pickles both; a lock made them refuse. The copy has its own state and compiles again."""
     import copy

@@ -384,6 +384,9 @@ class CompiledFunction:
         except Exception as exc:
             if self.name is not None:
                 exc.add_note(f"(while running {_who(self.name)})")
+            mixed = _mixed_backends(self.inputs, values)
+            if mixed:
+                exc.add_note(mixed)
             raise
         n_out = len(self.outputs)
         outs, ups = list(results[:n_out]), list(results[n_out:])
@@ -652,6 +655,27 @@ def _backend_of(values: list, results: tuple) -> Any:
             except TypeError:
                 continue
     return None
+
+
+def _mixed_backends(inputs: list[In], values: list) -> str | None:
+    """For a failed call, which inputs hold arrays of which backend, where they are several (an
+    argument of another backend, or a shared variable ``set_value`` moved): the kernel's
+    message names arrays, not inputs."""
+    by: dict[str, list[str]] = {}
+    for i, (inp, v) in enumerate(zip(inputs, values)):
+        if type(v) in (bool, int, float, complex) or not hasattr(v, "shape"):
+            continue
+        try:
+            backend = backend_of_type(type(v)).name
+        except TypeError:
+            continue
+        what = "shared variable" if isinstance(inp.variable, SharedVariable) else "input"
+        by.setdefault(backend, []).append(f"{what} {inp.name if inp.name is not None else i}")
+    if len(by) < 2:
+        return None
+    return ("(the function's inputs hold arrays of several backends: "
+            + "; ".join(f"{b}: {', '.join(names)}" for b, names in by.items())
+            + "; give them arrays of one backend, pg.to_backend(x, name) moves one)")
 
 
 def _who(name: str | None) -> str:
