@@ -538,6 +538,14 @@ def test_as_pure_refuses_a_state_keyed_by_a_shared_name():
         f.as_pure()([np.array([1.0, 1.0])], {"W": np.array([1.0, 2.0])})
 
 
+def test_as_pure_refuses_an_integer_name_that_is_another_state_key():
+    """An unnamed stateful input (keyed 0, its position) and another named 0: refused, never one merged entry."""
+    a, b = T.scalar("a"), T.scalar("b")
+    f = pg.function([In(a, value=0.0, update=a + 1, autoname=False), In(b, name=0, value=5.0, update=b * 2)], a + b)
+    with pytest.raises(ValueError, match="the key 0 is the name of one stateful input and the position of another"):
+        f.as_pure()
+
+
 def test_as_pure_names_a_missing_or_unknown_state_entry():
     """A state without an entry, or with one that is no stateful input's, raises a KeyError naming the keys."""
     f, x, k = make_stateful()

@@ -263,7 +263,7 @@ class CompiledFunction:
             raise KeyError(f"polygrad: the function has no input named {key!r}")
         raise KeyError(f"polygrad: {key!r} is not an input of the function")
 
-    def _ambiguity(self, name: Any, then: str = "look one up by its variable (fn[w]) or its position in fn.inputs") -> str:
+    def _ambiguity(self, name: Any, then: str = "look one up by its variable (fn[w]) or its position") -> str:
         """The message for a name that several inputs have."""
         which = ", ".join(f"{i} ({self.inputs[i].variable._data!r})" for i in self._ambiguous[name])
         return f"the name {name!r} is ambiguous: inputs {which} of {_who(self.name)} all have it; {then}"
@@ -491,13 +491,13 @@ class CompiledFunction:
         """
         stateful = {idx: (self.inputs[idx].name if self.inputs[idx].name in self._by_name else idx)
                     for idx in sorted(idx for idx, _ in self._updates)}
-        keys = list(stateful.values())
-        expected = f"the state keys are {keys}" + ("" if keys == list(stateful) else f" (or positions {list(stateful)})")
+        keys, positions = list(stateful.values()), list(stateful)
+        expected = f"the state keys are {keys}" + ("" if keys == positions else f" (or positions {positions})")
         clash = [k for k in keys if keys.count(k) > 1]
-        if clash:  # an integer name that is another stateful input's position
+        if clash:  # an integer name that is the position (the key) of another, unnamed, stateful input
             raise ValueError(f"{_who(self.name)}.as_pure: the key {clash[0]!r} is the name of one stateful input and "
                              f"the position of another; give the input another name")
-        accepted = {k: idx for idx, k in stateful.items()} | {idx: idx for idx in stateful}
+        accepted = {idx: idx for idx in stateful} | {k: idx for idx, k in stateful.items()}  # (a name wins)
         n_explicit = sum(1 for i, inp in enumerate(self.inputs) if not inp.implicit and i not in stateful)
 
         def label(i: int) -> str:
