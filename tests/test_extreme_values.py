@@ -298,3 +298,13 @@ def test_float16_squared_losses_of_large_differences_are_finite(backend_name):
         loss = F.huber_loss(v(a), v(np.zeros_like(a)), 1000.0, reduce=reduce)
         assert loss.dtype == np.float16
         np.testing.assert_allclose(_np(loss.data).ravel(), want, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_expm1_gradient_keeps_its_relative_precision_far_below_zero(dtype):
+    """expm1's rule was ``g * (ans + 1)``: at x = -40 that sum is 1 - 1 = 0 (float64; float32 from
+    x = -17), where the gradient is exp(x), 4e-18."""
+    x0 = np.asarray([-1.0, -20.0, -40.0, -80.0], dtype=dtype)
+    x = pg.Variable(x0)
+    pg.sum(pg.expm1(x)).backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.exp(x0), rtol=4 * np.finfo(dtype).eps)

@@ -184,7 +184,8 @@ def reciprocal(x, /):
 # ---------------------------------------------------------------------------
 EXP = defvjp(_row("exp"), lambda o, g, ans, x: g * _conj(o, ans), saves="ans")
 exp = unary(EXP)
-EXPM1 = defvjp(_row("expm1"), lambda o, g, ans, x: g * _conj(o, ans + 1), saves="ans")
+# (exp(x), not ans + 1: that sum cancels for x << 0, where expm1 is -1 and its gradient tiny)
+EXPM1 = defvjp(_row("expm1"), lambda o, g, ans, x: g * _conj(o, o.exp(x)), saves="x")
 expm1 = unary(EXPM1)
 LOG = defvjp(_row("log"), lambda o, g, ans, x: g / _conj(o, x), saves="x")
 log = unary(LOG)
