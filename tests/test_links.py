@@ -652,3 +652,11 @@ def test_sequential_insert_out_of_range_is_refused():
     s.insert(1, F.tanh)
     s.insert(-2, F.sigmoid)
     assert [layer.__name__ for layer in s] == ["sigmoid", "relu", "tanh"]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool"])
+def test_batch_normalization_refuses_a_dtype_that_cannot_hold_running_averages(dtype):
+    """BatchNormalization(3, dtype=int32) made int32 running averages: every update (0.9 * 0 + 0.1 * 1)
+    was cast to 0, silently and for good; Chainer's BN accepts floating inputs only."""
+    with pytest.raises(TypeError, match=f"BatchNormalization: dtype must be a real floating dtype.*got {dtype}"):
+        L.BatchNormalization(3, dtype=dtype)

@@ -778,6 +778,9 @@ class BatchNormalization(Link):
         b = get_backend(backend)
         xp = b.xp
         dt = _as_dtype(xp, dtype)
+        if not xp.isdtype(dt, "real floating"):  # (its running averages were cast to it: 0.1 became 0, for good)
+            raise TypeError(f"polygrad.links.BatchNormalization: dtype must be a real floating dtype to hold running "
+                            f"averages, got {getattr(dt, '__name__', dt)} (backend {b.name!r})")
         shape = _as_shape(size)
         with self.init_scope():
             self.gamma = Variable(xp.ones(shape, dtype=dt), name="gamma")
