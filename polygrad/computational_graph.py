@@ -89,7 +89,8 @@ def _dtype_name(dtype: Any, backend: Any) -> str:
 
 
 def variable_label(v: Any, show_name: bool = True) -> str:
-    """``"name: (2, 3), float32"`` for a Variable or placeholder (``unknown`` for what is not known)."""
+    """``"name: (2, 3), float32"`` for a Variable or placeholder (``unknown`` for what is not known); a 0-d one is
+    ``"name: float32"``, the dtype alone (Chainer's ``VariableNode.label``)."""
     if isinstance(v, Variable):
         data = v.data
         shape = None if data is None else tuple(data.shape)
@@ -102,7 +103,7 @@ def variable_label(v: Any, show_name: bool = True) -> str:
     else:
         s = "unknown shape" if shape is None else "(" + ", ".join(str(n) for n in shape) + ")"
         d = "unknown dtype" if dtype is None else _dtype_name(dtype, backend)
-        text = f"{s}, {d}"
+        text = d if shape == () else f"{s}, {d}"
     if show_name and v.name is not None:
         text = f"{v.name}: {text}"
     return text

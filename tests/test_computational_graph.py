@@ -69,6 +69,19 @@ def test_a_dropped_intermediate_keeps_its_shape(xp):
     assert '2 [label="(2, 3), float64",shape="ellipse"];' in g.dump()
 
 
+def test_a_0d_variable_is_labelled_with_its_dtype_only(xp):
+    """A 0-d Variable was labelled "y: (), float64"; Chainer's VariableNode.label gives the dtype alone for
+    shape (), the same for a dropped 0-d intermediate."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]), name="x")
+    h = pg.sum(pg.exp(x))
+    y = h * h
+    y.name = "y"
+    del h
+    dot = build_computational_graph([y]).dump()
+    assert 'label="y: float64"' in dot and 'label="float64"' in dot and 'label="x: (2), float64"' in dot
+    assert "()" not in dot
+
+
 def test_unknown_metadata_is_labelled_unknown(xp):
     """After backward frees what exp saved, its dropped output is labelled 'unknown'."""
     x = pg.Variable(arr(xp, [1.0, 2.0]), name="x")
