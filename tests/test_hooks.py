@@ -305,6 +305,24 @@ def test_timer_hook_call_history(xp):
     assert all(isinstance(t, float) and t >= 0.0 for _, t in m.call_history)
 
 
+def test_hook_records_name_the_function_and_keep_no_node(xp):
+    """TimerHook and MemoryHook stored the node itself in call_history (and with it every array it
+    saved). A record's function is its name now, a str as in Chainer's call_history, that also has
+    the node's label and backend; one object per kind of function, not one per step."""
+    from polygrad.function_hooks import MemoryHook
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    with TimerHook() as m, MemoryHook() as mem:
+        y = pg.sum(pg.exp(x))
+        y.backward()
+    backend = y.creator.backend
+    for history in (m.call_history, mem.call_history):
+        names = [r[0] for r in history]
+        assert names == ["exp", "sum", "sum", "exp"] and all(isinstance(f, str) for f in names)
+        assert [f.label for f in names] == names and all(f.backend is backend for f in names)
+        assert names[0] is names[3] and not any(isinstance(f, pg.core.node.Node) for f in names)
+
+
 def test_timer_hook_total_time_is_sum(xp):
     """total_time() is the sum of the call_history times."""
     x = pg.Variable(arr(xp, [1.0, 2.0]))

@@ -20,10 +20,24 @@ from typing import Any
 from polygrad.core.hooks import FunctionHook
 
 
+class FunctionName(str):
+    """What a record of ``call_history`` keeps of the function it measured: its label, a str (the
+    function's name, as in Chainer's ``call_history``) that also answers ``label`` and ``backend``,
+    as the node does. Not the node: it holds the arrays it saved for backward, and a hook that kept
+    it kept every graph it measured alive for as long as the hook lived."""
+
+    backend: Any = None
+
+    @property
+    def label(self) -> str:
+        return str(self)
+
+
 class Record(tuple):
     """A record of ``call_history``: a plain tuple (``function, seconds`` or ``function, phase,
-    bytes``) that also knows ``nested`` (whether its step ran inside another) and ``own`` (its
-    measure less that of the steps run directly inside it; None: all of it)."""
+    bytes``, ``function`` a :class:`FunctionName`) that also knows ``nested`` (whether its step ran
+    inside another) and ``own`` (its measure less that of the steps run directly inside it; None:
+    all of it)."""
 
     nested = False
     own: Any = None
@@ -56,15 +70,16 @@ def _drop_failed(steps: list, caller: Any) -> None:
 class StepHook(FunctionHook):
     """Calls ``begin(function)`` before every forward and backward step, and after it
     ``end(function, phase, started)`` (``phase`` is ``"forward"`` or ``"backward"``,
-    ``started`` what ``begin`` returned), which returns the step's :class:`Record`, appended to
-    ``call_history``; ``measure(record)`` is the number totals add (None: nothing)."""
+    ``started`` what ``begin`` returned), which returns the step's measures: the
+    :class:`Record` appended to ``call_history`` is the function's :class:`FunctionName` and
+    them. ``measure(record)`` is the number totals add (None: nothing)."""
 
     call_history: list
 
     def begin(self, function: Any) -> Any:
         raise NotImplementedError
 
-    def end(self, function: Any, phase: str, started: Any) -> Record:
+    def end(self, function: Any, phase: str, started: Any) -> tuple:
         raise NotImplementedError
 
     def measure(self, record: Record) -> Any:
@@ -107,7 +122,7 @@ class StepHook(FunctionHook):
                 break
         else:
             return
-        record = self.end(function, phase, started)
+        record = Record((self._name(function),) + self.end(function, phase, started))
         if inner:  # (usually none: own stays None, "all of it")
             own = self.measure(record)
             for r in inner:
@@ -124,6 +139,19 @@ class StepHook(FunctionHook):
             else:
                 parent[2].append(record)
 
+    def _name(self, function: Any) -> FunctionName:
+        """The function's :class:`FunctionName`, one per label and backend (a long history holds
+        one small object per kind of function, not one per step)."""
+        label, backend = function.label, getattr(function, "backend", None)
+        names = self.__dict__.get("_names")
+        if names is None:
+            names = self.__dict__.setdefault("_names", {})
+        name = names.get((label, backend))
+        if name is None:
+            name = names[label, backend] = FunctionName(label)
+            name.backend = backend
+        return name
+
     def _total(self) -> Any:
         """The sum of the measures of the outermost steps recorded."""
         return sum(m for r in self.call_history if not getattr(r, "nested", False)
@@ -132,6 +160,7 @@ class StepHook(FunctionHook):
     def __getstate__(self) -> dict:  # (pickle, deepcopy: the open steps are this process's threads')
         state = dict(self.__dict__)
         state.pop("_local", None)
+        state.pop("_names", None)
         return state
 
     def forward_preprocess(self, function: Any, in_data: tuple) -> None:

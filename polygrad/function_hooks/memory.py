@@ -20,7 +20,8 @@ class MemoryHook(StepHook):
     """Per-function memory use.
 
     :ivar call_history: ``(function, phase, used_bytes_delta or None)`` per step,
-        phase ``"forward"`` or ``"backward"``.
+        phase ``"forward"`` or ``"backward"``; ``function`` is the function's name (a str) with
+        ``label`` and ``backend``, not the graph node, so that profiling keeps no graph alive.
     """
 
     name = "MemoryHook"
@@ -36,9 +37,9 @@ class MemoryHook(StepHook):
     def begin(self, function: Any) -> int | None:
         return self._used(function)
 
-    def end(self, function: Any, phase: str, before: int | None) -> Record:
+    def end(self, function: Any, phase: str, before: int | None) -> tuple[str, int | None]:
         after = self._used(function)
-        return Record((function, phase, None if before is None or after is None else after - before))
+        return phase, None if before is None or after is None else after - before
 
     def measure(self, record: Record) -> int | None:
         return record[2]

@@ -16,7 +16,9 @@ class TimerHook(StepHook):
     synchronize (a GPU backend runs asynchronously), through the backend
     contract, never by asking which library it is.
 
-    :ivar call_history: list of ``(function, seconds)`` pairs, in call order.
+    :ivar call_history: list of ``(function, seconds)`` pairs, in call order; ``function`` is
+        the function's name (a str, as in Chainer) with ``label`` and ``backend``, not the graph
+        node, so that profiling keeps no graph alive.
     """
 
     name = "TimerHook"
@@ -33,9 +35,9 @@ class TimerHook(StepHook):
         self._sync(function)
         return time.perf_counter()
 
-    def end(self, function: Any, phase: str, started: float) -> Record:
+    def end(self, function: Any, phase: str, started: float) -> tuple[float]:
         self._sync(function)
-        return Record((function, time.perf_counter() - started))
+        return (time.perf_counter() - started,)
 
     def measure(self, record: Record) -> float:
         return record[1]
