@@ -94,7 +94,8 @@ def test_timer_hook_example():
     assert "exp" in measured and "linear" in measured
     # two models, each Linear + exp: as many exp calls as models
     assert [f.label for f, _ in m.call_history].count("exp") == 2
-    assert all(fn is not z.creator for fn, _ in m.call_history)
+    # model3 ran after the hook was left: its linear is not in the history
+    assert [f.label for f, _ in m.call_history].count("linear") == 2
     assert z.dtype == np.float32
 
 
