@@ -22,6 +22,7 @@ nothing else about them.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -42,8 +43,10 @@ class Version:
     the live Variables recorded as views over this data (by id), which follow
     their base when it is written in place."""
 
-    # Class-level defaults and no ``__init__``: one is made per saved Variable on the hot
-    # path of apply, where an instance without a constructor call costs half as much.
+    # Class-level defaults and no ``__init__``: one is made with every Variable, on the hot
+    # path of apply, where an instance without a constructor call costs half as much. (With
+    # it, before another thread can see it: at first use two threads could each make one, see
+    # version_of; and making one costs less than the lock that would take.)
     n: int = 0
     site: tuple[str, str] | None = None
     views: dict[int, Any] | None = None
@@ -74,6 +77,23 @@ class Version:
         self.n += 1
         if config.debug.get():
             self.site = (user_site(), opname)
+
+
+#: Held while a counter (or its dict of views) is made on first use; never on the way to one made.
+_MAKING = threading.Lock()
+
+
+def version_of(v: Any) -> Version:
+    """The version counter of Variable ``v``, made now if it has none (a view of a raw array, say:
+    the others get theirs when they are made). The check and the making are one step under a
+    lock: two threads saving a fresh Variable at once each made one, and the graph holding the
+    one not kept on ``v`` missed every later in-place write (a wrong gradient, not the in-place
+    error). Callers read ``v._vb`` first and call this only when it is None."""
+    with _MAKING:
+        box = v._vb
+        if box is None:
+            box = v._vb = Version()
+    return box
 
 
 class Node:

@@ -21,7 +21,7 @@ from weakref import ref as _weakref
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
-from polygrad.core.node import Node, Version, freed_error, next_seq, version_error
+from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
 from polygrad.core.variable import Variable, is_floating, note_unrecorded_view
 
@@ -244,7 +244,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 saved.append(d)
                 box = a._vb
                 if box is None:
-                    box = a._vb = Version()
+                    box = version_of(a)
                 checks = ((i, box, box.n),) if checks is None else checks + ((i, box, box.n),)
             else:
                 saved.append(None)
@@ -284,7 +284,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 saved[j] = a._data
                 box = a._vb
                 if box is None:
-                    box = a._vb = Version()
+                    box = version_of(a)
                 checks = ((j, box, box.n),) if checks is None else checks + ((j, box, box.n),)
             else:
                 saved[j] = a
@@ -328,7 +328,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     v._index = 0
     v._volatile = volatile
     v.name = None
-    v._vb = _view_counter(args[0], v, record, op, params, 0) if op.view else None
+    v._vb = _view_counter(args[0], v, record, op, params, 0) if op.view else Version()
     v._hooks = None
     if not record:
         v._node = None

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from polygrad.core import config
 from polygrad.core.dispatch import SCALARS, backend_of_type
-from polygrad.core.node import Version
+from polygrad.core.node import Version, version_of
 from polygrad.core.op import GRAPH_OPS
 
 #: Serializes writes of ``.grad``: backward passes running in several threads into one leaf
@@ -352,7 +352,7 @@ class Variable:
         self._index = 0
         self._volatile = bool(volatile)
         self.name = name
-        self._vb = box
+        self._vb = Version() if box is None else box
         self._hooks: list | None = None
         if requires_grad is None:  # the default follows the dtype: floating data requires grad
             requires_grad = data is None or kind in _FLOATING + ("unknown",)
@@ -373,7 +373,7 @@ class Variable:
         v._requires_grad = requires_grad
         v._volatile = volatile
         v.name = name
-        v._vb = vbox
+        v._vb = Version() if vbox is None else vbox
         v._hooks = None
         return v
 
@@ -386,12 +386,10 @@ class Variable:
 
     @property
     def _vbox(self) -> Version:
-        """The in-place version counter, shared with views and detached copies;
-        created on first use (most Variables never need one)."""
+        """The in-place version counter, shared with views and detached copies (made
+        with the Variable, or here where it has none: :func:`~polygrad.core.node.version_of`)."""
         box = self._vb
-        if box is None:
-            box = self._vb = Version()
-        return box
+        return version_of(self) if box is None else box
 
     @_vbox.setter
     def _vbox(self, box: Version) -> None:

@@ -1,0 +1,79 @@
+"""Adversarial: threads and process-wide state. Two threads that first save (or view) one
+Variable at once share its in-place version counter; one Function instance is applied once,
+also from two threads; building symbolic graphs leaves the warning filters as they were; the
+type cache of the dispatch is never left with a stale or a missing entry by a registration."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import polygrad as pg
+from polygrad.core import node, primitive, variable
+
+
+def _in_threads(*works):
+    """Run each of ``works`` in a thread of its own, started together; re-raise what one raised."""
+    start = threading.Barrier(len(works))
+    errors = []
+
+    def run(work):
+        start.wait()
+        try:
+            work()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in works]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.fixture
+def slow_counters(monkeypatch):
+    """Making a version counter takes a while: two threads that both find none make theirs at
+    the same time (the window a check-then-set without a lock leaves, made wide)."""
+
+    class SlowVersion(node.Version):
+        def __init__(self):
+            time.sleep(0.05)
+
+    for module in (node, primitive, variable):
+        monkeypatch.setattr(module, "Version", SlowVersion, raising=False)
+
+
+# ---------------------------------------------------------------------------
+# in-place version counters
+# ---------------------------------------------------------------------------
+def test_two_threads_saving_one_fresh_variable_both_see_a_later_inplace_write(slow_counters):
+    """Two threads' first graphs over one Variable both refuse backward after it is written in place
+    (each made a counter of its own: the graph holding the one not kept missed the write)."""
+    x = pg.Variable(np.array([0.5, 1.0]), requires_grad=False)
+    w = pg.Variable(np.array([2.0, 3.0]))
+    ys = [None, None]
+
+    def work(i):
+        def run():
+            ys[i] = pg.sum(x * w)  # mul saves x for w's gradient
+        return run
+
+    _in_threads(work(0), work(1))
+    x += 1.0
+    for y in ys:
+        with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+            y.backward()
+
+
+def test_a_counter_made_on_first_use_is_one_for_two_threads(slow_counters):
+    """A Variable without a counter yet (made on first use) gets one, the same in both threads."""
+    x = pg.Variable(np.ones(2))
+    x._vb = None  # as a Variable made without one has
+    boxes = []
+    _in_threads(lambda: boxes.append(x._vbox), lambda: boxes.append(x._vbox))
+    assert boxes[0] is boxes[1] is x._vb
