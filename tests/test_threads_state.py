@@ -70,6 +70,25 @@ def test_two_threads_saving_one_fresh_variable_both_see_a_later_inplace_write(sl
             y.backward()
 
 
+def test_views_taken_in_two_threads_follow_their_base(slow_counters):
+    """Views of one intermediate taken in two threads at once both follow its in-place write."""
+    b = pg.Variable(np.arange(4.0))
+    h = b * 1.0
+    views = [None, None]
+
+    def work(i):
+        def run():
+            views[i] = h[0:2]
+        return run
+
+    _in_threads(work(0), work(1))
+    h *= 2.0
+    for v in views:
+        b.cleargrad()
+        pg.sum(v).backward(retain_graph=True)
+        np.testing.assert_array_equal(b.grad, [2.0, 2.0, 0.0, 0.0])
+
+
 def test_a_counter_made_on_first_use_is_one_for_two_threads(slow_counters):
     """A Variable without a counter yet (made on first use) gets one, the same in both threads."""
     x = pg.Variable(np.ones(2))

@@ -68,7 +68,10 @@ class Version:
         """Remember ``v``, a view over this data with a graph, while it lives."""
         views = self.views
         if views is None:
-            views = self.views = {}
+            with _MAKING:  # (as in version_of: two threads' views of one base share one dict)
+                views = self.views
+                if views is None:
+                    views = self.views = {}
         key = id(v)
         views[key] = weakref.ref(v, lambda _, views=views, key=key: views.pop(key, None))
 
