@@ -328,6 +328,7 @@ class Backend:
 _lock = threading.RLock()
 _pm: pluggy.PluginManager | None = None
 _registry: dict[str, Backend] | None = None
+_made: dict[str, tuple[tuple, Backend]] = {}  # by name: what the last registry's Backend was made from, and it
 _extra_plugins: list[tuple[Any, str | None]] = []  # registered by hand; mutated in place, never rebound
 # Per plugin manager: plugin name -> the distribution that installed it.
 _distributions: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = weakref.WeakKeyDictionary()
@@ -451,7 +452,7 @@ def _addons(pm: pluggy.PluginManager) -> list[tuple[Any, str]]:
               f"its hooks that take `backend` are asked about every backend, after the plugin that declares it"
               + (f"; {', '.join(dropped)} take no `backend` and are not asked" if dropped else ""))
         if kept:
-            found.append((_AddOn(origin, kept), name))
+            found.append((_AddOn(origin, kept, plugin), name))
     return found
 
 
@@ -460,7 +461,8 @@ class _AddOn:
     is a PluginWarning naming the plugin, and answers None (the declaring plugin's or polygrad's
     default answer stands), so that an add-on never breaks a backend it does not provide."""
 
-    def __init__(self, origin: str, hooks: list) -> None:
+    def __init__(self, origin: str, hooks: list, plugin: Any) -> None:
+        self.plugin = plugin  # (not a hook: pluggy registers only the hookimpls below)
         for hook, impl in hooks:
             setattr(self, hook, self._guarded(origin, hook, impl.function, impl.argnames.index("backend")))
 
@@ -535,22 +537,50 @@ def _provider(pm: pluggy.PluginManager, name: str, claims: list[tuple[Any, Backe
 
 
 def by_name() -> dict[str, Backend]:
-    """Every declared backend, by name (built on first use, rebuilt after a plugin comes or goes)."""
-    global _registry
+    """Every declared backend, by name (built on first use, rebuilt after a plugin comes or goes).
+
+    A rebuild keeps the Backend of a name whose sources did not change (:func:`_sources`): the
+    same object, with its cached answers and its random generator. It made new ones for every
+    name: the draws after registering any plugin repeated those after the last ``pg.seed``, and
+    arrays looked up before and after the rebuild were of "two backends, 'numpy' and 'numpy'".
+    A backend whose plugin stays but whose add-ons changed is made anew, and keeps the generator."""
+    global _registry, _made
     reg = _registry
     if reg is not None:
         return reg
     with _lock:
         if _registry is None:
             pm = _plugin_manager()
-            built = {}
+            built, made = {}, {}
             addons = _addons(pm)
             for name, claims in _declarations(pm).items():
                 plugin, info = _provider(pm, name, claims)
-                built[name] = Backend(info, _hook_relay(plugin, pm.get_name(plugin), info, addons), plugin,
-                                      _origin(pm, plugin))
-            _registry = built
+                sources = _sources(pm, plugin, info, addons)
+                old_sources, backend = _made.get(name, (None, None))
+                if not _same(sources, old_sources):
+                    previous = backend
+                    backend = Backend(info, _hook_relay(plugin, pm.get_name(plugin), info, addons), plugin,
+                                      sources[1][2])
+                    if previous is not None and old_sources[0][0] is pm and previous.plugin is plugin:
+                        backend._rng = previous._rng  # the same plugin of the same manager: its stream goes on
+                built[name] = backend
+                made[name] = (sources, backend)
+            _registry, _made = built, made
         return _registry
+
+
+def _sources(pm: pluggy.PluginManager, plugin: Any, info: BackendInfo, addons: list) -> tuple[tuple, tuple]:
+    """What a Backend is made from: ``(objects, values)``: the manager, the plugin and the add-ons;
+    the plugin's name, its BackendInfo, how messages name it, the add-ons' names."""
+    return ((pm, plugin, *(a.plugin for a, _ in addons)),
+            (pm.get_name(plugin), info, _origin(pm, plugin), tuple(n for _, n in addons)))
+
+
+def _same(sources: tuple, old: tuple | None) -> bool:
+    """Whether two :func:`_sources` are the same: the objects by identity (a plugin may define
+    ``==``: a new plugin equal to the old one is still another), the values by equality."""
+    return (old is not None and len(sources[0]) == len(old[0])
+            and all(a is b for a, b in zip(sources[0], old[0])) and sources[1] == old[1])
 
 
 def register_plugin(plugin: Any, name: str | None = None) -> None:

@@ -517,6 +517,62 @@ def test_type_lookup_is_cached(monkeypatch):
         dispatch.clear_cache()
 
 
+def _mask():
+    """A dropout mask: one draw of the numpy backend's shared random stream."""
+    import polygrad.functions as F
+
+    return np.asarray(F.dropout(pg.Variable(np.ones(32)), 0.5).array) != 0
+
+
+def test_registering_a_plugin_does_not_rewind_the_seeded_stream(registry_state):
+    """The draws after registering (and unregistering) a plugin go on from those before, as
+    without it (they repeated the draws made right after the last pg.seed)."""
+    pg.seed(0)
+    expected = [_mask() for _ in range(3)]
+
+    class Unrelated:  # declares no backend and implements no hook
+        pass
+
+    plugin = Unrelated()
+    pg.seed(0)
+    got = [_mask()]
+    pg.register_plugin(plugin, name="unrelated")
+    got.append(_mask())
+    pg.unregister_plugin(plugin)
+    got.append(_mask())
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_registering_an_unrelated_plugin_keeps_the_backend_objects(registry_state):
+    """A backend whose plugin and add-ons stay is the same object after a registration."""
+    numpy = pg.get_backend("numpy")
+
+    class Unrelated:
+        pass
+
+    pg.register_plugin(Unrelated(), name="unrelated")
+    assert pg.get_backend("numpy") is numpy
+
+
+def test_registering_an_add_on_does_not_rewind_the_seeded_stream(registry_state):
+    """An add-on changes the hooks a backend asks (a new Backend object), not its random stream."""
+    pg.seed(0)
+    expected = [_mask() for _ in range(2)]
+
+    class AddOn:  # hooks that take `backend`, no polygrad_backend_info: asked about every backend
+        @hookimpl
+        def polygrad_synchronize(self, backend):
+            return None
+
+    pg.seed(0)
+    got = [_mask()]
+    with pytest.warns(PluginWarning, match="declares no backend"):
+        pg.register_plugin(AddOn(), name="add-on")
+        got.append(_mask())
+    np.testing.assert_array_equal(got[1], expected[1])
+
+
 def test_register_plugin_clears_type_cache(registry_state):
     """Registering a plugin forgets cached type lookups."""
     pg.Variable(np.array([1.0]))
