@@ -96,3 +96,59 @@ def test_a_counter_made_on_first_use_is_one_for_two_threads(slow_counters):
     boxes = []
     _in_threads(lambda: boxes.append(x._vbox), lambda: boxes.append(x._vbox))
     assert boxes[0] is boxes[1] is x._vb
+
+
+# ---------------------------------------------------------------------------
+# a Function instance is applied once
+# ---------------------------------------------------------------------------
+def test_a_function_instance_applied_by_two_threads_at_once_is_refused_once():
+    """While one thread applies a Function instance, applying it in another raises (both ran, and
+    the node mixed their applications: a wrong or missing gradient)."""
+    started, release = threading.Event(), threading.Event()
+    calls = []
+
+    class Square(pg.Function):
+        def forward(self, inputs):
+            calls.append(1)
+            if len(calls) == 1:
+                started.set()
+                release.wait(10)
+            (x,) = inputs
+            return (x * x,)
+
+        def backward(self, inputs, grad_outputs):
+            return (2 * inputs[0] * grad_outputs[0],)
+
+    f = Square()
+    x, z = pg.Variable(np.array([3.0])), pg.Variable(np.array([5.0]))
+    out = []
+    t = threading.Thread(target=lambda: out.append(f(x)))
+    t.start()
+    try:
+        assert started.wait(10)
+        with pytest.raises(RuntimeError, match="Square instance is being applied"):
+            f(z)
+    finally:
+        release.set()
+        t.join()
+    pg.sum(out[0]).backward()
+    np.testing.assert_array_equal(x.grad, [6.0])
+    with pytest.raises(RuntimeError, match="has already been applied"):
+        f(z)
+
+
+def test_a_function_whose_forward_failed_may_be_applied_again():
+    """The claim of an application that failed is given back: the instance is applied afresh."""
+    fail = [True]
+
+    class Double(pg.Function):
+        def forward(self, inputs):
+            if fail.pop():
+                raise ValueError("once")
+            return (inputs[0] * 2,)
+
+    f = Double()
+    with pytest.raises(ValueError, match="once"):
+        f(pg.Variable(np.ones(1)))
+    fail.append(False)
+    np.testing.assert_array_equal(f(pg.Variable(np.ones(1))).array, [2.0])

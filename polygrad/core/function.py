@@ -45,6 +45,7 @@ array([6.])
 from __future__ import annotations
 
 import inspect
+import threading
 import weakref
 from typing import Any
 
@@ -55,6 +56,9 @@ from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import Variable, _unrecorded_base, _view_base, admit, is_floating
+
+#: Held while an application claims its Function instance (see Function.__call__).
+_CLAIM = threading.Lock()
 
 
 class _Everything:
@@ -147,6 +151,7 @@ class Function(Node):
         self = super().__new__(cls)
         self._init_node()
         self._fresh()
+        self.__dict__["_applying"] = False  # (not in _fresh: a retry starts afresh while it holds the claim)
         return self
 
     def _fresh(self) -> None:
@@ -183,11 +188,22 @@ class Function(Node):
     # -- applying ------------------------------------------------------------
     def __call__(self, *inputs: Any) -> Any:
         """Apply the function to Variables or raw arrays; return one Variable or a tuple."""
-        if self._applied:
-            raise RuntimeError(
-                f"polygrad: this {self.label} instance has already been applied; a Function instance is used "
-                f"once. Make a fresh one, or copy.copy(f) before applying it again."
-            )
+        d = self.__dict__
+        with _CLAIM:  # the check and the claim in one step: two threads applying one instance both passed
+            if self._applied or d["_applying"]:
+                when = ("has already been applied" if self._applied
+                        else "is being applied (by another thread, or from its own forward)")
+                raise RuntimeError(
+                    f"polygrad: this {self.label} instance {when}; a Function instance is used "
+                    f"once. Make a fresh one, or copy.copy(f) before applying it again."
+                )
+            d["_applying"] = True
+        try:
+            return self._apply(inputs)
+        finally:
+            d["_applying"] = False  # (a failed forward leaves it unapplied: it may be applied again)
+
+    def _apply(self, inputs: tuple) -> Any:
         if not inputs:
             raise TypeError(f"polygrad: {self.label} needs at least one input")
         if self._backend is not None:  # an earlier application's forward failed: start afresh
