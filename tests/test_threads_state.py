@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 
 import polygrad as pg
+from polygrad import symbolic as T
+from polygrad.compile import symbolic as S
 from polygrad.core import node, primitive, variable
 
 
@@ -152,3 +155,52 @@ def test_a_function_whose_forward_failed_may_be_applied_again():
         f(pg.Variable(np.ones(1)))
     fail.append(False)
     np.testing.assert_array_equal(f(pg.Variable(np.ones(1))).array, [2.0])
+
+
+# ---------------------------------------------------------------------------
+# warning filters
+# ---------------------------------------------------------------------------
+def test_building_symbolic_graphs_in_two_threads_leaves_the_warning_filters(monkeypatch):
+    """Two threads inferring symbolic shapes at once leave warnings.filters as they found them
+    (interleaved catch_warnings blocks installed "ignore RuntimeWarning" for the whole process)."""
+    stand_ins = S._stand_ins
+    delays = iter([0.2, 0.2])
+
+    def slow(*args, **kwargs):
+        time.sleep(next(delays, 0.0))  # inside the block; the second thread enters 0.1 s after the first
+        return stand_ins(*args, **kwargs)
+
+    monkeypatch.setattr(S, "_stand_ins", slow)
+    x, y = T.vector("x"), T.vector("y")
+    before = list(warnings.filters)
+
+    def second():
+        time.sleep(0.1)
+        pg.log(y)
+
+    _in_threads(lambda: pg.log(x), second)
+    assert warnings.filters == before
+
+
+def test_dask_reduction_of_unknown_sizes_changes_no_warning_filter(monkeypatch):
+    """The dask backend's reductions over blocks of unknown size read a sample's dtype without
+    touching the process-wide warning filters, and warn nothing (var with correction 1)."""
+    da = pytest.importorskip("dask.array")
+    namespace = pytest.importorskip("polygrad_dask.namespace")
+    block_op = namespace._block_op
+    seen = []
+
+    def watching(*args, **kwargs):
+        seen.append(list(warnings.filters))
+        return block_op(*args, **kwargs)
+
+    monkeypatch.setattr(namespace, "_block_op", watching)
+    x = da.from_array(np.arange(6.0), chunks=3)
+    x = x[x > 0.5]  # sizes not known
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(warnings.filters)
+        got = namespace.var(x, correction=1)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got.compute(), np.var(np.arange(1.0, 6.0), ddof=1))
+    assert seen and all(f == before for f in seen)

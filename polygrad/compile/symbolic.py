@@ -13,6 +13,7 @@ the function is compiled, they are computed by the ordinary backward engine
 from __future__ import annotations
 
 import itertools
+import threading
 import warnings
 from typing import Any, Iterator, Sequence
 
@@ -129,6 +130,12 @@ def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
     return out
 
 
+# Held around the stand-in kernels' catch_warnings (building symbolic graphs, never eager calls): it
+# saves and restores the process-wide filters, so two threads' blocks interleaved left "ignore
+# RuntimeWarning" installed for good (catch_warnings is not thread-safe before Python 3.14).
+_QUIET = threading.RLock()
+
+
 def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple | None]:
     """Output dtype name and shape of ``op`` by running its kernel on stand-in
     arrays (unknown dims as 1) of the default backend; (None, None) if unknown."""
@@ -136,7 +143,8 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
         return None, None
     try:
         backend = get_backend()
-        with warnings.catch_warnings():  # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
+        # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
+        with _QUIET, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             out = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
         # The stand-ins' values decide nothing: unknown where a dimension of an input is, or

@@ -43,7 +43,6 @@ Everything else is array_api_compat's, unchanged.
 from __future__ import annotations
 
 import builtins
-import warnings
 
 import array_api_compat.dask.array as _base
 from array_api_compat.dask.array import *  # noqa: F401,F403
@@ -126,9 +125,13 @@ def _no_empty_blocks(name, fn, *, scan=False, axes_of=None):
         # Sizes not known: dask's own reductions and scans need them (argmax, cumulative_sum,
         # vector_norm fail on nan); with the reduced axes one block, block by block is exact.
         x = x.rechunk({d: -1 for d in axes if not math.isnan(x.shape[d])})
-        with warnings.catch_warnings():  # (a var of one element with correction 1: its dtype is all we read)
-            warnings.simplefilter("ignore")
-            sample = _block_op(_np.ones_like(x._meta, shape=(1,) * x.ndim), name, params)
+        # Its dtype is all we read from a sample of ones, with more elements than var's correction along
+        # the reduced axes (numpy warns "Degrees of freedom <= 0" through the warnings module, whose
+        # catch_warnings is process-wide, not thread-safe); numpy's errstate is this context's own.
+        n = 1 + math.ceil(params.get("correction") or 0)
+        with _np.errstate(all="ignore"):
+            sample = _block_op(_np.ones_like(x._meta, shape=tuple(n if d in axes else 1 for d in range(x.ndim))),
+                               name, params)
         keep = scan or params.get("keepdims", False)
         grow = 1 if scan and params.get("include_initial") else 0
         chunks = tuple((c[0] + grow,) if scan and d in axes else (1,) if d in axes else c
