@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import polygrad as pg
+import polygrad._registry as R
 from polygrad import symbolic as T
 from polygrad.compile import symbolic as S
-from polygrad.core import node, primitive, variable
+from polygrad.core import dispatch, node, primitive, variable
 
 
 def _in_threads(*works):
@@ -204,3 +205,66 @@ def test_dask_reduction_of_unknown_sizes_changes_no_warning_filter(monkeypatch):
         assert got.dtype == np.float64
         np.testing.assert_allclose(got.compute(), np.var(np.arange(1.0, 6.0), ddof=1))
     assert seen and all(f == before for f in seen)
+
+
+# ---------------------------------------------------------------------------
+# the type cache
+# ---------------------------------------------------------------------------
+def test_a_lookup_resolved_before_a_registration_is_not_cached(monkeypatch):
+    """A type resolved while a plugin was registered (the cache cleared meanwhile) is not written
+    into the fresh cache: it may be the old registry's backend, and would stay there."""
+    real = dispatch._resolver
+
+    def registering_meanwhile(t):
+        backend = real(t)
+        dispatch.clear_cache()  # what pg.register_plugin does, in another thread
+        return backend
+
+    dispatch.clear_cache()
+    monkeypatch.setattr(dispatch, "_resolver", registering_meanwhile)
+    try:
+        assert dispatch.backend_of_type(np.ndarray) is pg.get_backend("numpy")
+        assert np.ndarray not in dispatch._type_cache
+    finally:
+        monkeypatch.undo()
+        dispatch.clear_cache()
+
+
+def test_clearing_the_type_cache_never_leaves_a_pinned_type_out(monkeypatch):
+    """The symbolic arrays' pinned backend stays in the cache at every step of a clear (a lookup
+    meanwhile asked the plugin registry, which knows no symbolic array)."""
+    pinned = list(dispatch._pinned)
+    assert pinned
+    steps = []
+
+    class Watched(dict):
+        def clear(self):
+            super().clear()
+            steps.append(all(t in self for t in pinned))
+
+        def __delitem__(self, key):
+            super().__delitem__(key)
+            steps.append(all(t in self for t in pinned))
+
+    cache = Watched(dispatch._type_cache)
+    cache[np.ndarray] = pg.get_backend("numpy")
+    monkeypatch.setattr(dispatch, "_type_cache", cache)
+    dispatch.clear_cache()
+    assert steps and all(steps)
+    assert np.ndarray not in cache and all(t in cache for t in pinned)
+
+
+def test_two_backend_objects_of_one_name_are_one_backend(monkeypatch):
+    """Operands whose types resolve to two Backend objects of one name (the registry rebuilt
+    between the lookups of an op's operands) are of one backend, not "'numpy' and 'numpy'"."""
+
+    class Sub(np.ndarray):
+        pass
+
+    numpy = pg.get_backend("numpy")
+    rebuilt = R.Backend(numpy.info, numpy._hook, numpy.plugin, numpy.origin)
+    monkeypatch.setitem(dispatch._type_cache, Sub, rebuilt)
+    a = np.arange(3.0).view(Sub)
+    x = pg.Variable(np.ones(3))
+    np.testing.assert_array_equal((x * a).array, [0.0, 1.0, 2.0])
+    assert pg.get_array_namespace(np.ones(2), a) is numpy.xp

@@ -12,6 +12,7 @@ facade ``polygrad.backends.Backend`` implements over the hooks.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any, Callable, ContextManager, Protocol
 
@@ -128,6 +129,10 @@ _SCALARS = SCALARS
 
 _type_cache: dict[type, BackendLike] = {}
 _pinned: dict[type, BackendLike] = {}  # survive clear_cache (e.g. the symbolic pseudo-backend)
+# Writes to the cache (never its reads, on the per-op path) hold the lock; ``_generation`` counts
+# the clears, so that a lookup resolved before one is not written into the cache after it.
+_cache_lock = threading.Lock()
+_generation = 0
 _resolver: Callable[[type], BackendLike] | None = None
 _current: Callable[[], ArrayBackendLike] | None = None
 
@@ -153,15 +158,21 @@ def current_backend() -> ArrayBackendLike:
 
 
 def clear_cache() -> None:
-    """Forget cached type lookups (after a plugin is registered or removed)."""
-    _type_cache.clear()
-    _type_cache.update(_pinned)
+    """Forget cached type lookups (after a plugin is registered or removed). The pinned ones are
+    never taken out, not even for a moment: a thread looking one up meanwhile asked the resolver,
+    which knows no pinned type."""
+    global _generation
+    with _cache_lock:
+        _generation += 1
+        for t in [t for t in _type_cache if t not in _pinned]:
+            del _type_cache[t]
 
 
 def pin(t: type, backend: BackendLike) -> None:
     """Claim type ``t`` for ``backend`` permanently (not through the plugin resolver)."""
-    _pinned[t] = backend
-    _type_cache[t] = backend
+    with _cache_lock:
+        _pinned[t] = backend
+        _type_cache[t] = backend
 
 
 def backend_of_type(t: type) -> BackendLike:
@@ -172,8 +183,11 @@ def backend_of_type(t: type) -> BackendLike:
         pass
     if _resolver is None:
         raise TypeError(f"polygrad: no backend registry is installed to claim {t.__module__}.{t.__qualname__}")
+    generation = _generation
     backend = _resolver(t)
-    _type_cache[t] = backend
+    with _cache_lock:
+        if generation == _generation:  # (else a plugin came or went meanwhile: the answer may be the old registry's)
+            _type_cache[t] = backend
     return backend
 
 
@@ -278,6 +292,6 @@ def backend_of_args(args: Any, label: str) -> BackendLike:
         b = backend_of_type(type(d))
         if found is None:
             found = b
-        elif b is not found:
+        elif b is not found and b.name != found.name:  # (one name: the registry was rebuilt between lookups)
             raise mixed_backends_error(label, args, found, b)
     return current_backend() if found is None else found

@@ -263,7 +263,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         if backend is None:
             backend = b
             d0 = d
-        elif b is not backend:
+        elif b is not backend and b.name != backend.name:  # (one name: the registry was rebuilt between lookups)
             raise mixed_backends_error(op.name if node is None else node.label, args, backend, b)
         elif not mixed and (d.shape != d0.shape or d.dtype != d0.dtype):
             mixed = True
