@@ -1234,3 +1234,204 @@ def test_a_symbolic_parameter_is_refused_where_the_graph_is_built(build):
     x, s, i = T.vector("x"), T.scalar("s"), T.scalar("i", dtype="int64")
     with pytest.raises(TypeError, match=r"polygrad\.\w+: \w+ is symbolic .*only arrays are symbolic inputs"):
         build(x, s, i)
+
+
+# --- New leaves of a symbolic variable's value (detach and its kin) ---------------------------
+# An expression records the symbols it reads, not Variables: x.detach() shared x's symbol, so it
+# was the same place in the graph, and the gradient went through it (x.detach() * x gave 2x, not x).
+def _no_backprop(x):
+    with pg.no_backprop_mode():
+        h = x * 3
+    return pg.sum(h * x)
+
+
+def _no_backprop_items(x):
+    with pg.no_backprop_mode():
+        a, b = pg.unstack(pg.reshape(x * 1, (2, 1)))
+    return pg.sum(pg.concat([a, b]) * x)
+
+
+def _left_graph(how):
+    def build(x):
+        h = x * 3
+        getattr(h, how)()
+        return pg.sum(h * x)
+    return build
+
+
+def _two_leaves(x):
+    a, b = pg.Variable(x.data), pg.Variable(x.data)
+    return pg.sum(a * b * x)
+
+
+def _data_assigned(x):
+    p = pg.Variable(np.zeros(2))
+    p.data = x.data
+    return pg.sum(p * x)
+
+
+def _item_detached(x):
+    a, b = pg.unstack(pg.reshape(x, (2, 1)))
+    return pg.sum(pg.concat([a.detach(), b]) * x)
+
+
+def _items_cut_behind(x):
+    a, b = pg.unstack(pg.reshape(x, (2, 1)))
+    (a * 2).unchain_backward()  # (eager purges unstack's node: b's gradient stops there too)
+    return pg.sum(pg.concat([b, b]) * x)
+
+
+def _recorded_before_unchain(x):
+    h = x * 3
+    y = h * x
+    h.unchain()  # (an expression recorded before keeps its path, as eager's keeps its edges)
+    return pg.sum(y)
+
+
+NEW_LEAVES = {
+    "detach": lambda x: pg.sum(x.detach() * x),
+    "detach_of_an_expression": lambda x: pg.sum((x * 2).detach() * x),
+    "Variable_of_data": lambda x: pg.sum(pg.Variable(x.data) * x),
+    "Variable_of_variable": lambda x: pg.sum(pg.Variable(x) * x),
+    "raw_data_operand": lambda x: pg.sum(x.data * x),
+    "no_backprop_mode": _no_backprop,
+    "no_backprop_mode_items": _no_backprop_items,
+    "detach_": _left_graph("detach_"),
+    "unchain": _left_graph("unchain"),
+    "unchain_backward": _left_graph("unchain_backward"),
+    "two_leaves_of_one_value": _two_leaves,
+    "data_assigned": _data_assigned,
+    "item_detached": _item_detached,
+    "items_cut_behind": _items_cut_behind,
+    "recorded_before_unchain": _recorded_before_unchain,
+    "logsumexp": lambda x: F.logsumexp(x * x),  # (its shift is detached)
+}
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+@pytest.mark.parametrize("build", NEW_LEAVES.values(), ids=NEW_LEAVES.keys())
+def test_a_new_leaf_of_a_symbolic_value_stops_the_gradient_as_eager(build, backend):
+    """pg.grad and T.grad of a symbolic graph, compiled, give eager's value and gradient where a
+    leaf is made of a variable's value (detach, pg.Variable(x.data), no_backprop_mode, unchain...):
+    exactly node by node (FAST_COMPILE), to rounding where fused."""
+    xv = np.array([1.0, 2.0])
+    x = pg.Variable(xv.copy())
+    cost = build(x)
+    want = [cost.data, *pg.grad(cost, [x])[0].data]
+    wrap = (lambda a: a) if backend == "numpy" else pytest.importorskip("dask.array").asarray
+    s = T.tensor("float64", (2,), "s")
+    cost = build(s)
+    for mode in ("FAST_COMPILE", "FAST_RUN"):
+        value, g1, g2 = (np.asarray(r) for r in pg.function([s], [cost, pg.grad(cost, [s])[0], T.grad(cost, s)],
+                                                            mode=mode)(wrap(xv)))
+        check = np.testing.assert_array_equal if mode == "FAST_COMPILE" else np.testing.assert_allclose
+        check([value, *g1], want)
+        check([value, *g2], want)
+
+
+def test_unchain_backward_of_a_symbolic_variable_cuts_the_graph_behind_it_for_every_cost():
+    """As eager's, which purges every node behind it: a cost recorded before, reading the same
+    expressions, loses its path to x (eager: no gradient; T.grad: disconnected)."""
+    x = T.vector("x")
+    a = x * 3
+    b = pg.sum(a * a)
+    before = T.grad(b, x)
+    (a + 1).unchain_backward()
+    assert pg.grad(b, [x], allow_unused=True) == [None]
+    with pytest.raises(DisconnectedInputError):
+        T.grad(b, x)
+    value, g = pg.function([x], [b, before])(np.array([1.0, 2.0]))
+    assert float(value) == 45.0  # the value is unchanged
+    np.testing.assert_array_equal(g, [18.0, 36.0])  # and a gradient asked for before, as eager's computed then
+
+
+def test_unchain_backward_of_a_symbolic_gradient_keeps_its_value():
+    """Cutting behind a gradient cuts its cost's graph too, yet the gradient's value stays (it read
+    zeros: it was computed from the graph as cut), and no gradient goes back through it."""
+    x = T.vector("x")
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    c = T.grad(pg.sum(x * x * w), x) * 2
+    c.unchain_backward()
+    value, g = pg.function([x], [c, T.grad(pg.sum(c * x), x)])(np.array([1.0, 3.0]))
+    np.testing.assert_array_equal(value, [4.0, 24.0])
+    np.testing.assert_array_equal(g, [4.0, 24.0])
+
+
+def test_a_gradient_with_respect_to_a_detached_leaf():
+    """The leaf is a place in the graph of its own: d(sum(d * x))/dd is x, d/dx is d."""
+    x = T.vector("x")
+    d = x.detach()
+    cost = pg.sum(d * x * x)
+    f = pg.function([x], T.grad(cost, [d, x]))
+    gd, gx = f(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(gd, [1.0, 4.0])
+    np.testing.assert_array_equal(gx, [2.0, 8.0])
+
+
+def test_a_symbolic_input_stays_the_input_after_unchain_and_detach_():
+    """A leaf has nothing to leave: x.unchain() and x.detach_() keep x the input it was."""
+    x = T.vector("x")
+    y = x * 2
+    x.unchain()
+    x.detach_()
+    f = pg.function([x], [y, pg.grad(pg.sum(x * x), [x])[0]])
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0]))[1], [2.0, 4.0])
+
+
+def test_a_detached_leaf_as_an_input_takes_the_value_given():
+    x = T.vector("x")
+    d = x.detach()
+    assert float(pg.function([d], pg.sum(d * 2))(np.array([1.0, 2.0]))) == 6.0
+
+
+def test_an_input_computed_from_a_detached_leaf_is_no_cut_on_the_gradient_path():
+    """Giving h = x.detach() * 2 as an input cuts no gradient: none goes from h back to x. It was
+    refused as a cut the gradient of sum(h * x) passes through on its way to x."""
+    x = T.vector("x")
+    h = x.detach() * 2
+    f = pg.function([h, x], T.grad(pg.sum(h * x), x))
+    np.testing.assert_array_equal(f(np.array([5.0, 6.0]), np.array([1.0, 2.0])), [5.0, 6.0])
+
+
+def test_an_input_read_through_a_detached_leaf_is_no_cut_on_the_gradient_path():
+    """A cost that reads the given h = x * w only through h.detach() sends no gradient through h:
+    d/dw of sum(h.detach() * w) is h's value, given, not a refusal."""
+    x, w = T.vector("x"), T.vector("w")
+    h = x * w
+    f = pg.function([h, w], T.grad(pg.sum(h.detach() * w), w))
+    np.testing.assert_array_equal(f(np.array([5.0, 6.0]), np.array([1.0, 2.0])), [5.0, 6.0])
+
+
+def test_an_input_cut_by_unchain_backward_after_a_gradient_through_it_is_still_refused():
+    """The gradient asked for before the cut goes through h (as eager's was computed): giving h
+    as an input cuts it, which is refused, as it was before unchain_backward (it gave zeros)."""
+    x, w = T.vector("x"), T.vector("w")
+    h = x * w
+    g = T.grad(pg.sum(h * h), w)
+    (h * 1).unchain_backward()
+    with pytest.raises(NotImplementedError, match="intermediate expression the gradient"):
+        pg.function([h, w], g)
+
+
+def test_gradients_of_one_cost_asked_for_before_and_after_unchain_backward_differ():
+    """Eager's first gradient went through a = x * 3, the one asked for after the cut does not."""
+    x = T.vector("x")
+    a = x * 3
+    b = pg.sum(a * a) + pg.sum(x * x)
+    before = T.grad(b, x)
+    (a + 1).unchain_backward()
+    after = T.grad(b, x)
+    g1, g2 = pg.function([x], [before, after])(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g1, [20.0, 40.0])
+    np.testing.assert_array_equal(g2, [2.0, 4.0])
+
+
+def test_a_gradient_asked_before_unchain_backward_at_an_input_reads_no_further():
+    """An intermediate given as an input is a leaf of the program: the graph as it was before the
+    cut is not looked for below it (its operations are never traced: a KeyError)."""
+    x, w = T.vector("x"), T.vector("w")
+    a = x * 3
+    h = a * w
+    g = T.grad(pg.sum(h * x), h)
+    (a + 1).unchain_backward()
+    np.testing.assert_array_equal(pg.function([h, x], g)(np.array([5.0, 6.0]), np.array([1.0, 2.0])), [1.0, 2.0])

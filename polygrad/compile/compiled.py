@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build
 from polygrad.compile.io import Container, In, Out, SharedVariable, fits, to_value
+from polygrad.compile import symbolic as _symbolic
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
 from polygrad.core.dispatch import backend_of_type, describe
 from polygrad.core.variable import Variable
@@ -719,23 +720,25 @@ def _refuse_cuts_on_gradient_paths(roots: list, known: set, give_map: dict, inpu
     leaf of the gradient either way: its replacement or argument gives its value."""
     given = {inp.variable._data.id: k for k, inp in enumerate(inputs)}
     cuts = [r for r in walk(roots, known, give_map)
-            if (r.id in give_map or r.id in given) and r.kind in ("op", "item")]
+            if (r.id in give_map or r.id in given) and r.kind in ("op", "item", "detached")]
     if not cuts:
         return
-    below: dict[int, set] = {}  # cut expression -> the ids its floating-point inputs lead back to, as built
+    below: dict[tuple, set] = {}  # (cut expression, epoch) -> the ids its floating-point inputs lead back to
 
-    def leads_to(r: SymbolicArray) -> set:
-        if r.id not in below:
-            args = [a for a in r.args if isinstance(a, SymbolicArray)]
-            below[r.id] = {a.id for a in walk(args, set(), {}, floating_only=True)}
-        return below[r.id]
+    def leads_to(r: SymbolicArray, g: SymbolicArray) -> set:
+        key = (r.id, _symbolic.epoch(g.id))  # (one answer for the gradients that see the same cuts)
+        if key not in below:
+            # (a detached one leads back only where unchain_backward cut it after that gradient)
+            args = [r] if r.kind == "detached" else [a for a in r.args if isinstance(a, SymbolicArray)]
+            below[key] = {a.id for a in walk(args, set(), {}, floating_only=True, as_of=g.id)}
+        return below[key]
 
     for g in (s for s in walk(roots, known, give_map) if s.kind == "grad"):
         cost, wrt = g.grad_of[0], g.grad_of[1]
         wrt_ids = {w.id for w in wrt}
-        above = {s.id for s in walk([cost], known, {})}
+        above = {s.id for s in walk([cost], known, {}, floating_only=True, as_of=g.id)}  # (where its gradient goes)
         for r in cuts:
-            if r.id in above and (wrt_ids - {r.id}) & leads_to(r):  # (a wrt given or replaced itself: its own value)
+            if r.id in above and (wrt_ids - {r.id}) & leads_to(r, g):  # (a wrt given or replaced itself: its own value)
                 what = (f"givens replaces {r!r}, an expression" if r.id in give_map else
                         f"input {given[r.id]} is {r!r}, an intermediate expression")
                 raise NotImplementedError(

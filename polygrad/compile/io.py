@@ -238,8 +238,7 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
             raise ValueError(f"polygrad.shared: shape {shape} does not fit the value of shape {tuple(arr.shape)} "
                              f"(None for a dimension that may change)")
     sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=shape)
-    v = SharedVariable.__new__(SharedVariable)
-    Variable.__init__(v, sym, requires_grad=False, name=name)
+    v = SharedVariable._make(sym, name=name)  # (a fresh symbol: Variable.__init__ would make a new leaf of it)
     v.container = Container(v, None, name=name, strict=strict)
     v.container.set(arr, borrow=borrow)
     v.default_update = None

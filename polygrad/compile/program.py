@@ -30,6 +30,7 @@ from polygrad._registry import draws_aside
 from polygrad.compile import fusion as _fusion
 from polygrad.compile import inplace as _inplace
 from polygrad.compile import rewrite as _rewrite
+from polygrad.compile import symbolic as _symbolic
 from polygrad.compile.symbolic import SymbolicArray, walk
 from polygrad.core import config
 from polygrad.core.config import force_backprop_mode
@@ -142,13 +143,14 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     env: dict[int, Variable] = {}
     in_slots = []
     givens = givens or {}
-    wrt = _differentiated(targets, givens)
+    leaves = _differentiated(targets, givens)  # (None: all)
     for sym, value in zip(inputs, values):
         value = _distinct(value)
         if sym.id not in givens:  # a replaced input is never read
             # requires grad where a gradient asks for it (and the dtype allows): the rules of the
             # other inputs never run, nor what they refuse (setitem's values at repeated indices)
-            env[sym.id] = Variable(value) if wrt is None or sym.id in wrt else Variable(value, requires_grad=False)
+            records = leaves is None or sym.id in leaves
+            env[sym.id] = Variable(value) if records else Variable(value, requires_grad=False)
         in_slots.append(tracer.new_slot(value))
     grads: dict[tuple, list] = {}
 
@@ -160,7 +162,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
                 f"add it to the inputs (or use pg.shared for state)"
             )
-        if s.kind in ("op", "item"):
+        if s.kind in ("op", "item", "detached"):
             return [a for a in s.args if isinstance(a, SymbolicArray)]
         return [s.grad_of[0], *s.grad_of[1]]
 
@@ -178,23 +180,62 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
             env[s.id] = apply(s.op, args, _concrete_dtype(args, s.params))
         elif s.kind == "item":  # output k of a multi-output op
             env[s.id] = env[s.args[0].id][s.params["index"]]
+        elif s.kind == "detached":
+            # A new leaf sharing its source's array, as eager's x.detach(): no gradient goes back through it
+            # (the same array, so the program reads the same slot). It records only for a gradient taken at it.
+            src = env[s.args[0].id]
+            leaf = Variable if leaves is None or s.id in leaves else functools.partial(Variable, requires_grad=False)
+            env[s.id] = tuple(leaf(v._data) for v in src) if isinstance(src, tuple) else leaf(src._data)
         else:  # a gradient: one backward for the whole group
             cost, wrt, index = s.grad_of
-            key = (cost.id, tuple(w.id for w in wrt))
+            key = (cost.id, tuple(w.id for w in wrt), _symbolic.epoch(s.id))  # (asked before and after a cut: two)
             if key not in grads:
                 # T.grad checked the connection when the gradient was asked for: None means zeros here
-                loss = env[cost.id]
+                loss, *ws = as_of([cost, *wrt], s.id)
                 seed = None
                 if loss._node is None or not loss._node.accepts_no_grad:
                     # the seed the engine would make, known to the optimizer as ones (also on lazy backends)
                     seed = [backend_of_type(type(loss._data)).xp.ones_like(loss._data)]
                     tracer.ones[id(seed[0])] = seed[0]  # (held: ids stay unique)
-                gs = _grad(loss, [env[w.id] for w in wrt], seed, create_graph=True, allow_unused=True)
-                grads[key] = [
-                    g if g is not None else Variable(env[w.id].xp.zeros_like(env[w.id]._data), requires_grad=False)
-                    for g, w in zip(gs, wrt)
-                ]
+                gs = _grad(loss, ws, seed, create_graph=True, allow_unused=True)
+                grads[key] = [g if g is not None else Variable(w.xp.zeros_like(w._data), requires_grad=False)
+                              for g, w in zip(gs, ws)]
             env[s.id] = grads[key][index]
+
+    def as_of(roots: list, t: int) -> list:
+        """The Variables of ``roots`` in the graph as it was when the gradient of id ``t`` was asked
+        for: a symbol unchain_backward cut after that (a detached one of a higher id, see
+        :func:`polygrad.compile.symbolic._cut_behind`) is still its operation there, as eager's
+        gradient was computed before the cut. What reads such a symbol runs again on the operation
+        (the optimizer merges the two runs of each kernel)."""
+        if _symbolic.epoch(t) == len(_symbolic.cuts):  # (no cut since: the graph as it is)
+            return [env[r.id] for r in roots]
+        given = {sym.id for sym in inputs}
+
+        def late(s: SymbolicArray) -> bool:
+            return s.kind == "detached" and s.id > t and s.id not in givens
+
+        def below(s: SymbolicArray) -> list:
+            if s.id in givens or s.id in given or not (s.kind in ("op", "item") or late(s)):
+                return []  # (env has it as it was: a leaf, an input, a replacement, a gradient)
+            return [a for a in s.args if isinstance(a, SymbolicArray)]
+
+        view: dict[int, Any] = {}
+        for s in _creation_order(roots, {}, below):
+            if late(s):
+                src = s.args[0]
+                view[s.id] = view[src.id] if src.id in view else env[src.id]
+            elif s.id in givens:
+                continue
+            elif s.kind == "op" and any(isinstance(a, SymbolicArray) and a.id in view for a in s.args):
+                from polygrad.core.primitive import apply
+
+                args = tuple((view[a.id] if a.id in view else env[a.id]) if isinstance(a, SymbolicArray) else a
+                             for a in s.args)
+                view[s.id] = apply(s.op, args, _concrete_dtype(args, s.params))
+            elif s.kind == "item" and s.args[0].id in view:
+                view[s.id] = view[s.args[0].id][s.params["index"]]
+        return [view[r.id] if r.id in view else env[r.id] for r in roots]
 
     # Recording on, whatever the caller's mode: a program traced inside no_backprop_mode had
     # no graph to differentiate, and kept zeros for every gradient at every later call.
@@ -254,16 +295,16 @@ def _concrete_dtype(args: tuple, params: Any) -> Any:
 
 
 def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | None:
-    """The ids of the inputs some gradient in ``targets``' graph is taken with respect to, or
-    None where every input must record (givens, or a gradient with respect to an intermediate,
-    which needs the graph from the inputs up to it)."""
+    """The ids of the inputs (and new leaves: ``x.detach()``) some gradient in ``targets``' graph is
+    taken with respect to, or None where every input must record (givens, or a gradient with
+    respect to an intermediate, which needs the graph from the inputs up to it)."""
     if givens:
         return None
     wrt: set = set()
     for s in walk(targets, set(), {}):
         if s.kind == "grad":
             ws = s.grad_of[1]
-            if any(w.kind not in ("input", "shared") for w in ws):
+            if any(w.kind not in ("input", "shared", "detached") for w in ws):
                 return None
             wrt.update(w.id for w in ws)
     return wrt

@@ -12,6 +12,7 @@ the function is compiled, they are computed by the ordinary backward engine
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 import warnings
@@ -20,6 +21,7 @@ from typing import Any, Iterator, Sequence
 from polygrad.array_api import DTYPES
 from polygrad.ops._dtypes import NARROW_NAMES
 from polygrad.backends import get_backend
+from polygrad.core import config
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.op import REGISTRY, Op, value_shaped
 from polygrad.core.variable import Variable
@@ -32,7 +34,11 @@ _ids = itertools.count()
 
 class SymbolicArray:
     """Placeholder data of a symbolic Variable: an input, a shared value, an op
-    application or a gradient. ``shape`` entries are None where unknown."""
+    application, a gradient, or a new leaf of another's value (``kind="detached"``,
+    ``args=(source,)``: ``x.detach()``, ``pg.Variable(x.data)``, a result made in
+    ``no_backprop_mode``), which no gradient goes back through. A symbol is one place
+    in the graph: a Variable made over another's symbol gets a detached one (see
+    :meth:`SymbolicBackend.new_leaf`). ``shape`` entries are None where unknown."""
 
     __slots__ = ("kind", "op", "args", "params", "name", "dtype", "shape", "ndim", "container", "grad_of", "id", "__weakref__")
 
@@ -67,6 +73,8 @@ class SymbolicArray:
             return f"grad({self.grad_of[0]!r}, {self.grad_of[1][self.grad_of[2]]!r})"
         if self.kind == "item":
             return f"{self.args[0]!r}[{self.params['index']}]"
+        if self.kind == "detached":
+            return f"detach({self.args[0]!r})"
         inner = ", ".join(repr(a) for a in self.args)
         return f"{self.op.name}({inner})"
 
@@ -83,6 +91,60 @@ class SymbolicArray:
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _no_comparison
     __hash__ = object.__hash__
+
+
+#: The kinds of symbol made by an operation (a graph position with a creator); the others are leaves.
+COMPUTED = ("op", "item", "grad")
+
+
+def _detached(source: SymbolicArray) -> SymbolicArray:
+    """A new leaf holding ``source``'s value."""
+    return SymbolicArray("detached", args=(source,), dtype=source.dtype, shape=source.shape)
+
+
+#: The first id each :func:`_cut_behind` gave a cut symbol, in order: a gradient of a lower id was
+#: asked for before that cut, and goes through it (ids grow: the list is sorted).
+cuts: list[int] = []
+
+
+def epoch(t: int) -> int:
+    """How many cuts a gradient of id ``t`` sees: gradients of one epoch see one graph."""
+    return bisect.bisect_left(cuts, t)
+
+
+def _cut_behind(root: SymbolicArray) -> None:
+    """``unchain_backward`` on a symbolic variable, as eager's purges every node behind it: each
+    symbol an operation made behind ``root`` (``root`` too) becomes, in place, a new leaf of its
+    value (the operation moves to a copy it reads), so that no gradient asked for from now on
+    crosses it, from this graph or from another that reads the same symbols. The copy keeps the
+    symbol's id, the leaf takes a new one: a gradient asked for before (an id below the leaf's)
+    still goes through, as eager's was computed then (see :func:`~polygrad.compile.program.trace`).
+    (An item of several outputs is cut at the operation that makes them all.)"""
+    seen: set[int] = set()
+    first = True
+    stack = [root]
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if s.kind == "item":
+            stack.append(s.args[0])
+            continue
+        if s.kind not in COMPUTED:
+            continue  # a leaf: nothing behind it
+        inner = SymbolicArray(s.kind, op=s.op, args=s.args, params=s.params, name=s.name, dtype=s.dtype,
+                              shape=s.shape, container=s.container, grad_of=s.grad_of)
+        inner.id, s.id = s.id, inner.id
+        if first:
+            cuts.append(s.id)
+            first = False
+        s.kind, s.op, s.args, s.params, s.grad_of = "detached", None, (inner,), None, None
+        if inner.kind == "op":
+            stack.extend(a for a in inner.args if isinstance(a, SymbolicArray))
+        else:
+            stack.append(inner.grad_of[0])
+            stack.extend(inner.grad_of[1])
 
 
 # The names a dtype's text may end with, longest first: "uint8" ends with "int8" too (a computed
@@ -216,9 +278,15 @@ class _Recorders:
                 if _holds_symbol(value):
                     _refuse_symbolic_param(op, key, value)
             if op.multi:
-                return _record_multi(op, datas, params)
+                out = _record_multi(op, datas, params)
+                if not config.enable_backprop.get():  # (each output a leaf, as eager's results there)
+                    out = type(out)(*map(_detached, out)) if hasattr(out, "_fields") else tuple(map(_detached, out))
+                return out
             dtype, shape = _infer(op, datas, params)
-            return SymbolicArray("op", op=op, args=datas, params=params or None, dtype=dtype, shape=shape)
+            out = SymbolicArray("op", op=op, args=datas, params=params or None, dtype=dtype, shape=shape)
+            # In no_backprop_mode eager's result is a leaf: the gradient of a cost built on it does not go back
+            # through the operation (it did here, as if recorded).
+            return out if config.enable_backprop.get() else _detached(out)
 
         return record
 
@@ -258,6 +326,23 @@ class SymbolicBackend:
                 f"at each call and cannot be written; write the expression out of place (y = x * 2 makes a new "
                 f"expression, as in Theano) or, to change the value, {instead}"
             )
+
+    def new_leaf(self, data: SymbolicArray) -> SymbolicArray:
+        """The data of a new leaf over symbolic ``data`` (called by the core: ``pg.Variable(x.data)``,
+        ``x.detach()``, a raw symbolic array as an operand): a symbol of its own, of ``data``'s value.
+        An expression records the symbols it reads, not Variables: sharing ``data`` made the new leaf
+        the same place in the graph, and the gradient went through it (``x.detach() * x`` gave 2x)."""
+        return _detached(data)
+
+    def unchain(self, data: SymbolicArray, backward: bool) -> SymbolicArray:
+        """The data of a symbolic Variable that leaves its graph (called by the core): for ``unchain``
+        and ``detach_``, a new leaf of its value where an operation made it (expressions recorded
+        before keep reading the old symbol, as eager's keep their edges); for ``unchain_backward``,
+        the same symbol, with everything behind it cut in place (see :func:`_cut_behind`)."""
+        if backward:
+            _cut_behind(data)
+            return data
+        return _detached(data) if data.kind in COMPUTED else data
 
     def grad(self, outputs: tuple, inputs: tuple, grad_outputs: tuple, *, disconnected_inputs: str = "raise",
              allow_unused: bool | None = None, label: str = "polygrad.grad") -> list:
@@ -305,8 +390,9 @@ class SymbolicBackend:
                     )
                 if disconnected_inputs == "warn":
                     warnings.warn(f"{text}; its gradient is zero", stacklevel=3)
-            grads.append(Variable(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype, shape=w._data.shape),
-                                  requires_grad=False))
+            # (_make: a fresh symbol is this Variable's own; pg.Variable would make a new leaf of it)
+            grads.append(Variable._make(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype,
+                                                      shape=w._data.shape)))
         return grads
 
     def __repr__(self) -> str:
@@ -341,6 +427,7 @@ def _differentiable_ancestors(root: SymbolicArray) -> set[int]:
         elif s.kind == "grad":
             stack.append(s.grad_of[0])
             stack.extend(s.grad_of[1])
+        # (a detached symbol is a leaf: its source is read for its value only)
     return ids
 
 
@@ -362,7 +449,7 @@ def tensor(dtype: Any = None, shape: Sequence[int | None] | None = None, name: s
             raise TypeError("polygrad.symbolic.tensor needs shape or ndim")
         shape = (None,) * ndim
     data = SymbolicArray("input", name=name, dtype=_dtype_name(dtype) or default_float(), shape=tuple(shape))
-    return Variable(data, requires_grad=False, name=name)
+    return Variable._make(data, name=name)  # (a fresh symbol: pg.Variable would make a new leaf of it)
 
 
 def scalar(name: str | None = None, dtype: Any = None) -> Variable:
@@ -418,11 +505,12 @@ def grad(cost: Variable, wrt: Any, consider_constant: Any = None, disconnected_i
 
 
 def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict, *,
-         floating_only: bool = False) -> Iterator[SymbolicArray]:
+         floating_only: bool = False, as_of: int | None = None) -> Iterator[SymbolicArray]:
     """Every expression the roots read, as a call evaluates them: an input (an id in
     ``stop``) is given, not computed from its owner; a replaced one (in ``givens``) reads
-    its replacement instead. ``floating_only``: not past (nor at) an expression of a dtype
-    known not to be floating (a comparison, a cast to integers: no gradient goes through)."""
+    its replacement instead. ``floating_only``, where a gradient may go: not past (nor at) an
+    expression of a dtype known not to be floating (a comparison, a cast to integers), nor past
+    a detached one, but for one unchain_backward cut after the gradient of id ``as_of``."""
     seen: set[int] = set()
     stack = list(roots)
     while stack:
@@ -435,9 +523,9 @@ def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict, *,
         yield s
         if s.id in givens:
             stack.append(givens[s.id])
-        elif s.id in stop:
+        elif s.id in stop or (floating_only and s.kind == "detached" and (as_of is None or s.id < as_of)):
             continue
-        elif s.kind in ("op", "item"):
+        elif s.kind in ("op", "item", "detached"):
             stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
         elif s.kind == "grad":
             stack.append(s.grad_of[0])

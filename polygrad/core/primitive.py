@@ -23,7 +23,7 @@ from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
-from polygrad.core.variable import Variable, is_floating, note_unrecorded_view
+from polygrad.core.variable import Variable, is_floating, new_leaf, note_unrecorded_view
 
 
 class Primitive(Node):
@@ -257,6 +257,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 i += 1
                 continue
             const = True
+            d = new_leaf(d)  # a raw array is a constant (a symbolic one: a symbol of its own, see new_leaf)
             saved.append(d if i in keep else None)
         t = type(d)
         b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i, a)

@@ -16,7 +16,7 @@ import weakref
 from typing import Any, Callable
 
 from polygrad.core import config
-from polygrad.core.dispatch import SCALARS, backend_of_type
+from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type
 from polygrad.core.node import Version, version_of
 from polygrad.core.op import GRAPH_OPS
 
@@ -135,6 +135,25 @@ def _stand_in(node: Any, index: int, base: "Variable") -> "Variable":
 def _gone() -> None:
     """What a node's output slot calls for a Variable that is no longer that output."""
     return None
+
+
+def new_leaf(data: Any) -> Any:
+    """The data of a new leaf holding ``data``'s value (``pg.Variable(x.data)``, ``x.detach()``, a raw
+    array as an operand): ``data`` itself, unless its backend keeps the graph in the data, as
+    pg.function's symbolic arrays do (an expression records the symbols it reads, not Variables):
+    then the backend's ``new_leaf`` gives one of its own, which no gradient goes back through
+    (``x.detach() * x`` was differentiated as ``x * x``)."""
+    make = getattr(_type_cache.get(type(data)), "new_leaf", None)
+    return data if make is None else make(data)
+
+
+def _unchained(data: Any, backward: bool = False) -> Any:
+    """The data of a variable that leaves its graph (``unchain``, ``detach_``; ``backward``:
+    ``unchain_backward``, which cuts the graph behind it too), where its backend keeps the graph
+    in the data (see :func:`new_leaf`): the backend's ``unchain`` does there what dropping the
+    creator does for other backends."""
+    unchain = getattr(_type_cache.get(type(data)), "unchain", None)
+    return data if unchain is None else unchain(data, backward)
 
 
 def is_floating(data: Any) -> bool:
@@ -346,7 +365,7 @@ class Variable:
             kind = dtype_kind(data.dtype, backend_of_type(type(data)))
         elif data is not None:
             kind = _kind_of_data(data, "polygrad.Variable")
-        self._data = data
+        self._data = new_leaf(data)
         self._grad = None
         self._node = None
         self._index = 0
@@ -410,7 +429,7 @@ class Variable:
             if self._requires_grad and kind not in _FLOATING + ("unknown",):
                 self._require_floating(value, "set x.requires_grad = False first (its gradients would be cut to "
                                               "integers)")
-        self._data = value
+        self._data = value if value is self._data else new_leaf(value)
 
     @property
     def array(self) -> Any:
@@ -721,7 +740,7 @@ class Variable:
         The result does not require grad; it is volatile if this variable is.
         In-place changes to either are seen by both.
         """
-        return Variable._make(self._data, volatile=self._volatile, vbox=self._vbox, name=self.name)
+        return Variable._make(new_leaf(self._data), volatile=self._volatile, vbox=self._vbox, name=self.name)
 
     def detach_(self) -> "Variable":
         """Detach this variable from the graph that created it, making it a leaf (hooks
@@ -730,12 +749,14 @@ class Variable:
         self._node = None
         self._index = 0
         self._requires_grad = False
+        self._data = _unchained(self._data)
         return self
 
     def unchain(self) -> None:
         """Delete the reference to the creator: this variable becomes a root."""
         self._keep_hooks_from_old_graph()
         self._node = None
+        self._data = _unchained(self._data)
 
     def unchain_backward(self) -> None:
         """Delete backward references of this variable and of every function behind it.
@@ -746,6 +767,7 @@ class Variable:
         node = self._node
         self._keep_hooks_from_old_graph()
         self._node = None
+        self._data = _unchained(self._data, backward=True)
         stack = [node] if node is not None else []
         seen = set()
         while stack:
