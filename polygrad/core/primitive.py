@@ -20,7 +20,8 @@ from weakref import ref as _weakref
 
 from polygrad.core import config
 from polygrad.core import hooks as _hooks
-from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type, current_backend, describe, mixed_backends_error
+from polygrad.core.dispatch import (SCALARS, _pinned, _type_cache, backend_of_type, current_backend, describe,
+                                    mixed_backends_error)
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
 from polygrad.core.variable import Variable, is_floating, new_leaf, note_unrecorded_view
@@ -257,7 +258,8 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
                 i += 1
                 continue
             const = True
-            d = new_leaf(d)  # a raw array is a constant (a symbolic one: a symbol of its own, see new_leaf)
+            if type(d) in _pinned:  # a raw array is a constant (a symbolic one: a symbol of its own, see new_leaf)
+                d = new_leaf(d)
             saved.append(d if i in keep else None)
         t = type(d)
         b = _type_cache.get(t) or _input_backend(t, op.name if node is None else node.label, i, a)

@@ -16,7 +16,7 @@ import weakref
 from typing import Any, Callable
 
 from polygrad.core import config
-from polygrad.core.dispatch import SCALARS, _type_cache, backend_of_type
+from polygrad.core.dispatch import SCALARS, _pinned, backend_of_type
 from polygrad.core.node import Version, version_of
 from polygrad.core.op import GRAPH_OPS
 
@@ -143,7 +143,8 @@ def new_leaf(data: Any) -> Any:
     pg.function's symbolic arrays do (an expression records the symbols it reads, not Variables):
     then the backend's ``new_leaf`` gives one of its own, which no gradient goes back through
     (``x.detach() * x`` was differentiated as ``x * x``)."""
-    make = getattr(_type_cache.get(type(data)), "new_leaf", None)
+    b = _pinned.get(type(data))  # (only a pinned pseudo-backend keeps a graph in its data: one lookup for the rest)
+    make = None if b is None else getattr(b, "new_leaf", None)
     return data if make is None else make(data)
 
 
@@ -152,7 +153,8 @@ def _unchained(data: Any, backward: bool = False) -> Any:
     ``unchain_backward``, which cuts the graph behind it too), where its backend keeps the graph
     in the data (see :func:`new_leaf`): the backend's ``unchain`` does there what dropping the
     creator does for other backends."""
-    unchain = getattr(_type_cache.get(type(data)), "unchain", None)
+    b = _pinned.get(type(data))
+    unchain = None if b is None else getattr(b, "unchain", None)
     return data if unchain is None else unchain(data, backward)
 
 
