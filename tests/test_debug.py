@@ -134,6 +134,42 @@ def test_debug_mode_traces_compiled_functions_and_checks_every_row():
     assert np.isnan(f(-np.ones(3)))
 
 
+def _node_by_node(backend, nodes, inputs, outputs):
+    """A fused kernel for any group, with or without numexpr, whatever the sizes: its rows in turn."""
+
+    def kernel(*arrays):
+        done = []
+        for n in nodes:
+            args = [arrays[v] if k == "input" else done[v] if k == "node" else v for k, v in n.args]
+            done.append(n.kernel(*args, **n.params))
+        return tuple(done[j] for j in outputs)
+
+    return kernel
+
+
+def test_debug_mode_checks_each_row_of_a_fused_group(monkeypatch):
+    """A compiled function's checked program was generated from the fused program: where(x > 0,
+    log(x), 0) masked log's NaN inside one kernel, and debug mode let it through, where eager
+    raises. It checks each row, as eager checks each op, and the normal program stays fused."""
+    from polygrad import symbolic as T
+    from polygrad._registry import Backend
+    from polygrad.compile import fusion
+
+    monkeypatch.setattr(fusion, "ENABLED", True)
+    monkeypatch.setattr(Backend, "fuse_elementwise", _node_by_node)
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(pg.where(x > 0, pg.log(x), 0.0)))
+    f(np.array([1.0, 2.0]))  # compiled outside debug mode
+    assert "fused greater, log, where" in f.program_source()
+    bad = np.array([-1.0, 2.0])
+    with pg.debug_mode():
+        with pytest.raises(FloatingPointError, match=r"output 0 of log \(row \d+ of a compiled function's program\)"):
+            f(bad)
+        with pytest.raises(FloatingPointError, match=r"output 0 of log contains NaN or Inf; log was called at"):
+            pg.sum(pg.where(pg.Variable(bad) > 0, pg.log(pg.Variable(bad)), 0.0))  # as eager
+    assert float(f(bad)) == np.log(2.0)
+
+
 def test_a_user_file_beside_the_package_is_a_call_site():
     """A file in a sibling folder whose name starts with the package's (polygrad_demo/) was taken
     for polygrad's own: debug messages named a frame further out."""

@@ -360,11 +360,17 @@ class Program:
         shaped = {out for op, _, args, _, out in instrs
                   if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
         kept = _live(instrs, out_refs + [("s", out) for out in shaped])
+        unfused = kept
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
         if optimize:
+            fused = kept is not unfused
             kept = _rewrite.typed_scalars(kept, tracer.alive)
+            unfused = _rewrite.typed_scalars(unfused, tracer.alive) if fused else kept
         self.instrs = kept
+        # Debug mode's program checks every row as eager checks each op: from the rows before fusion,
+        # as a fused kernel's rows have no results of their own (where(x > 0, log(x), 0) masked log's NaN).
+        self._unfused = unfused
         # The shape each value-shaped row gave when traced, checked at every run.
         self.guards = {out: _shapes(tracer.alive[out]) for *_, out in kept if out in shaped}
         _refuse_random_shapes(kept, self.guards)
@@ -390,15 +396,16 @@ class Program:
         self.n_traced = len(tracer.instrs)
         self.n_fused = sum(1 for ins in kept if isinstance(ins[4], tuple))
         self._inplace = _inplace.plan(kept, in_slots, out_refs, tracer.alive) if optimize else {}
-        self.fn, self.source = self._generate()
+        self.fn, self.source = self._generate(kept, self._inplace)
         self._checked: Any = None  # the program that checks every result, and its source, for debug mode
 
-    def _generate(self, checked: bool = False) -> tuple[Any, str]:
-        """The program's function and source; ``checked``: a FloatingPointError after any row whose
-        result holds NaN or Inf (debug mode, as eager ops are checked)."""
+    def _generate(self, instrs: list[tuple], inplace: dict, checked: bool = False) -> tuple[Any, str]:
+        """The function and source of the program of ``instrs``, computing the rows of ``inplace`` in
+        place; ``checked``: a FloatingPointError after any row whose result holds NaN or Inf (debug
+        mode, as eager ops are checked)."""
         names: dict[str, Any] = {"_check": _check_finite} if checked else {}
         last_use: dict[int, int] = {}
-        for i, (_, _, args, _, _) in enumerate(self.instrs):
+        for i, (_, _, args, _, _) in enumerate(instrs):
             for k, v in args:
                 if k == "s":
                     last_use[v] = i
@@ -417,12 +424,12 @@ class Program:
             return name
 
         lines = [f"def program({', '.join(f's{s}' for s in self.in_slots)}):"]
-        for i, (op, impl, args, params, out) in enumerate(self.instrs):
+        for i, (op, impl, args, params, out) in enumerate(instrs):
             operands = [ref(kind, v) for kind, v in args]
             reused = None
             infix = _INFIX.get(impl) if type(impl) is type(operator.add) else None
-            if i in self._inplace:  # a dead intermediate takes the result (see polygrad.compile.inplace)
-                p, symbol = self._inplace[i]
+            if i in inplace:  # a dead intermediate takes the result (see polygrad.compile.inplace)
+                p, symbol = inplace[i]
                 reused = args[p][1]
                 lines.append(f"    {operands[p]} {symbol} {operands[1 - p]}  # {op.name}, in place")
                 var[out] = operands[p]
@@ -458,8 +465,8 @@ class Program:
         checked = config.debug.get()
         try:
             if checked:
-                if self._checked is None:
-                    self._checked = self._generate(checked=True)
+                if self._checked is None:  # (no rows in place: their plan is the fused program's)
+                    self._checked = self._generate(self._unfused, {}, checked=True)
                 return self._checked[0](*values)
             return self.fn(*values)
         except ShapeChanged:
