@@ -755,6 +755,38 @@ def test_training_step_compiles_once():
     assert len(step._programs) == 1
 
 
+def test_function_hooks_see_nothing_of_a_compiled_call():
+    """The user's hooks saw the trace of a compiled step's first call (and of each new shape's) as
+    eager forward and backward steps, and nothing of the other calls: they see none of it now."""
+    x = T.matrix("x")
+    w = pg.shared(np.array([1.0, 2.0]), name="w")
+    loss = pg.sum(pg.exp(x * w))
+    step = pg.function([x], loss, updates=[(w, w - 0.1 * T.grad(loss, w))])
+
+    class Steps(pg.FunctionHook):
+        name = "steps"
+
+        def __init__(self):
+            self.seen = []
+
+        def forward_preprocess(self, function, in_data):
+            self.seen.append(("forward", function.label))
+
+        def backward_preprocess(self, function, in_data, out_grad):
+            self.seen.append(("backward", function.label))
+
+    batches = [np.full((rows, 2), 0.1) for rows in (1, 1, 3)]  # a first call, a later one, a new shape's
+    with Steps() as hook:
+        for xv in batches:
+            step(xv)
+        pg.exp(pg.Variable(np.ones(2)))  # (the hook is on: it sees eager steps)
+    assert hook.seen == [("forward", "exp")]
+    expected = np.array([1.0, 2.0])  # (the trace still records: the updates are eager's)
+    for xv in batches:
+        expected = expected - 0.1 * np.sum(xv * np.exp(xv * expected), axis=0)
+    np.testing.assert_allclose(w.get_value(), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------
 # The optimized program
 # ---------------------------------------------------------------------------

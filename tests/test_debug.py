@@ -170,6 +170,17 @@ def test_debug_mode_checks_each_row_of_a_fused_group(monkeypatch):
     assert float(f(bad)) == np.log(2.0)
 
 
+def test_a_first_compiled_call_in_debug_mode_is_checked_as_eager_code():
+    """The trace of a first call hides the user's hooks but keeps debug mode's: a NaN is named
+    with the line of user code that made it, as in eager code."""
+    from polygrad import symbolic as T
+
+    x = T.vector("x")
+    f = pg.function([x], pg.sum(pg.log(x)))  # (this line: the call site)
+    with pg.debug_mode(), pytest.raises(FloatingPointError, match=r"output 0 of log .* called at .*test_debug\.py"):
+        f(-np.ones(2))
+
+
 def test_a_user_file_beside_the_package_is_a_call_site():
     """A file in a sibling folder whose name starts with the package's (polygrad_demo/) was taken
     for polygrad's own: debug messages named a frame further out."""

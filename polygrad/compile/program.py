@@ -33,6 +33,8 @@ from polygrad.compile import rewrite as _rewrite
 from polygrad.compile import symbolic as _symbolic
 from polygrad.compile.symbolic import SymbolicArray, walk
 from polygrad.core import config
+from polygrad.core import debug as _debug
+from polygrad.core import hooks as _hooks
 from polygrad.core.config import force_backprop_mode
 from polygrad.core.debug import is_finite
 from polygrad.core.dispatch import backend_of_type, current_backend
@@ -239,10 +241,17 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
 
     # Recording on, whatever the caller's mode: a program traced inside no_backprop_mode had
     # no graph to differentiate, and kept zeros for every gradient at every later call.
-    with tracer, force_backprop_mode():
-        for s in _creation_order(targets, env, deps):
-            run(s)
-        results = [env[t.id] for t in targets]
+    # The trace is how the program is made, not a run of the user's steps: the user's hooks see
+    # none of it (they saw the first call's eager forward and backward, and no later call), only
+    # debug mode's, which checks it as eager ops are checked.
+    token = _hooks._active.set(tuple(h for h in _hooks.active_hooks() if h is _debug._HOOK) + (tracer,))
+    try:
+        with force_backprop_mode():
+            for s in _creation_order(targets, env, deps):
+                run(s)
+            results = [env[t.id] for t in targets]
+    finally:
+        _hooks.restore(token)
     refs = [tracer.ref(r._data) for r in results]
     tracer.alive.extend(r._data for r in results)
     return tracer, in_slots, refs
