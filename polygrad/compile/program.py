@@ -244,7 +244,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     # The trace is how the program is made, not a run of the user's steps: the user's hooks see
     # none of it (they saw the first call's eager forward and backward, and no later call), only
     # debug mode's, which checks it as eager ops are checked.
-    token = _hooks._active.set(tuple(h for h in _hooks.active_hooks() if h is _debug._HOOK) + (tracer,))
+    token = _hooks.only(tuple(h for h in _hooks.active_hooks() if h is _debug._HOOK) + (tracer,))
     try:
         with force_backprop_mode():
             for s in _creation_order(targets, env, deps):

@@ -102,6 +102,12 @@ def remove_global(hook: FunctionHook) -> Any:
     return _active.set(tuple(h for h in _active.get() if h is not hook))
 
 
+def only(hooks: tuple) -> Any:
+    """Make ``hooks`` the only registrations in this thread or task (a compiled function's trace:
+    the user's hooks see none of it); returns a token for :func:`restore`."""
+    return _active.set(tuple(hooks))
+
+
 def restore(token: Any) -> None:
     """Put back the registrations as they were before the call that gave ``token``."""
     _active.reset(token)
