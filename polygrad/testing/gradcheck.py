@@ -71,6 +71,12 @@ def _is_complex(xp: Any, a: Any) -> bool:
     return xp.isdtype(a.dtype, "complex floating")
 
 
+def _is_floating(xp: Any, a: Any) -> bool:
+    """Whether ``a`` is a floating-point array: only those have gradients and random directions."""
+    dtype = getattr(a, "dtype", None)
+    return dtype is not None and xp.isdtype(dtype, ("real floating", "complex floating"))
+
+
 def _vdot(xp: Any, a: Any, b: Any) -> float:
     """``Re sum(conj(a) b)`` in the widest dtype: a gradient paired with a direction. For complex
     arrays this is the derivative along ``b`` of a gradient ``a`` in polygrad's convention
@@ -118,11 +124,18 @@ def _random_like(x: Any, rng: Any, checker: str, what: str) -> Any:
     return xp.astype(re, x.dtype) + 1j * xp.astype(im, x.dtype)
 
 
+def _output_direction(y: Any, rng: Any, checker: str, j: int) -> Any:
+    """The random direction of output ``j``; None for an integer or bool output, which has no
+    gradient (its direction made it an input of the second-order checks, which refused it)."""
+    xp = backend_of_type(type(y)).xp
+    return _random_like(y, rng, checker, f"output {j}") if _is_floating(xp, y) else None
+
+
 def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequence[int], how: str) -> None:
     """TypeError naming the checker and the input when an input to differentiate is not floating-point."""
     for i in indices:
         dtype = getattr(datas[i], "dtype", None)
-        if dtype is None or not xp.isdtype(dtype, ("real floating", "complex floating")):
+        if not _is_floating(xp, datas[i]):
             got = f"of dtype {dtype}" if dtype is not None else f"a {type(datas[i]).__name__}"
             raise TypeError(
                 f"polygrad.testing.{fname}: input {i} is {got}; only floating-point inputs have gradients "
@@ -141,9 +154,9 @@ def _narrowest(xp: Any, arrays: Sequence[Any]) -> tuple[Any, float]:
     """The least precise floating-point dtype among ``arrays`` and its machine epsilon (None, 0.0 if none)."""
     worst, worst_eps = None, 0.0
     for a in arrays:
-        dtype = getattr(a, "dtype", None)
-        if dtype is None or not xp.isdtype(dtype, ("real floating", "complex floating")):
+        if not _is_floating(xp, a):
             continue
+        dtype = a.dtype
         e = float(xp.finfo(dtype).eps)
         if e > worst_eps:
             worst, worst_eps = dtype, e
@@ -282,7 +295,7 @@ def check_grads(
     :param inputs: arrays (float64 recommended) or Variables.
     :param order: 1 checks first derivatives; 2 also checks the vjp's own
         derivatives, in the inputs and in the output gradient (through
-        ``create_graph=True``).
+        ``create_graph=True``; an integer or bool output's is held fixed).
     :param eps, atol, rtol: the step and tolerances; None chooses them for the
         least precise floating-point dtype among the inputs and outputs
         (float64: 1e-6, 1e-5, 1e-4; float32: about 4.9e-3, the measured error of
@@ -306,7 +319,7 @@ def check_grads(
     given = (eps, atol, rtol)
     tol = _Tolerance(xp, [datas[i] for i in wrt] + [_data(y) for y in ys], eps, atol, rtol, _CHECK_GRADS)
     eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
-    us = [_random_like(_data(y), rng, "polygrad.testing.check_grads", f"output {j}") for j, y in enumerate(ys)]
+    us = [_output_direction(_data(y), rng, "polygrad.testing.check_grads", j) for j, y in enumerate(ys)]
     vs = [_random_like(datas[i], rng, "polygrad.testing.check_grads", f"input {i}") for i in wrt]
 
     def directional(eps_: float) -> float:
@@ -314,7 +327,7 @@ def check_grads(
         for i, v in zip(wrt, vs):
             shifted[i] = datas[i] + eps_ * v
         out = _as_tuple(f(*[Variable(d, requires_grad=False) for d in shifted]))
-        return sum(_vdot(xp, _data(y), u) for y, u in zip(out, us))
+        return sum(_vdot(xp, _data(y), u) for y, u in zip(out, us) if u is not None)
 
     numeric = (directional(eps) - directional(-eps)) / (2 * eps)
     allowed = atol + rtol * abs(numeric)
@@ -325,6 +338,8 @@ def check_grads(
         # sqrt(n), and excused a zero gradient of x + 273.15 over 10,000 float32 values).
         squares = 0.0
         for y, u in zip(ys, us):
+            if u is None:
+                continue
             wide = _widest_float(xp)
             yu = xp.astype(xp.abs(_data(y)), wide) * xp.astype(xp.abs(u), wide)
             squares += _vdot(xp, yu, yu)
@@ -349,17 +364,19 @@ def check_grads(
         def vjp_fn(*args: Any) -> tuple:
             ins = [a if isinstance(a, Variable) and a.requires_grad else Variable(_data(a), requires_grad=True)
                    for a in args[:n]]
-            cotangents = [a if isinstance(a, Variable) else Variable(_data(a)) for a in args[n:]]
+            cotangents = iter(a if isinstance(a, Variable) else Variable(_data(a)) for a in args[n:])
             full = list(datas)
             for i, a in zip(wrt, ins):
                 full[i] = a
             out = _as_tuple(f(*full))
-            gs = _grad(list(out), ins, grad_outputs=cotangents, create_graph=True, allow_unused=True)
+            # an integer or bool output's gradient is no argument: it stays None
+            gs = _grad(list(out), ins, grad_outputs=[None if u is None else next(cotangents) for u in us],
+                       create_graph=True, allow_unused=True)
             return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
 
         vjp_fn.__name__ = f"vjp of {name}"
-        check_grads(vjp_fn, [datas[i] for i in wrt] + us, order=order - 1, eps=given[0], atol=given[1], rtol=given[2],
-                    seed=seed + 1)
+        check_grads(vjp_fn, [datas[i] for i in wrt] + [u for u in us if u is not None], order=order - 1,
+                    eps=given[0], atol=given[1], rtol=given[2], seed=seed + 1)
 
 
 def _checked(fname: str, n: int, indices: Any, how: str) -> list[int]:
@@ -426,7 +443,7 @@ def check_backward(
     eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
     if y_grad is None:
         rng = backend.random_generator(0)
-        gys = [_random_like(_data(y), rng, "polygrad.testing.check_backward", f"output {j}") for j, y in enumerate(ys)]
+        gys = [_output_direction(_data(y), rng, "polygrad.testing.check_backward", j) for j, y in enumerate(ys)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
     analytic = _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True)
@@ -477,7 +494,8 @@ def check_double_backward(
     derivatives of its vjp (second order), element-wise by central differences: the
     vjp is a function of the checked inputs and of the output gradient ``y_grad`` (as
     in Chainer), so a rule that is right in value but not in how it depends on the
-    incoming gradient fails too. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
+    incoming gradient fails too. An output whose ``y_grad`` is None, or that is integer
+    or bool, is held fixed. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
     :func:`check_backward` (float64 defaults 1e-3, 1e-4, 1e-3)."""
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
@@ -492,12 +510,16 @@ def check_double_backward(
     eps = tol.eps
     atol, rtol = (None, None) if tol.measured else (tol.atol, tol.rtol)  # measured again by check_backward
     if y_grad is None:
-        gys = [_random_like(_data(y), rng, "polygrad.testing.check_double_backward", f"output {j}") for j, y in enumerate(probe)]
+        gys = [_output_direction(_data(y), rng, "polygrad.testing.check_double_backward", j)
+               for j, y in enumerate(probe)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
     # first order (a function without any gradient has a vjp of zeros, whose derivatives are zero)
     check_backward(func, xs, gys, eps=eps, atol=atol, rtol=rtol, no_grads=skip)
     n = len(checked)
+    # the output gradients the vjp is a function of: those of floating outputs (None, or an integer
+    # output's, is no input to differentiate: it was refused as one)
+    free = [j for j, g in enumerate(gys) if _is_floating(xp, g)]
 
     def vjp(*args: Any) -> tuple:
         ins = [Variable(_data(a), requires_grad=True) if not (isinstance(a, Variable) and a.requires_grad) else a
@@ -505,9 +527,13 @@ def check_double_backward(
         full = list(xs)
         for i, a in zip(checked, ins):
             full[i] = a
+        cotangents = list(gys)
+        for j, a in zip(free, args[n:]):
+            cotangents[j] = a
         ys = _as_tuple(func(*full))
-        gs = _grad(list(ys), ins, grad_outputs=list(args[n:]), create_graph=True, allow_unused=True)
+        gs = _grad(list(ys), ins, grad_outputs=cotangents, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
 
     vjp.__name__ = f"vjp of {getattr(func, '__name__', func)}"
-    check_backward(vjp, tuple(xs[i] for i in checked) + tuple(gys), None, eps=eps, atol=atol, rtol=rtol)
+    check_backward(vjp, tuple(xs[i] for i in checked) + tuple(gys[j] for j in free), None, eps=eps, atol=atol,
+                   rtol=rtol)
