@@ -674,6 +674,33 @@ def test_conformance_check_vjp_steps_by_the_narrowest_output_too():
 # ---------------------------------------------------------------------------
 
 
+@pytest.fixture
+def graph_faced():
+    """An op x ** 3 whose plain (raw-array) rule is right but whose create_graph rule is 5% off."""
+    from polygrad.ops import REGISTRY, Op, apply, defvjp
+
+    name = "test_gradcheck_graph_faced"
+    op = defvjp(Op(name, lambda xp, x: x * x * x),
+                lambda o, g, ans, x: g * 3 * x * x * (1.05 if isinstance(x, pg.Variable) else 1.0), saves="x")
+    try:
+        yield lambda x: apply(op, (x,))
+    finally:
+        REGISTRY.pop(name, None)
+
+
+def test_second_order_checks_compare_the_create_graph_vjp_with_numerics(xp, graph_faced):
+    """order 2 checked the plain vjp's values and only the consistency of the create_graph vjp with
+    its own derivatives: a create_graph vjp 5% off everywhere (what gradient penalties and
+    Hessian-vector products read) passed check_grads(order=2) and check_double_backward."""
+    x = arr(xp, XS)
+    check_grads(graph_faced, [x])
+    check_backward(graph_faced, x)
+    with pytest.raises(AssertionError, match=r"order 1, the vjp taken with create_graph=True"):
+        check_grads(graph_faced, [x], order=2)
+    with pytest.raises(AssertionError, match=r"check_backward failed for input 0 of .*create_graph=True"):
+        check_double_backward(graph_faced, x)
+
+
 def _with_sign(v):
     """sin(v), differentiable at any order, and its sign as integers, which have no gradient."""
     return pg.sin(v), pg.astype(v > 0, pg.int64)

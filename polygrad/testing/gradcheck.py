@@ -293,9 +293,10 @@ def check_grads(
 
     :param f: a function of Variables returning a Variable or a tuple of them.
     :param inputs: arrays (float64 recommended) or Variables.
-    :param order: 1 checks first derivatives; 2 also checks the vjp's own
-        derivatives, in the inputs and in the output gradient (through
-        ``create_graph=True``; an integer or bool output's is held fixed).
+    :param order: 1 checks first derivatives; 2 also checks the values of the
+        vjp taken with ``create_graph=True`` and its own derivatives, in the
+        inputs and in the output gradient (an integer or bool output's is held
+        fixed).
     :param eps, atol, rtol: the step and tolerances; None chooses them for the
         least precise floating-point dtype among the inputs and outputs
         (float64: 1e-6, 1e-5, 1e-4; float32: about 4.9e-3, the measured error of
@@ -321,6 +322,26 @@ def check_grads(
     eps, atol, rtol, hint = tol.eps, tol.atol, tol.rtol, tol.hint
     us = [_output_direction(_data(y), rng, "polygrad.testing.check_grads", j) for j, y in enumerate(ys)]
     vs = [_random_like(datas[i], rng, "polygrad.testing.check_grads", f"input {i}") for i in wrt]
+    name = getattr(f, "__name__", repr(f))
+    n = len(wrt)
+
+    def vjp_fn(*args: Any) -> tuple:
+        """The vjp (through ``create_graph=True``) as a function of the inputs checked and of the
+        floating outputs' gradients ``u``: order 2 differentiates it."""
+        ins = [a if isinstance(a, Variable) and a.requires_grad else Variable(_data(a), requires_grad=True)
+               for a in args[:n]]
+        cotangents = iter(a if isinstance(a, Variable) else Variable(_data(a)) for a in args[n:])
+        full = list(datas)
+        for i, a in zip(wrt, ins):
+            full[i] = a
+        out = _as_tuple(f(*full))
+        # an integer or bool output's gradient is no argument: it stays None
+        gs = _grad(list(out), ins, grad_outputs=[None if u is None else next(cotangents) for u in us],
+                   create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False)
+                     for g, a in zip(gs, ins))
+
+    vjp_fn.__name__ = f"vjp of {name}"
 
     def directional(eps_: float) -> float:
         shifted = list(datas)
@@ -345,36 +366,25 @@ def check_grads(
             squares += _vdot(xp, yu, yu)
         allowed += 2 * abs(half - numeric) + tol.rounding(2 * squares ** 0.5 / eps)
     gxs = _grad(list(ys), [xs[i] for i in wrt], grad_outputs=list(us), allow_unused=True)
-    analytic = sum(_vdot(xp, _data(g), v) for g, v in zip(gxs, vs) if g is not None)
-    name = getattr(f, "__name__", repr(f))
-    if not abs(analytic - numeric) <= allowed:
-        norms = ", ".join(
-            f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}" for i, g in zip(wrt, gxs)
-        )
-        raise AssertionError(
-            f"gradient check failed for {name} (order 1): analytic <vjp(u), v> = {analytic:.10g}, "
-            f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}{hint}"
-        )
+    paths = [("", gxs)]
+    if order > 1:
+        # the vjp that order 2 differentiates, by another path (create_graph: rules on Variables):
+        # only its derivatives were checked, and a uniformly wrong one is consistent with them
+        paths.append((", the vjp taken with create_graph=True", vjp_fn(*[datas[i] for i in wrt],
+                                                                         *[u for u in us if u is not None])))
+    for how, gs in paths:
+        analytic = sum(_vdot(xp, _data(g), v) for g, v in zip(gs, vs) if g is not None)
+        if not abs(analytic - numeric) <= allowed:
+            norms = ", ".join(f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}"
+                              for i, g in zip(wrt, gs))
+            raise AssertionError(
+                f"gradient check failed for {name} (order 1{how}): analytic <vjp(u), v> = {analytic:.10g}, "
+                f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}{hint}"
+            )
     if order > 1:
         # The vjp as a function of the inputs and of the output gradients u: a rule that is right
         # in value but wrong in how it depends on u (on the incoming gradient) is wrong for every
         # double backward, and passes a check that holds u fixed.
-        n = len(wrt)
-
-        def vjp_fn(*args: Any) -> tuple:
-            ins = [a if isinstance(a, Variable) and a.requires_grad else Variable(_data(a), requires_grad=True)
-                   for a in args[:n]]
-            cotangents = iter(a if isinstance(a, Variable) else Variable(_data(a)) for a in args[n:])
-            full = list(datas)
-            for i, a in zip(wrt, ins):
-                full[i] = a
-            out = _as_tuple(f(*full))
-            # an integer or bool output's gradient is no argument: it stays None
-            gs = _grad(list(out), ins, grad_outputs=[None if u is None else next(cotangents) for u in us],
-                       create_graph=True, allow_unused=True)
-            return tuple(g if g is not None else Variable(xp.zeros_like(_data(a)), requires_grad=False) for g, a in zip(gs, ins))
-
-        vjp_fn.__name__ = f"vjp of {name}"
         check_grads(vjp_fn, [datas[i] for i in wrt] + [u for u in us if u is not None], order=order - 1,
                     eps=given[0], atol=given[1], rtol=given[2], seed=seed + 1)
 
@@ -431,6 +441,13 @@ def check_backward(
         integer and bool inputs must be left out this way.
     :raises TypeError: an input checked is an integer or bool array.
     """
+    _check_backward(func, x_data, y_grad, eps, atol, rtol, no_grads, graph=False)
+
+
+def _check_backward(func: Callable[..., Any], x_data: Any, y_grad: Any, eps: float | None, atol: float | None,
+                    rtol: float | None, no_grads: Sequence[bool] | None, graph: bool) -> None:
+    """:func:`check_backward`; with ``graph``, the gradients taken with ``create_graph=True`` are
+    checked against the same central differences too (the first order of a double backward)."""
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
     backend = backend_of_type(type(xs[0]))
@@ -446,7 +463,14 @@ def check_backward(
         gys = [_output_direction(_data(y), rng, "polygrad.testing.check_backward", j) for j, y in enumerate(ys)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
-    analytic = _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True)
+    paths = [("", _grad(list(ys), [vs[i] for i in checked], grad_outputs=gys, allow_unused=True))]
+    if graph:
+        # the vjp that a double backward differentiates, by another path (create_graph: rules on
+        # Variables): only its derivatives were checked, and a uniformly wrong one is consistent with them
+        again = [Variable(x, requires_grad=not skip[i]) for i, x in enumerate(xs)]
+        paths.append((" (the gradient taken with create_graph=True)", _grad(
+            list(_as_tuple(func(*again))), [again[i] for i in checked], grad_outputs=gys, create_graph=True,
+            allow_unused=True)))
 
     def at(*args: Any) -> Any:  # func of the checked inputs, the others held fixed
         full = list(xs)
@@ -456,28 +480,30 @@ def check_backward(
 
     numeric, roundings = _central_differences(at, [xs[i] for i in checked], gys, eps, rounding=tol.measured)
     halves = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps / 2) if tol.measured else numeric
-    for i, a, n, h, r in zip(checked, analytic, numeric, halves, roundings):
-        a = xp.zeros_like(n) if a is None else _data(a)
+    name = getattr(func, "__name__", func)
+    for slot, (i, n, h, r) in enumerate(zip(checked, numeric, halves, roundings)):
         allowed = atol + rtol * xp.abs(n) + 2 * xp.abs(h - n) + tol.rounding(r)
-        # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
-        bad = xp.logical_not(xp.logical_or(xp.abs(a - n) <= allowed, xp.logical_and(xp.isnan(a), xp.isnan(n))))
-        if bool(xp.any(bad)):
-            # counted and found without nonzero, whose size a lazy backend (dask) does not know
-            integral = xp.__array_namespace_info__().default_dtypes()["integral"]
-            flags = xp.astype(xp.reshape(bad, (-1,)), integral)
-            k, count = int(xp.argmax(flags)), int(xp.sum(flags))
-            fa, fn = xp.reshape(a, (-1,)), xp.reshape(n, (-1,))
-            if not tol.measured:  # in float64 a step too large for the function is the usual false alarm
-                h = xp.reshape(numerical_grad(at, [xs[j] for j in checked], gys, eps=eps / 2)[checked.index(i)],
-                               (-1,))[k]
-                if abs(complex(fa[k]) - complex(h)) < 0.9 * abs(complex(fa[k]) - complex(fn[k])):
-                    hint = (f"; the central difference with eps={eps / 2:g} gives {_number(h)} there, closer to the "
-                            f"analytic value: eps={eps:g} may be too large for this function (pass a smaller eps)")
-            raise AssertionError(
-                f"check_backward failed for input {i} of {getattr(func, '__name__', func)} (shape {tuple(n.shape)}): "
-                f"{count} of {int(fn.shape[0])} elements differ; first at flat index {k}: "
-                f"analytic {_number(fa[k])}, numeric {_number(fn[k])}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
-            )
+        for how, grads in paths:
+            a = xp.zeros_like(n) if grads[slot] is None else _data(grads[slot])
+            # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
+            bad = xp.logical_not(xp.logical_or(xp.abs(a - n) <= allowed, xp.logical_and(xp.isnan(a), xp.isnan(n))))
+            if bool(xp.any(bad)):
+                # counted and found without nonzero, whose size a lazy backend (dask) does not know
+                integral = xp.__array_namespace_info__().default_dtypes()["integral"]
+                flags = xp.astype(xp.reshape(bad, (-1,)), integral)
+                k, count = int(xp.argmax(flags)), int(xp.sum(flags))
+                fa, fn = xp.reshape(a, (-1,)), xp.reshape(n, (-1,))
+                if not tol.measured:  # in float64 a step too large for the function is the usual false alarm
+                    h = xp.reshape(numerical_grad(at, [xs[j] for j in checked], gys, eps=eps / 2)[slot], (-1,))[k]
+                    if abs(complex(fa[k]) - complex(h)) < 0.9 * abs(complex(fa[k]) - complex(fn[k])):
+                        hint = (f"; the central difference with eps={eps / 2:g} gives {_number(h)} there, closer to "
+                                f"the analytic value: eps={eps:g} may be too large for this function (pass a smaller "
+                                f"eps)")
+                raise AssertionError(
+                    f"check_backward failed for input {i} of {name}{how} (shape {tuple(n.shape)}): {count} of "
+                    f"{int(fn.shape[0])} elements differ; first at flat index {k}: analytic {_number(fa[k])}, numeric "
+                    f"{_number(fn[k])}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
+                )
 
 
 def check_double_backward(
@@ -494,8 +520,10 @@ def check_double_backward(
     derivatives of its vjp (second order), element-wise by central differences: the
     vjp is a function of the checked inputs and of the output gradient ``y_grad`` (as
     in Chainer), so a rule that is right in value but not in how it depends on the
-    incoming gradient fails too. An output whose ``y_grad`` is None, or that is integer
-    or bool, is held fixed. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
+    incoming gradient fails too. The first order checks the gradients taken with
+    ``create_graph=True`` as well (the values the second order differentiates, by
+    another path). An output whose ``y_grad`` is None, or that is integer or bool,
+    is held fixed. ``eps``, ``atol``, ``rtol`` and ``no_grads`` as in
     :func:`check_backward` (float64 defaults 1e-3, 1e-4, 1e-3)."""
     xs = tuple(x_data) if isinstance(x_data, (tuple, list)) else (x_data,)
     xs = tuple(_data(x) for x in xs)
@@ -514,8 +542,8 @@ def check_double_backward(
                for j, y in enumerate(probe)]
     else:
         gys = [_data(g) for g in _as_tuple(y_grad)]
-    # first order (a function without any gradient has a vjp of zeros, whose derivatives are zero)
-    check_backward(func, xs, gys, eps=eps, atol=atol, rtol=rtol, no_grads=skip)
+    # first order, by both paths (a function without any gradient has a vjp of zeros, whose derivatives are zero)
+    _check_backward(func, xs, gys, eps, atol, rtol, skip, graph=True)
     n = len(checked)
     # the output gradients the vjp is a function of: those of floating outputs (None, or an integer
     # output's, is no input to differentiate: it was refused as one)
