@@ -674,6 +674,76 @@ def test_conformance_check_vjp_steps_by_the_narrowest_output_too():
 # ---------------------------------------------------------------------------
 
 
+class ShiftedSin(pg.Function):
+    """sin(x) + offset, whose backward returns factor * cos(x) * g (right for factor 1)."""
+
+    def __init__(self, offset, factor=1.0):
+        self.offset, self.factor = offset, factor
+
+    def forward(self, inputs):
+        return (self.xp.sin(inputs[0]) + self.offset,)
+
+    def backward(self, inputs, grad_outputs):
+        return (self.factor * self.xp.cos(inputs[0]) * grad_outputs[0],)
+
+
+def _shifted_sin(offset, factor=1.0):
+    return lambda v: ShiftedSin(offset, factor)(v)
+
+
+def test_float32_check_grads_passes_no_zero_or_flipped_gradient_it_cannot_resolve():
+    """In float32 the values of sin(x) + 1e4 round by more than the step moves them: the rounding
+    allowance (4 times the derivative) passed a zero and a sign-flipped gradient. Such a gradient
+    now fails, or the check says it is inconclusive and how to decide it; a larger eps does."""
+    x = np.random.default_rng(0).normal(size=20).astype(np.float32)
+    for factor in (0.0, -1.0):
+        with pytest.raises(AssertionError, match="gradient check failed|inconclusive"):
+            check_grads(_shifted_sin(1e4, factor), [x], seed=1)
+    with pytest.raises(AssertionError, match=r"inconclusive: in float32 .* zero gradient would pass .*float64.*eps"):
+        check_grads(_shifted_sin(1e4), [x], seed=1)  # the right gradient: undecided, not passed
+    check_grads(_shifted_sin(1e4), [x], seed=1, eps=0.05)
+    for factor in (0.0, -1.0):
+        with pytest.raises(AssertionError, match="gradient check failed"):
+            check_grads(_shifted_sin(1e4, factor), [x], seed=1, eps=0.05)
+    # at 1e3 the default step resolves it
+    check_grads(_shifted_sin(1e3), [x], seed=1)
+    for factor in (0.0, -1.0):
+        with pytest.raises(AssertionError, match="gradient check failed"):
+            check_grads(_shifted_sin(1e3, factor), [x], seed=1)
+
+
+def test_float32_check_backward_passes_no_zero_gradient_it_cannot_resolve():
+    """check_backward's allowance for sin(x) + 1e5 (an ulp is 0.0078, the step moves it 0.0098)
+    passed a zero gradient in every element: now the check is inconclusive."""
+    x = np.random.default_rng(0).normal(size=5).astype(np.float32)
+    for factor in (0.0, 1.0):
+        with pytest.raises(AssertionError, match=r"check_backward of <lambda> is inconclusive.*float64"):
+            check_backward(_shifted_sin(1e5, factor), x)
+    with pytest.raises(AssertionError, match="check_backward failed"):
+        check_backward(_shifted_sin(1e2, 0.0), x)
+    check_backward(_shifted_sin(1e2), x)
+
+
+def test_float32_rounding_allowance_covers_more_than_the_last_rounding():
+    """The allowance bounds each value's rounding by 2 e |y|, not the e |y| / 2 of its last rounding
+    alone: a float32 sum of 10,000 values near 1000 rounds by more inside (its partial sums), and
+    a right gradient failed (numeric 0 for -106). The step moves it by less than an ulp: the check
+    cannot tell, and says so."""
+    x = np.random.default_rng(4).normal(size=10_000).astype(np.float32)
+    with pytest.raises(AssertionError, match="inconclusive"):
+        check_grads(lambda v: pg.sum(v + 1000.0), [x], seed=4)
+    check_grads(lambda v: pg.sum(v + 1000.0), [x.astype(np.float64)], seed=4)
+
+
+def test_float32_functions_that_do_not_move_are_decided():
+    """Where no output moves at all (a function constant there), the error is zero: only a zero
+    gradient passes, and the check is not inconclusive."""
+    x = np.array([-1.5, -0.5, -2.0], dtype=np.float32)
+    check_grads(lambda v: pg.maximum(v, 0.0), [x])
+    check_backward(lambda v: pg.maximum(v, 0.0), x)
+    check_double_backward(lambda v: pg.maximum(v, 0.0) * 3.0, x)
+
+
 @pytest.fixture
 def graph_faced():
     """An op x ** 3 whose plain (raw-array) rule is right but whose create_graph rule is 5% off."""

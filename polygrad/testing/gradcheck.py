@@ -14,9 +14,11 @@ None, ``eps``, ``atol`` and ``rtol`` are chosen for the least precise
 floating-point dtype among the inputs and outputs (float64 keeps the
 documented defaults; float32 and narrower take ``eps = cbrt(finfo.eps)`` and
 tolerances to match), and a failure in a narrow dtype says that its precision
-may be the cause. Nothing here assumes a dtype the backend may lack: sums are
-taken in the widest real (or, for complex arrays, complex) floating dtype of
-the namespace (``__array_namespace_info__()``).
+may be the cause; where the central difference's own error is as large as
+the difference, so that a zero gradient would pass, the check fails as
+inconclusive instead of passing. Nothing here assumes a dtype the backend may
+lack: sums are taken in the widest real (or, for complex arrays, complex)
+floating dtype of the namespace (``__array_namespace_info__()``).
 
 Complex inputs and outputs follow polygrad's convention (PyTorch's): for a
 real ``L = Re<u, f(x)>`` the gradient of ``x = a + ib`` is ``dL/da + i dL/db``,
@@ -75,6 +77,11 @@ def _is_floating(xp: Any, a: Any) -> bool:
     """Whether ``a`` is a floating-point array: only those have gradients and random directions."""
     dtype = getattr(a, "dtype", None)
     return dtype is not None and xp.isdtype(dtype, ("real floating", "complex floating"))
+
+
+def _widen(xp: Any, a: Any) -> Any:
+    """``a`` in the namespace's widest real (or, for a complex ``a``, complex) floating dtype."""
+    return xp.astype(a, _widest_complex(xp) if _is_complex(xp, a) else _widest_float(xp))
 
 
 def _vdot(xp: Any, a: Any, b: Any) -> float:
@@ -169,8 +176,11 @@ class _Tolerance:
     they measure the central difference's own error instead of guessing it (fixed float32
     tolerances of 4.9e-3 passed a sign-flipped gradient of a mean over 1,000 values, and
     gradients 1% off): the difference between the central differences at ``eps`` and at
-    ``eps / 2`` (truncation and rounding), plus the rounding of the function's values over the
-    step (``8 e sum|u f| / eps``), plus ``rtol = 1e-3``."""
+    ``eps / 2`` (truncation, and rounding inside the function), plus a bound on the rounding of
+    the function's values over the step (see ``rounding``), plus ``rtol = 1e-3``. That error
+    can exceed the derivative itself (``sin(x) + 1e4`` in float32): then a zero gradient
+    would pass as well as the right one, and the check says it is inconclusive (``undecided``)
+    instead of passing."""
 
     def __init__(self, xp: Any, arrays: Sequence[Any], eps: Any, atol: Any, rtol: Any,
                  defaults: tuple[float, float, float]) -> None:
@@ -182,6 +192,7 @@ class _Tolerance:
         self.atol = atol if atol is not None else 0.0 if narrow else defaults[1]
         self.rtol = rtol if rtol is not None else builtins.max(defaults[2], 1e-3) if narrow else defaults[2]
         self.machine_eps = e
+        self.dtype = dtype
         self.hint = ""
         if narrow:
             self.hint = (f"; the check ran in {dtype} (machine epsilon {e:.2g}), where central differences with "
@@ -190,9 +201,29 @@ class _Tolerance:
                          f"atol or rtol)")
 
     def rounding(self, size: Any) -> Any:
-        """The allowance for the rounding of the function's values in a central difference whose
-        rounding can reach ``size`` machine epsilons (see ``_central_differences``)."""
-        return 4.0 * self.machine_eps * size if self.measured else 0.0
+        """A bound on the error a central difference takes from rounding the function's values:
+        ``size`` is the weighted sum ``sum_j |w_j| (|y+_j| + |y-_j|) / |step|`` over the outputs
+        ``y_j`` at the two points (``w``: what pairs with them, the output gradient), and each
+        value is taken to be off by at most ``2 e`` of itself (``e``: machine epsilon): an ulp,
+        at most ``e |y|``, for its own rounding and a kernel's last-place error (float32 exp,
+        tanh, sin are within an ulp), and another for the roundings of values of its size on the
+        way to it (a sum's last additions: a float32 sum of 100 tanh values was off by 1.8 e |y|).
+        So the difference quotient is off by at most ``2 e * size``. Roundings of larger values
+        (cancellation) have no bound here: the change at half the step measures them. Zero where
+        the error is not measured (float64, or a caller's ``atol``)."""
+        return 2 * self.machine_eps * size if self.measured else 0.0
+
+    def undecided(self, checker: str, what: str, numeric: str, noise: float) -> AssertionError:
+        """The failure of a check whose central differences (``numeric``) all lie within their own
+        measured error (at most ``noise``) of zero: a zero gradient would pass it as well as the
+        analytic one, so passing would tell nothing."""
+        return AssertionError(
+            f"{checker} of {what} is inconclusive: in {self.dtype} (machine epsilon {self.machine_eps:.2g}) the "
+            f"central difference with eps={self.eps:.2g} ({numeric}) lies within its own error ({noise:.3g}: the "
+            f"rounding of the function's values and the change at half the step) of zero, so a zero gradient "
+            f"would pass as well as the analytic one. Check in float64, or pass a larger eps (the rounding error "
+            f"shrinks as 1/eps) or an explicit atol (then used as given)"
+        )
 
 
 def numerical_grad(f: Callable[..., Any], inputs: Sequence[Any], grad_outputs: Sequence[Any], eps: float = 1e-3) -> list:
@@ -306,7 +337,9 @@ def check_grads(
     :raises TypeError: an input to differentiate is an integer or bool array.
     :raises AssertionError: naming the function, the order, both values and
         each input's analytic gradient norm (and the dtype, when it is narrower
-        than float64).
+        than float64); or saying the check is inconclusive, where the measured
+        error of the central difference is as large as the difference itself
+        (a zero gradient would pass).
     """
     datas = [_data(x) for x in inputs]
     backend = backend_of_type(type(datas[0]))
@@ -343,28 +376,39 @@ def check_grads(
 
     vjp_fn.__name__ = f"vjp of {name}"
 
-    def directional(eps_: float) -> float:
+    def at(t: float) -> tuple[list, tuple]:
+        """The inputs moved by ``t`` along the directions, and ``f``'s outputs there."""
         shifted = list(datas)
         for i, v in zip(wrt, vs):
-            shifted[i] = datas[i] + eps_ * v
-        out = _as_tuple(f(*[Variable(d, requires_grad=False) for d in shifted]))
-        return sum(_vdot(xp, _data(y), u) for y, u in zip(out, us) if u is not None)
+            shifted[i] = datas[i] + t * v
+        return shifted, tuple(_data(y) for y in _as_tuple(f(*[Variable(d, requires_grad=False) for d in shifted])))
 
-    numeric = (directional(eps) - directional(-eps)) / (2 * eps)
-    allowed = atol + rtol * abs(numeric)
+    def directional(out: tuple) -> float:
+        return sum(_vdot(xp, y, u) for y, u in zip(out, us) if u is not None)
+
+    (plus, ys_p), (minus, ys_m) = at(eps), at(-eps)
+    numeric = (directional(ys_p) - directional(ys_m)) / (2 * eps)
+    # the direction the step took: x + eps v rounds in x's dtype (float32 near 1500 moves 0.79% less)
+    taken = [(_widen(xp, plus[i]) - _widen(xp, minus[i])) / (2 * eps) for i in wrt]
+    noise = 0.0  # the measured error of numeric (float32 and narrower)
     if tol.measured:
-        half = (directional(eps / 2) - directional(-eps / 2)) / eps
-        # The rounding of each value, paired with a random u, adds up as a random sum: its size is
-        # the root of the sum of squares (summing magnitudes grew as n where the signal grows as
-        # sqrt(n), and excused a zero gradient of x + 273.15 over 10,000 float32 values).
-        squares = 0.0
-        for y, u in zip(ys, us):
-            if u is None:
-                continue
-            wide = _widest_float(xp)
-            yu = xp.astype(xp.abs(_data(y)), wide) * xp.astype(xp.abs(u), wide)
-            squares += _vdot(xp, yu, yu)
-        allowed += 2 * abs(half - numeric) + tol.rounding(2 * squares ** 0.5 / eps)
+        half = (directional(at(eps / 2)[1]) - directional(at(-eps / 2)[1])) / eps
+        # Rounding: numeric is off by sum_j Re<u_j, d_j> / (2 eps), where d_j, the rounding of
+        # y+_j - y-_j, is at most 2 e D_j with D_j = |y+_j| + |y-_j| (see _Tolerance.rounding). At
+        # worst that is 2 e sum_j |u_j| D_j / (2 eps); but u is drawn independently of f's values,
+        # so the sum is normal, with a standard deviation of at most 2 e ||D|| / (2 eps), and 4 of
+        # those bound it but for a chance of 6e-5 with every rounding at its bound (the worst case
+        # grows as n where the signal grows as sqrt(n): it passed a zero gradient of x + 273.15
+        # over 10,000 float32 values).
+        worst = squares = 0.0
+        for yp, ym, u in zip(ys_p, ys_m, us):
+            if u is not None:
+                size = xp.abs(_widen(xp, yp)) + xp.abs(_widen(xp, ym))
+                worst += _vdot(xp, xp.abs(u), size)
+                squares += _vdot(xp, size, size)
+        noise = 2 * abs(half - numeric) + tol.rounding(builtins.min(worst, 4 * squares ** 0.5) / (2 * eps))
+    allowed = atol + rtol * abs(numeric) + noise
+
     gxs = _grad(list(ys), [xs[i] for i in wrt], grad_outputs=list(us), allow_unused=True)
     paths = [("", gxs)]
     if order > 1:
@@ -372,8 +416,9 @@ def check_grads(
         # only its derivatives were checked, and a uniformly wrong one is consistent with them
         paths.append((", the vjp taken with create_graph=True", vjp_fn(*[datas[i] for i in wrt],
                                                                          *[u for u in us if u is not None])))
+    analytic = 0.0
     for how, gs in paths:
-        analytic = sum(_vdot(xp, _data(g), v) for g, v in zip(gs, vs) if g is not None)
+        analytic = sum(_vdot(xp, _data(g), t) for g, t in zip(gs, taken) if g is not None)
         if not abs(analytic - numeric) <= allowed:
             norms = ", ".join(f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}"
                               for i, g in zip(wrt, gs))
@@ -381,6 +426,9 @@ def check_grads(
                 f"gradient check failed for {name} (order 1{how}): analytic <vjp(u), v> = {analytic:.10g}, "
                 f"numeric = {numeric:.10g} (difference {analytic - numeric:.3g}); gradient norms: {norms}{hint}"
             )
+    if noise and not abs(numeric) > allowed:
+        raise tol.undecided("polygrad.testing.check_grads", f"{name} (order 1)",
+                            f"{numeric:.6g}, analytic {analytic:.6g}", noise)
     if order > 1:
         # The vjp as a function of the inputs and of the output gradients u: a rule that is right
         # in value but wrong in how it depends on u (on the incoming gradient) is wrong for every
@@ -440,6 +488,9 @@ def check_backward(
     :param no_grads: per input, True to leave it out of the check (Chainer's);
         integer and bool inputs must be left out this way.
     :raises TypeError: an input checked is an integer or bool array.
+    :raises AssertionError: where the gradients differ; or saying the check is
+        inconclusive, where in every element the measured error of the central
+        difference is as large as the difference itself (a zero gradient would pass).
     """
     _check_backward(func, x_data, y_grad, eps, atol, rtol, no_grads, graph=False)
 
@@ -481,8 +532,10 @@ def _check_backward(func: Callable[..., Any], x_data: Any, y_grad: Any, eps: flo
     numeric, roundings = _central_differences(at, [xs[i] for i in checked], gys, eps, rounding=tol.measured)
     halves = numerical_grad(at, [xs[i] for i in checked], gys, eps=eps / 2) if tol.measured else numeric
     name = getattr(func, "__name__", func)
+    zero_passes, worst = True, (0.0, "")  # whether a zero gradient passes every element; the largest error
     for slot, (i, n, h, r) in enumerate(zip(checked, numeric, halves, roundings)):
-        allowed = atol + rtol * xp.abs(n) + 2 * xp.abs(h - n) + tol.rounding(r)
+        noise = 2 * xp.abs(h - n) + tol.rounding(r)  # the measured error of n (zero in float64)
+        allowed = atol + rtol * xp.abs(n) + noise
         for how, grads in paths:
             a = xp.zeros_like(n) if grads[slot] is None else _data(grads[slot])
             # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
@@ -504,6 +557,17 @@ def _check_backward(func: Callable[..., Any], x_data: Any, y_grad: Any, eps: flo
                     f"{int(fn.shape[0])} elements differ; first at flat index {k}: analytic {_number(fa[k])}, numeric "
                     f"{_number(fn[k])}{hint}\nanalytic:\n{a}\nnumeric:\n{n}"
                 )
+        if tol.measured and zero_passes:
+            zero_passes = bool(xp.all(xp.abs(n) <= allowed))
+            flat = xp.reshape(noise, (-1,))
+            k = int(xp.argmax(flat))
+            if float(flat[k]) > worst[0]:
+                worst = (float(flat[k]), f"{_number(xp.reshape(n, (-1,))[k])} for input {i} at flat index {k}, "
+                                         f"where its error is largest")
+    # A zero gradient would pass every element of every input: the check tells nothing. (Where no
+    # output moves, the error is 0, and only a zero gradient passes: a function constant there.)
+    if tol.measured and zero_passes and worst[0] > 0:
+        raise tol.undecided("polygrad.testing.check_backward", name, worst[1], worst[0])
 
 
 def check_double_backward(
