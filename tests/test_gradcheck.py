@@ -784,3 +784,26 @@ def test_second_order_checks_skip_non_differentiable_outputs(xp):
     check_double_backward(_with_sign, x)
     check_double_backward(_with_sign, x, (gy, None))
     check_grads(_with_sign, [x], order=2)
+
+
+def test_checkers_refuse_a_gradient_of_another_backend():
+    """A rule returning numpy for a dask input (or dask for a numpy one) gave the right numbers
+    paired with a direction, and both checkers passed it (hunt_t 6): the gradient must be an
+    array of the input's backend, dtype and shape (the checker says so, if the engine has not,
+    in the engine's words)."""
+    da = pytest.importorskip("dask.array")
+    from polygrad.ops import REGISTRY, Op, apply, defvjp
+
+    to_np = defvjp(Op("test_gradcheck_to_np", lambda xp, a: 2 * a), lambda o, g, ans, a: np.asarray(g) * 2.0)
+    to_da = defvjp(Op("test_gradcheck_to_da", lambda xp, a: 2 * a),
+                   lambda o, g, ans, a: da.from_array(np.asarray(g)) * 2.0)
+    try:
+        for op, x, got in ((to_np, da.from_array(np.asarray(XS), chunks=2), "'numpy', expected float64 .* 'dask'"),
+                           (to_da, np.asarray(XS), "'dask', expected float64 .* 'numpy'")):
+            for check in (lambda: check_grads(lambda v: apply(op, (v,)), [x]),
+                          lambda: check_backward(lambda v: apply(op, (v,)), x)):
+                with pytest.raises((AssertionError, TypeError), match=rf"float64 \(3,\) on {got}"):
+                    check()
+    finally:
+        REGISTRY.pop("test_gradcheck_to_np", None)
+        REGISTRY.pop("test_gradcheck_to_da", None)

@@ -138,6 +138,24 @@ def _output_direction(y: Any, rng: Any, checker: str, j: int) -> Any:
     return _random_like(y, rng, checker, f"output {j}") if _is_floating(xp, y) else None
 
 
+def _check_kind(fname: str, what: str, g: Any, x: Any) -> None:
+    """AssertionError naming the checker and ``what`` (the input and the function) where the
+    analytic gradient ``g`` is not an array of ``x``'s backend, dtype and shape: paired with a
+    direction, a numpy gradient of a dask input gave the right number, and passed."""
+    g = _data(g)
+    try:
+        backend = backend_of_type(type(g))
+    except TypeError:
+        backend = None
+    mine = backend_of_type(type(x))
+    shapes = tuple(getattr(g, "shape", ())), tuple(x.shape)
+    known = builtins.all(n is not None and n == n for n in shapes[0] + shapes[1])
+    if backend is not mine or g.dtype != x.dtype or (known and shapes[0] != shapes[1]):
+        got = type(g).__name__ if backend is None else f"{g.dtype} {shapes[0]} on {backend.name!r}"
+        raise AssertionError(f"polygrad.testing.{fname}: the gradient of {what} is {got}, expected {x.dtype} "
+                             f"{shapes[1]} on {mine.name!r}, as the input")
+
+
 def _refuse_non_float(fname: str, xp: Any, datas: Sequence[Any], indices: Sequence[int], how: str) -> None:
     """TypeError naming the checker and the input when an input to differentiate is not floating-point."""
     for i in indices:
@@ -418,6 +436,9 @@ def check_grads(
                                                                          *[u for u in us if u is not None])))
     analytic = 0.0
     for how, gs in paths:
+        for i, g in zip(wrt, gs):
+            if g is not None:
+                _check_kind("check_grads", f"input {i} of {name}{how}", g, datas[i])
         analytic = sum(_vdot(xp, _data(g), t) for g, t in zip(gs, taken) if g is not None)
         if not abs(analytic - numeric) <= allowed:
             norms = ", ".join(f"input {i}: {'None' if g is None else f'{_vdot(xp, _data(g), _data(g)) ** 0.5:.6g}'}"
@@ -537,6 +558,8 @@ def _check_backward(func: Callable[..., Any], x_data: Any, y_grad: Any, eps: flo
         noise = 2 * xp.abs(h - n) + tol.rounding(r)  # the measured error of n (zero in float64)
         allowed = atol + rtol * xp.abs(n) + noise
         for how, grads in paths:
+            if grads[slot] is not None:
+                _check_kind("check_backward", f"input {i} of {name}{how}", grads[slot], xs[i])
             a = xp.zeros_like(n) if grads[slot] is None else _data(grads[slot])
             # not "> allowed": a NaN compares False and passed; NaN where the numeric one is NaN too agrees
             bad = xp.logical_not(xp.logical_or(xp.abs(a - n) <= allowed, xp.logical_and(xp.isnan(a), xp.isnan(n))))
