@@ -54,3 +54,19 @@ def test_the_shared_generator_skip_in_compiled_mode_is_a_sentence():
     with pytest.raises(pytest.skip.Exception) as info:
         random_tests.test_draws_differ_and_pg_seed_repeats_them(None, np, np.float64, "rng_normal", "compiled")
     assert str(info.value.msg).startswith("the shared generator is called directly, not through an op of polygrad")
+
+
+def test_host_sums_of_complex_values_work_on_a_library_without_tolist():
+    """The float32 gradient checks sum on the host through ``_util.tolist``: on a library without
+    ``.tolist()`` (array_api_strict) a 0-d complex value is that number, not ``bool(x)`` (True), so the
+    check of a complex case passes there (it failed with "analytic 4.0 != numeric 0.0", element counts)."""
+    import array_api_strict as xp
+
+    from polygrad.ops import fft as FFT
+    from polygrad_conformance._util import tolist
+    from polygrad_conformance.gradcheck import check_vjp
+
+    assert tolist(xp.asarray([[1.5 - 2.0j, 0.5j]], dtype=xp.complex64)) == [[1.5 - 2.0j, 0.5j]]
+    assert tolist(xp.asarray(-0.5, dtype=xp.float32)) == -0.5 and tolist(xp.asarray(3)) == 3
+    z = xp.asarray([1.0 + 0.5j, -0.5 + 0.25j, 2.0 - 1.0j], dtype=xp.complex64)
+    check_vjp(lambda v: FFT.fft(v), [z], rtol=5e-3, atol=1e-3, extrapolate=True)
