@@ -354,3 +354,107 @@ def test_known_failures_file(runs):
     assert code == 0, out[-4000:]
     assert "applied with the earlier meaning" in out and "deprecated" in out and "remove it" not in out
     assert re.search(r"\b5 xfailed", out), out[-2000:]
+
+
+# ---------------------------------------------------------------------------
+# Faults of the library itself: a backend with its own array class (a numpy array inside,
+# tests/plugins/_wrapping.py) whose namespace or array operators are wrong, as a third party's
+# library may be. The backend's own namespace is then no oracle: the suite must see the fault
+# through the standard's specified values and through the numpy backend's results.
+# ---------------------------------------------------------------------------
+WRAPPED = textwrap.dedent('''
+    """Backends wrapped_<fault>: a library of their own arrays with one planted fault."""
+    import numpy as np
+
+    from plugins._wrapping import Generator, Namespace, Wrapped, install_operators, np_xp, unwrap
+    from polygrad.hookspecs import BackendInfo, hookimpl
+
+
+    def _off(name, dtype, error):
+        """``name`` relatively ``error`` off for ``dtype`` results only (fast-math or reduced-precision paths)."""
+        def result(n, out, args, kwargs):
+            return (out * (1 + error)).astype(out.dtype) if n == name and out.dtype == dtype else out
+        return result
+
+
+    FAULTS = {  # fault -> the namespace's result(name, out, args, kwargs), or what it changes of the arrays
+        "copy": None,
+        "float64_sin": _off("sin", np.float64, 1e-6),
+    }
+
+
+    def _backend(fault):
+        class Array(Wrapped):
+            __slots__ = ()
+
+            def __getitem__(self, key):
+                return Array(self._a[unwrap(key)])
+
+            def __setitem__(self, key, value):
+                self._a[unwrap(key)] = unwrap(value)
+
+            shape = property(lambda self: self._a.shape)
+            size = property(lambda self: self._a.size)
+
+        install_operators(Array, inplace=True)
+        planted = FAULTS[fault]
+        Array.namespace = xp = Namespace(np_xp, f"wrapped_{fault}.xp", Array, planted if callable(planted) else None)
+        name = "wrapped_" + fault
+
+        class Plugin:
+            @hookimpl
+            def polygrad_backend_info(self):
+                return BackendInfo(name=name, module=__name__, device="cpu", priority=-100)
+
+            @hookimpl
+            def polygrad_array_namespace(self):
+                return xp
+
+            @hookimpl
+            def polygrad_array_types(self):
+                return (Array,)
+
+            @hookimpl
+            def polygrad_random_generator(self, seed):
+                return Generator(Array, seed)
+
+        return Plugin()
+
+
+    for _fault in FAULTS:
+        globals()[_fault.upper()] = _backend(_fault)
+''')
+
+# fault -> (the tests to run, the test ids that must be among the failures)
+WRAPPED_EXPECTED = {
+    "float64_sin": ("sin-2d", ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"]),
+}
+
+
+@pytest.fixture(scope="module")
+def wrapped_runs(tmp_path_factory):
+    """The suite on each wrapped fault (its tests only), and on the faithful wrapper (all those tests), at once."""
+    tmp = tmp_path_factory.mktemp("wrapped_plugins")
+    (tmp / "wrapped_faults.py").write_text(WRAPPED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp), os.path.dirname(__file__)] + [p for p in sys.path if p]))
+    keys = {f: k for f, (k, _) in WRAPPED_EXPECTED.items()}
+    keys["copy"] = " or ".join(sorted(set(keys.values())))
+    procs = {f: _start([f"wrapped_{f}", "--polygrad-plugin", f"wrapped_faults:{f.upper()}", "-k", k], env)
+             for f, k in keys.items()}
+    return {name: _finish(p) for name, p in procs.items()}
+
+
+def test_faithful_wrapped_library_passes(wrapped_runs):
+    """The wrapper without a fault passes the tests that catch the faults below."""
+    code, failed, out = wrapped_runs["copy"]
+    assert code == 0 and not failed, out[-4000:]
+
+
+@pytest.mark.parametrize("fault", list(WRAPPED_EXPECTED))
+def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
+    """A library whose own function is wrong, where its namespace cannot see it: float64's sin 1e-6 off
+    (millions of ulp, within the float32-sized tolerance the numpy comparison used at float64)."""
+    code, failed, out = wrapped_runs[fault]
+    assert code == 1, out[-4000:]
+    missing = [t for t in WRAPPED_EXPECTED[fault][1] if t not in failed]
+    assert not missing, f"expected failures not reported: {missing}\n{out[-4000:]}"

@@ -130,8 +130,8 @@ class Case:
         return [i for i, s in enumerate(self.args) if isinstance(s, F) and not s.raw]
 
     def tolerance(self, tol: Any, dtype: Any, xp: Any) -> Any:
-        """``tol`` with this case's overrides where the inputs are float64."""
-        return dataclasses.replace(tol, **dict(self.tol)) if self.tol and dtype == xp.float64 else tol
+        """``tol`` (the tolerances of ``dtype``) with this case's overrides where ``dtype`` is float64."""
+        return dataclasses.replace(tol, **dict(self.tol)) if self.tol and dtype == getattr(xp, "float64", None) else tol
 
 
 def _values(spec: F, r: random.Random) -> list:
