@@ -379,6 +379,7 @@ WRAPPED = textwrap.dedent('''
 
     FAULTS = {  # fault -> the namespace's result(name, out, args, kwargs), or what it changes of the arrays
         "copy": None,
+        "float32_sin": _off("sin", np.float32, 1e-3),
         "float64_sin": _off("sin", np.float64, 1e-6),
     }
 
@@ -427,6 +428,7 @@ WRAPPED = textwrap.dedent('''
 
 # fault -> (the tests to run, the test ids that must be among the failures)
 WRAPPED_EXPECTED = {
+    "float32_sin": ("sin-2d", ["test_ops.py::test_forward_dtype[sin-2d-float32]"]),
     "float64_sin": ("sin-2d", ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"]),
 }
 
@@ -452,8 +454,9 @@ def test_faithful_wrapped_library_passes(wrapped_runs):
 
 @pytest.mark.parametrize("fault", list(WRAPPED_EXPECTED))
 def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
-    """A library whose own function is wrong, where its namespace cannot see it: float64's sin 1e-6 off
-    (millions of ulp, within the float32-sized tolerance the numpy comparison used at float64)."""
+    """A library whose own function is wrong, where its namespace cannot see it: float32's sin 1e-3 off
+    (the values at float32 were compared with the namespace only), float64's sin 1e-6 off (millions of
+    ulp, within the float32-sized tolerance the numpy comparison used at float64)."""
     code, failed, out = wrapped_runs[fault]
     assert code == 1, out[-4000:]
     missing = [t for t in WRAPPED_EXPECTED[fault][1] if t not in failed]

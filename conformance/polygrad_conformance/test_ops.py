@@ -26,7 +26,7 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.ops import REGISTRY
 from polygrad.testing import check_grads
 from polygrad_conformance._util import assert_same
-from polygrad_conformance.cases import CASES, Case, F, by_op
+from polygrad_conformance.cases import CASES, C, Case, F, by_op
 from polygrad_conformance.gradcheck import check_vjp, check_vjp_of_vjp, involves_complex
 from polygrad_conformance.plugin import float_dtype_names, state_of, tolerance_for
 
@@ -371,11 +371,13 @@ def _declared(xp, name: str):
     return xp.__array_namespace_info__().dtypes(kind="real floating")[name]
 
 
-def test_forward_dtype(dtype_case, pg_backend, xp):
+def test_forward_dtype(dtype_case, pg_backend, xp, float_dtype):
     """At every real floating dtype the namespace declares (complex inputs at the matching
     complex dtype), the op gives what the namespace gives: dtype, shape and values (a kernel
-    returning float64 for float32 input fails here); and its floating outputs have the dtypes
-    the numpy backend gives (a namespace function returning float64 fails here)."""
+    returning float64 for float32 input fails here); its floating outputs have the dtypes the
+    numpy backend gives (a namespace function returning float64 fails here); and at a dtype
+    other than the one of the main checks (float32 beside float64) its values are the numpy
+    backend's too (a namespace function wrong in float32 only fails here)."""
     case, name = dtype_case
     dtype = _declared(xp, name)
     args = case.make(xp, dtype)
@@ -385,32 +387,41 @@ def test_forward_dtype(dtype_case, pg_backend, xp):
         pytest.skip(f"the namespace itself cannot compute {case.id} at {name} ({type(exc).__name__}: {exc})")
     out = _call(case, xp, args, requires_grad=True)
     _assert_outputs(case, out, expected, pg_backend, tolerance_for(xp, dtype))
-    _assert_numpy_dtypes(case, name, out)
+    floating_inputs = any(isinstance(s, F) for s in case.args)  # defaults may differ where there are none
+    values = case.values and dtype != float_dtype and any(isinstance(s, (F, C)) for s in case.args)
+    theirs = _on_numpy(case, name, pg_backend) if floating_inputs or values else None
+    if theirs is None:
+        return
+    if floating_inputs:
+        _assert_numpy_dtypes(case, name, out, theirs, pg_backend)
+    if values:
+        _assert_agrees_with_numpy(case, f"{case.id} at {name}", out, theirs)
 
 
-def _assert_numpy_dtypes(case: Case, name: str, out) -> None:
+def _on_numpy(case: Case, name: str, backend):
+    """The case's outputs on the numpy backend at the dtype named ``name``: None where there is
+    none to compare with (see ``_numpy_beside``; float16, bfloat16) or numpy cannot compute it."""
+    np_backend = _numpy_beside(backend)
+    if np_backend is None:
+        return None
+    np_xp = np_backend.xp
+    np_dtypes = np_xp.__array_namespace_info__().dtypes()
+    if name not in np_dtypes:
+        return None
+    with pg.using_backend("numpy"):
+        np_args = case.make(np_xp, np_dtypes[name])
+        try:
+            return _call(case, np_xp, np_args, requires_grad=False)
+        except Exception:
+            return None
+
+
+def _assert_numpy_dtypes(case: Case, name: str, out, theirs, backend) -> None:
     """The floating outputs have the dtypes the numpy backend gives at the same input dtype
     (a namespace function that widens or narrows, which the reference alone cannot see)."""
     from polygrad_conformance.plugin import dtype_name
 
-    row = pg.backends().get("numpy")
-    backend = backend_of_type(type(_outputs(out)[0].data))
-    if row is None or not row.usable or backend.name == "numpy" or not any(
-            isinstance(s, F) for s in case.args):  # only cases with floating inputs: defaults may differ
-        return
-    np_backend = pg.get_backend("numpy")
-    if set(np_backend.array_types) & set(backend.array_types):
-        return
-    np_xp = np_backend.xp
-    np_dtypes = np_xp.__array_namespace_info__().dtypes()
-    if name not in np_dtypes:  # float16, bfloat16: nothing of numpy's namespace to compare with
-        return
-    with pg.using_backend("numpy"):
-        np_args = case.make(np_xp, np_dtypes[name])
-        try:
-            theirs = _call(case, np_xp, np_args, requires_grad=False)
-        except Exception:
-            return
+    np_xp = pg.get_backend("numpy").xp
     for k, (o, t) in enumerate(zip(_outputs(out), _outputs(theirs))):
         if not np_xp.isdtype(t.dtype, ("real floating", "complex floating")):
             continue
