@@ -377,10 +377,20 @@ WRAPPED = textwrap.dedent('''
         return result
 
 
+    def _argmax_last(name, out, args, kwargs):
+        """argmax giving the last of equal maxima (the standard says the first)."""
+        if name != "argmax":
+            return out
+        x, axis = unwrap(args[0]), kwargs.get("axis", args[1] if len(args) > 1 else None)
+        last = np.argmax(np.flip(x, axis), axis=axis, keepdims=kwargs.get("keepdims", False))
+        return ((x.size if axis is None else x.shape[axis]) - 1 - last).astype(out.dtype)
+
+
     FAULTS = {  # fault -> the namespace's result(name, out, args, kwargs), or what it changes of the arrays
         "copy": None,
         "float32_sin": _off("sin", np.float32, 1e-3),
         "float64_sin": _off("sin", np.float64, 1e-6),
+        "argmax_last": _argmax_last,
     }
 
 
@@ -430,6 +440,7 @@ WRAPPED = textwrap.dedent('''
 WRAPPED_EXPECTED = {
     "float32_sin": ("sin-2d", ["test_ops.py::test_forward_dtype[sin-2d-float32]"]),
     "float64_sin": ("sin-2d", ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"]),
+    "argmax_last": ("argmax", ["test_ops.py::test_forward[argmax-ties_axis1]", "test_ops.py::test_forward[argmax-ties_flat]"]),
 }
 
 
@@ -456,7 +467,8 @@ def test_faithful_wrapped_library_passes(wrapped_runs):
 def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
     """A library whose own function is wrong, where its namespace cannot see it: float32's sin 1e-3 off
     (the values at float32 were compared with the namespace only), float64's sin 1e-6 off (millions of
-    ulp, within the float32-sized tolerance the numpy comparison used at float64)."""
+    ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax giving the last
+    of equal maxima (every case had distinct values)."""
     code, failed, out = wrapped_runs[fault]
     assert code == 1, out[-4000:]
     missing = [t for t in WRAPPED_EXPECTED[fault][1] if t not in failed]

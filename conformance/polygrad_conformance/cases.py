@@ -796,6 +796,13 @@ with depth:
 for _name in ("argmax", "argmin"):
     mirror(_name, "all", _name, F((3, 4), "distinct"), order=0)
     mirror(_name, "axis_keepdims", _name, F((3, 4), "distinct"), kw={"axis": 1, "keepdims": True}, order=0)
+# Ties: the standard's argmax and argmin give the first occurrence (references as values: a
+# namespace giving the last one is its own reference)
+_TIES = [[1.0, 3.0, 3.0, 1.0], [2.0, 0.0, 2.0, 0.0]]
+for _name, _axis1, _flat_index in [("argmax", [1, 0], 1), ("argmin", [0, 1], 5)]:
+    for _variant, _kw, _want in [("ties_axis1", {"axis": 1}, _axis1), ("ties_flat", {}, _flat_index)]:
+        case(_name, _variant, lambda xp, x, _n=_name, _kw=_kw: getattr(O, _n)(x, **_kw),
+             lambda xp, x, _want=_want: xp.asarray(_want, dtype=index_dtype(xp)), lit(_TIES), order=0)
 mirror("count_nonzero", "axis", "count_nonzero", F((3, 4), "grid"), kw={"axis": 0}, order=0)
 with depth:
     mirror("count_nonzero", "axes", "count_nonzero", F((2, 4), "grid"), kw={"axis": (0, 1)}, order=0)
