@@ -391,6 +391,8 @@ WRAPPED = textwrap.dedent('''
         "float32_sin": _off("sin", np.float32, 1e-3),
         "float64_sin": _off("sin", np.float64, 1e-6),
         "argmax_last": _argmax_last,
+        # maximum dropping NaNs (numpy's fmax): NaNs in activations and losses vanish
+        "maximum_fmax": lambda n, out, args, kw: np.fmax(*unwrap(args[:2])) if n == "maximum" else out,
     }
 
 
@@ -441,6 +443,7 @@ WRAPPED_EXPECTED = {
     "float32_sin": ("sin-2d", ["test_ops.py::test_forward_dtype[sin-2d-float32]"]),
     "float64_sin": ("sin-2d", ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"]),
     "argmax_last": ("argmax", ["test_ops.py::test_forward[argmax-ties_axis1]", "test_ops.py::test_forward[argmax-ties_flat]"]),
+    "maximum_fmax": ("maximum", ["test_ops.py::test_forward[maximum-nan]"]),
 }
 
 
@@ -468,7 +471,7 @@ def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
     """A library whose own function is wrong, where its namespace cannot see it: float32's sin 1e-3 off
     (the values at float32 were compared with the namespace only), float64's sin 1e-6 off (millions of
     ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax giving the last
-    of equal maxima (every case had distinct values)."""
+    of equal maxima (every case had distinct values), maximum dropping NaNs."""
     code, failed, out = wrapped_runs[fault]
     assert code == 1, out[-4000:]
     missing = [t for t in WRAPPED_EXPECTED[fault][1] if t not in failed]
