@@ -363,7 +363,8 @@ def test_known_failures_file(runs):
 # through the standard's specified values and through the numpy backend's results.
 # ---------------------------------------------------------------------------
 WRAPPED = textwrap.dedent('''
-    """Backends wrapped_<fault>: a library of their own arrays with one planted fault."""
+    """Two backends of a library of its own arrays: wrapped_copy, faithful, and wrapped_faulty, with
+    every fault of FAULTS planted at once (each in a function of its own, so each fails its own tests)."""
     import numpy as np
 
     from plugins._wrapping import Generator, Namespace, Wrapped, install_operators, np_xp, unwrap
@@ -386,17 +387,25 @@ WRAPPED = textwrap.dedent('''
         return ((x.size if axis is None else x.shape[axis]) - 1 - last).astype(out.dtype)
 
 
-    FAULTS = {  # fault -> the namespace's result(name, out, args, kwargs), or what it changes of the arrays
-        "copy": None,
+    FAULTS = {  # fault -> the namespace's result(name, out, args, kwargs) with the fault
         "float32_sin": _off("sin", np.float32, 1e-3),
         "float64_sin": _off("sin", np.float64, 1e-6),
         "argmax_last": _argmax_last,
         # maximum dropping NaNs (numpy's fmax): NaNs in activations and losses vanish
         "maximum_fmax": lambda n, out, args, kw: np.fmax(*unwrap(args[:2])) if n == "maximum" else out,
+        # complex vecdot without the conjugate
+        "vecdot_no_conjugate": lambda n, out, args, kw: (np.sum(unwrap(args[0]) * unwrap(args[1]), axis=kw.get("axis", -1))
+                                                         if n == "vecdot" else out),
     }
 
 
-    def _backend(fault):
+    def _planted(name, out, args, kwargs):
+        for fault in FAULTS.values():
+            out = fault(name, out, args, kwargs)
+        return out
+
+
+    def _backend(name, faulty):
         class Array(Wrapped):
             __slots__ = ()
 
@@ -410,9 +419,7 @@ WRAPPED = textwrap.dedent('''
             size = property(lambda self: self._a.size)
 
         install_operators(Array, inplace=True)
-        planted = FAULTS[fault]
-        Array.namespace = xp = Namespace(np_xp, f"wrapped_{fault}.xp", Array, planted if callable(planted) else None)
-        name = "wrapped_" + fault
+        Array.namespace = xp = Namespace(np_xp, f"{name}.xp", Array, _planted if faulty else None)
 
         class Plugin:
             @hookimpl
@@ -434,45 +441,47 @@ WRAPPED = textwrap.dedent('''
         return Plugin()
 
 
-    for _fault in FAULTS:
-        globals()[_fault.upper()] = _backend(_fault)
+    COPY, FAULTY = _backend("wrapped_copy", False), _backend("wrapped_faulty", True)
 ''')
 
-# fault -> (the tests to run, the test ids that must be among the failures)
+# fault -> the tests that must fail on wrapped_faulty (and pass on wrapped_copy)
 WRAPPED_EXPECTED = {
-    "float32_sin": ("sin-2d", ["test_ops.py::test_forward_dtype[sin-2d-float32]"]),
-    "float64_sin": ("sin-2d", ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"]),
-    "argmax_last": ("argmax", ["test_ops.py::test_forward[argmax-ties_axis1]", "test_ops.py::test_forward[argmax-ties_flat]"]),
-    "maximum_fmax": ("maximum", ["test_ops.py::test_forward[maximum-nan]"]),
+    "float32_sin": ["test_ops.py::test_forward_dtype[sin-2d-float32]"],
+    "float64_sin": ["test_ops.py::test_forward_agrees_with_numpy[sin-2d]"],
+    "argmax_last": ["test_ops.py::test_forward[argmax-ties_axis1]", "test_ops.py::test_forward[argmax-ties_flat]"],
+    "maximum_fmax": ["test_ops.py::test_forward[maximum-nan]"],
+    "vecdot_no_conjugate": ["test_ops.py::test_forward[vecdot-complex]"],
 }
 
 
 @pytest.fixture(scope="module")
 def wrapped_runs(tmp_path_factory):
-    """The suite on each wrapped fault (its tests only), and on the faithful wrapper (all those tests), at once."""
+    """The suite's tests of the planted functions' cases, on the faithful and on the faulty wrapper, at once."""
     tmp = tmp_path_factory.mktemp("wrapped_plugins")
     (tmp / "wrapped_faults.py").write_text(WRAPPED)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp), os.path.dirname(__file__)] + [p for p in sys.path if p]))
-    keys = {f: k for f, (k, _) in WRAPPED_EXPECTED.items()}
-    keys["copy"] = " or ".join(sorted(set(keys.values())))
-    procs = {f: _start([f"wrapped_{f}", "--polygrad-plugin", f"wrapped_faults:{f.upper()}", "-k", k], env)
-             for f, k in keys.items()}
+    ops = sorted({re.search(r"\[(\w+?)-", t).group(1) for ids in WRAPPED_EXPECTED.values() for t in ids})
+    procs = {name: _start([f"wrapped_{name}", "--polygrad-plugin", f"wrapped_faults:{name.upper()}", "-rA",
+                           "-k", " or ".join(ops)], env) for name in ("copy", "faulty")}
     return {name: _finish(p) for name, p in procs.items()}
 
 
 def test_faithful_wrapped_library_passes(wrapped_runs):
-    """The wrapper without a fault passes the tests that catch the faults below."""
+    """The wrapper without the faults passes the tests that fail with them (so the faults are what fail)."""
     code, failed, out = wrapped_runs["copy"]
     assert code == 0 and not failed, out[-4000:]
+    passed = {re.sub(r"^.*?polygrad_conformance/", "", m) for m in re.findall(r"^PASSED (\S+)", out, re.M)}
+    assert not [t for ids in WRAPPED_EXPECTED.values() for t in ids if t not in passed], out[-4000:]
 
 
 @pytest.mark.parametrize("fault", list(WRAPPED_EXPECTED))
 def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
-    """A library whose own function is wrong, where its namespace cannot see it: float32's sin 1e-3 off
-    (the values at float32 were compared with the namespace only), float64's sin 1e-6 off (millions of
-    ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax giving the last
-    of equal maxima (every case had distinct values), maximum dropping NaNs."""
-    code, failed, out = wrapped_runs[fault]
+    """A library whose own function is wrong, where its namespace cannot see it, fails the suite: float32's
+    sin 1e-3 off (values at float32 were compared with the namespace only), float64's sin 1e-6 off
+    (millions of ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax
+    giving the last of equal maxima (every case had distinct values), maximum dropping NaNs, a complex
+    vecdot without the conjugate."""
+    code, failed, out = wrapped_runs["faulty"]
     assert code == 1, out[-4000:]
-    missing = [t for t in WRAPPED_EXPECTED[fault][1] if t not in failed]
+    missing = [t for t in WRAPPED_EXPECTED[fault] if t not in failed]
     assert not missing, f"expected failures not reported: {missing}\n{out[-4000:]}"
