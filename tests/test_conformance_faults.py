@@ -364,7 +364,8 @@ def test_known_failures_file(runs):
 # ---------------------------------------------------------------------------
 WRAPPED = textwrap.dedent('''
     """Two backends of a library of its own arrays: wrapped_copy, faithful, and wrapped_faulty, with
-    every fault of FAULTS planted at once (each in a function of its own, so each fails its own tests)."""
+    every fault of FAULTS, and a negation losing -0.0, planted at once (each in a function of its own, so
+    each fails its own tests)."""
     import numpy as np
 
     from plugins._wrapping import Generator, Namespace, Wrapped, install_operators, np_xp, unwrap
@@ -419,6 +420,8 @@ WRAPPED = textwrap.dedent('''
             size = property(lambda self: self._a.size)
 
         install_operators(Array, inplace=True)
+        if faulty:  # negation as 0 - x loses -0.0: 1 / -x at x = +0.0 is +inf
+            Array.__neg__ = lambda self: Array(0.0 - self._a)
         Array.namespace = xp = Namespace(np_xp, f"{name}.xp", Array, _planted if faulty else None)
 
         class Plugin:
@@ -451,6 +454,7 @@ WRAPPED_EXPECTED = {
     "argmax_last": ["test_ops.py::test_forward[argmax-ties_axis1]", "test_ops.py::test_forward[argmax-ties_flat]"],
     "maximum_fmax": ["test_ops.py::test_forward[maximum-nan]"],
     "vecdot_no_conjugate": ["test_ops.py::test_forward[vecdot-complex]"],
+    "negation_loses_negative_zero": ["test_ops.py::test_forward[negative-signed_zeros]"],
 }
 
 
@@ -480,7 +484,7 @@ def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
     sin 1e-3 off (values at float32 were compared with the namespace only), float64's sin 1e-6 off
     (millions of ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax
     giving the last of equal maxima (every case had distinct values), maximum dropping NaNs, a complex
-    vecdot without the conjugate."""
+    vecdot without the conjugate, a negation losing -0.0 (no case compared the signs of zeros)."""
     code, failed, out = wrapped_runs["faulty"]
     assert code == 1, out[-4000:]
     missing = [t for t in WRAPPED_EXPECTED[fault] if t not in failed]

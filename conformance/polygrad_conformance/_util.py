@@ -56,10 +56,12 @@ def _is_complex(xp: Any, dtype: Any) -> bool:
 
 
 def assert_same(actual: Any, expected: Any, *, backend: Any, rtol: float, atol: float, what: str = "",
-                values: bool = True) -> None:
+                values: bool = True, signed_zeros: bool = False) -> None:
     """``actual`` is an array of ``backend`` with ``expected``'s shape, dtype and
-    values (within tolerance for floats, exactly otherwise; NaNs match NaNs;
-    ``values=False``: shape and dtype only)."""
+    values (within tolerance for floats, exactly otherwise; NaNs match NaNs, infinities equal ones;
+    ``values=False``: shape and dtype only; ``signed_zeros``: where the standard
+    specifies the sign of a zero result, each real zero of ``expected`` is a zero
+    of ``actual`` with its sign, -0.0 not +0.0)."""
     actual, expected = data(actual), data(expected)
     where = f"{what}: " if what else ""
     owner = backend_of_type(type(actual))
@@ -73,11 +75,18 @@ def assert_same(actual: Any, expected: Any, *, backend: Any, rtol: float, atol: 
         return
     if _is_float(xp, actual.dtype) or _is_complex(xp, actual.dtype):
         both_nan = xp.isnan(actual) & xp.isnan(expected)
-        close = xp.abs(actual - expected) <= atol + rtol * xp.abs(expected)
-        ok = bool(xp.all(close | both_nan))
+        equal = actual == expected  # equal infinities too (their difference is NaN), subtracted as zeros
+        zero = xp.zeros_like(actual)
+        close = xp.abs(xp.where(equal, zero, actual) - xp.where(equal, zero, expected)) <= atol + rtol * xp.abs(expected)
+        ok = bool(xp.all(equal | close | both_nan))
     else:
         ok = bool(xp.all(actual == expected))
     assert ok, f"{where}values differ (rtol={rtol}, atol={atol}):\nactual   {tolist(actual)}\nexpected {tolist(expected)}"
+    if signed_zeros and _is_float(xp, actual.dtype):
+        zeros = expected == 0
+        same = bool(xp.all(~zeros | ((actual == 0) & (xp.signbit(actual) == xp.signbit(expected)))))
+        assert same, (f"{where}signs of zeros differ (-0.0 is not +0.0 here):\nactual   {tolist(actual)}\n"
+                      f"expected {tolist(expected)}")
 
 
 def size(shape: tuple) -> int:

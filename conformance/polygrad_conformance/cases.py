@@ -32,7 +32,8 @@ no gradient). ``requires`` names BackendInfo capabilities the case needs.
 ``grad_rtol``, ``grad_atol``). ``no_grad`` lists the float inputs that get no
 gradient by design (copysign's sign source). ``grad_of_vjp`` also checks the
 vjp as a function of the output gradient (for linear maps, whose second
-derivative in the input is zero).
+derivative in the input is zero). ``signed_zeros`` compares the results' zeros
+with their signs (only where the standard specifies them).
 
 Two tiers. The core cases (one or a few per op and calling form) are what
 every backend must pass. The in-depth cases, written inside ``with depth:``,
@@ -99,6 +100,9 @@ class Case:
     # right up to the signs of vectors (eigenvectors, singular vectors, QR's factors): another
     # backend's library may flip them, so values are compared across backends by magnitude
     up_to_sign: bool = False
+    # the standard specifies the sign of each zero result (abs(-0.0) is +0.0, -(+0.0) is -0.0): the
+    # results' zeros are compared with their signs
+    signed_zeros: bool = False
 
     @property
     def composed(self) -> bool:
@@ -266,7 +270,21 @@ for _name, _kind in [("acos", "unit"), ("asin", "unit"), ("atan", "any"), ("atan
     mirror(_name, "2d", _name, F((2, 3), _kind))
 for _name in ("ceil", "floor", "round", "trunc", "isnan", "isinf", "isfinite", "signbit"):
     mirror(_name, "2d", _name, F((2, 3), "grid"), order=0)
-_SPECIAL = [1.0, -math.inf, math.nan, -0.0, 3.5]
+_SPECIAL = [1.0, -math.inf, math.nan, -0.0, 0.0, 3.5]
+# Signs of zeros, where the standard specifies them (the special cases of abs, multiply, copysign,
+# ceil, floor, round and trunc; negation flips the sign bit, as IEEE 754's negate): a library
+# losing -0.0 (negating by 0 - x) turns 1 / -x at x = +0.0 into +inf. The references are the
+# namespace's functions, not the operators the polygrad calls use.
+for _name, _fn, _ref in [("negative", lambda xp, x: -x, lambda xp, x: xp.negative(x)),
+                         ("positive", lambda xp, x: +x, lambda xp, x: xp.positive(x)),
+                         ("abs", lambda xp, x: abs(x), lambda xp, x: xp.abs(x))]:
+    case(_name, "signed_zeros", _fn, _ref, lit(_SPECIAL), order=0, signed_zeros=True)
+case("multiply", "signed_zeros", lambda xp, x, y: x * y, lambda xp, x, y: xp.multiply(x, y), lit(_SPECIAL),
+     lit([-0.0, -2.0, 1.0, -2.5, -1.5, 0.0]), order=0, signed_zeros=True)
+mirror("copysign", "signed_zeros", "copysign", lit(_SPECIAL), lit([-0.0, 0.0, -1.0, 0.0, -0.0, -0.0]), order=0,
+       signed_zeros=True)
+for _name in ("ceil", "floor", "round", "trunc"):
+    mirror(_name, "signed_zeros", _name, lit(_SPECIAL), order=0, signed_zeros=True)
 mirror("isnan", "nan_inf", "isnan", floats([1.0, math.nan, -math.inf]), order=0)
 mirror("isinf", "nan_inf", "isinf", floats([1.0, math.nan, -math.inf]), order=0)
 with depth:

@@ -89,7 +89,7 @@ def _assert_outputs(case: Case, out, expected, backend, tol) -> None:
         what = case.id if len(outs) == 1 else f"{case.id} output {k}"
         assert isinstance(o, pg.Variable), f"{what} is a {type(o).__name__}, not a Variable"
         if case.values:
-            assert_same(o, e, backend=backend, rtol=tol.rtol, atol=tol.atol, what=what)
+            assert_same(o, e, backend=backend, rtol=tol.rtol, atol=tol.atol, what=what, signed_zeros=case.signed_zeros)
         else:
             assert_same(o, e, backend=backend, rtol=0, atol=0, what=what, values=False)
 
@@ -211,6 +211,10 @@ def _assert_agrees_with_numpy(case: Case, what: str, out, theirs) -> None:
         else:
             ok, why = np.array_equal(mine, want), "exactly"
         assert ok, f"{where} differs from the numpy backend's ({why}):\n{mine}\nnumpy:\n{want}"
+        if case.signed_zeros and np.issubdtype(want.dtype, np.floating):
+            zeros = want == 0
+            assert np.array_equal(np.signbit(mine[zeros]), np.signbit(want[zeros])), (
+                f"{where}: the signs of its zeros differ from the numpy backend's:\n{mine}\nnumpy:\n{want}")
 
 
 def test_forward_records_graph(case, xp, float_dtype):
@@ -244,7 +248,7 @@ def test_kernel_paths(kernel_case, pg_backend, xp, float_dtype, tol):
         pairs = zip(override, generic) if isinstance(generic, (tuple, list)) else [(override, generic)]
         for o, g in pairs:
             assert_same(o, g, backend=pg_backend, rtol=tol.rtol, atol=tol.atol, what=f"{c.id} override vs generic",
-                        values=c.values)
+                        values=c.values, signed_zeros=c.signed_zeros)
 
 
 # ---------------------------------------------------------------------------
