@@ -397,6 +397,11 @@ WRAPPED = textwrap.dedent('''
         # complex vecdot without the conjugate
         "vecdot_no_conjugate": lambda n, out, args, kw: (np.sum(unwrap(args[0]) * unwrap(args[1]), axis=kw.get("axis", -1))
                                                          if n == "vecdot" else out),
+        # the naive formulas these functions exist to avoid: log1p(1e-17) is 0, logaddexp(800, 799) is inf
+        "log1p_naive": lambda n, out, args, kw: np.log(1 + unwrap(args[0])) if n == "log1p" else out,
+        "expm1_naive": lambda n, out, args, kw: np.exp(unwrap(args[0])) - 1 if n == "expm1" else out,
+        "logaddexp_naive": lambda n, out, args, kw: (np.log(np.exp(unwrap(args[0])) + np.exp(unwrap(args[1])))
+                                                     if n == "logaddexp" else out),
     }
 
 
@@ -455,6 +460,10 @@ WRAPPED_EXPECTED = {
     "maximum_fmax": ["test_ops.py::test_forward[maximum-nan]"],
     "vecdot_no_conjugate": ["test_ops.py::test_forward[vecdot-complex]"],
     "negation_loses_negative_zero": ["test_ops.py::test_forward[negative-signed_zeros]"],
+    "log1p_naive": ["test_ops.py::test_forward_agrees_with_numpy[log1p-small]", "test_ops.py::test_forward_dtype[log1p-small-float32]"],
+    "expm1_naive": ["test_ops.py::test_forward_agrees_with_numpy[expm1-small]", "test_ops.py::test_forward_dtype[expm1-small-float32]"],
+    "logaddexp_naive": ["test_ops.py::test_forward_agrees_with_numpy[logaddexp-large]",
+                        "test_ops.py::test_forward_dtype[logaddexp-large-float32]"],
 }
 
 
@@ -484,7 +493,8 @@ def test_planted_library_fault_fails_the_suite(wrapped_runs, fault):
     sin 1e-3 off (values at float32 were compared with the namespace only), float64's sin 1e-6 off
     (millions of ulp, within the float32-sized tolerance the numpy comparison used at float64), argmax
     giving the last of equal maxima (every case had distinct values), maximum dropping NaNs, a complex
-    vecdot without the conjugate, a negation losing -0.0 (no case compared the signs of zeros)."""
+    vecdot without the conjugate, a negation losing -0.0 (no case compared the signs of zeros), log1p,
+    expm1 and logaddexp computed naively (every argument was of order one)."""
     code, failed, out = wrapped_runs["faulty"]
     assert code == 1, out[-4000:]
     missing = [t for t in WRAPPED_EXPECTED[fault] if t not in failed]

@@ -29,11 +29,14 @@ backend's own namespace ``ref(xp, *args)``, and its arguments:
 ``order`` is the highest derivative checked numerically (0: none; the op has
 no gradient). ``requires`` names BackendInfo capabilities the case needs.
 ``tol`` overrides the float64 tolerances of the gradient checks (``eps``,
-``grad_rtol``, ``grad_atol``). ``no_grad`` lists the float inputs that get no
+``grad_rtol``, ``grad_atol``) or, for a row whose reference needs more, of its
+forward comparisons (``rtol``, ``atol``; none does). ``no_grad`` lists the float inputs that get no
 gradient by design (copysign's sign source). ``grad_of_vjp`` also checks the
 vjp as a function of the output gradient (for linear maps, whose second
 derivative in the input is zero). ``signed_zeros`` compares the results' zeros
-with their signs (only where the standard specifies them).
+with their signs (only where the standard specifies them); ``atol`` overrides
+the absolute tolerance of the forward comparisons at every dtype (0 for results
+of small magnitude).
 
 Two tiers. The core cases (one or a few per op and calling form) are what
 every backend must pass. The in-depth cases, written inside ``with depth:``,
@@ -93,7 +96,7 @@ class Case:
     order: int = 2
     requires: tuple = ()
     values: bool = True  # False: compare shape, dtype and owner only (empty, random masks)
-    tol: tuple = ()  # (name, value) pairs overriding the float64 tolerances of the gradient checks
+    tol: tuple = ()  # (name, value) pairs overriding the float64 tolerances (plugin.Tol's fields)
     no_grad: tuple = ()  # argument positions that get no gradient by design
     grad_of_vjp: bool = False
     depth: bool = False  # checks polygrad's own rules in depth (see the module docstring)
@@ -103,6 +106,9 @@ class Case:
     # the standard specifies the sign of each zero result (abs(-0.0) is +0.0, -(+0.0) is -0.0): the
     # results' zeros are compared with their signs
     signed_zeros: bool = False
+    # the absolute tolerance of the forward comparisons at every dtype (None: the dtype's): 0 for
+    # results of small magnitude (log1p and expm1 near 0), where the dtype's would excuse an error of 100%
+    atol: float | None = None
 
     @property
     def composed(self) -> bool:
@@ -134,8 +140,11 @@ class Case:
         return [i for i, s in enumerate(self.args) if isinstance(s, F) and not s.raw]
 
     def tolerance(self, tol: Any, dtype: Any, xp: Any) -> Any:
-        """``tol`` (the tolerances of ``dtype``) with this case's overrides where ``dtype`` is float64."""
-        return dataclasses.replace(tol, **dict(self.tol)) if self.tol and dtype == getattr(xp, "float64", None) else tol
+        """``tol`` (the tolerances of ``dtype``) with this case's overrides: ``tol`` where ``dtype`` is
+        float64, ``atol`` at every dtype."""
+        if self.tol and dtype == getattr(xp, "float64", None):
+            tol = dataclasses.replace(tol, **dict(self.tol))
+        return tol if self.atol is None else dataclasses.replace(tol, atol=self.atol)
 
 
 def _values(spec: F, r: random.Random) -> list:
@@ -268,6 +277,12 @@ for _name, _kind in [("acos", "unit"), ("asin", "unit"), ("atan", "any"), ("atan
                      ("asinh", "any"), ("cosh", "any"), ("sinh", "any"), ("tan", "any"), ("expm1", "any"),
                      ("log1p", "pos"), ("log2", "pos"), ("log10", "pos"), ("square", "any"), ("reciprocal", "nonzero")]:
     mirror(_name, "2d", _name, F((2, 3), _kind))
+# Where log1p, expm1 and logaddexp exist for their accuracy: arguments of small magnitude, compared
+# relatively (log(1 + x) is 0 at x = 1e-17), and large ones (exp(800) overflows)
+_SMALL = [1e-17, -3e-12, 1e-10, 2.5e-8]
+for _name in ("log1p", "expm1"):
+    mirror(_name, "small", _name, lit(_SMALL), order=0, atol=0.0)
+mirror("logaddexp", "large", "logaddexp", lit([800.0, -1000.0, 710.0, 1e3]), lit([799.0, -1001.0, 1.0, -1e3]), order=0)
 for _name in ("ceil", "floor", "round", "trunc", "isnan", "isinf", "isfinite", "signbit"):
     mirror(_name, "2d", _name, F((2, 3), "grid"), order=0)
 _SPECIAL = [1.0, -math.inf, math.nan, -0.0, 0.0, 3.5]

@@ -81,8 +81,10 @@ def _outputs(y) -> tuple:
     return tuple(y) if isinstance(y, (tuple, list)) else (y,)
 
 
-def _assert_outputs(case: Case, out, expected, backend, tol) -> None:
-    """``out`` (Variables) has ``expected``'s outputs: owner, shape, dtype and (where the case has them) values."""
+def _assert_outputs(case: Case, out, expected, backend, dtype) -> None:
+    """``out`` (Variables) has ``expected``'s outputs: owner, shape, dtype and (where the case has them)
+    values, within the tolerances of ``dtype`` (the inputs') and the case's."""
+    tol = case.tolerance(tolerance_for(backend.xp, dtype), dtype, backend.xp)
     outs, refs = _outputs(out), _outputs(expected)
     assert len(outs) == len(refs), f"{case.id}: {len(outs)} outputs, the namespace gives {len(refs)}"
     for k, (o, e) in enumerate(zip(outs, refs)):
@@ -146,7 +148,7 @@ class _Capture(pg.FunctionHook):
 # ---------------------------------------------------------------------------
 
 
-def test_forward(case, pg_backend, xp, float_dtype, tol):
+def test_forward(case, pg_backend, xp, float_dtype):
     """The polygrad op computes what the backend's own namespace computes (values, shape, dtype),
     from inputs that require grad or not."""
     args = case.make(xp, float_dtype)
@@ -154,8 +156,8 @@ def test_forward(case, pg_backend, xp, float_dtype, tol):
     with _Capture(case.op) as capture:
         out = _call(case, xp, args, requires_grad=False)
     assert case.composed or capture.calls, f"{case.id}: the op {case.op!r} was never applied"
-    _assert_outputs(case, out, expected, pg_backend, tol)
-    _assert_outputs(case, _call(case, xp, args, requires_grad=True), expected, pg_backend, tol)
+    _assert_outputs(case, out, expected, pg_backend, float_dtype)
+    _assert_outputs(case, _call(case, xp, args, requires_grad=True), expected, pg_backend, float_dtype)
 
 
 @pytest.mark.requires("numpy")
@@ -247,7 +249,8 @@ def test_kernel_paths(kernel_case, pg_backend, xp, float_dtype, tol):
         override = pg_backend.kernels[op.name](*in_data, **params)
         pairs = zip(override, generic) if isinstance(generic, (tuple, list)) else [(override, generic)]
         for o, g in pairs:
-            assert_same(o, g, backend=pg_backend, rtol=tol.rtol, atol=tol.atol, what=f"{c.id} override vs generic",
+            t = c.tolerance(tol, float_dtype, xp)
+            assert_same(o, g, backend=pg_backend, rtol=t.rtol, atol=t.atol, what=f"{c.id} override vs generic",
                         values=c.values, signed_zeros=c.signed_zeros)
 
 
@@ -390,7 +393,7 @@ def test_forward_dtype(dtype_case, pg_backend, xp, float_dtype):
     except Exception as exc:
         pytest.skip(f"the namespace itself cannot compute {case.id} at {name} ({type(exc).__name__}: {exc})")
     out = _call(case, xp, args, requires_grad=True)
-    _assert_outputs(case, out, expected, pg_backend, tolerance_for(xp, dtype))
+    _assert_outputs(case, out, expected, pg_backend, dtype)
     floating_inputs = any(isinstance(s, F) for s in case.args)  # defaults may differ where there are none
     values = case.values and dtype != float_dtype and any(isinstance(s, (F, C)) for s in case.args)
     theirs = _on_numpy(case, name, pg_backend) if floating_inputs or values else None
