@@ -395,8 +395,8 @@ WRAPPED = textwrap.dedent('''
         # maximum dropping NaNs (numpy's fmax): NaNs in activations and losses vanish
         "maximum_fmax": lambda n, out, args, kw: np.fmax(*unwrap(args[:2])) if n == "maximum" else out,
         # complex vecdot without the conjugate
-        "vecdot_no_conjugate": lambda n, out, args, kw: (np.sum(unwrap(args[0]) * unwrap(args[1]), axis=kw.get("axis", -1))
-                                                         if n == "vecdot" else out),
+        "vecdot_no_conjugate": lambda n, out, args, kw: (
+            np.sum(unwrap(args[0]) * unwrap(args[1]), axis=kw.get("axis", -1)) if n == "vecdot" else out),
         # the naive formulas these functions exist to avoid: log1p(1e-17) is 0, logaddexp(800, 799) is inf
         "log1p_naive": lambda n, out, args, kw: np.log(1 + unwrap(args[0])) if n == "log1p" else out,
         "expm1_naive": lambda n, out, args, kw: np.exp(unwrap(args[0])) - 1 if n == "expm1" else out,
@@ -460,8 +460,10 @@ WRAPPED_EXPECTED = {
     "maximum_fmax": ["test_ops.py::test_forward[maximum-nan]"],
     "vecdot_no_conjugate": ["test_ops.py::test_forward[vecdot-complex]"],
     "negation_loses_negative_zero": ["test_ops.py::test_forward[negative-signed_zeros]"],
-    "log1p_naive": ["test_ops.py::test_forward_agrees_with_numpy[log1p-small]", "test_ops.py::test_forward_dtype[log1p-small-float32]"],
-    "expm1_naive": ["test_ops.py::test_forward_agrees_with_numpy[expm1-small]", "test_ops.py::test_forward_dtype[expm1-small-float32]"],
+    "log1p_naive": ["test_ops.py::test_forward_agrees_with_numpy[log1p-small]",
+                    "test_ops.py::test_forward_dtype[log1p-small-float32]"],
+    "expm1_naive": ["test_ops.py::test_forward_agrees_with_numpy[expm1-small]",
+                    "test_ops.py::test_forward_dtype[expm1-small-float32]"],
     "logaddexp_naive": ["test_ops.py::test_forward_agrees_with_numpy[logaddexp-large]",
                         "test_ops.py::test_forward_dtype[logaddexp-large-float32]"],
 }
@@ -472,7 +474,8 @@ def wrapped_runs(tmp_path_factory):
     """The suite's tests of the planted functions' cases, on the faithful and on the faulty wrapper, at once."""
     tmp = tmp_path_factory.mktemp("wrapped_plugins")
     (tmp / "wrapped_faults.py").write_text(WRAPPED)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp), os.path.dirname(__file__)] + [p for p in sys.path if p]))
+    path = [str(tmp), os.path.dirname(__file__)] + [p for p in sys.path if p]  # (tests/: plugins._wrapping)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     ops = sorted({re.search(r"\[(\w+?)-", t).group(1) for ids in WRAPPED_EXPECTED.values() for t in ids})
     procs = {name: _start([f"wrapped_{name}", "--polygrad-plugin", f"wrapped_faults:{name.upper()}", "-rA",
                            "-k", " or ".join(ops)], env) for name in ("copy", "faulty")}

@@ -77,7 +77,8 @@ def assert_same(actual: Any, expected: Any, *, backend: Any, rtol: float, atol: 
         both_nan = xp.isnan(actual) & xp.isnan(expected)
         equal = actual == expected  # equal infinities too (their difference is NaN), subtracted as zeros
         zero = xp.zeros_like(actual)
-        close = xp.abs(xp.where(equal, zero, actual) - xp.where(equal, zero, expected)) <= atol + rtol * xp.abs(expected)
+        difference = xp.abs(xp.where(equal, zero, actual) - xp.where(equal, zero, expected))
+        close = difference <= atol + rtol * xp.abs(expected)
         ok = bool(xp.all(equal | close | both_nan))
     else:
         ok = bool(xp.all(actual == expected))

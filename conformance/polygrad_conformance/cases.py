@@ -404,9 +404,11 @@ for _name, _kx, _ky in [("atan2", "nonzero", "nonzero"), ("copysign", "nonzero",
 mirror("minimum", "bcast_row", "minimum", F((2, 3), "distinct"), F((3,), "distinct2"))
 # NaN on either side gives NaN (the standard's special case; references as values: a namespace
 # dropping NaNs, as numpy's fmax does, is its own reference)
-for _name, _want in [("maximum", [math.nan, math.nan, 3.0, math.nan]), ("minimum", [math.nan, math.nan, 0.0, math.nan])]:
-    case(_name, "nan", lambda xp, x, y, _n=_name: getattr(pg, _n)(x, y), lambda xp, x, y, _want=_want: xp.asarray(_want, dtype=x.dtype),
-         lit([1.0, math.nan, 3.0, math.nan]), lit([math.nan, 2.0, 0.0, math.nan]), order=0)
+_NAN = math.nan
+for _name, _want in [("maximum", [_NAN, _NAN, 3.0, _NAN]), ("minimum", [_NAN, _NAN, 0.0, _NAN])]:
+    case(_name, "nan", lambda xp, x, y, _n=_name: getattr(pg, _n)(x, y),
+         lambda xp, x, y, _want=_want: xp.asarray(_want, dtype=x.dtype), lit([1.0, _NAN, 3.0, _NAN]),
+         lit([_NAN, 2.0, 0.0, _NAN]), order=0)
 mirror("floor_divide", "float", "floor_divide", F((2, 3), "nonzero"), F((2, 3), "gt1"), order=0)
 with depth:
     mirror("floor_divide", "bcast", "floor_divide", floats([[1.5, -2.5, 0.5], [-0.0, 2.0, -0.7]]), floats([2.0, -1.5, 0.25]),
