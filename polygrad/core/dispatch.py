@@ -54,6 +54,10 @@ class BackendLike(Protocol):
     #: this backend's (the symbolic one says: make it a shared variable); the default
     #: advice is to move the array with ``pg.to_backend``.
     mixing_advice: str | None
+    # Optional, read with getattr: ``refuse_write(v, opname)`` refuses an in-place op. Read only of
+    # a pinned pseudo-backend (see ``pin``), whose data carries its graph (the symbolic one):
+    # ``new_leaf(data)`` gives a new leaf's data of its own (``detach``, ``Variable(x.data)``), and
+    # ``unchain(data, backward)`` the data of a variable that leaves its graph.
 
     @property
     def xp(self) -> Any:
