@@ -807,3 +807,14 @@ def test_checkers_refuse_a_gradient_of_another_backend():
     finally:
         REGISTRY.pop("test_gradcheck_to_np", None)
         REGISTRY.pop("test_gradcheck_to_da", None)
+
+
+def test_conformance_check_vjp_compares_the_create_graph_vjp_with_numerics(graph_faced):
+    """The conformance suite's check_vjp at order 2 had the same gap: it checked the create_graph
+    vjp only against its own derivatives, so one 5% off everywhere passed."""
+    from polygrad_conformance.gradcheck import check_vjp
+
+    x = np.asarray(XS, dtype=np.float64)
+    check_vjp(graph_faced, [x])
+    with pytest.raises(AssertionError, match=r"order 2, the gradient made with create_graph=True"):
+        check_vjp(graph_faced, [x], order=2)
