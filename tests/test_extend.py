@@ -207,3 +207,94 @@ def test_declaring_from_code_with_an_unhashable_constant():
         assert declare().name == "extend_test_unhashable"
     finally:
         REGISTRY.pop("extend_test_unhashable", None)
+
+
+def _declared(name, fwd, *rules, saves=""):
+    """A row of a test, with its rules (removed by :func:`_forget`)."""
+    return E.defvjp(E.Op(name, fwd), *rules, saves=saves)
+
+
+def _forget(*names):
+    for name in names:
+        REGISTRY.pop(name, None)
+
+
+def test_a_rule_of_the_wrong_shape_for_an_intermediate_is_refused_naming_the_row():
+    """A rule that returned shape (1,) for an input of shape (3,) was refused only at a leaf: for
+    an intermediate the next rule, or the sum with another gradient, broadcast it, and backward
+    gave a wrong gradient silently (2 exp(x) for 2 w exp(x)); it is refused where the rule ran,
+    naming the row and the input (a Python number as well: it was "'float' object has no
+    attribute 'dtype'")."""
+    import pytest
+
+    bad = _declared("extend_test_shape", lambda xp, x: 2 * x, lambda o, g, ans, x: 2 * g[:1])
+    number = _declared("extend_test_number", lambda xp, x: 2 * x, lambda o, g, ans, x: 2.0)
+    w = pg.asarray(np.array([1.0, 2.0, 3.0]))
+    try:
+        for graph in (lambda x: E.apply(bad, (pg.exp(x),)), lambda x: E.apply(bad, (x * 1.0,)) + x * 1.0,
+                      lambda x: E.apply(bad, (x,))):
+            x = pg.Variable(np.array([0.5, 1.0, 2.0]))
+            with pytest.raises(ValueError, match=r"extend_test_shape's vjp rule returned for input 0 is float64 "
+                                                 r"\(1,\) on 'numpy', expected float64 \(3,\)"):
+                pg.sum(graph(x) * w).backward()
+            assert x.grad is None
+        x = pg.Variable(np.array([0.5, 1.0, 2.0]))
+        with pytest.raises(ValueError, match=r"extend_test_shape's vjp rule returned for input 0 is float64 \(1,\)"):
+            pg.grad(pg.sum(E.apply(bad, (pg.exp(x),)) * w), [x], create_graph=True)
+        with pytest.raises(ValueError, match=r"extend_test_number's vjp rule returned for input 0 is float64 \(\)"):
+            pg.sum(E.apply(number, (pg.exp(x),)) * w).backward()
+    finally:
+        _forget("extend_test_shape", "extend_test_number")
+
+
+def test_a_rule_of_another_precision_is_cast_and_of_the_right_shape_passes():
+    """The gate of a third-party rule lets a right gradient through, and casts one of another
+    precision to the input's dtype (as a leaf's gradient is)."""
+    f32 = _declared("extend_test_f32", lambda xp, x: 3 * x, lambda o, g, ans, x: o.astype(3 * g, np.float32))
+    try:
+        x = pg.Variable(np.array([1.0, 2.0]))
+        pg.sum(E.apply(f32, (pg.exp(x),))).backward()
+        assert x.grad.dtype == np.float64
+        np.testing.assert_allclose(x.grad, 3 * np.exp([1.0, 2.0]), rtol=1e-6)
+    finally:
+        _forget("extend_test_f32")
+
+
+def test_every_built_in_row_passes_the_checks_of_a_third_party_row():
+    """Third-party rows' kernel results and rule results are checked at every call (against the
+    inputs' shapes, dtypes and backend); built-in rows are not, to keep the per-op path cheap, so
+    here every op case runs with every row checked, forward and backward to second order: a
+    built-in rule of the wrong shape (silently broadcast by the next rule) fails here."""
+    from polygrad.core.op import _RAW_OPS
+    from polygrad_conformance import plugin
+    from polygrad_conformance.test_ops import _grads_to_second_order, cases_for
+
+    backend = pg.get_backend("numpy")
+    state = plugin.State(name=backend.name, backend=backend)
+    rows = list(REGISTRY.values())
+    before = [(op, op.checked, op.records) for op in rows]
+
+    def forget_kernels():
+        for op in rows:
+            op._impl.clear()
+        for raw in list(_RAW_OPS):
+            for name in [n for n in vars(raw) if n in REGISTRY]:
+                delattr(raw, name)
+
+    cases = [c for c in cases_for("grad_case", backend, depth=True)
+             if all(plugin.capability(state, cap)[0] for cap in c.requires)]
+    assert len(cases) > 300
+    try:
+        for op in rows:
+            op.checked = op.records = True
+        forget_kernels()
+        with pg.using_backend("numpy") as b:
+            for case in cases:
+                try:
+                    _grads_to_second_order(case, b.xp, case.make(b.xp, b.xp.float64), second=case.grad_order >= 2)
+                except Exception as exc:
+                    raise AssertionError(f"{case.id}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        for op, checked, records in before:
+            op.checked, op.records = checked, records
+        forget_kernels()

@@ -70,7 +70,7 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "value_shapes", "shape_args", "module", "origin", "_impl",
+                 "value_shapes", "shape_args", "module", "origin", "checked", "records", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
@@ -132,6 +132,13 @@ class Op:
         # a row declared again where it was (a reload, a cell run again) replaces it quietly,
         # and from anywhere else with a warning that says where both are.
         self.module, self.origin = declaring_place()
+        # A row declared outside polygrad: what its rules return is checked against the input's
+        # shape, dtype and backend (see ``Primitive._backward``), so a wrong one fails naming the
+        # row, not later as a silently broadcast gradient. Built-in rows are checked by the
+        # tests, on every op case (test_extend.py), not at every call.
+        self.checked = not is_builtin(self.module)
+        # apply records each application's input shapes and dtypes: its rules read them, or its results are checked
+        self.records = shapes or self.checked
         old = REGISTRY.get(name)
         if old is not None:
             if old.origin != self.origin:

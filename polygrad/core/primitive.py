@@ -24,7 +24,7 @@ from polygrad.core.dispatch import (SCALARS, _pinned, _type_cache, backend_of_ty
                                     mixed_backends_error)
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
 from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
-from polygrad.core.variable import Variable, is_floating, new_leaf, note_unrecorded_view
+from polygrad.core.variable import Variable, admit, is_floating, new_leaf, note_unrecorded_view
 
 
 class Primitive(Node):
@@ -183,7 +183,20 @@ class Primitive(Node):
                 out.append(self._fit(o, gx, i) if fit else gx)
             except Exception as exc:
                 raise _op_error(op.name, args, params, self.backend, exc, f"backward (input {i})") from exc
+        if op.checked:
+            return self._admit_results(out)
         return out
+
+    def _admit_results(self, gxs: list) -> list:
+        """The gradients of a row declared outside polygrad (``Op.checked``) through the gate of
+        gradients (:func:`~polygrad.core.variable.admit`): each of its input's shape, dtype and
+        backend (another precision is cast), or an error naming the row and the input. A wrong
+        shape that broadcasts was passed on to the next rule, or summed with another gradient,
+        and gave a wrong gradient silently (only a leaf's was refused)."""
+        name = self.op.name
+        return [None if g is None else admit(g, self.in_shapes[i], self.in_dtypes[i], self.backend,
+                                             f"the gradient {name}'s vjp rule returned for input {i}", user=True)
+                for i, g in enumerate(gxs)]
 
     def _save(self, saved: list, checks: Any, datas: list, outs: Any, keep_output: bool) -> None:
         """Keep what backward needs, for a row of several outputs (see :func:`_finish`)."""
@@ -353,9 +366,10 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     node.outputs = (_weakref(v),)
     node.saved = saved
     node.checks = checks
-    if op.metas or (op.broadcasts and (mixed or out.dtype != d0.dtype)):
-        # Shapes and dtypes of the inputs: for rules that read them, and for undoing
-        # broadcasting or promotion (recorded only when some happened: most calls none).
+    if op.records or (op.broadcasts and (mixed or out.dtype != d0.dtype)):
+        # Shapes and dtypes of the inputs: for rules that read them or results checked against
+        # them, and for undoing broadcasting or promotion (recorded only when some happened:
+        # most calls none).
         _record_inputs(node, datas)
     elif op.broadcasts:
         node.in_shapes = None
