@@ -298,3 +298,25 @@ def test_every_built_in_row_passes_the_checks_of_a_third_party_row():
         for op, checked, records in before:
             op.checked, op.records = checked, records
         forget_kernels()
+
+
+def test_a_rule_returning_another_backends_array_is_refused():
+    """A rule that returned a numpy array for a dask input (np.asarray(g)), or a dask one for a
+    numpy input, was accepted: the leaf's .grad was of another backend than its data."""
+    import pytest
+
+    da = pytest.importorskip("dask.array")
+    to_np = _declared("extend_test_to_np", lambda xp, a: 2 * a, lambda o, g, ans, a: np.asarray(g) * 2.0)
+    to_da = _declared("extend_test_to_da", lambda xp, a: 2 * a, lambda o, g, ans, a: da.from_array(np.asarray(g)) * 2)
+    try:
+        x = pg.Variable(da.from_array(np.array([1.0, 2.0, 3.0]), chunks=2))
+        with pytest.raises(TypeError, match=r"extend_test_to_np's vjp rule returned for input 0 is float64 \(3,\) on "
+                                            r"'numpy', expected float64 \(3,\) on 'dask'"):
+            pg.sum(E.apply(to_np, (x,))).backward()
+        x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+        with pytest.raises(TypeError, match=r"extend_test_to_da's vjp rule returned for input 0 .* on 'dask', "
+                                            r"expected float64 \(3,\) on 'numpy'"):
+            pg.sum(E.apply(to_da, (x,))).backward()
+        assert x.grad is None
+    finally:
+        _forget("extend_test_to_np", "extend_test_to_da")
