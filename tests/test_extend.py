@@ -320,3 +320,35 @@ def test_a_rule_returning_another_backends_array_is_refused():
         assert x.grad is None
     finally:
         _forget("extend_test_to_np", "extend_test_to_da")
+
+
+def test_a_missing_rule_is_an_error_and_none_means_no_gradient():
+    """A row never given to defvjp, or given fewer rules than it has inputs, was differentiable
+    with a zero gradient, silently; it is a NotImplementedError naming the row and the input (as
+    in HIPS autograd). An explicit None still means "no gradient"."""
+    import pytest
+
+    bare = E.Op("extend_test_bare", lambda xp, x: 2 * x)
+    few = _declared("extend_test_few", lambda xp, a, b: a * b, lambda o, g, ans, a, b: g * b, saves="xy")
+    each = _declared("extend_test_each", lambda xp, a, b: a * b, lambda o, g, ans, a, b: g * b, saves=("y",))
+    opted = _declared("extend_test_opted", lambda xp, a, b: a * b, lambda o, g, ans, a, b: g * b, None, saves="xy")
+    try:
+        x = pg.Variable(np.array([1.0, 2.0]))
+        with pytest.raises(NotImplementedError, match="vjp of extend_test_bare with respect to input 0 is not "
+                                                      r"defined: the row has no vjp rules \(defvjp was not called"):
+            pg.sum(E.apply(bare, (x,))).backward()
+        a, b = pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0]))
+        with pytest.raises(NotImplementedError, match="vjp of extend_test_few with respect to input 1 is not "
+                                                      "defined: the row has a rule for input 0 only"):
+            pg.sum(E.apply(few, (a, b))).backward()
+        assert a.grad is None and b.grad is None
+        pg.sum(E.apply(few, (a, np.array([3.0, 4.0])))).backward()  # b needs no gradient: its rule is not asked
+        np.testing.assert_allclose(a.grad, [3.0, 4.0])
+        with pytest.raises(NotImplementedError, match="vjp of extend_test_each with respect to input 1"):
+            pg.sum(E.apply(each, (a, b))).backward()  # (apply raised IndexError: saves has one entry per rule)
+        a, b = pg.Variable(np.array([1.0, 2.0])), pg.Variable(np.array([3.0, 4.0]))
+        pg.sum(E.apply(opted, (a, b))).backward()
+        np.testing.assert_allclose(a.grad, [3.0, 4.0])
+        assert b.grad is None
+    finally:
+        _forget("extend_test_bare", "extend_test_few", "extend_test_each", "extend_test_opted")

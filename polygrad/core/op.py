@@ -192,6 +192,9 @@ def _op_named(name: str) -> Op:
 def defvjp(op: Op, *rules: Callable | None, saves: str | tuple[str, ...] = "") -> Op:
     """Attach vjp rules (one per input; None = no gradient) and declare what they read.
 
+    An input past the last rule has no rule: backward raises NotImplementedError where it needs
+    a gradient (a forgotten rule is no zero gradient).
+
     ``saves`` names what backward needs: ``x``, ``y``, ``z`` for inputs 0-2 and
     ``ans`` for the output, e.g. ``saves="x ans"``; or, one string per rule, what
     each rule reads, e.g. ``saves=("y", "x")`` for a product: an application then

@@ -174,7 +174,12 @@ class Primitive(Node):
         out = []
         n_rules = len(vjps)
         for i, edge in enumerate(edges):
-            rule = vjps[i] if edge is not None and i < n_rules else None
+            if edge is None:
+                out.append(None)
+                continue
+            if i >= n_rules:  # (an explicit None is "no gradient"; a rule never given is an error)
+                raise _no_rule_error(op, i, n_rules)
+            rule = vjps[i]
             if rule is None:
                 out.append(None)
                 continue
@@ -293,7 +298,10 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         record = False
     keep_output = op.keep_output
     if record and op.keep_for is not None:  # keep only what the rules of the inputs needing a gradient read
-        need, keep_output = op.keep_for[mask]
+        try:
+            need, keep_output = op.keep_for[mask]
+        except IndexError:  # an input past the last rule (backward says it has none): what the rules read
+            need, keep_output = op.keep_for[mask & (len(op.keep_for) - 1)]
         for j in need:
             a = args[j]
             if isinstance(a, Variable):
@@ -483,6 +491,17 @@ def _input_backend(t: type, name: str, i: int, arg: Any) -> Any:
         text = str(exc)
         text = text[len("polygrad: "):] if text.startswith("polygrad: ") else text
         raise TypeError(f"polygrad: {name}: input {i} ({t.__name__}): {text}") from None
+
+
+def _no_rule_error(op: Op, i: int, n_rules: int) -> NotImplementedError:
+    """A row's input that needs a gradient and has no rule (defvjp never called, or given fewer
+    rules than the row has inputs): it got a zero gradient, silently."""
+    why = ("the row has no vjp rules (defvjp was not called on it)" if not n_rules
+           else "the row has a rule for input 0 only" if n_rules == 1
+           else f"the row has rules for inputs 0-{n_rules - 1} only")
+    return NotImplementedError(
+        f"polygrad: the vjp of {op.name} with respect to input {i} is not defined: {why}; give defvjp one rule per "
+        f"input (None for an input that has no gradient), or declare a row that has none def_nograd")
 
 
 def _op_error(label: str, args: tuple, params: dict | None, backend: Any, exc: Exception, phase: str = "") -> Exception:
