@@ -354,3 +354,56 @@ def test_a_zero_d_float64_gradient_keeps_its_graph():
     (g,) = pg.grad(x * x, [x], grad_outputs=[w * 1.5], create_graph=True)
     (dw,) = pg.grad(g, [w])
     np.testing.assert_allclose(float(dw.array), 0.9)
+
+
+def _tripling_row(name):
+    """A row whose rule writes into its incoming gradient (``g *= 3``), as a careless rule may."""
+    from polygrad.extend import Op, defvjp
+
+    def rule(o, g, ans, x):
+        g *= 3.0
+        return g
+
+    return defvjp(Op(name, lambda xp, x: 3 * x), rule)
+
+
+def test_grad_outputs_are_never_written_by_a_rule():
+    """A rule that wrote into its g changed the caller's grad_outputs array when g was the seed
+    (the gradients the engine computes are no concern of the caller), so a second pass from the
+    same seed gave 9 where 3 is right, and pg.grad returned the caller's array itself."""
+    from polygrad.core.op import REGISTRY
+    from polygrad.extend import apply
+
+    row = _tripling_row("grad_test_tripling")
+    try:
+        x = pg.Variable(np.array([1.0, 2.0]))
+        seed = np.array([1.0, 1.0])
+        g1 = pg.grad([apply(row, (x,))], [x], grad_outputs=[seed])[0]
+        g2 = pg.grad([apply(row, (x,))], [x], grad_outputs=[seed])[0]
+        (g3,) = pg.grad([apply(row, (x,))], [x], grad_outputs=[seed], create_graph=True)
+        apply(row, (x,)).backward(seed)
+        np.testing.assert_array_equal(seed, [1.0, 1.0])
+        for g in (g1, g2, g3):
+            np.testing.assert_array_equal(g.array, [3.0, 3.0])
+        np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+        y = x * 1.0
+        (gy,) = pg.grad([y], [y], grad_outputs=[seed])  # no rule runs: the seed is the result
+        assert not np.shares_memory(gy.array, seed)
+    finally:
+        REGISTRY.pop("grad_test_tripling", None)
+
+
+def test_a_seed_that_is_a_variable_keeps_its_graph_under_create_graph():
+    """The copy of a Variable seed is recorded: the gradient with respect to the seed (double
+    backprop through grad_outputs) still reaches it."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    v = pg.Variable(np.array([0.5, -1.0]))
+    (gx,) = pg.grad([x * x], [x], grad_outputs=[v], create_graph=True)
+    (gv,) = pg.grad([pg.sum(gx)], [v])
+    np.testing.assert_allclose(gv.array, [2.0, 4.0])
+    np.testing.assert_array_equal(v.array, [0.5, -1.0])
+    y = x * x
+    with pg.no_backprop_mode():  # (the pass records under create_graph: so does the seed's copy)
+        (gx,) = pg.grad([y], [x], grad_outputs=[v], create_graph=True)
+    (gv,) = pg.grad([pg.sum(gx)], [v])
+    np.testing.assert_allclose(gv.array, [2.0, 4.0])

@@ -46,7 +46,18 @@ def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
         else:
             g = xp.ones_like(y._data)
         return Variable._make(g) if create_graph else g
+    given = g._data if isinstance(g, Variable) else g
     g = admit_grad(g, y._data, f"the gradient given to backward for {y._describe()}", user=True)
+    if (g._data if isinstance(g, Variable) else g) is given:
+        # The first rules get the seed as their g, and pg.grad may return it: a rule that wrote
+        # into its g (``g *= 3``) changed the caller's array, and every later pass from it. The
+        # pass starts from a copy of its own (recorded where it is a Variable in a graph, so a
+        # gradient with respect to the seed still reaches it).
+        if create_graph and isinstance(g, Variable):
+            with config.force_backprop_mode():  # (as the pass records, even called under no_backprop_mode)
+                g = _own(g)
+        else:
+            g = _copy(given)
     if create_graph:
         return g if isinstance(g, Variable) else Variable._make(g)
     return g._data if isinstance(g, Variable) else g
@@ -84,11 +95,11 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
     """The hooks registered on a variable (``what``, of ``shape`` and ``dtype``), applied to its gradient.
 
     Each hook is handed an array of its own (a graph's Variable under ``create_graph``): the
-    gradient it sees may be shared with another input's, with the caller's seed or with what
-    an earlier hook kept, so a hook that writes into it (``g *= 10``, returning None) changes
-    this gradient only, as it means to. (Where arrays are not written in place, dask's, such a
-    write only rebinds the hook's name: it cannot be told from a hook that observes, and a hook
-    must return the new gradient there, as docs/variables-and-backprop.md says.)"""
+    gradient it sees may be shared with another input's or with what an earlier hook kept, so a
+    hook that writes into it (``g *= 10``, returning None) changes this gradient only, as it
+    means to. (Where arrays are not written in place, dask's, such a write only rebinds the
+    hook's name: it cannot be told from a hook that observes, and a hook must return the new
+    gradient there, as docs/variables-and-backprop.md says.)"""
     debug = config.debug.get()
     for hook in tuple(hooks):
         if isinstance(g, Variable):  # (create_graph) a new Variable, recorded, over an array of its own
@@ -148,7 +159,7 @@ class _Pass:
         self.captured: list = [None] * (0 if inputs is None else len(inputs))
         self.capture_only: set = set()  # pg.grad: nodes visited to capture a gradient, not run (see _prune)
         self.pruned: dict = {}  # pg.grad: node -> its edges, None where no requested input lies behind
-        # ids of gradient arrays the user holds too (seeds, retained grads, what hooks saw):
+        # ids of gradient arrays the user holds too (retained grads, what hooks saw):
         # a leaf never gets one of them as its .grad, but a copy
         self.exposed: set[int] = set()
         # what the nodes this pass frees keep (never the pass itself: it holds the leaves and their
@@ -171,8 +182,6 @@ class _Pass:
                 raise _no_graph_error(f"polygrad: backward from {y._describe()}")
             seed = _seed(y, g, self.create_graph)
             self.starts.add(id(y))
-            if g is not None:
-                self.exposed.add(id(seed))
             # (an output need not require grad: a stochastic sample)
             pending.append(((y._node, y._index) if y._node is not None else (None, y), seed))
         if self.targets is not None:
