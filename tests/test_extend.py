@@ -352,3 +352,26 @@ def test_a_missing_rule_is_an_error_and_none_means_no_gradient():
         assert b.grad is None
     finally:
         _forget("extend_test_bare", "extend_test_few", "extend_test_each", "extend_test_opted")
+
+
+def test_a_kernel_result_not_of_the_inputs_backend_is_refused_naming_the_row():
+    """A kernel that returned a list, a Python number, or a numpy array for dask inputs made a
+    Variable of it: the error came later, from the next op or repr, naming no row."""
+    import pytest
+
+    da = pytest.importorskip("dask.array")
+    rows = [E.Op("extend_test_list", lambda xp, a: [1.0, 2.0]), E.Op("extend_test_float", lambda xp, a: 2.0),
+            E.Op("extend_test_np", lambda xp, a: np.asarray(a) * 2),
+            E.Op("extend_test_multi", lambda xp, a: [a, a], multi=True)]
+    try:
+        for op, data, what in zip(rows, (np.ones(2), np.ones(2), da.ones(2, chunks=1), np.ones(2)),
+                                  ("a list for inputs on backend 'numpy'", "a float for inputs on backend 'numpy'",
+                                   r"a 'numpy' array \(numpy.ndarray\) for inputs on backend 'dask'",
+                                   r"\(declared multi=True\) returned a list, not a tuple")):
+            with pytest.raises(TypeError, match=f"polygrad: {op.name} failed .*the forward kernel of {op.name} "
+                                                f"(returned )?{what}"):
+                E.apply(op, (pg.Variable(data),))
+        y = E.apply(E.Op("extend_test_fine", lambda xp, a: xp.sum(a)), (np.ones(2),))  # (a NumPy scalar: numpy's)
+        assert float(y.array) == 2.0
+    finally:
+        _forget(*(op.name for op in rows), "extend_test_fine")

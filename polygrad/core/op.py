@@ -26,6 +26,8 @@ import warnings
 import weakref
 from typing import Any, Callable
 
+from polygrad.core.dispatch import backend_of_type
+
 REGISTRY: dict[str, "Op"] = {}
 
 #: The standard's extensions: a row named ``linalg_inv`` runs ``xp.linalg.inv`` by default.
@@ -132,9 +134,10 @@ class Op:
         # a row declared again where it was (a reload, a cell run again) replaces it quietly,
         # and from anywhere else with a warning that says where both are.
         self.module, self.origin = declaring_place()
-        # A row declared outside polygrad: what its rules return is checked against the input's
-        # shape, dtype and backend (see ``Primitive._backward``), so a wrong one fails naming the
-        # row, not later as a silently broadcast gradient. Built-in rows are checked by the
+        # A row declared outside polygrad: what its kernel returns is checked (see :meth:`kernel`),
+        # and what its rules return, against the input's shape, dtype and backend (see
+        # ``Primitive._backward``), so a wrong one fails naming the row, not later as a silently
+        # broadcast gradient or a Variable of another backend. Built-in rows are checked by the
         # tests, on every op case (test_extend.py), not at every call.
         self.checked = not is_builtin(self.module)
         # apply records each application's input shapes and dtypes: its rules read them, or its results are checked
@@ -174,8 +177,47 @@ class Op:
                             f"has no {'.'.join(self.fwd.path)} (and the backend declares no kernel for it)") from None
                 else:
                     impl = functools.partial(self.fwd, backend.xp) if self.uses_xp else self.fwd
+            if self.checked:
+                impl = _checked_kernel(self, backend, impl)
             self._impl[backend] = impl
         return impl
+
+
+def _checked_kernel(op: Op, backend: Any, impl: Callable) -> Callable:
+    """``impl``, the kernel of a row declared outside polygrad (``Op.checked``), with its result
+    checked: an array of ``backend`` (a tuple of them for a row of several outputs). A list, a
+    Python number or another backend's array (``np.asarray`` on dask inputs) became a Variable's
+    data and failed later, in another op, naming neither this row nor its kernel."""
+
+    def kernel(*args: Any, **params: Any) -> Any:
+        out = impl(*args, **params)
+        if op.multi and not isinstance(out, tuple):
+            raise TypeError(f"the forward kernel of {op.name} (declared multi=True) returned {_kind(out)}, not a "
+                            f"tuple of {backend.name!r} arrays")
+        for k, y in enumerate(out if op.multi else (out,)):
+            try:
+                b = backend_of_type(type(y))
+            except TypeError:
+                b = None
+            if b is None or (b is not backend and b.name != backend.name):  # (one name: a rebuilt registry)
+                which = f"as output {k} " if op.multi else ""
+                raise TypeError(f"the forward kernel of {op.name} returned {_kind(y)} {which}for inputs on backend "
+                                f"{backend.name!r}: a kernel returns arrays of its inputs' backend (computed with "
+                                f"the namespace xp it is given)")
+        return out
+
+    kernel.__wrapped__ = impl
+    return kernel
+
+
+def _kind(y: Any) -> str:
+    t = type(y)
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    try:
+        b = backend_of_type(t)
+    except TypeError:
+        return f"a {name}"
+    return f"a {b.name!r} array ({name})"
 
 
 def value_shaped(op: Any, inputs: tuple) -> bool:
