@@ -375,3 +375,32 @@ def test_a_kernel_result_not_of_the_inputs_backend_is_refused_naming_the_row():
         assert float(y.array) == 2.0
     finally:
         _forget(*(op.name for op in rows), "extend_test_fine")
+
+
+def test_a_row_declared_again_warns_that_what_holds_the_old_one_keeps_it():
+    """The warning said compiled functions "now run the new one", but a function compiled before
+    keeps the kernels it was compiled with (and its pickle finds the new row by name): it says
+    so, and that compiling again runs the new one."""
+    import pickle
+
+    import pytest
+
+    from polygrad import symbolic as T
+
+    cube = _declared("extend_test_again", lambda xp, x: x * x * x, lambda o, g, ans, x: g * 3 * x * x, saves="x")
+    v = np.array([0.5, 1.0, 2.0])
+    try:
+        x = T.vector("x")
+        f = pg.function([x], [pg.sum(E.apply(cube, (x,)))])
+        with pytest.warns(UserWarning, match=r"rules \(o.extend_test_again\) and pickles find rows by name and run the "
+                                             r"new one; graphs already recorded or built, functions compiled before "
+                                             r"and code holding the old row keep running the old one \(and their "
+                                             r"pickles the new one\): build and compile them again"):
+            exec("E.defvjp(E.Op('extend_test_again', lambda xp, x: x * x), lambda o, g, ans, x: 2 * g * x, saves='x')",
+                 {"E": E})
+        np.testing.assert_allclose(f(v)[0], np.sum(v ** 3))
+        np.testing.assert_allclose(pickle.loads(pickle.dumps(f))(v)[0], np.sum(v ** 2))
+        g = pg.function([x], [pg.sum(E.apply(E.row("extend_test_again"), (x,)))])
+        np.testing.assert_allclose(g(v)[0], np.sum(v ** 2))
+    finally:
+        _forget("extend_test_again")

@@ -148,9 +148,12 @@ class Op:
                 if is_builtin(old.module):
                     raise ValueError(f"polygrad: {name!r} is the name of a built-in op row ({old.module}); "
                                      f"give this row another name (polygrad.extend.row({name!r}) is the built-in one)")
+                # (what holds the old row object keeps it: a compiled program holds its kernels)
                 warnings.warn(f"polygrad: the op row {name!r} declared at {place_text(self.origin, old.origin)} "
-                              f"replaces the one declared at {place_text(old.origin, self.origin)}; compiled "
-                              f"functions, pickles and rules that find rows by name now run the new one",
+                              f"replaces the one declared at {place_text(old.origin, self.origin)}: rules (o.{name}) "
+                              f"and pickles find rows by name and run the new one; graphs already recorded or built, "
+                              f"functions compiled before and code holding the old row keep running the old one "
+                              f"(and their pickles the new one): build and compile them again",
                               stacklevel=user_stacklevel())
             for raw in _RAW_OPS:  # the old row's kernels, cached by name
                 raw.__dict__.pop(name, None)
