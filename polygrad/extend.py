@@ -11,13 +11,23 @@ polygrad's own ops (``o``), applied by :func:`apply`::
     def cube(x):
         return apply(CUBE, (x,))
 
-Rules, compiled graphs and pickles find rows by name, so a row's name means one
-row in a process: the name of a built-in row is refused (ValueError); a row
-declared again by the same code (a module reloaded unchanged, a script run
-again with exec) replaces the old one quietly, and one declared elsewhere (a
-notebook cell run again, which is new code to Python, or an edited module)
-replaces it with a warning naming both places. (A loop that declares one name
-twice is one place: the second row replaces the first quietly.)
+Give ``defvjp`` one rule per input, ``None`` for an input that has no
+gradient: backward through an input that needs a gradient and has no rule (too
+few rules, or no ``defvjp``) raises NotImplementedError naming the row and the
+input. A row declared outside polygrad is checked as it runs: its kernel must
+return arrays of its inputs' backend (a tuple of them for ``multi=True``), and
+each rule a gradient of its input's shape, kind of dtype and backend (another
+precision is cast); anything else is an error naming the row (and the
+input), never a gradient broadcast to the right shape.
+
+Rules and pickles find rows by name, so a row's name means one row in a
+process: the name of a built-in row is refused (ValueError); a row declared
+again by the same code (a module reloaded unchanged, a script run again with
+exec) replaces the old one quietly, and one declared elsewhere (a notebook cell
+run again, which is new code to Python, or an edited module) replaces it with a
+warning naming both places. (A loop that declares one name twice is one place:
+the second row replaces the first quietly.) What holds the old row keeps it,
+graphs and functions compiled before among them: compile those again.
 :func:`public` follows the same rules. A row without a kernel runs the backend namespace's function of its name
 (``Op("exp")`` runs ``xp.exp``); ``def_linear`` and ``def_nograd`` name the
 common shapes of rules. :func:`public` (and ``unary``/``binary``) register a
