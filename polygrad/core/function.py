@@ -105,11 +105,6 @@ class _Inputs(tuple):
     __mul__ = __rmul__ = __add__ = __radd__ = __neg__ = _refuse
 
 
-def _is_index(i: Any) -> bool:
-    """Whether ``i`` is an integer index (a Python or NumPy integer, not a bool)."""
-    return as_int(i) is not None
-
-
 def _arrays(items: tuple) -> tuple:
     """The arrays of what a forward declared: a Variable (PyTorch-style code's tensor) stands for its data."""
     return tuple(a._data if isinstance(a, Variable) else a for a in items)
@@ -361,7 +356,7 @@ class Function(Node):
         for what, indexes, n in (("retain_inputs", self._retained_inputs, len(in_data)),
                                  ("retain_outputs", self._retained_outputs, len(outputs))):
             for i in indexes or ():  # an index past the end (or -1) kept nothing, silently
-                if not _is_index(i) or not 0 <= i < n:
+                if as_int(i) is None or not 0 <= i < n:
                     raise ValueError(f"polygrad: {self.label}.{what} was given index {i!r}; forward has {n} "
                                      f"{what[7:]}, numbered from 0")
 

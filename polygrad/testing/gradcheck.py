@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 from polygrad.core.engine import grad as _grad
 from polygrad.core.config import no_backprop_mode
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.function import _is_index
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 
 
@@ -464,7 +464,7 @@ def _checked(fname: str, n: int, indices: Any, how: str) -> list[int]:
     left (a check of nothing passed)."""
     out: list[int] = []
     for i in indices:
-        if not _is_index(i) or not 0 <= i < n:
+        if as_int(i) is None or not 0 <= i < n:
             raise ValueError(f"polygrad.testing.{fname}: {how} names input {i!r}, but the function has {n} "
                              f"input(s), numbered from 0")
         i = int(i)
