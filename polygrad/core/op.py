@@ -72,14 +72,14 @@ class Op:
 
     __slots__ = ("name", "fwd", "vjps", "keep", "keep_output", "broadcasts", "shapes", "metas", "differentiable",
                  "uses_xp", "view", "multi", "deterministic", "node_class", "keep_for", "keep_always", "frees", "unview", "casts", "elementwise",
-                 "value_shapes", "shape_args", "module", "origin", "checked", "records", "_impl",
+                 "value_shapes", "shape_args", "module", "origin", "checked", "records", "remat", "_impl",
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
                  differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
                  casts: bool = False, elementwise: bool = False, value_shapes: bool | Callable = False,
-                 shape_args: slice = slice(None)):
+                 shape_args: slice = slice(None), remat: bool = False):
         self.name = name
         # No kernel given: the backend namespace's function of the same name, ``xp.<name>``.
         self.fwd = NamespaceKernel(name) if fwd is None else fwd
@@ -113,6 +113,12 @@ class Op:
         # boolean mask's, not the data it selects from (a compiled program refuses a shape that
         # random draws decide, not one that only selects random values).
         self.shape_args = shape_args
+        # The output is an exact image of input 0, of its shape and dtype, cheap to compute
+        # again (negation): a node that keeps this output and that same input (``-x * x``)
+        # keeps the input only and computes the output again in its backward (see
+        # ``polygrad.core.primitive.Recomputing``): the output's memory is freed with the
+        # user's last reference to it, as hand-written code that recomputes it frees it.
+        self.remat = remat
         self.multi = multi  # the kernel returns a tuple (or namedtuple) of arrays; rules get g and ans as tuples
         self.vjps: tuple = ()
         self.keep: frozenset = frozenset()

@@ -37,7 +37,7 @@ class Primitive(Node):
     (see :func:`_constant_inputs`); backward frees ``saved``, never it.
     """
 
-    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend", "consts")
+    __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend", "consts", "source")
 
     @property
     def label(self) -> str:
@@ -105,8 +105,8 @@ class Primitive(Node):
     def _graph_operands(self, g: Any, ans: Any, args: Any) -> tuple:
         """Rule operands as Variables at their graph positions (``create_graph``)."""
         op = self.op
-        args = tuple(self._input_variable(i, a) if i in op.keep and a is not None and type(a) not in SCALARS else a
-                     for i, a in enumerate(args))
+        args = tuple(self._input_variable(i, a) if i in op.keep and a is not None and type(a) not in SCALARS
+                     and not isinstance(a, Variable) else a for i, a in enumerate(args))
         if op.multi:
             if ans is not None:
                 ans = tuple(self._output_variable(k, a) for k, a in enumerate(ans))
@@ -138,7 +138,10 @@ class Primitive(Node):
             if box.n != version:
                 raise self._version_error(i, version, box)
 
-    def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
+    def _backward(self, grad_outputs: tuple, create_graph: bool, saved: list | None = None,
+                  only: tuple | None = None) -> tuple:
+        """The gradients of the inputs (None where an input needs none); ``saved`` in place of
+        the node's own and ``only`` some inputs are for :class:`Recomputing`."""
         op = self.op
         edges = self.edges
         if op.multi:
@@ -149,9 +152,10 @@ class Primitive(Node):
             g = grad_outputs[0]
             if g is None:
                 return (None,) * len(edges)
-        saved = self.saved
         if saved is None:
-            raise freed_error(self)
+            saved = self.saved
+            if saved is None:
+                raise freed_error(self)
         if self.checks:
             self._check_versions()
         n_in = len(edges)
@@ -174,7 +178,7 @@ class Primitive(Node):
         out = []
         n_rules = len(vjps)
         for i, edge in enumerate(edges):
-            if edge is None:
+            if edge is None or (only is not None and i not in only):
                 out.append(None)
                 continue
             if i >= n_rules:  # (an explicit None is "no gradient"; a rule never given is an error)
@@ -374,6 +378,10 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     node.outputs = (_weakref(v),)
     node.saved = saved
     node.checks = checks
+    if op.remat:
+        node.source = _source(args[0])
+    elif checks is not None and len(checks) > 1 and not own:
+        _keep_sources(node, args, saved)
     if op.records or (op.broadcasts and (mixed or out.dtype != d0.dtype)):
         # Shapes and dtypes of the inputs: for rules that read them or results checked against
         # them, and for undoing broadcasting or promotion (recorded only when some happened:
@@ -385,6 +393,120 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
         for h in hooks:
             h.forward_postprocess(node, in_data)
     return v
+
+
+def _source(a: Any) -> tuple | None:
+    """What an application of a ``remat`` row notes of its input: its array (a weak reference)
+    and its version counter with the count (None where the input is no Variable, or the array
+    takes no weak reference)."""
+    if not isinstance(a, Variable):
+        return None
+    try:
+        ref = _weakref(a._data)
+    except TypeError:
+        return None
+    box = a._vb
+    if box is None:
+        box = version_of(a)
+    return ref, box, box.n
+
+
+def _keep_sources(node: Primitive, args: tuple, saved: list) -> None:
+    """Where ``node`` keeps an input made by a ``remat`` row (``-x``) and that row's input
+    (``x``), the same array unchanged since, it keeps ``x`` only: its backward computes ``-x``
+    again (see :class:`Recomputing`). The check of ``-x``'s version goes with it: backward no
+    longer reads it."""
+    n_in = len(node.edges)
+    marks = None
+    for i in range(n_in):
+        a = args[i]
+        src = a._node if saved[i] is not None and isinstance(a, Variable) else None
+        if type(src) is not Primitive or not src.op.remat or src.source is None:
+            continue
+        ref, box, n = src.source
+        d = ref()
+        if d is None or box.n != n:
+            continue
+        for j in range(n_in):
+            b = args[j]
+            if j != i and saved[j] is d and isinstance(b, Variable) and b._vb is box:
+                mark = (i, j, src.op)
+                marks = (mark,) if marks is None else marks + (mark,)
+                break
+    if marks is None:
+        return
+    redone = {i for i, _, _ in marks}
+    for i in redone:
+        saved[i] = None
+    node.checks = tuple(c for c in node.checks if c[0] not in redone) or None
+    saved.append(marks)
+    node.__class__ = Recomputing
+
+
+class Recomputing(Primitive):
+    """A node that keeps, for an input made by a ``remat`` row (``-x``), that row's input
+    (``x``) instead, which it keeps anyway (see :func:`_keep_sources`); ``saved[n_in + 1]``
+    lists ``(i, j, row)``: input ``i`` is ``row(input j)``.
+
+    Its backward runs first each rule that reads a recomputed input, with that input computed
+    for it alone and dropped after, then the other rules: no more arrays are alive at once
+    than when the node kept it, and the input's memory was free from the user's last
+    reference to it until this backward."""
+
+    __slots__ = ()
+
+    def _marks(self) -> tuple:
+        return self.saved[len(self.edges) + 1]
+
+    def _redone(self, marks: tuple, create_graph: bool = False) -> list:
+        """The inputs and output as the rules read them: the marked inputs computed again (for
+        ``create_graph``, as a graph of the input, so that a compiled trace records it)."""
+        saved = self.saved
+        n_in = len(self.edges)
+        s = saved[: n_in + 1]
+        for i, j, row in marks:
+            if create_graph:
+                s[i] = getattr(GRAPH_OPS, row.name)(self._input_variable(j, saved[j]))
+            else:
+                s[i] = (row._impl.get(self.backend) or row.kernel(self.backend))(saved[j])
+        return s
+
+    def _backward(self, grad_outputs: tuple, create_graph: bool, saved: list | None = None,
+                  only: tuple | None = None) -> tuple:
+        if self.saved is None:
+            return Primitive._backward(self, grad_outputs, create_graph)  # (the error for freed arrays)
+        op = self.op
+        marks = self._marks()
+        n_in = len(self.edges)
+        out = [None] * n_in
+        rest = []
+        for i, edge in enumerate(self.edges):
+            if edge is None:
+                continue
+            reads = op.keep if op.keep_for is None or i >= len(op.vjps) else op.keep_for[1 << i][0]
+            mine = tuple(m for m in marks if m[0] in reads)
+            if mine:
+                out[i] = Primitive._backward(self, grad_outputs, create_graph, self._redone(mine, create_graph),
+                                             (i,))[i]
+            else:
+                rest.append(i)
+        if rest:
+            gxs = Primitive._backward(self, grad_outputs, create_graph, self.saved[: n_in + 1], tuple(rest))
+            for i in rest:
+                out[i] = gxs[i]
+        return out
+
+    def _hook_in_data(self) -> tuple:
+        if self.saved is None:
+            return Primitive._hook_in_data(self)
+        return tuple(self._redone(self._marks())[: len(self.edges)])
+
+    def _input_meta(self, i: int) -> tuple:
+        if self.saved is not None:
+            for k, j, _ in self._marks():
+                if k == i:
+                    return Primitive._input_meta(self, j)
+        return Primitive._input_meta(self, i)
 
 
 def _outputs(op: Op, node: Any, outs: Any, args: tuple, record: bool, volatile: bool, params: dict | None) -> tuple:

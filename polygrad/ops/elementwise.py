@@ -158,7 +158,7 @@ def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
 POW = defvjp(_row("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp_base, _pow_vjp_exponent,
              saves=("xy", "x ans"))
 pow = binary(POW)
-NEGATIVE = defvjp(_row("negative", operator.neg, uses_xp=False), lambda o, g, ans, x: -g)
+NEGATIVE = defvjp(_row("negative", operator.neg, uses_xp=False, remat=True), lambda o, g, ans, x: -g)
 negative = unary(NEGATIVE)
 POSITIVE = defvjp(_row("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
 positive = unary(POSITIVE)
@@ -237,7 +237,9 @@ SINH = defvjp(_row("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves=
 sinh = unary(SINH)
 COSH = defvjp(_row("cosh"), lambda o, g, ans, x: g * _conj(o, o.sinh(x)), saves="x")
 cosh = unary(COSH)
-TANH = defvjp(_row("tanh"), lambda o, g, ans, x: g * _conj(o, 1 - ans * ans), saves="ans")
+# -(t*t) + 1 is 1 - t*t to the bit, written so that NumPy's temporary elision computes it in the
+# buffer of t*t (it cannot reuse the right operand of a subtraction): one full-size array fewer
+TANH = defvjp(_row("tanh"), lambda o, g, ans, x: g * _conj(o, -(ans * ans) + 1), saves="ans")
 tanh = unary(TANH)
 ASINH = defvjp(_row("asinh"),
                lambda o, g, ans, x: g / _conj(o, o.sqrt(x * x + 1)), saves="x")
