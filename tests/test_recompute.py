@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import pickle
 import weakref
 
 import numpy as np
@@ -135,3 +136,17 @@ def test_compiled_gradient_of_a_negation_product():
     f = pg.function([x], pg.grad(cost, [x])[0])
     v = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(f(v), -2 * v * np.exp(-v * v), rtol=1e-12)
+
+
+def test_a_pickled_graph_with_a_negation_runs_backward():
+    """A negation's node notes a weak reference to its input, which does not pickle."""
+    x = _leaf()
+    n = -x
+    y = pg.sum(n * x)
+    x2, y2, n2 = pickle.loads(pickle.dumps((x, y, n)))
+    y2.backward()
+    np.testing.assert_array_equal(x2.grad, -2 * x2.data)
+    z = pg.sum(n2 * x2)  # (the copied negation is no source: the product keeps it)
+    x2.cleargrad()
+    z.backward()
+    np.testing.assert_array_equal(x2.grad, -2 * x2.data)

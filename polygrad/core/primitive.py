@@ -34,7 +34,8 @@ class Primitive(Node):
     others) and then the output (or None); ``checks`` the version counters of
     the saved Variables at forward time. ``consts``, set when some input was an
     array that needs no gradient, describes those inputs for drawing the graph
-    (see :func:`_constant_inputs`); backward frees ``saved``, never it.
+    (see :func:`_constant_inputs`); backward frees ``saved``, never it. ``source``, on an
+    application of a ``remat`` row, is what it noted of its input (see :func:`_source`).
     """
 
     __slots__ = ("op", "params", "saved", "checks", "in_shapes", "in_dtypes", "backend", "consts", "source")
@@ -72,6 +73,8 @@ class Primitive(Node):
         state = super().__getstate__()
         if state.get("consts") is not None:  # weak references do not pickle: the copy keeps the facts
             state["consts"] = tuple(None if c is None else (None, *c[1:]) for c in state["consts"])
+        if state.get("source") is not None:  # (nor this one: a copied negation is kept where it is used)
+            state["source"] = None
         return state
 
     def _input_meta(self, i: int) -> tuple:
