@@ -574,6 +574,51 @@ def test_saved_tensors_freed_after_backward(xp):
         f.saved_tensors
 
 
+def test_raw_array_input_freed_after_backward():
+    """An input given as a raw array is kept for backward only: after it (no retain_graph) the
+    graph, still held through its output, no longer holds the array, and inputs gives None for it."""
+    import weakref
+
+    a = np.arange(3.0)
+    ref = weakref.ref(a)
+    w = pg.Variable(np.ones(3))
+    f = Mul()
+    y = f(a, w)
+    del a
+    y.backward(np.ones(3))
+    assert ref() is None
+    assert f.inputs[0] is None and f.inputs[1] is w
+
+
+def test_arrays_named_by_marks_are_not_kept_by_the_function():
+    """The arrays given to mark_non_differentiable and mark_dirty are read while the Function is
+    applied: once their Variables are dropped, the graph (held through another output) frees them."""
+    import weakref
+
+    x = pg.Variable(np.array([1.0, 5.0, 2.0]))
+    m, idx = ArgMax()(x)
+    ref_idx = weakref.ref(idx.data)
+    del idx
+
+    class AddOne(pg.Function):
+        def forward(self, inputs):
+            h, = inputs
+            h += 1
+            self.mark_dirty(h)
+            self.retain_inputs(())  # (backward needs no input: only the mark could hold it)
+            return h,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0],
+
+    h = pg.Variable(np.ones(3)) * 1
+    ref_h = weakref.ref(h.data)
+    out = AddOne()(h) * 2
+    del h
+    assert ref_idx() is None and ref_h() is None
+    assert m.creator is not None and out.creator is not None  # (the graphs are still held)
+
+
 # ---------------------------------------------------------------------------
 # marks
 # ---------------------------------------------------------------------------

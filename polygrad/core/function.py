@@ -222,8 +222,13 @@ class Function(Node):
             raise
         finally:
             self._in_vars = None
-        if self._dirty:
-            self._rebase(in_vars, before, outs)
+        try:
+            if self._dirty:
+                self._rebase(in_vars, before, outs)
+        finally:
+            # read only while applying: the arrays they name are the user's to free from now on (as
+            # PyTorch's ctx drops dirty_tensors and non_differentiable after forward)
+            self._dirty = self._non_differentiable = self._shared_storage = ()
         return outs[0] if len(outs) == 1 else outs
 
     def _rebase(self, in_vars: tuple, before: tuple, outs: tuple) -> None:
@@ -625,6 +630,8 @@ class Function(Node):
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)
         self._to_save = None
+        # a raw-array input's Variable was held only for its kept data: it may go now ("inputs" gives None)
+        self._input_refs = tuple(weakref.ref(v) if (v := r()) is not None else _dead for r in self._input_refs)
 
     def _same_write(self, box: Any, version: int) -> None:
         """The base's write of ``_rebase`` stored the values forward had written already: what
