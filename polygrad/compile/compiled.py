@@ -205,8 +205,6 @@ class CompiledFunction:
                 )
         self._positional = [i for i, inp in enumerate(inputs) if not inp.implicit]
         self._programs: dict[tuple, Program] = {}
-        self.value = _Lookup(self, True)
-        self.container = _Lookup(self, False)
         # A name several inputs share (two shared variables named "W", every layer's weight) finds
         # none of them: it is ambiguous, as in Theano; they are found by variable or position.
         named: dict[Any, list[int]] = {}
@@ -220,12 +218,12 @@ class CompiledFunction:
     # -- pickle and deepcopy (Theano pickles functions): programs compile again, locks are new --
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_locks", "_cache_lock", "_programs", "value", "container")}
+                 if k not in ("_locks", "_cache_lock", "_programs")}
         state["_programs"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, value=_Lookup(self, True), container=_Lookup(self, False))
+        self.__dict__.update(state)
         self._take_locks()
 
     def __copy__(self) -> "CompiledFunction":
@@ -235,6 +233,17 @@ class CompiledFunction:
         return self.copy()
 
     # -- lookups -----------------------------------------------------------------
+    # (made at each access: held by the function, a lookup holding it back was a reference cycle)
+    @property
+    def value(self) -> _Lookup:
+        """``fn.value[key]``: the value of an input, by position, name or variable (settable)."""
+        return _Lookup(self, True)
+
+    @property
+    def container(self) -> _Lookup:
+        """``fn.container[key]``: the :class:`Container` of an input, by position, name or variable."""
+        return _Lookup(self, False)
+
     def _container(self, key: Any) -> Container:
         if isinstance(key, Variable):
             for inp, c in zip(self.inputs, self._containers):
@@ -600,8 +609,6 @@ class CompiledFunction:
             with self._cache_lock:
                 new._programs = dict(self._programs)  # programs are pure: the copy starts with this one's
         new._take_locks()
-        new.value = _Lookup(new, True)
-        new.container = _Lookup(new, False)
         return new
 
     def free(self) -> None:

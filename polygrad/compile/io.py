@@ -4,6 +4,7 @@ and shared variables (Theano's ``compile.io`` and ``shared``)."""
 from __future__ import annotations
 
 import threading
+import weakref
 
 from typing import Any
 
@@ -22,11 +23,13 @@ class Container:
     value to storing the new one, so that calls from several threads lose no update.
     """
 
-    __slots__ = ("variable", "_value", "name", "readonly", "allow_downcast", "lock", "strict")
+    __slots__ = ("_variable", "_symbol", "_facts", "_value", "name", "readonly", "allow_downcast", "lock", "strict",
+                 "default_update")
 
     def __init__(self, variable: Variable, value: Any = None, name: str | None = None, *,
                  allow_downcast: bool | None = None, strict: bool = False) -> None:
         self.variable = variable
+        self.default_update = None  # a shared variable's (see SharedVariable.default_update)
         self.name = name
         self.readonly = False
         self.allow_downcast = allow_downcast
@@ -35,6 +38,39 @@ class Container:
         self._value = None
         if value is not None:
             self.set(value)
+
+    @property
+    def variable(self) -> Variable:
+        """The variable whose values this holds. A shared variable, which holds this container
+        (as its symbol does), is held weakly: a strong link back made each shared variable a
+        reference cycle, whose value only the cyclic gc freed. Dropped while a graph still holds
+        its symbol, it is made again over that symbol (a fresh one if none is left)."""
+        v = self._variable
+        if type(v) is weakref.ReferenceType:
+            v = v()
+            if v is None:
+                v = self._revive()
+        return v
+
+    @variable.setter
+    def variable(self, variable: Variable) -> None:
+        if isinstance(variable, SharedVariable):
+            sym = variable._data
+            self._variable, self._symbol = weakref.ref(variable), weakref.ref(sym)
+            self._facts = (sym.name, sym.dtype, sym.shape)
+        else:
+            self._variable = variable
+            self._symbol = self._facts = None
+
+    def _revive(self) -> "SharedVariable":
+        sym = self._symbol()
+        if sym is None:  # (held only by a function's In(value=container) or the user: no graph names it)
+            name, dtype, shape = self._facts
+            sym = SymbolicArray("shared", name=name, dtype=dtype, shape=shape, container=self)
+        v = SharedVariable._make(sym, name=self.name)
+        v.container = self
+        self.variable = v
+        return v
 
     @property
     def value(self) -> Any:
@@ -50,12 +86,21 @@ class Container:
         with self.lock:  # not in the middle of a call that reads the old value and writes an update
             self._value = value
 
-    def __getstate__(self) -> dict:  # (pickle and deepcopy: a lock is not copied, a new one is made)
-        return {k: getattr(self, k) for k in self.__slots__ if k != "lock"}
+    def __getstate__(self) -> dict:  # (pickle and deepcopy: a lock is not copied, a new one is made; weak
+        # references neither: the variable and its symbol go as themselves)
+        state = {k: getattr(self, k) for k in self.__slots__ if k not in ("lock", "_variable", "_symbol")}
+        state["variable"] = self.variable
+        state["symbol"] = None if self._symbol is None else self._symbol()
+        return state
 
     def __setstate__(self, state: dict) -> None:
-        for k, v in state.items():
-            setattr(self, k, v)
+        # (the variable and its symbol may still be empty here: they hold this container, and pickle
+        # fills them in after it)
+        v, sym = state.pop("variable"), state.pop("symbol")
+        self._variable = weakref.ref(v) if isinstance(v, SharedVariable) else v
+        self._symbol = None if sym is None else weakref.ref(sym)
+        for k, value in state.items():
+            setattr(self, k, value)
         self.lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -184,7 +229,7 @@ class SharedVariable(Variable):
     this expression, unless compiled with ``no_default_updates``.
     """
 
-    __slots__ = ("container", "default_update")
+    __slots__ = ("container",)
 
     def get_value(self, borrow: bool = False) -> Any:
         v = self.container.value
@@ -204,6 +249,17 @@ class SharedVariable(Variable):
     @value.setter
     def value(self, value: Any) -> None:
         self.container.set(value)
+
+    @property
+    def default_update(self) -> Any:
+        """Kept by the container, which a graph reaches through the variable's symbol: a graph
+        that outlives this variable still updates it. (An update that reads the variable is a
+        reference cycle, container -> expression -> symbol -> container, as in Theano.)"""
+        return self.container.default_update
+
+    @default_update.setter
+    def default_update(self, expression: Any) -> None:
+        self.container.default_update = expression
 
 
 def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow: bool = False,
@@ -239,10 +295,8 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
                              f"(None for a dimension that may change)")
     sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=shape)
     v = SharedVariable._make(sym, name=name)  # (a fresh symbol: Variable.__init__ would make a new leaf of it)
-    v.container = Container(v, None, name=name, strict=strict)
+    sym.container = v.container = Container(v, None, name=name, strict=strict)
     v.container.set(arr, borrow=borrow)
-    v.default_update = None
-    sym.container = v.container
     return v
 
 

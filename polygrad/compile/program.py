@@ -468,7 +468,8 @@ class Program:
         source = "\n".join(lines)
         code = compile(source, _SOURCE_NAME, "exec")
         exec(code, names)
-        return names["program"], source
+        # (popped: left in its own globals, the function referred to itself, a cycle only the gc freed)
+        return names.pop("program"), source
 
     def __call__(self, *values: Any) -> tuple:
         checked = config.debug.get()
