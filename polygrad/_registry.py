@@ -565,8 +565,28 @@ def by_name() -> dict[str, Backend]:
                         backend._rng = previous._rng  # the same plugin of the same manager: its stream goes on
                 built[name] = backend
                 made[name] = (sources, backend)
+            gone = [b for _, b in _made.values() if not any(b is n for n in built.values())]
             _registry, _made = built, made
+            if gone:
+                _forget(gone)
         return _registry
+
+
+def _forget(gone: list[Backend]) -> None:
+    """Drop what polygrad caches per Backend object (each op row's kernel, the Array API
+    namespace and its info) for backends a rebuild removed or made anew: kept, every
+    register/unregister of a plugin left its Backend, plugin and namespace alive for good.
+    (A Backend still held somewhere fills them again on use.)"""
+    from polygrad.core.op import REGISTRY
+
+    for op in list(REGISTRY.values()):
+        for b in gone:
+            op._impl.pop(b, None)
+    api = sys.modules.get("polygrad.array_api")  # (not loaded: nothing cached)
+    if api is not None:
+        for b in gone:
+            api._cache.pop(b, None)
+            api._infos.pop(b, None)
 
 
 def _sources(pm: pluggy.PluginManager, plugin: Any, info: BackendInfo, addons: list) -> tuple[tuple, tuple]:
@@ -620,6 +640,9 @@ def unregister_plugin(plugin: Any) -> None:
             _extra_plugins[:] = [(p, n) for p, n in _extra_plugins if p is not obj]
             if _pm is not None and _pm.is_registered(obj):
                 _pm.unregister(obj)
+            # its backends go now, not at the next rebuild (which makes new ones for their names)
+            mine = [n for n, (sources, _) in _made.items() if sources[0][1] is obj]
+            _forget([_made.pop(n)[1] for n in mine])
         _registry = None
         _dispatch.clear_cache()
 

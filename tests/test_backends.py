@@ -475,6 +475,52 @@ def test_unregister_plugin_takes_the_name_and_refuses_what_is_not_registered(reg
         pg.unregister_plugin("extra-plugin")
 
 
+class _Strict:
+    """A plugin declaring backend "mystrict" over array_api_strict (docs' MyStrict, without its generator)."""
+
+    @hookimpl
+    def polygrad_backend_info(self):
+        return BackendInfo(name="mystrict", module="array_api_strict", device="cpu", priority=-20)
+
+    @hookimpl
+    def polygrad_array_namespace(self):
+        import array_api_strict
+
+        return array_api_strict
+
+
+def _used_backend(name):
+    """A weak reference to backend ``name`` after an op, a gradient and a namespace lookup ran on it."""
+    import weakref
+
+    with pg.using_backend(name):
+        x = pg.Variable(pg.asarray([[1.0, 2.0], [3.0, 4.0]]))
+    pg.sum(x * x).backward()
+    x.__array_namespace__().__array_namespace_info__()
+    return weakref.ref(pg.get_backend(name))
+
+
+@pytest.mark.filterwarnings("ignore::polygrad.hookspecs.PluginWarning")
+def test_an_unregistered_or_replaced_backend_is_freed(registry_state):
+    """Each op row's kernel cache and the Array API namespace cache kept every Backend ever made
+    (with its plugin): a test suite or notebook registering a plugin per test grew without bound."""
+    import gc
+    import weakref
+
+    p = _Strict()
+    pg.register_plugin(p, name="mystrict-plugin")
+    unregistered, plugin = _used_backend("mystrict"), weakref.ref(p)
+    pg.unregister_plugin(p)
+    del p
+    first, second = _Strict(), _Strict()
+    pg.register_plugin(first, name="mystrict-1")
+    replaced = _used_backend("mystrict")
+    pg.register_plugin(second, name="mystrict-2")  # (the latest registered by hand provides it)
+    assert _used_backend("mystrict")().plugin is second
+    gc.collect()
+    assert unregistered() is None and plugin() is None and replaced() is None
+
+
 # ---------------------------------------------------------------------------
 # array types
 # ---------------------------------------------------------------------------
