@@ -45,6 +45,23 @@ def test_inverse_trig_gradients_near_one(fn, sign, power):
     np.testing.assert_allclose(x.grad, exact, rtol=4e-16)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fn, second", [(pg.asin, lambda x: x / (1 - x * x) ** Decimal("1.5")),
+                                        (pg.acos, lambda x: -x / (1 - x * x) ** Decimal("1.5")),
+                                        (pg.atanh, lambda x: 2 * x / (1 - x * x) ** 2)])
+def test_inverse_trig_second_derivatives_near_zero(fn, second, dtype):
+    """Their rules took 1 - x*x as (1 - x)(1 + x) everywhere, whose derivative (1 - x) - (1 + x)
+    cancels near 0: asin''(1e-20) was 0, float32 asin''(1e-8) 0, atanh''(1e-8) 2e6 ulps off."""
+    x0 = np.array([1e-20, -1e-8, 1e-4, 0.3, 0.49, 0.5, -0.7, 1 - 1e-6], dtype)
+    x = pg.Variable(x0.copy())
+    g, = pg.grad(pg.sum(fn(x)), [x], create_graph=True)
+    h, = pg.grad(pg.sum(g), [x])
+    with localcontext() as ctx:
+        ctx.prec = 50
+        exact = [float(second(Decimal(float(v)))) for v in x0]
+    np.testing.assert_allclose(_np(h), exact, rtol=8 * np.finfo(dtype).eps)
+
+
 def test_elu_gradient_at_zero_is_alpha():
     """At x = 0 the gradient was 1 (the identity side) and the second derivative 0; Chainer,
     PyTorch and JAX give alpha for both."""
