@@ -234,6 +234,37 @@ def test_the_mixed_second_derivative_of_pow_at_a_zero_exponent():
     assert x.grad[0] == 0.0 and y.grad[0] == 0.0  # 0 ** 0: no nan
 
 
+def _hessian(f, point):
+    v = pg.Variable(np.array(point))
+    g, = pg.grad(f(v[0], v[1]), [v], create_graph=True)
+    return np.array([pg.grad(g[i], [v], retain_graph=True)[0].data for i in range(2)])
+
+
+@pytest.mark.parametrize("f, at_34", [
+    (pg.hypot, np.array([[16.0, -12.0], [-12.0, 9.0]]) / 125),
+    (pg.atan2, np.array([[-24.0, -7.0], [-7.0, 24.0]]) / 625),
+    (pg.pow, None)], ids=["hypot", "atan2", "pow"])
+def test_second_derivatives_at_the_zero_gradient_conventions_are_zero(f, at_34):
+    """hypot, atan2 and pow choose gradient 0 at (0, 0); their rules divided by a denominator
+    made 1 there, which left the numerator (g x), so the Hessian was g I for hypot, [[0, 1], [-1,
+    0]] (antisymmetric) for atan2, [[0, 1], [0, 0]] for pow. The chosen 0 is now a constant."""
+    assert np.array_equal(_hessian(f, [0.0, 0.0]), np.zeros((2, 2)))
+    if at_34 is None:  # x ** y at (2, 3)
+        ln2 = np.log(2.0)
+        at_34, point = np.array([[12.0, 4 * (1 + 3 * ln2)], [4 * (1 + 3 * ln2), 8 * ln2 ** 2]]), [2.0, 3.0]
+    else:
+        point = [3.0, 4.0]
+    np.testing.assert_allclose(_hessian(f, point), at_34, rtol=1e-14)
+
+
+def test_second_derivative_of_complex_abs_at_zero_is_zero():
+    """abs's rule g z / |z| took |z| as 1 at z = 0, which left g z there: its derivative was 1."""
+    z = pg.Variable(np.array([0j, 3 + 4j]))
+    g, = pg.grad(pg.sum(pg.abs(z)), [z], create_graph=True)
+    h, = pg.grad(pg.sum(pg.real(g) + pg.imag(g)), [z])
+    np.testing.assert_allclose(h.data, [0j, 0.032 - 0.024j], rtol=1e-14)
+
+
 def test_identity_is_differentiable_to_any_order():
     x = pg.Variable(np.array([1.0, 2.0]))
     g, = pg.grad(pg.sum(F.identity(x) ** 3 + x ** 3), [x], create_graph=True)

@@ -86,6 +86,17 @@ def test_norm_gradient_at_zero_is_zero(xp, fn):
     assert_close(x.grad, np.zeros((2, 3)))
 
 
+@pytest.mark.parametrize("fn", [lambda x: L.vector_norm(x, axis=(-2, -1)), lambda x: L.matrix_norm(x)],
+                         ids=["ord_2", "fro"])
+def test_norm_second_derivative_at_zero_is_zero(xp, fn):
+    """Their rule g x / |x| took |x| as 1 at x = 0, which left g x: the Hessian there was g I
+    (PyTorch's is 0). Beside it, an ordinary matrix keeps (I - x x^T / |x|^2) / |x|."""
+    x = pg.Variable(arr(xp, [[[0.0, 0.0], [0.0, 0.0]], [[1.0, 2.0], [2.0, 0.0]]]))
+    g, = pg.grad(pg.sum(fn(x)), [x], create_graph=True)
+    hv, = pg.grad(pg.sum(g), [x])  # the Hessian times ones
+    assert_close(hv, np.array([[[0.0, 0.0], [0.0, 0.0]], [[4.0, -1.0], [-1.0, 9.0]]]) / 27)
+
+
 def test_vector_norm_zero_entries_with_small_ord_get_zero_gradient(xp):
     """ord < 1: the entries at 0 get gradient 0, the others the usual one."""
     x = pg.Variable(arr(xp, [0.0, 4.0, 1.0]))

@@ -13,7 +13,8 @@ Conventions, where the mathematics leaves a choice:
 * Kinks: ``abs'(0) = 0``; ``maximum`` / ``minimum`` send the whole gradient to
   ``x1`` on a tie; ``clip`` passes it to ``x`` where ``min <= x <= max``
   (bounds included), to ``min`` where ``x < min`` and to ``max`` where
-  ``x > max``; ``hypot`` and ``atan2`` have gradient 0 at ``(0, 0)``;
+  ``x > max``; ``hypot`` and ``atan2`` have gradient 0 at ``(0, 0)``, and
+  second derivatives 0 there (as ``pow`` has where ``x = y = 0``);
   ``copysign`` has no gradient w.r.t. ``x2``; ``nextafter(x1, x2)`` has
   gradient 1 w.r.t. ``x1`` (it is ``x1`` moved by one ulp, a piecewise constant
   step) and none w.r.t. ``x2``; ``remainder`` has gradient ``-floor_divide(x1,
@@ -94,11 +95,19 @@ def _nonzero(o: Any, a: Any) -> Any:
     return o.where(a == 0, 1.0, a)
 
 
+def _inf_at_zero(o: Any, r: Any) -> Any:
+    """``r`` with zeros replaced by inf: the denominator of a rule ``a / r`` whose numerator vanishes
+    with ``r`` (``x / |x|``), so that the chosen 0 at ``r = 0`` is a constant with derivative 0. (1 in
+    place of 0 left the numerator itself there, whose derivative is not 0: the Hessian of
+    vector_norm and hypot at 0 was ``g I``, that of atan2 at (0, 0) antisymmetric.)"""
+    return o.where(r == 0, math.inf, r)
+
+
 def _over_radius_squared(o: Any, g: Any, a: Any, x: Any, y: Any) -> Any:
     """``g a / (x^2 + y^2)`` (atan2's rules), 0 at (0, 0), as ``g (a / h) / h`` with ``h =
     hypot(x, y)``: x * x + y * y underflowed to 0 for small non-zero x, y (the gradient came out
     1e49 times too small) and overflowed for large ones."""
-    h = _nonzero(o, o.hypot(x, y))
+    h = _inf_at_zero(o, o.hypot(x, y))
     return g * (a / h) / h
 
 
@@ -135,10 +144,12 @@ remainder = binary(REMAINDER)
 def _pow_vjp_base(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
     if type(y) in (bool, int, float, complex):  # a constant exponent (the common case)
         return g * 0.0 if y == 0 else g * _conj(o, y * x ** (y - 1))
-    # y x**(y-1), with x**(y-1) taken at 1 where x = y = 0 (where it is 0**-1), so that the
-    # gradient is 0 there and not nan. (A where() on y == 0 instead gave 0 at every y = 0, and
-    # the derivative of that in y, 1/x, was lost: the Hessian was not symmetric.)
-    return g * _conj(o, y * o.where(o.logical_and(x == 0, y == 0), 1.0, x) ** (y - 1))
+    # y x**(y-1), taken as 0 * 1**(y-1) where x = y = 0 (where it is 0 * 0**-1), so that the gradient
+    # is 0 there and not nan, and a constant, as the exponent's rule is: with y left in, its
+    # derivative in y was g where the exponent's in x is 0. (A where() on y == 0 instead gave 0
+    # at every y = 0, and the derivative of that in y, 1/x, was lost: the Hessian was not symmetric.)
+    at_origin = o.logical_and(x == 0, y == 0)
+    return g * _conj(o, o.where(at_origin, 0.0, y) * o.where(at_origin, 1.0, x) ** (y - 1))
 
 
 def _pow_vjp_exponent(o: Any, g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -232,8 +243,8 @@ ATAN2 = defvjp(_row("atan2", broadcasts=True),  # 0 at (0, 0)
                lambda o, g, ans, x, y: _over_radius_squared(o, -g, x, x, y), saves="xy")
 atan2 = binary(ATAN2)
 HYPOT = defvjp(_row("hypot", broadcasts=True),  # 0 at (0, 0)
-               lambda o, g, ans, x, y: g * x / _nonzero(o, ans),
-               lambda o, g, ans, x, y: g * y / _nonzero(o, ans), saves="xy ans")
+               lambda o, g, ans, x, y: g * x / _inf_at_zero(o, ans),
+               lambda o, g, ans, x, y: g * y / _inf_at_zero(o, ans), saves="xy ans")
 hypot = binary(HYPOT)
 SINH = defvjp(_row("sinh"), lambda o, g, ans, x: g * _conj(o, o.cosh(x)), saves="x")
 sinh = unary(SINH)
@@ -281,7 +292,7 @@ conj = unary(CONJ)
 # ---------------------------------------------------------------------------
 def _abs_vjp(o: Any, g: Any, ans: Any, x: Any) -> Any:
     if _is_complex(x):
-        return o.astype(g / _nonzero(o, ans), x.dtype) * x  # g z / |z|, and 0 at z = 0
+        return o.astype(g / _inf_at_zero(o, ans), x.dtype) * x  # g z / |z|, and 0 at z = 0
     return g * o.sign(x)  # abs'(0) = 0
 
 

@@ -33,7 +33,7 @@ follow the usual conventions:
   (smallest kept); where that ratio is above sqrt(eps) it raises, where the values can
   be read (not on dask outside debug mode); slogdet's sign has zero gradient.
 * norms: at 0 the gradient is 0 (``vector_norm``/``matrix_norm`` with ord 2 or
-  "fro", and any ord < 1 at zero entries); ties of the max / min in ord inf, -inf,
+  "fro", and any ord < 1 at zero entries), and so is its derivative; ties of the max / min in ord inf, -inf,
   1, -1 share the gradient equally; ord 0 (a count) has zero gradient; matrix ord
   2, -2 and "nuc" need distinct singular values where they matter.
 """
@@ -50,7 +50,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import widened_of
 from polygrad.ops._export import binary, names, public, unary
-from polygrad.ops.elementwise import _conj, _is_complex, cast_grad
+from polygrad.ops.elementwise import _conj, _inf_at_zero, _is_complex, cast_grad
 from polygrad.ops.manipulation import axis_param
 from polygrad.ops.statistical import _in_float32_at_least
 
@@ -635,7 +635,7 @@ def _shared_ties(o: Any, a: Any, top: Any, axis: Any) -> Any:
 
 def _unit(o: Any, x: Any, a: Any) -> Any:
     """sign(x) (0 at 0) given a = |x|; for complex x, x / |x|, which varies with x."""
-    return _scale(o, 1.0 / o.where(a == 0, 1.0, a), x) if _is_complex(x) else o.sign(x)
+    return _scale(o, 1.0 / _inf_at_zero(o, a), x) if _is_complex(x) else o.sign(x)
 
 
 def _vector_norm_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
@@ -645,7 +645,7 @@ def _vector_norm_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdim
     if ord == 0:  # a count of non-zeros: piecewise constant
         return o.zeros_like(x)
     if ord == 2:  # x / |x|, and 0 at x = 0
-        return _scale(o, g / o.where(ans == 0, 1.0, ans), x)
+        return _scale(o, g / _inf_at_zero(o, ans), x)
     a = o.abs(x)
     if ord == 1:
         return _scale(o, g, _unit(o, x, a))
@@ -663,7 +663,7 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
     if not keepdims:
         g, ans = _mat(o, g), _mat(o, ans)
     if ord == "fro" or ord is None:
-        return _scale(o, g / o.where(ans == 0, 1.0, ans), x)
+        return _scale(o, g / _inf_at_zero(o, ans), x)
     if 0 in tuple(x.shape)[-2:]:  # an empty matrix: no entries, no gradient (max of no sums would raise,
         return o.zeros_like(x)    # and u[..., :, :1] of no singular vectors did on array_api_strict)
     if ord in ("nuc", 2, -2):  # U V^H over all, the first, or the last singular pair
