@@ -119,6 +119,22 @@ def test_matrix_norm_1_column_ties_share(xp):
     assert_close(x.grad, np.array([[0.5, -0.5], [0.5, 0.5]]))
 
 
+@pytest.mark.parametrize("ord", [2, -2])
+def test_matrix_norm_2_tied_singular_values_share(xp, ord):
+    """ord 2 / -2 took one singular pair u1 v1^T, LAPACK's pick among tied ones ([[0.6, 0], [0.8,
+    0]] for a rotation), where max / min(svdvals(x)) and ord 1 / inf share ties: a rotation now
+    gives x / 2, I_3 gives I_3 / 3; where the max / min is 0 (U, V arbitrary) the gradient is 0."""
+    x = pg.Variable(arr(xp, [[[0.6, -0.8], [0.8, 0.6]], [[3.0, 0.0], [0.0, 1.0]],
+                             [[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]]))
+    pg.sum(L.matrix_norm(x, ord=ord)).backward()
+    distinct = [[1.0, 0.0], [0.0, 0.0]] if ord == 2 else [[0.0, 0.0], [0.0, 1.0]]
+    last = [[1.0, 0.0], [0.0, 0.0]] if ord == 2 else [[0.0, 0.0], [0.0, 0.0]]
+    assert_close(x.grad, np.array([[[0.3, -0.4], [0.4, 0.3]], distinct, last, [[0.0, 0.0], [0.0, 0.0]]]))
+    eye = pg.Variable(xp.eye(3, dtype=xp.float64))
+    L.matrix_norm(eye, ord=ord).backward()
+    assert_close(eye.grad, np.eye(3) / 3)
+
+
 def test_eigvalsh_gradient_at_repeated_eigenvalues_is_finite(xp):
     """A loss of the eigenvalues alone is differentiable even where they repeat (here 2 I)."""
     x = pg.Variable(xp.eye(3, dtype=xp.float64) * 2.0)

@@ -34,8 +34,11 @@ follow the usual conventions:
   be read (not on dask outside debug mode); slogdet's sign has zero gradient.
 * norms: at 0 the gradient is 0 (``vector_norm``/``matrix_norm`` with ord 2 or
   "fro", and any ord < 1 at zero entries), and so is its derivative; ties of the max / min in ord inf, -inf,
-  1, -1 share the gradient equally; ord 0 (a count) has zero gradient; matrix ord
-  2, -2 and "nuc" need distinct singular values where they matter.
+  1, -1 share the gradient equally, and so do tied singular values in matrix ord 2, -2
+  (as in ``max(svdvals(x))``: for an orthogonal matrix, x / n), but where the largest /
+  smallest singular value is 0 the gradient is 0 (as ord 1 / -1 give at a zero column; U
+  and V are arbitrary there); ord 0 (a count) has zero gradient; matrix "nuc" needs
+  distinct singular values where they matter.
 """
 
 from __future__ import annotations
@@ -666,13 +669,14 @@ def _matrix_norm_vjp(o: Any, g: Any, ans: Any, x: Any, keepdims: bool = False, o
         return _scale(o, g / _inf_at_zero(o, ans), x)
     if 0 in tuple(x.shape)[-2:]:  # an empty matrix: no entries, no gradient (max of no sums would raise,
         return o.zeros_like(x)    # and u[..., :, :1] of no singular vectors did on array_api_strict)
-    if ord in ("nuc", 2, -2):  # U V^H over all, the first, or the last singular pair
+    if ord == "nuc":  # U V^H
         u, _, vh = o.linalg_svd(x, full_matrices=False)
-        if ord == 2:
-            u, vh = u[..., :, :1], vh[..., :1, :]
-        elif ord == -2:
-            u, vh = u[..., :, -1:], vh[..., -1:, :]
         return _scale(o, g, o.matmul(u, vh))
+    if ord in (2, -2):  # U diag(w) V^H, w shared by the singular values tying for the max / min, 0 where it is 0
+        u, s, vh = o.linalg_svd(x, full_matrices=False)
+        top = (o.max if ord == 2 else o.min)(s, axis=-1, keepdims=True)  # s's own: ans may differ by an ulp
+        w = _shared_ties(o, s, top, -1) * o.sign(top)
+        return _scale(o, g, o.matmul(u * o.expand_dims(w, axis=-2), vh))
     # 1 / -1: max / min column sum of |x|; inf / -inf: max / min row sum
     along, across = (-2, -1) if ord in (1, -1) else (-1, -2)
     a = o.abs(x)
