@@ -449,3 +449,16 @@ def test_an_operation_on_a_variable_without_data_says_it_has_none():
         w * 2
     with pytest.raises(TypeError, match=r"add: input 1 is variable .*has no data yet"):
         pg.asarray([1.0]) + pg.Variable()
+
+
+def test_an_error_in_a_gradient_rule_describes_its_inputs_without_a_stray_article():
+    """A rule's placeholders for inputs it did not keep belong to no backend; they were described as
+    "a array shape (4,)". The message names the backend the rule ran on, and each of them as "array"."""
+    x = pg.Variable(pg.asarray([1.0, 2.0, 3.0, 4.0]))
+    v = pg.Variable(pg.asarray([5.0, 7.0]))
+    h = x * 1.0
+    h[pg.asarray([0, 0])] = v  # repeated positions: v has no gradient there
+    with pytest.raises(ValueError, match=r"failed on backend 'numpy' for \(array shape \(4,\) dtype float64; "
+                                         r"array shape \(2,\) dtype float64; numpy array shape \(2,\)") as info:
+        pg.sum(h).backward()
+    assert "a array" not in str(info.value)

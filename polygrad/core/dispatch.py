@@ -266,10 +266,11 @@ def describe(a: Any) -> str:
     shape = getattr(d, "shape", None)
     shape = "?" if shape is None else tuple(shape)
     try:
-        b = backend_of_type(type(d)).name
-    except TypeError:  # not an array of a backend (a rule's shape-only placeholder, a bad input)
-        b = "a" if type(d).__name__ == "_Meta" else type(d).__name__
-    return f"{b} array shape {shape} dtype {getattr(d, 'dtype', '?')}"
+        b = f"{backend_of_type(type(d)).name} "
+    except TypeError:  # not an array of a backend: a bad input is named by its type; a rule's shape-only
+        # placeholder (_Meta) is of no backend, and the messages that show one name the backend the rule ran on
+        b = "" if type(d).__name__ == "_Meta" else f"{type(d).__name__} "
+    return f"{b}array shape {shape} dtype {getattr(d, 'dtype', '?')}"
 
 
 def mixed_backends_error(label: str, args: Any, b1: Any, b2: Any) -> TypeError:
