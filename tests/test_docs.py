@@ -190,3 +190,25 @@ def test_markers_are_attached_to_blocks() -> None:
                 if k >= len(lines) or not lines[k].startswith("```python"):
                     stray.append(f"{path.relative_to(ROOT)}:{n + 1}")
     assert not stray, f"requires markers not followed by a ```python block: {stray}"
+
+
+# jax's reading of its boolean flags (jax/_src/config.py, bool_env): any other value is an error there
+_JAX_TRUE = ("1", "true", "t", "yes", "y", "on", "True", "ON")
+_JAX_FALSE = ("0", "false", "f", "no", "n", "off", "False", "OFF")
+
+
+def test_the_jax_sketch_reads_jax_enable_x64_as_jax_and_the_xfail_conditions_do(monkeypatch) -> None:
+    """The guide's jax sketch read JAX_ENABLE_X64 as true only for 1/true, so with =on a plugin copied
+    from it declared float64=False while jax computed in float64; and ``env:JAX_ENABLE_X64`` in a
+    known-failures file counted f and n as set. All three readings agree on every spelling jax takes."""
+    from polygrad_conformance.xfails import env_truth
+
+    text = (ROOT / "docs" / "plugins-and-conformance.md").read_text(encoding="utf-8")
+    sketch = re.search(r"```python\n(# polygrad_jax/__init__\.py\n.*?)```", text, re.S)
+    assert sketch, "the jax sketch is no longer in docs/plugins-and-conformance.md: update this test"
+    namespace: dict = {}
+    exec(compile(sketch.group(1), "jax sketch", "exec"), namespace)
+    for value, jax_reads in [(v, True) for v in _JAX_TRUE] + [(v, False) for v in _JAX_FALSE]:
+        monkeypatch.setenv("JAX_ENABLE_X64", value)
+        assert namespace["polygrad_backend_info"]().float64 is jax_reads, f"the sketch, JAX_ENABLE_X64={value!r}"
+        assert env_truth("env:JAX_ENABLE_X64") is jax_reads, f"env:JAX_ENABLE_X64 with {value!r}"

@@ -45,7 +45,7 @@ Conditions
       namespace's ``__array_namespace_info__().dtypes()`` has it;
     * ``depth``: the run has ``--polygrad-depth``;
     * ``env:NAME``: the environment variable NAME is set to something other
-      than ``""``, ``0``, ``false``, ``no`` or ``off`` (any case);
+      than ``""``, ``0``, ``false``, ``f``, ``no``, ``n`` or ``off`` (any case);
       ``env:NAME=VALUE``: it is set to exactly VALUE.
 
     An unknown name is an error naming the line (a typo must not disable an
@@ -75,7 +75,7 @@ DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "ui
                "bfloat16", "float32", "float64", "complex64", "complex128")
 #: a trailing ``-<dtype>`` in a test's parameters: the per-dtype tests.
 _DTYPE_SUFFIX = r"(?:-(?:float16|bfloat16|float32|float64|complex64|complex128))?"
-_FALSE = ("", "0", "false", "no", "off")
+_FALSE = ("", "0", "false", "f", "no", "n", "off")  # (jax's false spellings, and unset-like "")
 
 
 class XfailFileError(ValueError):
