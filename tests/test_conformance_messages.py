@@ -70,3 +70,32 @@ def test_host_sums_of_complex_values_work_on_a_library_without_tolist():
     assert tolist(xp.asarray(-0.5, dtype=xp.float32)) == -0.5 and tolist(xp.asarray(3)) == 3
     z = xp.asarray([1.0 + 0.5j, -0.5 + 0.25j, 2.0 - 1.0j], dtype=xp.complex64)
     check_vjp(lambda v: FFT.fft(v), [z], rtol=5e-3, atol=1e-3, extrapolate=True)
+
+
+@pytest.mark.parametrize("argv, env, runs, status", [
+    (["numpy", "-x"], None, ["--polygrad-backend", "numpy", "-x"], None),
+    (["-k", "grad"], "dask", ["-k", "grad"], None),              # POLYGRAD_BACKEND names it, as on the pytest route
+    (["--polygrad-backend", "dask", "-x"], None, ["--polygrad-backend", "dask", "-x"], None),
+    (["--polygrad-backend=dask"], None, ["--polygrad-backend=dask"], None),
+    ([], None, None, 2),                                         # neither: the usage, on stderr
+    (["-k", "grad"], None, None, 2),
+    (["-h"], "dask", None, 0),
+])
+def test_the_command_takes_the_backend_as_the_pytest_route_does(monkeypatch, capsys, argv, env, runs, status):
+    """``POLYGRAD_BACKEND=numpy polygrad-conformance -k x`` printed the usage and exited 2 (so did
+    ``--polygrad-backend numpy`` first), though the guide lists both, and ``pytest --pyargs`` takes both."""
+    from polygrad_conformance import cli
+
+    ran = []
+    monkeypatch.setattr(pytest, "main", lambda args: ran.append(args) or 0)
+    if env is None:
+        monkeypatch.delenv("POLYGRAD_BACKEND", raising=False)
+    else:
+        monkeypatch.setenv("POLYGRAD_BACKEND", env)
+    got = cli.main(argv)
+    if runs is None:
+        assert (got, ran) == (status, [])
+        out, err = capsys.readouterr()
+        assert (out if status == 0 else err).startswith("usage: polygrad-conformance [BACKEND]")
+    else:
+        assert got == 0 and ran[0][ran[0].index("polygrad_conformance") + 1:] == runs

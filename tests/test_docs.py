@@ -212,3 +212,15 @@ def test_the_jax_sketch_reads_jax_enable_x64_as_jax_and_the_xfail_conditions_do(
         monkeypatch.setenv("JAX_ENABLE_X64", value)
         assert namespace["polygrad_backend_info"]().float64 is jax_reads, f"the sketch, JAX_ENABLE_X64={value!r}"
         assert env_truth("env:JAX_ENABLE_X64") is jax_reads, f"env:JAX_ENABLE_X64 with {value!r}"
+
+
+def test_every_dev_command_the_docs_name_is_in_its_help() -> None:
+    """``./dev`` with no command printed demo, test and bench, not ``setup``, which the README and the
+    guides tell readers to run."""
+    import subprocess
+
+    named = {m for p in SOURCES + [ROOT / "conformance" / "README.md"]
+             for m in re.findall(r"\./dev ([a-z]+)", p.read_text(encoding="utf-8"))}
+    got = subprocess.run(["bash", str(ROOT / "dev")], capture_output=True, text=True, timeout=60)
+    listed = set(re.findall(r"^#\s+\./dev ([a-z]+)", got.stdout, re.M))
+    assert got.returncode == 2 and named and named <= listed, f"./dev's help lists {listed}; the docs name {named}"
