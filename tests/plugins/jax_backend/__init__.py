@@ -27,7 +27,7 @@ NAME = "jax"
 
 
 def _x64() -> bool:
-    return os.environ.get("JAX_ENABLE_X64", "").strip().lower() in ("1", "true", "yes", "on")
+    return os.environ.get("JAX_ENABLE_X64", "").strip().lower() in ("1", "true", "t", "yes", "y", "on")
 
 
 @hookimpl
