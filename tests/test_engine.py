@@ -326,3 +326,27 @@ def test_backward_from_a_complex_scalar_needs_a_gradient():
         y.backward()
     pg.real(y).backward()
     np.testing.assert_allclose(z.grad, 2 * np.conj(z.data))
+
+
+def test_backward_refuses_a_gradient_of_the_backend_a_leaf_left():
+    """link.to_backend between forward and backward left a numpy gradient in a dask leaf's .grad (which the
+    .grad setter refuses), and a second pass added a dask one to it: backward refuses, naming both backends."""
+    pytest.importorskip("dask.array")
+    W = pg.Variable(pg.asarray([1.0, 2.0]), name="W")
+    link = pg.Link(W=W)
+    y = pg.sum(W * W)
+    link.to_backend("dask")
+    with pytest.raises(TypeError, match=r"'W'.*on 'numpy', expected float64 \(2,\) on 'dask'"):
+        y.backward()
+    assert W.grad is None
+
+
+def test_backward_refuses_to_accumulate_into_a_grad_of_another_backend():
+    """.grad written on numpy, then the data replaced by a dask array: the next gradient is not added to it."""
+    pytest.importorskip("dask.array")
+    W = pg.Variable(pg.asarray([1.0, 2.0]), name="W")
+    pg.sum(W * W).backward()
+    W.data = pg.to_backend(W.data, "dask")
+    with pytest.raises(TypeError, match=r"\.grad is on backend 'numpy', the gradient on 'dask'.*cleargrad"):
+        pg.sum(W * W).backward()
+    assert isinstance(W.grad, np.ndarray)

@@ -343,7 +343,10 @@ class _Pass:
             if self.debug:
                 self.check_sum(g, v._describe())
             d = v._data
-            if g.dtype != d.dtype or g.shape != d.shape:  # a rule's gradient of another precision: cast it
+            if (type(g) is not type(d) and backend_of_type(type(getattr(g, "_data", g))) is not backend_of_type(
+                    type(d))) or g.dtype != d.dtype or g.shape != d.shape:
+                # a rule's gradient of another precision: cast it; of another backend (the leaf was
+                # moved, link.to_backend, between forward and backward): refused, naming both
                 g = admit_grad(g, d, f"the gradient backward computed for {v._describe()}")
             if v._hooks:
                 self.exposed.add(id(g))
@@ -358,11 +361,7 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
-                    if not _same_shape(old.shape, g.shape, lazy=True):
-                        raise ValueError(
-                            f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has "
-                            f"shape {tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since "
-                            f".grad was written); call cleargrad() first")
+                    _check_accumulate(v, old, g)
                     g = old + g
                     if self.debug:
                         self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
@@ -445,6 +444,23 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
     except BaseException as exc:  # a leaf's hook, a check of its sum: the nodes are freed already
         run.outcome.failure = f" delivering the leaves' gradients: {type(exc).__name__}: {exc}"
         raise
+
+
+def _check_accumulate(v: Variable, old: Any, g: Any) -> None:
+    """An error where gradient ``g`` cannot be added to ``v``'s ``.grad``, ``old``: the data changed
+    shape, or moved to another backend, since ``.grad`` was written (``old + g`` broadcast, or
+    mixed backends)."""
+    if not _same_shape(old.shape, g.shape, lazy=True):
+        raise ValueError(
+            f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has shape "
+            f"{tuple(old.shape)}, the gradient {tuple(g.shape)} (the data changed shape since .grad was written); "
+            f"call cleargrad() first")
+    was, now = backend_of_type(type(getattr(old, "_data", old))), backend_of_type(type(getattr(g, "_data", g)))
+    if was is not now:  # (a NumPy scalar and a 0-d array are of one backend)
+        raise TypeError(
+            f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad is on backend "
+            f"{was.name!r}, the gradient on {now.name!r} (the data moved to "
+            f"another backend since .grad was written); call cleargrad() first")
 
 
 def _copy(g: Any) -> Any:
