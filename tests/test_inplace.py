@@ -473,3 +473,34 @@ def test_an_index_variable_changed_before_backward_is_refused():
     ids = pg.Variable(np.array([2, 2, 0]), requires_grad=False)
     pg.sum(W[ids]).backward()
     np.testing.assert_array_equal(W.grad, [[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]])
+
+
+def test_an_inplace_operation_with_a_volatile_operand_makes_the_variable_volatile():
+    """`h += vol` left h a non-volatile constant (out of place, `h + vol` is volatile), so a loss built on it
+    backpropagated as if h were a constant: x.grad [3, 5] for [5, 9]. As out of place, backward refuses."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    vol = pg.Variable(np.array([1.0, 1.0]), volatile=True)
+    h = x * 2
+    h += vol
+    assert h.volatile and not h.requires_grad
+    with pytest.raises(RuntimeError, match="nothing to differentiate"):
+        pg.sum(h * x).backward()
+    assert x.grad is None
+
+
+def test_a_volatile_value_written_into_a_view_makes_the_base_and_its_views_volatile():
+    """`h[0] = vol[0]` dropped the path of h[1] too (x.grad [1, 4] for [1, 8]), silently."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    vol = pg.Variable(np.array([1.0, 1.0]), volatile=True)
+    h = x * 2
+    v, w = h[0:1], h[1:2]
+    h[0] = vol[0]
+    assert h.volatile and v.volatile and w.volatile
+    with pytest.raises(RuntimeError, match="nothing to differentiate"):
+        pg.sum(h * x).backward()
+    c = pg.Variable(np.array([1.0, 2.0]), requires_grad=False)
+    r = c[0:1]  # a view made outside recording
+    v = c[1:2]
+    v += vol[0:1]
+    assert c.volatile and r.volatile and v.volatile
+    np.testing.assert_array_equal(c.data, [1.0, 3.0])

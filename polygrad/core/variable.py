@@ -962,11 +962,13 @@ class Variable:
             self._requires_grad = True
         elif config.enable_backprop.get():
             # A result that depends on nothing needing a gradient (fill_, zero_, a volatile
-            # operand): neither does this variable now. (Under no_backprop_mode the change is
-            # not recorded and the variable keeps its history, as in PyTorch.)
+            # operand): neither does this variable now, and it is volatile as the out-of-place
+            # result is (else a loss built on it backpropagated as if it were a constant). (Under
+            # no_backprop_mode the change is not recorded and the variable keeps its history, as in PyTorch.)
             self._node = None
             self._index = 0
             self._requires_grad = False
+            self._volatile = self._volatile or result._volatile
         for w in views:
             w._follow(self)
         return self
@@ -1026,6 +1028,7 @@ class Variable:
                     fresh = fresh[index]
                 self._data = fresh._data
                 self._vb = fresh._vb
+                self._volatile = base._volatile  # (`c += vol` made the base volatile)
                 note_unrecorded_view(self, base, op, params, index)
                 self._vb.add_view(self)
                 for w in views:
@@ -1045,6 +1048,7 @@ class Variable:
         self._data = fresh._data
         self._vb = fresh._vb
         self._node, self._index, self._requires_grad = fresh._node, fresh._index, fresh._requires_grad
+        self._volatile = fresh._volatile
         if fresh._node is not None:
             outs = list(fresh._node.outputs)
             outs[fresh._index] = weakref.ref(self)
