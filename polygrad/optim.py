@@ -62,9 +62,7 @@ class _Params:
                 )
             if not isinstance(p, Variable):
                 raise TypeError(f"polygrad.optim: parameter {k} is a {type(p).__name__}, not a Variable")
-            if p.creator is not None:
-                raise ValueError(f"polygrad.optim: parameter {k} is not a leaf (it was computed by "
-                                 f"{p.creator.label}): an optimizer updates leaves")
+            optimizers.require_leaf(p, f"polygrad.optim: parameter {k}")
         first: dict[int, int] = {}
         for k, p in enumerate(self.params):
             j = first.setdefault(id(p), k)

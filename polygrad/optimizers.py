@@ -92,6 +92,17 @@ class Hyperparameter:
         return value
 
 
+def require_leaf(param: Variable, who: str) -> None:
+    """The refusal of a parameter ``param`` (``who``: which, and whose) that is no leaf: backward keeps no
+    gradient for it and an update would rebind a value its graph recomputes, so it never trained
+    (pg.optimizers filled in a zero gradient; a second step raised about backward twice)."""
+    node = param._node
+    if node is not None:
+        raise ValueError(f"{who} is not a leaf (it was computed by {node.label}): an optimizer updates leaves; "
+                         f"register a leaf of its value, pg.Variable(x.data), or compute it under "
+                         f"pg.no_backprop_mode()")
+
+
 class Optimizer:
     """Base class of optimizers: holds the target link, the update count ``t``,
     the ``epoch`` and the hooks."""
@@ -261,6 +272,8 @@ class GradientMethod(Optimizer):
 
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
+        for _ in self._params():  # (a parameter that is no leaf is refused up front, as pg.optim does)
+            pass
         self._states: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(param) -> (weakref to it, its state)
         self._keep_buffers()
         return self
@@ -516,6 +529,7 @@ class GradientMethod(Optimizer):
         for name, param in self.target.namedparams(include_uninit=False):
             if param.requires_grad and id(param) not in seen:
                 seen.add(id(param))
+                require_leaf(param, f"polygrad: {type(self).__name__}: parameter {name!r}")
                 yield name, param
 
     def _state_of(self, param: Variable) -> dict | None:

@@ -660,3 +660,26 @@ def test_batch_normalization_refuses_a_dtype_that_cannot_hold_running_averages(d
     was cast to 0, silently and for good; Chainer's BN accepts floating inputs only."""
     with pytest.raises(TypeError, match=f"BatchNormalization: dtype must be a real floating dtype.*got {dtype}"):
         L.BatchNormalization(3, dtype=dtype)
+
+
+def test_a_parameter_that_is_no_leaf_is_refused_where_it_is_registered():
+    """`self.w = pg.Variable(a) * 0.5` in init_scope was registered, and pg.optimizers never updated it (no
+    gradient is kept for an intermediate: a zero one was filled in) until a second step raised about backward
+    twice, naming neither the parameter nor the cause. Refused, naming the link, the attribute and the op."""
+
+    class Scale(pg.Link):
+        def __init__(self):
+            super().__init__()
+            with self.init_scope():
+                self.w = pg.Variable(np.array([1.0, 2.0])) * 0.5
+
+    with pytest.raises(ValueError, match=r"parameter 'w' of Scale is not a leaf \(it was computed by multiply\)"):
+        Scale()
+    with pytest.raises(ValueError, match=r"parameter 'W' of Link is not a leaf \(it was computed by add\)"):
+        pg.Link(W=pg.Variable(np.array([1.0])) + 1)
+    link = pg.Link(W=pg.Variable(np.array([1.0])))
+    with pytest.raises(ValueError, match=r"parameter 'W' of Link is not a leaf"):
+        link.W = link.W * 2  # outside init_scope, replacing a parameter
+    assert link.W.is_leaf
+    with pg.no_backprop_mode():  # the hint's way
+        pg.Link(W=pg.Variable(np.array([1.0])) * 0.5)

@@ -458,3 +458,20 @@ def test_adam_lr_before_the_first_update_raises_chainers_runtime_error():
     for kind in (RuntimeError, ValueError):
         with pytest.raises(kind, match="once updates have started"):
             opt.lr
+
+
+def test_an_optimizer_refuses_a_parameter_that_became_no_leaf():
+    """A parameter that requires no grad, then written in place with a value that does, has a creator:
+    its gradient is not kept and the step was silently zero. Refused, naming the path, as pg.optim does."""
+    link = pg.Link(w=pg.Variable(np.array([1.0, 2.0]), requires_grad=False))
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    x = pg.Variable(np.array([3.0, 4.0]))
+    w = link.w
+    w += x  # (link.w += x is refused by the link itself)
+    with pytest.raises(ValueError, match=r"SGD: parameter '/w' is not a leaf \(it was computed by add\): an "
+                                         r"optimizer updates leaves"):
+        opt.update(lambda: pg.sum(link.w * link.w))
+    with pytest.raises(ValueError, match="'/w' is not a leaf"):
+        optimizers.Adam().setup(link)
+    with pytest.raises(ValueError, match=r"polygrad.optim: parameter 0 is not a leaf \(it was computed by add\)"):
+        pg.optim.SGD([link.w], lr=0.1)

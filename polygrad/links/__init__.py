@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.variable import Variable, kind_of
+from polygrad.optimizers import require_leaf
 
 __all__ = [
     "Link", "Chain", "ChainList", "Sequential", "Classifier",
@@ -79,7 +80,10 @@ class Link:
 
     def __setattr__(self, name: str, value: Any) -> None:
         persistent = self.__dict__.get("_persistent")
-        if self.__dict__.get("_within_init_scope") and isinstance(value, Variable):
+        scope = self.__dict__.get("_within_init_scope")
+        if isinstance(value, Variable) and (scope or name in self.__dict__.get("_params", ())):
+            require_leaf(value, f"polygrad: parameter {name!r} of {type(self).__name__}")  # (an optimizer's rule)
+        if scope and isinstance(value, Variable):
             if name in self.__dict__.get("_children", ()):
                 raise AttributeError(f"polygrad: cannot register parameter {name!r}: {type(self).__name__} has a "
                                      "child link of that name (delete it first)")
