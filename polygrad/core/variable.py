@@ -711,19 +711,23 @@ class Variable:
     # -- graph ---------------------------------------------------------------
     def set_creator(self, gen_func: Any) -> None:
         """Notify the variable that ``gen_func`` created it (as one of its outputs)."""
+        views = ()
         if gen_func is not self._node:
+            views = self._direct_views()
             self._keep_hooks_from_old_graph()
         if gen_func is None:
             self._node = None
-            return
-        index = 0
-        for i, ref in enumerate(getattr(gen_func, "outputs", ()) or ()):
-            if ref() is self:
-                index = i
-                break
-        self._node = gen_func
-        self._index = index
-        self._requires_grad = True
+        else:
+            index = 0
+            for i, ref in enumerate(getattr(gen_func, "outputs", ()) or ()):
+                if ref() is self:
+                    index = i
+                    break
+            self._node = gen_func
+            self._index = index
+            self._requires_grad = True
+        for w in views:
+            w._follow(self, cut=True)
 
     def cleargrad(self) -> None:
         """Set the gradient to None."""
@@ -747,18 +751,24 @@ class Variable:
     def detach_(self) -> "Variable":
         """Detach this variable from the graph that created it, making it a leaf (hooks
         registered from now on, and retain_grad, no longer reach the graph it left)."""
+        views = self._direct_views()
         self._leave_node()
         self._node = None
         self._index = 0
         self._requires_grad = False
         self._data = _unchained(self._data)
+        for w in views:
+            w._follow(self)
         return self
 
     def unchain(self) -> None:
         """Delete the reference to the creator: this variable becomes a root."""
+        views = self._direct_views()
         self._keep_hooks_from_old_graph()
         self._node = None
         self._data = _unchained(self._data)
+        for w in views:
+            w._follow(self, cut=True)
 
     def unchain_backward(self) -> None:
         """Delete backward references of this variable and of every function behind it.
@@ -767,9 +777,12 @@ class Variable:
         are freed by reference counting.
         """
         node = self._node
+        views = self._direct_views()
         self._keep_hooks_from_old_graph()
         self._node = None
         self._data = _unchained(self._data, backward=True)
+        for w in views:
+            w._follow(self, cut=True)
         stack = [node] if node is not None else []
         seen = set()
         while stack:
@@ -814,17 +827,20 @@ class Variable:
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
+        self._hooks_on_node()
+        return _HookHandle(self._hooks, hook)
+
+    def _hooks_on_node(self) -> None:
+        """Give this variable's hooks to its creator, with what they need of it: they fire even
+        when nothing refers to it any more (h = h * h after registering one on h), as PyTorch's
+        live on the grad_fn. (A leaf stays alive in its nodes' edges.)"""
         node = self._node
         if node is not None:
-            # The node keeps the hooks, with what they need of this variable: they fire even
-            # when nothing refers to it any more (h = h * h after registering one on h), as
-            # PyTorch's live on the grad_fn. (A leaf stays alive in its nodes' edges.)
             if type(node._var_hooks) is not dict:
                 node._var_hooks = {}
             data = self._data
             node._var_hooks[self._index] = (self._hooks, tuple(data.shape), data.dtype, backend_of_type(type(data)),
                                             self._describe())
-        return _HookHandle(self._hooks, hook)
 
     def backward(
         self,
@@ -1012,9 +1028,11 @@ class Variable:
                 out.append(stand_in)
         return out
 
-    def _follow(self, base: "Variable") -> None:
+    def _follow(self, base: "Variable", cut: bool = False) -> None:
         """Take this view again from ``base``, just written in place: new data (where the
-        backend rebinds), a new graph position, the base's counter; views of it follow too."""
+        backend rebinds), a new graph position, the base's counter; views of it follow too.
+        ``cut``: ``base`` left its graph instead (``unchain``), its values unchanged: the view
+        stays itself as its base does, its hooks firing in both graphs."""
         from polygrad.core.primitive import apply  # the engine's apply imports this module
 
         node = self._node
@@ -1032,7 +1050,7 @@ class Variable:
                 note_unrecorded_view(self, base, op, params, index)
                 self._vb.add_view(self)
                 for w in views:
-                    w._follow(self)
+                    w._follow(self, cut)
                 return
             # The write gave the base a graph (a value that requires grad, written into a view of
             # a constant): the view is taken again in the graph, as PyTorch's view gets a grad_fn.
@@ -1044,7 +1062,10 @@ class Variable:
             fresh = apply(op, (base,), params or None)
         if op.multi:
             fresh = fresh[index]
-        self._leave_node()
+        if cut:
+            self._keep_hooks_from_old_graph()
+        else:
+            self._leave_node()
         self._data = fresh._data
         self._vb = fresh._vb
         self._node, self._index, self._requires_grad = fresh._node, fresh._index, fresh._requires_grad
@@ -1054,8 +1075,13 @@ class Variable:
             outs[fresh._index] = weakref.ref(self)
             fresh._node.outputs = tuple(outs)
             fresh._vb.add_view(self)
+            if cut and self._hooks:
+                self._hooks_on_node()
+        else:  # a base that requires no grad now (detach_, a volatile value written): a view made outside recording
+            note_unrecorded_view(self, base, op, params, index)
+            self._vb.add_view(self)
         for w in views:
-            w._follow(self)
+            w._follow(self, cut)
 
     def _keep_hooks_from_old_graph(self) -> None:
         """This variable stops being the output of its creator but stays itself (unchain): the
