@@ -329,6 +329,18 @@ class _HooksBefore:
         return any(True for _ in self)
 
 
+class _ViewState:
+    """The pickled state of a Variable that is a view (see :meth:`Variable.__getstate__`)."""
+
+    __slots__ = ("state", "viewed", "unrecorded")
+
+    def __init__(self, state: Any, viewed: bool, unrecorded: tuple | None) -> None:
+        self.state, self.viewed, self.unrecorded = state, viewed, unrecorded
+
+    def __reduce__(self) -> tuple:
+        return _ViewState, (self.state, self.viewed, self.unrecorded)
+
+
 class Variable:
     """An array with a structure to keep track of computation.
 
@@ -598,15 +610,18 @@ class Variable:
         if self._node is not None and self._hooks is None:
             self._hooks = []
         new = type(self).__new__(type(self))
-        for cls in type(self).__mro__:
-            for name in getattr(cls, "__slots__", ()):
-                if name != "__weakref__" and hasattr(self, name):
-                    setattr(new, name, getattr(self, name))
+        for name, value in self._slots().items():
+            setattr(new, name, value)
         if hasattr(self, "__dict__"):
             new.__dict__.update(self.__dict__)
         if self._node is None and self._hooks is not None:
             new._hooks = list(self._hooks)
         return new
+
+    def _slots(self) -> dict:
+        """The values of this variable's slots (of its class and a subclass's), by name."""
+        return {name: getattr(self, name) for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ())
+                if name not in ("__weakref__", "__dict__") and hasattr(self, name)}
 
     __hash__ = object.__hash__
 
@@ -629,6 +644,34 @@ class Variable:
                     f"pickle x.detach() or x.data, or raise the limit with sys.setrecursionlimit"
                 )
         return object.__reduce_ex__(self, protocol)
+
+    def __getstate__(self) -> Any:
+        """For pickle and ``copy.deepcopy``: the slots, and whether this variable is a view over
+        its data's counter and, if made outside recording, of which base, how (the base travels
+        with it, as in a copy of a graph). The counter's views are live objects of this process
+        and do not travel: without this, a copied view no longer followed its copied base and,
+        made outside recording, a write through it no longer reached the base."""
+        state = (getattr(self, "__dict__", None) or None, self._slots())  # (object.__getstate__'s, Python 3.11 on)
+        box = self._vb
+        ref = None if box is None or not box.views else box.views.get(id(self))
+        viewed = ref is not None and ref() is self
+        entry = _unrecorded(self)
+        return state if not viewed and entry is None else _ViewState(state, viewed, None if entry is None else entry[1:])
+
+    def __setstate__(self, state: Any) -> None:
+        view = None
+        if type(state) is _ViewState:
+            state, view = state.state, state
+        d, slots = state if isinstance(state, tuple) else (state, None)
+        if d:
+            self.__dict__.update(d)
+        for name, value in (slots or {}).items():
+            setattr(self, name, value)
+        if view is not None:
+            if view.unrecorded is not None:
+                note_unrecorded_view(self, *view.unrecorded)
+            if view.viewed:
+                self._vbox.add_view(self)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """The data for numpy (``np.asarray(x)``), through the data's own ``__array__``;
