@@ -5,6 +5,7 @@ so (a graph in a reference cycle lives until a full collection, which never sees
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
 
 import numpy as np
@@ -202,3 +203,25 @@ def test_a_profiling_hook_keeps_no_graph_alive(backend_name, no_cyclic_gc, hook)
             del y
     assert len(h.call_history) == 15
     assert [r for r in refs if r() is not None] == []
+
+
+def test_backward_with_create_graph_warns_of_the_cycle_a_leaf_and_its_gradient_make(no_cyclic_gc):
+    """x -> x.grad_var -> its graph -> the edge to x: x, its gradient and every array the graph saved
+    lived until a full collection, silently (PyTorch warns). pg.grad makes no cycle; cleargrad breaks it."""
+    x = pg.Variable(np.ones(1000), name="x")
+    with pytest.warns(UserWarning, match=r"made the .grad of variable 'x' \(shape \(1000,\)\) a Variable with a "
+                                         r"graph.*reference cycle.*pg.grad") as caught:
+        pg.sum(pg.exp(x) * pg.tanh(x)).backward(create_graph=True)
+    assert caught[0].filename == __file__  # the user's line
+    leaf = weakref.ref(x)
+    x.cleargrad()
+    del x
+    assert leaf() is None
+    y = pg.Variable(np.ones(1000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pg.grad(pg.sum(pg.exp(y) * pg.tanh(y)), [y], create_graph=True)
+        pg.sum(y * 2.0).backward(create_graph=True)  # a gradient with no graph: no cycle
+    leaf = weakref.ref(y)
+    del y
+    assert leaf() is None

@@ -786,6 +786,7 @@ def test_leaf_grad_is_a_writable_array():
     np.testing.assert_array_equal(x.grad, [0.5, 0.5, 0.5])
 
 
+@pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_create_graph_leaf_grads_are_writable_arrays_of_their_own():
     """Under create_graph each leaf's .grad is its own writable array: not another leaf's, not the seed, not a view."""
     a = pg.Variable(np.array([1.0, 2.0]))
@@ -806,6 +807,7 @@ def test_create_graph_leaf_grads_are_writable_arrays_of_their_own():
     assert float(s.grad) == 1.0
 
 
+@pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_create_graph_grad_copy_stays_differentiable(xp):
     """The .grad_var a create_graph backward writes (copied) is still differentiated: d/ds of 3 s^2 is 6 s."""
     s = pg.Variable(arr(xp, [2.0, 3.0]))

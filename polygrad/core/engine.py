@@ -20,6 +20,8 @@ once per node; everything else a node may need is in the methods of ``_Pass``.""
 from __future__ import annotations
 
 import heapq
+import sys
+import warnings
 from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
@@ -382,6 +384,8 @@ class _Pass:
                 writes.append((v, g))
             for v, g in self.retained + writes:
                 v._grad = g
+        if self.create_graph:
+            _warn_of_cycles(writes)
         return self.captured if self.targets is not None else None
 
 
@@ -444,6 +448,24 @@ def backward(outputs: Sequence[Variable], grad_outputs: Sequence[Any], *, retain
     except BaseException as exc:  # a leaf's hook, a check of its sum: the nodes are freed already
         run.outcome.failure = f" delivering the leaves' gradients: {type(exc).__name__}: {exc}"
         raise
+
+
+def _warn_of_cycles(writes: list) -> None:
+    """PyTorch's warning, where a leaf's ``.grad`` now has a graph: the graph holds the leaf (its
+    edge), the leaf holds the graph (``.grad``), so neither, nor any array that graph saved, is
+    freed before Python's cyclic garbage collector runs (pg.grad writes no .grad: no cycle)."""
+    for v, g in writes:
+        if isinstance(g, Variable) and g._node is not None:
+            frame, level = sys._getframe(), 1
+            while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("polygrad.core."):
+                frame, level = frame.f_back, level + 1  # (the user's line: y.backward or pg.backward)
+            warnings.warn(
+                f"polygrad: backward(create_graph=True) made the .grad of {v._describe()} a Variable with a graph, "
+                f"which refers back to the leaf: a reference cycle, which keeps the leaf, its gradient and every "
+                f"array that graph saved until Python's garbage collector finds it. Use pg.grad(..., "
+                f"create_graph=True), which writes no .grad, or call cleargrad() (link.cleargrads()) when done "
+                f"with .grad_var", UserWarning, stacklevel=level)
+            return
 
 
 def _check_accumulate(v: Variable, old: Any, g: Any) -> None:
