@@ -272,6 +272,7 @@ def test_identity_is_differentiable_to_any_order():
     np.testing.assert_allclose(h.data, [12.0, 24.0])  # was 6x: identity's path was left out
 
 
+@pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_a_second_derivative_through_a_user_function_raises():
     """A user Function's backward runs on arrays; its path was left out of a second derivative,
     silently (6x + nothing where 12x is right). PyTorch's once_differentiable raises."""
@@ -353,6 +354,7 @@ def test_pg_grad_runs_only_the_rules_of_inputs_it_needs():
     np.testing.assert_array_equal(gh.data, [0.0, 0.0, 4.0, 0.0, 8.0])
 
 
+@pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_backward_with_create_graph_frees_when_told_to_as_pg_grad_does():
     """backward(create_graph=True, retain_graph=False) kept the graph, where pg.grad with the same
     arguments frees it (PyTorch: retain_graph defaults to create_graph; an explicit False frees)."""

@@ -927,6 +927,7 @@ def test_pg_grad_calls_no_hooks_around_a_node_whose_backward_does_not_run():
     assert c.labels == ["sum", "multiply"]
 
 
+@pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_hooks_see_output_gradients_as_arrays_with_create_graph_too():
     """Chainer passes out_grad as arrays; with create_graph hooks got Variables."""
     x = pg.Variable(np.array([1.0, 2.0]))
