@@ -150,3 +150,52 @@ def test_a_pickled_graph_with_a_negation_runs_backward():
     x2.cleargrad()
     z.backward()
     np.testing.assert_array_equal(x2.grad, -2 * x2.data)
+
+
+def _nograd_iadd(n):
+    with pg.no_backprop_mode():
+        n += 10.0
+
+
+def _nograd_view_write(n):
+    with pg.no_backprop_mode():
+        v = n[0:2]
+        v += 10.0
+
+
+def _copy_policy_write(n):
+    with pg.inplace_policy("copy"), pg.no_backprop_mode():
+        n *= 3.0
+
+
+def _data_swap(n):
+    n.data = np.array([5.0, 5.0, 5.0])
+
+
+@pytest.mark.parametrize("write", [_nograd_iadd, _nograd_view_write, _copy_policy_write, _data_swap])
+def test_a_write_to_the_negation_before_the_product_is_seen(write):
+    """-x changed (outside recording, or its array replaced) before the product: the product keeps
+    the -x it multiplied, as before (computing it again from x gave -2x)."""
+    x = _leaf()
+    n = -x
+    write(n)
+    written = np.asarray(n.data).copy()
+    pg.sum(n * x).backward()
+    np.testing.assert_array_equal(x.grad, written - x.data)
+
+
+def test_the_negated_input_must_be_the_same_place_of_the_graph():
+    """x.detach() shares x's array and counter but is another place of the graph: under
+    create_graph, -x computed again from it lost the second derivative through -x."""
+    v = np.array([0.3, -0.7, 1.2])
+    x = pg.Variable(v.copy())
+    gx, = pg.grad(pg.sum(pg.logaddexp(-x, x.detach())), [x], create_graph=True)
+    g2, = pg.grad(pg.sum(gx), [x])
+    s = 1 / (1 + np.exp(2 * v))
+    np.testing.assert_allclose(g2.data, s * (1 - s), rtol=1e-12)
+    x = pg.Variable(v.copy())
+    w = x.detach()
+    w.requires_grad = True
+    gx, = pg.grad(pg.sum(-w * x), [x], create_graph=True)
+    g2w, = pg.grad(pg.sum(gx), [w])
+    np.testing.assert_array_equal(g2w.data, -np.ones(3))

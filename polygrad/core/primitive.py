@@ -382,7 +382,7 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     node.saved = saved
     node.checks = checks
     if op.remat:
-        node.source = _source(args[0])
+        node.source = _source(args[0], v)
     elif checks is not None and len(checks) > 1 and not own:
         _keep_sources(node, args, saved)
     if op.records or (op.broadcasts and (mixed or out.dtype != d0.dtype)):
@@ -398,41 +398,47 @@ def apply(op: Any, args: tuple, params: dict | None = None, node: Node | None = 
     return v
 
 
-def _source(a: Any) -> tuple | None:
-    """What an application of a ``remat`` row notes of its input: its array (a weak reference)
-    and its version counter with the count (None where the input is no Variable, or the array
-    takes no weak reference)."""
+def _source(a: Any, out: Variable) -> tuple | None:
+    """What an application of a ``remat`` row notes of its input ``a`` and its output ``out``:
+    each one's array (a weak reference), version counter and count (None where the input is no
+    Variable, or an array takes no weak reference). A later node computes the output again only
+    where both are what they were (see :func:`_keep_sources`)."""
     if not isinstance(a, Variable):
         return None
     try:
-        ref = _weakref(a._data)
+        ref, out_ref = _weakref(a._data), _weakref(out._data)
     except TypeError:
         return None
     box = a._vb
     if box is None:
         box = version_of(a)
-    return ref, box, box.n
+    return ref, box, box.n, out_ref, out._vb, out._vb.n
 
 
 def _keep_sources(node: Primitive, args: tuple, saved: list) -> None:
     """Where ``node`` keeps an input made by a ``remat`` row (``-x``) and that row's input
-    (``x``), the same array unchanged since, it keeps ``x`` only: its backward computes ``-x``
-    again (see :class:`Recomputing`). The check of ``-x``'s version goes with it: backward no
-    longer reads it."""
-    n_in = len(node.edges)
+    (``x``) at the same place of the graph, both arrays as that row left them (the same
+    objects, at the same versions), it keeps ``x`` only: its backward computes ``-x`` again (see
+    :class:`Recomputing`). The check of ``-x``'s version goes with it: backward no longer reads
+    it. (The place matters for create_graph, where ``-x`` is computed again as a graph of it:
+    ``x.detach()`` over the same array is another.)"""
+    edges = node.edges
+    n_in = len(edges)
     marks = None
     for i in range(n_in):
         a = args[i]
         src = a._node if saved[i] is not None and isinstance(a, Variable) else None
         if type(src) is not Primitive or not src.op.remat or src.source is None:
             continue
-        ref, box, n = src.source
+        ref, box, n, out_ref, out_box, out_n = src.source
         d = ref()
-        if d is None or box.n != n:
+        if d is None or box.n != n or a._data is not out_ref() or a._vb is not out_box or out_box.n != out_n:
             continue
+        e = src.edges[0]
         for j in range(n_in):
-            b = args[j]
-            if j != i and saved[j] is d and isinstance(b, Variable) and b._vb is box:
+            b, f = args[j], edges[j]
+            if (j != i and saved[j] is d and isinstance(b, Variable) and b._vb is box and f is not None
+                    and e is not None and f[0] is e[0] and (f[1] is e[1] if f[0] is None else f[1] == e[1])):
                 mark = (i, j, src.op)
                 marks = (mark,) if marks is None else marks + (mark,)
                 break
