@@ -140,6 +140,11 @@ class Backend:
             if xp is None:
                 self._usable = (False, "its plugin returned no array namespace")
                 raise RuntimeError(f"polygrad: {self.origin} of backend {self.name!r} returned no array namespace")
+            if not self.array_types and self.check_usable()[0]:
+                # Checked here, where the backend is first used: a backend claiming no array type made arrays that
+                # polygrad gave to whichever backend claims them (pg.asarray(..., backend=X) returned another's).
+                self._broken("polygrad_array_types", "claims no array type; the hook is required")
+            self.require_usable()  # (array types that are garbage or none make it unusable)
             self._xp = xp
         return self._xp
 
@@ -158,7 +163,8 @@ class Backend:
     @property
     def array_types(self) -> tuple[type, ...]:
         """The array types the plugin claims; none (and the backend unusable) when
-        its answer is not a tuple of classes."""
+        its answer is not a tuple of classes. (An empty claim makes it unusable once
+        its namespace loads: :attr:`xp`.)"""
         if self._types is None:
             try:
                 types = self._hook.polygrad_array_types(backend=self.name)
@@ -171,6 +177,26 @@ class Backend:
                     types = self._broken("polygrad_array_types", f"answered {types!r}, not a tuple of classes", ())
             self._types = types
         return self._types
+
+    def made(self, array: Any, fn: str) -> Any:
+        """``array``, which ``fn`` created on this backend, checked to be of it (one type lookup, in the
+        functions that take ``backend=``): a namespace making arrays that this backend's
+        ``polygrad_array_types`` does not claim gave ``pg.asarray(..., backend=X)`` a Variable of another.
+        A type this backend claims but another owns is the conflict :func:`resolve_type` warns about."""
+        t = type(array)
+        try:
+            owner = _dispatch.backend_of_type(t)
+        except TypeError:
+            owner = None
+        if owner is not self and not issubclass(t, self.array_types):
+            whose = ("no backend claims" if owner is None
+                     else f"backend {owner.name!r} ({getattr(owner, 'origin', 'polygrad')}) claims")
+            raise RuntimeError(
+                f"polygrad.{fn}: backend {self.name!r} ({self.origin}) made an array of type "
+                f"{t.__module__}.{t.__qualname__}, which {whose}: its polygrad_array_types must claim the arrays "
+                f"its namespace makes (it claims {', '.join(c.__qualname__ for c in self.array_types) or 'none'})"
+            )
+        return array
 
     def check_usable(self) -> tuple[bool, str]:
         """``(usable, reason)``, asked once; a check that raises or answers

@@ -126,9 +126,15 @@ def _on_backend(fn: Callable, backend: Any) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with using_backend(backend.name):
-            return fn(*args, **kwargs)
+            return _made_on(backend, fn(*args, **kwargs), fn.__name__)
 
     return wrapper
+
+
+def _made_on(backend: Any, out: Variable, fn: str) -> Variable:
+    """``out``, checked to be of ``backend``, where it was asked for (see ``Backend.made``)."""
+    backend.made(out._data, fn)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -151,7 +157,7 @@ def asarray(obj, /, dtype=None, *, device=None, copy=None, backend=None):
     if backend is None:
         return _asarray(obj, dtype=dtype, device=device, copy=copy)
     with using_backend(b.name):
-        return _asarray(obj, dtype=dtype, device=device, copy=copy)
+        return _made_on(b, _asarray(obj, dtype=dtype, device=device, copy=copy), "asarray")
 
 
 def _backend_of_arguments(args: tuple) -> Any:

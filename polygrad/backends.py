@@ -156,7 +156,8 @@ def asarray(obj: Any, dtype: Any = None, *, backend: str | None = None, copy: bo
         obj = obj._data
     if _dispatch.is_array(obj) and _dispatch.backend_of_type(type(obj)) is not b:
         obj = to_backend(obj, b.name)
-    return xp.asarray(obj, dtype=dtype, copy=copy)
+    out = xp.asarray(obj, dtype=dtype, copy=copy)
+    return out if backend is None else b.made(out, "backends.asarray")
 
 
 def _default_device(xp: Any) -> Any:

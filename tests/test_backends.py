@@ -488,6 +488,12 @@ class _Strict:
 
         return array_api_strict
 
+    @hookimpl
+    def polygrad_array_types(self):
+        import array_api_strict
+
+        return (type(array_api_strict.asarray(0.0)),)
+
 
 def _used_backend(name):
     """A weak reference to backend ``name`` after an op, a gradient and a namespace lookup ran on it."""

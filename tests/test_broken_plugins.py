@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import polygrad as pg
+from polygrad.backends import asarray as raw_asarray
 from polygrad.hookspecs import BackendInfo, PluginWarning, hookimpl
 from registry_state import registry_state  # noqa: F401 (a fixture)
 
@@ -327,3 +328,61 @@ def test_backend_claiming_a_subclass_owns_it_without_a_warning(registry_state, r
     assert pg.Variable(np.zeros(2).view(Sub)).backend.name == "subclass"
     assert pg.Variable(np.zeros(2)).backend.name == "numpy"
     assert not [w for w in recwarn if issubclass(w.category, PluginWarning)]
+
+
+# ---------------------------------------------------------------------------
+# A backend whose arrays are not the ones it claims
+# ---------------------------------------------------------------------------
+class Claims:
+    """A plugin declaring ``name`` over numpy's namespace whose polygrad_array_types answers ``types``."""
+
+    def __init__(self, name, types):
+        self.name, self.types = name, types
+
+    @hookimpl
+    def polygrad_backend_info(self):
+        return BackendInfo(name=self.name, module="numpy", priority=-5)
+
+    @hookimpl
+    def polygrad_array_namespace(self):
+        import array_api_compat.numpy as xp
+
+        return xp
+
+    @hookimpl
+    def polygrad_array_types(self):
+        return self.types
+
+
+@pytest.mark.parametrize("types", [None, ()], ids=["none", "empty"])
+def test_backend_claiming_no_array_type_is_refused_where_it_is_used(registry_state, types):
+    """No array types (the hook is required): a warning naming plugin and hook, and creating on it raises."""
+    pg.register_plugin(Claims("claims_none", types), name="claims-plugin")
+    with pytest.warns(PluginWarning, match="plugin 'claims-plugin', registered by hand: polygrad_array_types claims "
+                                           "no array type; the hook is required"):
+        with pytest.raises(RuntimeError, match="backend 'claims_none' is not usable here: .*claims no array type"):
+            pg.asarray([1.0, 2.0], backend="claims_none")
+    with pytest.raises(RuntimeError, match="backend 'claims_none' is not usable here"):
+        with pg.using_backend("claims_none"):
+            pass
+    row = pg.backends()["claims_none"]
+    assert not row.usable and "claims no array type" in row.reason
+    assert _exp_is_right()
+
+
+def test_creating_on_a_backend_whose_arrays_another_claims_names_both(registry_state):
+    """A namespace making arrays its types do not claim: creating with backend= raises naming both backends."""
+
+    class Sub(np.ndarray):
+        pass
+
+    pg.register_plugin(Claims("claims_sub", (Sub,)), name="sub-plugin")
+    what = (r"backend 'claims_sub' \(plugin 'sub-plugin', registered by hand\) made an array of type numpy.ndarray, "
+            r"which backend 'numpy' \(plugin 'numpy' of polygrad-numpy\) claims: its polygrad_array_types must claim")
+    with pytest.raises(RuntimeError, match="polygrad.asarray: " + what):
+        pg.asarray([1.0, 2.0], backend="claims_sub")
+    with pytest.raises(RuntimeError, match="polygrad.zeros: " + what):
+        pg.Variable(np.zeros(2).view(Sub)).__array_namespace__().zeros(2)
+    with pytest.raises(RuntimeError, match="polygrad.backends.asarray: " + what):
+        raw_asarray([1.0], backend="claims_sub")
+    assert pg.asarray([1.0], backend="numpy").backend.name == "numpy"

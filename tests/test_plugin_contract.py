@@ -94,10 +94,15 @@ class Unhashable:
 
 
 class NumpyLike:
-    """A guard-free plugin over numpy's namespace that claims no types and overrides owns_memory."""
+    """A guard-free plugin over numpy's namespace that claims ``types`` (by default none, which makes it
+    unusable once its namespace loads) and overrides owns_memory."""
 
-    def __init__(self, name, owns=None):
-        self.name, self.owns = name, owns
+    def __init__(self, name, owns=None, types=None):
+        self.name, self.owns, self.types = name, owns, types
+
+    @hookimpl
+    def polygrad_array_types(self):
+        return self.types
 
     @hookimpl
     def polygrad_backend_info(self):
@@ -334,7 +339,7 @@ def test_default_scatter_add_names_the_backend_for_a_key_it_cannot_take():
 
 def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_state):
     """After the plugin of the set_backend choice is unregistered, the highest-priority backend is current."""
-    plugin = NumpyLike("chosen")
+    plugin = NumpyLike("chosen", types=(np.ndarray,))
     pg.register_plugin(plugin, name="chosen-plugin")
     pg.set_backend("chosen")
     assert pg.get_backend().name == "chosen"
@@ -345,7 +350,8 @@ def test_default_backend_of_an_unregistered_plugin_no_longer_counts(registry_sta
 @pytest.mark.parametrize("plugin, call, error, message", [
     (Declaring("refused"), lambda b: b.xp, RuntimeError, "backend 'refused' is not usable here: refused is not usable"),
     (Guarded("nonamespace"), lambda b: b.xp, RuntimeError, "backend 'nonamespace' returned no array namespace"),
-    (NumpyLike("norandom"), lambda b: b.rng(), NotImplementedError, "backend 'norandom' provides no random numbers"),
+    (NumpyLike("norandom", types=(np.ndarray,)), lambda b: b.rng(), NotImplementedError,
+     "backend 'norandom' provides no random numbers"),
     (NumpyLike("nofiles"), lambda b: b.load_npz("f.npz"), RuntimeError, "backend 'nofiles' cannot read .npz files"),
     (NumpyLike("nofiles"), lambda b: b.save_npz("f.npz", {}, False), RuntimeError, "backend 'nofiles' cannot write"),
 ], ids=["unusable", "no_namespace", "no_random", "no_load_npz", "no_save_npz"])
