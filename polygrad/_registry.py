@@ -256,6 +256,10 @@ class Backend:
         gen = self._hook.polygrad_random_generator(backend=self.name, seed=seed)
         if gen is None:
             raise NotImplementedError(f"polygrad: backend {self.name!r} provides no random numbers (polygrad_random_generator)")
+        if not (callable(getattr(gen, "normal", None)) and callable(getattr(gen, "uniform", None))):
+            # (else the first draw failed with "'int' object has no attribute 'normal'", naming no plugin)
+            self._broken("polygrad_random_generator", f"answered {gen!r}, not a generator with normal() and uniform()")
+            self.require_usable()
         return _HalfOpen(gen, self.name)
 
     def scatter_add(self, x: Any, key: Any, values: Any) -> Any:

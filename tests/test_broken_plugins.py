@@ -386,3 +386,33 @@ def test_creating_on_a_backend_whose_arrays_another_claims_names_both(registry_s
     with pytest.raises(RuntimeError, match="polygrad.backends.asarray: " + what):
         raw_asarray([1.0], backend="claims_sub")
     assert pg.asarray([1.0], backend="numpy").backend.name == "numpy"
+
+
+class _HalfGenerator:
+    """Half of the RandomGenerator protocol: ``normal`` only."""
+
+    def normal(self, shape, *, dtype, mean=0.0, std=1.0):
+        return np.zeros(shape, dtype=dtype)
+
+
+@pytest.mark.parametrize("answer, shown", [(42, "42"), (_HalfGenerator(), "<.*_HalfGenerator object at .*>")],
+                         ids=["int", "normal_only"])
+def test_random_generator_answering_garbage_makes_only_its_backend_unusable(registry_state, answer, shown):
+    """A generator without normal() and uniform(): a warning naming plugin and hook, an error naming them; numpy fine."""
+
+    class Sub(np.ndarray):
+        pass
+
+    class GarbageRandom(Claims):
+        @hookimpl
+        def polygrad_random_generator(self, seed):
+            return answer
+
+    pg.register_plugin(GarbageRandom("rng_garbage", (Sub,)), name="rng-plugin")
+    what = f"plugin 'rng-plugin', registered by hand: polygrad_random_generator answered {shown}, not a generator"
+    with pytest.warns(PluginWarning, match=what):
+        with pytest.raises(RuntimeError, match=f"backend 'rng_garbage' is not usable here: {what}"):
+            pg.get_backend("rng_garbage").rng()
+    row = pg.backends()["rng_garbage"]
+    assert not row.usable and "polygrad_random_generator" in row.reason
+    assert pg.get_backend("numpy").rng().normal((2,), dtype=np.float64).shape == (2,) and _exp_is_right()
