@@ -37,8 +37,10 @@ What polygrad does with a plugin that breaks them (each is a
   entry-point name. Two installed distributions with one entry-point name: the
   first by distribution name is loaded, the other skipped.
 * A hook that raises or answers something of the wrong type: for
-  ``polygrad_check_usable`` and ``polygrad_array_types`` the backend is
-  reported unusable, with the reason; for ``polygrad_kernels`` the backend runs
+  ``polygrad_check_usable``, ``polygrad_array_types`` (an empty claim too,
+  checked when the namespace loads) and ``polygrad_random_generator`` (an
+  object without ``normal()`` and ``uniform()``) the backend is reported
+  unusable, with the reason; for ``polygrad_kernels`` the backend runs
   without faster kernels.
 * Two backends claiming one array type: see :func:`polygrad_array_types`.
 """
@@ -217,7 +219,9 @@ def polygrad_array_types(backend: str) -> "tuple[type, ...] | None":
     plugins, and resolved in this order: a plugin registered by hand (the
     latest first), then the backend of higher ``priority``, then the first
     by entry-point name. Anything but a tuple (or list) of classes, or an
-    exception, makes the backend unusable, with a :class:`PluginWarning`.
+    exception, makes the backend unusable, with a :class:`PluginWarning`; so
+    does a claim of no type (None or ``()``), checked when the backend's
+    namespace loads (its arrays would belong to no backend, or another's).
 
     :param backend: the backend's name.
     """
@@ -238,6 +242,8 @@ def polygrad_random_generator(backend: str, seed: "int | None") -> "RandomGenera
     mean, std)`` and ``uniform(shape, *, dtype, low, high)``, where ``dtype``
     is a dtype object of the backend's namespace, returning arrays of this
     backend. The same seed gives the same numbers; successive draws differ.
+    An answer without callable ``normal`` and ``uniform`` makes the backend
+    unusable, with a :class:`PluginWarning`.
 
     :param backend: the backend's name.
     :param seed: an integer seed, or None for fresh entropy.
