@@ -775,6 +775,31 @@ def test_reshape_of_chunks_that_do_not_line_up(shape, new, chunks):
     np.testing.assert_array_equal(g, 2 * a)
 
 
+def test_reshapes_of_an_array_with_empty_blocks_compute_as_numpy():
+    """Blocks of no rows inside an array (x[mask].compute_chunk_sizes()): dask's reshape built a graph
+    that failed at compute ("cannot reshape array of size 0 into shape (3,)"), and so did what merges
+    the batch axis: prod's backward and the cross entropy of (N, C, d) scores."""
+    a = RNG.normal(size=(6, 4))
+    for chunks in (((0, 0, 1, 1, 1, 3), (4,)), ((0, 1, 0, 5, 0), (3, 1))):
+        v = pg.Variable(da.from_array(a, chunks=chunks))
+        with dask.config.set(scheduler=_refuse):
+            y = pg.reshape(v, (24,))
+            pg.prod(v).backward()
+        got, g = pg.compute(y, v.grad)
+        np.testing.assert_array_equal(got, a.ravel())
+        np.testing.assert_allclose(g, np.prod(a) / a, rtol=1e-12)
+    t = np.arange(12).reshape(6, 2) % 2
+    scores = pg.Variable(da.from_array(a.reshape(6, 2, 2), chunks=(chunks[0], 2, 2)))
+    loss = F.softmax_cross_entropy(scores, da.from_array(t, chunks=(chunks[0], 2)))
+    loss.backward()
+    ref = pg.Variable(a.reshape(6, 2, 2))
+    want = F.softmax_cross_entropy(ref, t)
+    want.backward()
+    got, g = pg.compute(loss, scores.grad)
+    np.testing.assert_allclose(got, want.data, rtol=1e-12)
+    np.testing.assert_allclose(g, ref.grad, rtol=1e-12)
+
+
 def test_searchsorted_with_a_number_or_a_sorter_and_matrix_rank_compute_as_numpy():
     """dask's searchsorted failed on a Python number ("'float' object has no attribute '_meta'")
     and refused a sorter (NotImplementedError); matrix_rank failed ("svd() got an unexpected

@@ -544,6 +544,9 @@ def _kernels():
 
             new = np.empty(tuple(x.shape), dtype=bool).reshape(shape).shape
             return da.from_array(np.empty_like(x._meta, shape=new), chunks=tuple((n,) for n in new))
+        # blocks of no elements inside (x[mask].compute_chunk_sizes()): dask's reshape builds a graph
+        # that fails at compute with numpy's bare "cannot reshape array of size 0"
+        x = namespace._drop_empty_blocks(x)
         try:
             return xp.reshape(x, shape, copy=copy)
         except NotImplementedError:  # "merge or split existing dimensions evenly": through 1-D, which dask rechunks

@@ -92,6 +92,22 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return da.from_array(np.from_dlpack(x))
 
 
+def _unknown_chunks(c):
+    """Whether the chunks ``c`` of an axis of several blocks hold a size not known yet (a boolean mask's)."""
+    import math
+
+    return len(c) > 1 and builtins.any(math.isnan(n) for n in c)
+
+
+def _drop_empty_blocks(x):
+    """``x`` without its blocks of zero size along every axis of known chunks that has elements
+    (a rechunk: no data moves). dask's reductions, scans and reshapes get such blocks wrong
+    (NaN, or numpy's bare "cannot reshape array of size 0" at compute)."""
+    drop = {d: tuple(n for n in c if n) for d, c in enumerate(x.chunks)
+            if 0 in c and len(c) > 1 and not _unknown_chunks(c) and builtins.sum(c)}
+    return x.rechunk(drop) if drop else x
+
+
 def _no_empty_blocks(name, fn, *, scan=False, axes_of=None):
     """``fn`` (dask's ``name``: a reduction, or a scan for ``scan``) run so that no block of
     zero size inside an array reaches it: dask's reductions and scans get those wrong (NaN for
@@ -104,13 +120,8 @@ def _no_empty_blocks(name, fn, *, scan=False, axes_of=None):
     numpy's answer or error). ``axes_of(x, params)``: the reduced axes, where not ``axis``."""
     import math
 
-    def unknown(c):
-        return len(c) > 1 and builtins.any(math.isnan(n) for n in c)
-
     def run(x, /, **params):
-        drop = {d: tuple(n for n in c if n) for d, c in enumerate(x.chunks)
-                if 0 in c and len(c) > 1 and not unknown(c) and builtins.sum(c)}
-        x = x.rechunk(drop) if drop else x
+        x = _drop_empty_blocks(x)
         if axes_of is not None:
             axes = axes_of(x, params)
         else:
@@ -118,7 +129,7 @@ def _no_empty_blocks(name, fn, *, scan=False, axes_of=None):
             axes = tuple(range(x.ndim)) if axis is None else tuple(
                 a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
         for d in axes:
-            if unknown(x.chunks[d]):
+            if _unknown_chunks(x.chunks[d]):
                 x = _one_block_along(x, d)
         if not builtins.any(math.isnan(n) for n in x.shape):
             return fn(x, **params)
