@@ -648,6 +648,26 @@ def test_batch_normalization_of_a_batch_of_unknown_size_keeps_the_running_varian
     np.testing.assert_allclose(pg.compute(bn.avg_var)[0], 0.9 + 0.1 * x4[keep[:6]].var((0, 2, 3), ddof=1))
 
 
+def test_batch_normalization_trains_on_a_batch_of_unknown_size():
+    """backward through L.BatchNormalization of x[keep] (shape (nan, 4)) raised "sum_to needs the input
+    shape (nan, 4)" (beta's broadcast): summing the batch axis away needs no size, which the target
+    shape says; and a size the target keeps as a known one is still refused, naming sum_to."""
+    import polygrad.links as L
+
+    x, t = RNG.normal(size=(8, 4)), np.arange(8) % 4
+    keep = np.array([1, 1, 0, 0, 1, 0, 1, 1], bool)
+    ref, bn = L.BatchNormalization(4, dtype="float64"), L.BatchNormalization(4, dtype="float64", backend="dask")
+    F.softmax_cross_entropy(ref(pg.Variable(x[keep], requires_grad=False)), t[keep]).backward()
+    h = pg.Variable(_unknown_rows(x, keep, (2, 4)), requires_grad=False)
+    F.softmax_cross_entropy(bn(h), da.from_array(t, chunks=2)[da.from_array(keep, chunks=2)]).backward()
+    for got, want in zip(pg.compute(bn.gamma.grad, bn.beta.grad), (ref.gamma.grad, ref.beta.grad)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    from polygrad.ops.manipulation import sum_to
+
+    with pytest.raises(UnknownShapeError, match="sum_to"):
+        sum_to(h, (6, 4))
+
+
 def test_functions_needing_a_size_not_known_yet_say_so():
     """static_shape let dask's nan through as a size (only None was refused): the count of batch
     normalization was nan. Where the size is needed it is refused, naming the function; where it is

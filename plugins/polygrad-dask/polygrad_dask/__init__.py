@@ -450,8 +450,13 @@ def _gather(x, key):
     return da.reshape(out, tuple(arrays[0].shape) + tuple(x.shape[k:]))
 
 
+def _nan(n):
+    """Whether the size ``n`` is one dask does not know yet."""
+    return isinstance(n, float) and math.isnan(n)
+
+
 def _check_known(opname, shape, what="shape"):
-    if any(isinstance(n, float) and math.isnan(n) for n in shape):
+    if any(_nan(n) for n in shape):
         raise UnknownShapeError(
             f"polygrad-dask: {opname} needs the {what} {tuple(shape)}, which dask does not know yet: a size came "
             f"from a data-dependent op (boolean-mask indexing, nonzero). Use pg.where(mask, x, 0) instead of "
@@ -553,7 +558,14 @@ def _kernels():
             return xp.reshape(xp.reshape(x, (-1,), copy=copy), shape, copy=copy)
 
     def sum_to(x, shape):
-        _check_known("sum_to", x.shape, "input shape")
+        # The target gives the axes to sum (the leading extra ones, and those it has as 1), which need
+        # no size. Refused: an unknown size the target keeps as a known one (the result's shape would
+        # not be the target's); kept as unknown, it is the broadcast's own, as the target's.
+        shape, lead = tuple(shape), x.ndim - len(shape)
+        if any(_nan(m) and not _nan(n) and n != 1 for n, m in zip(shape, x.shape[lead:])):
+            _check_known("sum_to", x.shape, "input shape")
+        if lead and any(_nan(n) for n in x.shape):  # (the kernel's reshape of the kept sizes needs them known)
+            x = xp.sum(x, axis=tuple(range(lead)))
         return row("sum_to").fwd(xp, x, shape)
 
     def searchsorted(x1, x2, side="left", sorter=None):
