@@ -447,6 +447,23 @@ def test_uint8_labels_with_the_default_ignore_label(xp):
         assert_close(g, np.asarray(pg.to_backend(w.data, "numpy")), rtol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64"])
+def test_accuracy_of_unsigned_labels_equals_that_of_int64_labels(xp, dtype):
+    """uint64 labels beside argmax's int64, which the standard promotes to nothing: accuracy raised
+    from equal on array_api_strict ("int64 and uint64 cannot be type promoted"), naming neither it
+    nor t; eager and compiled, with and without ignore_label."""
+    from polygrad import symbolic as S
+
+    x, labels = arr(xp, X), xp.asarray(T.tolist(), dtype=getattr(xp, dtype))
+    for kw in ({}, {"ignore_label": 1}):
+        want = np.asarray(F.accuracy(x, ints(xp, T), **kw).data)
+        assert_close(F.accuracy(x, labels, **kw), want, rtol=0)
+    s, t = S.matrix("x"), S.vector("t", dtype=dtype)
+    f = pg.function([s, t], [F.accuracy(s, t), F.accuracy(s, t, ignore_label=1)])
+    for got, kw in zip(f(x, labels), ({}, {"ignore_label": 1})):
+        assert_close(got, np.asarray(F.accuracy(x, ints(xp, T), **kw).data), rtol=0)
+
+
 def test_loss_arguments_are_taken_as_meant(xp):
     """normalize="no" (a slip for reduce="no") was taken as True and gave a scalar; a NumPy
     integer ignore_label (t.max(), np.iinfo(...)) was refused; an ignored row's loss with

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from polygrad.backends import get_backend
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import widened_of
+from polygrad.ops._dtypes import dtype_named, widened_of
 from polygrad.functions.nn import _data, _same, _shape, check_ignore_label, check_labels, dtype_kind
 from polygrad.ops import argmax, astype, equal, logical_and, maximum, mean, not_equal, reshape, sum, where
 
@@ -40,6 +44,7 @@ def accuracy(y, t, ignore_label=None):
     pred = argmax(y, axis=1)
     if ts is not None and len(ts) == 1 and pred.ndim != 1:  # symbolic inputs of unknown rank
         pred = reshape(pred, (-1,))
+    pred = _in_labels_dtype(pred, t)
     hit = equal(pred, t)  # functions, not operators: a symbolic t's array has none (== would compare identity)
     if ignore_label is None:
         out = mean(astype(hit, dtype))
@@ -51,3 +56,27 @@ def accuracy(y, t, ignore_label=None):
     if dtype != y.dtype:
         out = astype(out, y.dtype)
     return out if isinstance(out, Variable) else Variable(out, requires_grad=False)
+
+
+def _in_labels_dtype(pred: Any, t: Any) -> Any:
+    """The predicted classes ``pred`` (argmax's signed index dtype) in the dtype of labels ``t`` where
+    the standard promotes the two to none: ``t`` unsigned and at least as wide (uint64 beside int64;
+    array_api_strict refused the comparison). That dtype holds every class, none negative; elsewhere
+    ``equal`` promotes as the standard says."""
+    if pred.dtype is None or t.dtype is None:  # (a symbolic array of a dtype not known yet)
+        return pred
+    (_, pred_bits), (unsigned, bits) = _integer_kind(pred), _integer_kind(t)
+    return astype(pred, t.dtype) if unsigned and bits >= pred_bits else pred
+
+
+def _integer_kind(a: Any) -> tuple:
+    """(whether unsigned, bits) of the integer array ``a``'s dtype; a symbolic array's is a name, asked
+    of the current backend."""
+    a = _data(a)
+    dtype = a.dtype
+    if isinstance(dtype, str):
+        xp = get_backend().xp
+        dtype = dtype_named(xp, dtype, "polygrad.functions.accuracy")
+    else:
+        xp = backend_of_type(type(a)).xp
+    return xp.isdtype(dtype, "unsigned integer"), xp.iinfo(dtype).bits
