@@ -290,6 +290,18 @@ def test_logsumexp_is_stable(xp):
     assert_close(F.logsumexp(arr(xp, x), axis=1), np.array([1000.0, -1000.0]) + np.log(2), rtol=1e-14)
 
 
+@pytest.mark.parametrize("shape, axis", [((4, 0), 1), ((0, 4), None), ((2, 0, 3), (0, 1)), ((0, 4), 1)])
+def test_logsumexp_over_axes_of_no_elements_is_minus_inf(xp, shape, axis):
+    """The log of an empty sum is -inf, as jax and torch give, with an empty gradient: logsumexp over
+    an axis of no elements raised from max ("zero-size array to reduction operation maximum")."""
+    x = pg.Variable(xp.zeros(shape, dtype=xp.float64))
+    with np.errstate(divide="ignore"):  # (log 0, and 1 / 0 in its backward: numpy's warnings)
+        y = F.logsumexp(x, axis=axis)
+        pg.sum(y).backward()
+    assert_close(y, np.full(np.zeros(shape).sum(axis=axis).shape, -np.inf), rtol=0)
+    assert to_np(x.grad).shape == shape
+
+
 @pytest.mark.parametrize("axis", [None, 0, (1, 2)])
 def test_logsumexp_gradients(xp, axis):
     """Gradients of logsumexp agree with central differences, to second order."""

@@ -128,7 +128,8 @@ def logsumexp(x, axis=None):
     The shift is detached: the value does not depend on it, and so the
     gradient is exactly ``softmax(x)`` along ``axis``. Where the maximum is not
     finite the shift is 0, so that a slice of all ``-inf`` gives ``-inf`` and one
-    holding ``+inf`` gives ``+inf`` (``-inf - -inf`` would make them NaN). A float narrower
+    holding ``+inf`` gives ``+inf`` (``-inf - -inf`` would make them NaN); a slice of no
+    elements gives ``-inf`` (the log of an empty sum), as in jax and PyTorch. A float narrower
     than float32 is taken in float32 and given back in its dtype (see
     :func:`~polygrad.ops._dtypes.widened`: a float16 sum of exp stalls at 2048 along an axis
     that is not the last, and is inf past 65504).
@@ -138,12 +139,17 @@ def logsumexp(x, axis=None):
     wide = widened_of(_data(x))
     if wide is not None:
         x = astype(x, wide)
-    m = max(x, axis=axis, keepdims=True)
+    ndim, shape = _data(x).ndim, _data(x).shape
+    # max has no identity: over axes of no elements the shift is their sum, 0 (a slice of nothing,
+    # whose log of an empty sum is -inf, as jax and torch give, with an empty gradient); a bad axis
+    # is left to max and sum to refuse
+    picked = range(ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    empty = builtins.any(isinstance(a, int) and -ndim <= a < ndim and shape[a] == 0 for a in picked)
+    m = (sum if empty else max)(x, axis=axis, keepdims=True)
     if isinstance(m, Variable):
         m = m.detach()
     m = where(isfinite(m), m, 0.0)
     s = log(sum(exp(x - m), axis=axis))
-    ndim = _data(x).ndim
     axes = tuple(range(ndim)) if axis is None else tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
     out = s + squeeze(m, axis=axes) if axes else s + m
     return out if wide is None else astype(out, dtype)
