@@ -302,6 +302,15 @@ def test_logsumexp_over_axes_of_no_elements_is_minus_inf(xp, shape, axis):
     assert to_np(x.grad).shape == shape
 
 
+def test_logsumexp_of_a_0d_array_along_axis_0_is_itself(xp):
+    """sum and max take axis 0 of a 0-d array (as NumPy's do); logsumexp raised ZeroDivisionError."""
+    x = pg.Variable(xp.asarray(0.5, dtype=xp.float64))
+    y = F.logsumexp(x, axis=0)
+    y.backward()
+    assert_close(y, np.asarray(0.5), rtol=1e-15)
+    assert_close(x.grad, np.asarray(1.0), rtol=1e-15)
+
+
 @pytest.mark.parametrize("axis", [None, 0, (1, 2)])
 def test_logsumexp_gradients(xp, axis):
     """Gradients of logsumexp agree with central differences, to second order."""

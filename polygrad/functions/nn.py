@@ -150,7 +150,9 @@ def logsumexp(x, axis=None):
         m = m.detach()
     m = where(isfinite(m), m, 0.0)
     s = log(sum(exp(x - m), axis=axis))
-    axes = tuple(range(ndim)) if axis is None else tuple(a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+    # (a 0-d x: no axis to squeeze; sum and max take axis 0 of it, as NumPy's do)
+    axes = tuple(range(ndim)) if axis is None or not ndim else tuple(
+        a % ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
     out = s + squeeze(m, axis=axes) if axes else s + m
     return out if wide is None else astype(out, dtype)
 
