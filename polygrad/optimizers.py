@@ -28,13 +28,17 @@ follow (see docs/inplace.md).
 An update is all or nothing: every parameter's step is computed first (on a
 lazy backend, computed for real and persisted, once per update, so the lazy
 graph does not grow from step to step), and only then are parameters, states
-and counts replaced. A failure (a bad gradient, a failing chunk) raises naming
-the parameter and leaves everything as it was, gradients included.
+and counts replaced. A failure (a bad gradient, a failing chunk, an overflow
+under ``np.errstate(over="raise")``) raises naming the parameter and leaves
+everything as it was, gradients included: where writing ``param -= delta`` in
+place could raise, the new values are computed first too and then copied in. A
+``post`` hook that fails raises after the step, with a note saying it was applied.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
@@ -336,20 +340,38 @@ class GradientMethod(Optimizer):
             self.call_hooks("pre")
             plan = [self._plan(name, param) for name, param in params if param.grad is not None]
             buffers = self._materialize(plan, self._lazy_buffers())
+            _compute_where_writes_raise(plan, type(self).__name__)
         except BaseException as exc:
             for (_, p), g in zip(params, grads):
                 p._grad = g
             if recover and isinstance(exc, Exception):  # (after Ctrl-C nothing was shown bad: values stay)
                 self._recover_buffers()
             raise
-        self.t += 1
-        for name, param, state, delta, new_state in plan:
-            self._commit(param, state, delta, new_state)
+        done: list = []  # the parameters written, for the note of a failure that cannot happen (see _commit)
+        try:
+            for name, param, state, delta, new_state in plan:
+                self._commit(param, state, delta, new_state)
+                done.append(name)
+        except BaseException as exc:
+            _note(exc, f"polygrad: {type(self).__name__}.update: half applied: parameters {done} were stepped, "
+                       f"{name!r} failed while being written (its array may hold the new values: its version moved), "
+                       f"the others were not (and the count t stays {self.t})")
+            raise
+        self.t += 1  # (counts move once every parameter is written)
         _set_persistents(buffers)
         self._keep_buffers()
         self._forget_dead(len(params))
-        self.call_hooks("post")
+        self._call_post_hooks()
         return loss
+
+    def _call_post_hooks(self) -> None:
+        """The ``post`` hooks, after the step: a failing one says that the step stays applied."""
+        try:
+            self.call_hooks("post")
+        except BaseException as exc:
+            _note(exc, f"polygrad: {type(self).__name__}.update: a post hook failed after the step was applied to "
+                       f"every parameter (the count t is now {self.t})")
+            raise
 
     def _keep_buffers(self) -> None:
         """Remember the persistent values as they are now, known good (at setup, after an update)."""
@@ -424,7 +446,7 @@ class GradientMethod(Optimizer):
                     _rebind(param, new)
         self._keep_buffers()
         self._forget_dead(len(params))
-        self.call_hooks("post")
+        self._call_post_hooks()
         return loss
 
     def update_one(self, param: Variable, state: dict) -> None:
@@ -450,6 +472,11 @@ class GradientMethod(Optimizer):
             delta, new_state = self.step(data, grad, state, state["t"] + 1)
         except Exception as exc:
             raise type(exc)(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: {exc}") from exc
+        shape = tuple(getattr(delta, "shape", ()))
+        if shape != tuple(data.shape) and _broadcast(shape, tuple(data.shape)) != tuple(data.shape):
+            # (found here, before anything is written: `data -= delta` failed at the commit, or rebound a bigger array)
+            raise ValueError(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: its rule's step "
+                             f"is of shape {shape}, the parameter {tuple(data.shape)}")
         return name, param, state, delta, new_state
 
     def _persistents(self) -> list:
@@ -502,9 +529,11 @@ class GradientMethod(Optimizer):
 
     @staticmethod
     def _commit(param: Variable, state: dict, delta: Any, new_state: dict) -> None:
+        """Write one parameter's step, by operations that cannot fail: its new values were computed
+        already where computing them can raise (see :func:`_compute_where_writes_raise`)."""
         new_data = new_state.pop("__data__", None)
-        if new_data is not None:  # lazy: computed and persisted already
-            _rebind(param, new_data)
+        if new_data is not None:  # computed already (and, on a lazy backend, persisted)
+            _assign(param, new_data)
         else:
             _sub_from(param, delta)
         state.update(new_state)
@@ -692,6 +721,120 @@ def _complex(xp: Any, re: Any, im: Any, dtype: Any) -> Any:
     return xp.astype(re, dtype) + xp.astype(im, dtype) * xp.asarray(1j, dtype=dtype)
 
 
+def _note(exc: BaseException, text: str) -> None:
+    if hasattr(exc, "add_note"):  # (Python 3.11+)
+        exc.add_note(text)
+
+
+def _broadcast(a: tuple, b: tuple) -> tuple | None:
+    """The broadcast shape of ``a`` and ``b``, or None where they do not broadcast."""
+    from polygrad.ops.manipulation import broadcast_shapes
+
+    try:
+        return broadcast_shapes(a, b)
+    except ValueError:
+        return None
+
+
+def _compute_where_writes_raise(plan: list, who: str) -> None:
+    """Compute the new values ``data - delta`` of the planned steps (``plan``: see ``_plan``) now,
+    before anything is written, wherever writing them could fail: on a backend that rebinds
+    (the subtraction is out of place there anyway, so this costs nothing), and on one that
+    writes in place whose arithmetic raises where it overflows (numpy under
+    ``np.errstate(over="raise")``): ``data -= delta`` raised there after writing the infinities,
+    with earlier parameters stepped. Elsewhere (the common case) the in-place subtraction cannot
+    fail and stays what the update does, with no copy."""
+    raises: dict = {}
+    for name, param, _, delta, new_state in plan:
+        if "__data__" in new_state:  # (lazy: computed and persisted already)
+            continue
+        data = param._data
+        backend = backend_of_type(type(data))
+        if backend.inplace:
+            key = (backend, data.dtype)
+            if key not in raises:
+                raises[key] = _arithmetic_raises(backend, data.dtype)
+            if not raises[key]:
+                continue
+        xp = backend.xp
+        try:
+            new = data - delta
+            if new.dtype != data.dtype and _kind(xp, new.dtype) == _kind(xp, data.dtype):
+                new = xp.astype(new, data.dtype)  # (as `data -= delta` casts a wider step: within its kind)
+        except Exception as exc:
+            _note(exc, f"polygrad: {who}.update: computing the new values of parameter {name!r} failed; no parameter "
+                       f"was changed")
+            raise
+        new_state["__data__"] = new
+
+
+def _kind(xp: Any, dtype: Any) -> str:
+    return next((k for k in ("complex floating", "real floating") if xp.isdtype(dtype, k)), "other")
+
+
+def _arithmetic_raises(backend: Any, dtype: Any) -> bool:
+    """Whether ``backend``'s arithmetic in ``dtype`` raises where a difference overflows or is
+    invalid, rather than giving inf or NaN (IEEE's default): tried, silently, on two 0-d arrays,
+    as the way to make it raise is the library's own and may change at any time (NumPy's
+    ``np.errstate(over="raise")``); or where a warning it may give (NumPy's default) would be an
+    error (the warnings filters)."""
+    key = (backend.name, str(dtype))
+    probe = _PROBES.get(key, False)
+    if probe is False:
+        probe = _PROBES[key] = _probe_arrays(backend.xp, dtype)
+    if probe is None:
+        return False
+    if _runtime_warnings_raise():
+        return True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            probe[0] - probe[1]  # [max - -max, inf - inf]: an overflow and an invalid difference
+        except Exception:
+            return True
+    return False
+
+
+_PROBES: dict = {}  # (backend name, dtype) -> the operands of _arithmetic_raises, None for a dtype not floating
+
+
+def _probe_arrays(xp: Any, dtype: Any) -> tuple | None:
+    if not xp.isdtype(dtype, ("real floating", "complex floating")):
+        return None
+    big, inf = float(xp.finfo(dtype).max), float("inf")
+    return xp.asarray([big, inf], dtype=dtype), xp.asarray([-big, inf], dtype=dtype)
+
+
+def _runtime_warnings_raise() -> bool:
+    """Whether the warnings filters may make a RuntimeWarning given here an error: the first filter
+    for all of them decides, as in ``warnings``; one for some messages or modules only counts
+    where it would raise (so the answer errs on the safe side)."""
+    for action, message, category, module, lineno in warnings.filters:
+        if issubclass(RuntimeWarning, category):
+            if message is None and module is None and not lineno:
+                return action == "error"
+            if action == "error":
+                return True
+    return False
+
+
+def _assign(param: Variable, new: Any) -> None:
+    """Make ``new`` (computed) the data of ``param``: copied into its array where the backend
+    writes in place (the copy of an array of its dtype and shape does no arithmetic: it cannot
+    raise), else rebound; either way the version moves and the views follow."""
+    old = param._data
+    if backend_of_type(type(old)).inplace and new.dtype == old.dtype and tuple(new.shape) == tuple(old.shape):
+        views = param._direct_views()
+        try:
+            old[...] = new
+        except (TypeError, ValueError, AttributeError):  # read-only: rebound below
+            pass
+        else:
+            _updated_in_place(param, views)
+            return
+    _rebind(param, new)
+
+
 def _sub_from(param: Variable, delta: Any) -> None:
     """``param.data -= delta``, as ``param -= delta`` under ``no_backprop_mode`` does it: in place
     where the backend writes in place, else by rebinding; either way the version moves and the
@@ -704,6 +847,9 @@ def _sub_from(param: Variable, delta: Any) -> None:
             new = old.__isub__(delta)
         except (TypeError, ValueError, AttributeError):  # read-only, or a dtype the standard will not write
             new = NotImplemented
+        except BaseException:  # (excluded up front: see _compute_where_writes_raise) it may have written
+            _updated_in_place(param, views)
+            raise
         if new is old:
             _updated_in_place(param, views)
             return

@@ -171,3 +171,70 @@ def test_a_failing_backward_retains_no_intermediate_grad():
     handle.remove()
     y.backward(retain_grad=True)
     np.testing.assert_array_equal(h.grad, [2.0, 2.0])
+
+
+def _overflowing_link():
+    """``a`` steps fine; ``b`` (float32 3e38, gradient -1e38 at lr 1) overflows to inf."""
+    a = pg.Variable(np.array([1.0], np.float32))
+    b = pg.Variable(np.array([3e38], np.float32))
+    a.grad, b.grad = np.array([0.5], np.float32), np.array([-1e38], np.float32)
+    return a, b, pg.Link(a=a, b=b)
+
+
+@pytest.mark.parametrize("kind", ["optimizers", "optim"])
+def test_an_update_that_overflows_under_errstate_raise_changes_nothing(kind):
+    """Under np.errstate(over="raise") the write ``b -= delta`` raised after /a was stepped, t
+    advanced, and with b's array written (inf) but its version still 0; a retry stepped /a twice."""
+    a, b, link = _overflowing_link()
+    opt = (pg.optimizers.SGD(lr=1.0).setup(link) if kind == "optimizers" else pg.optim.SGD(link.params(), lr=1.0))
+    rule = opt if kind == "optimizers" else opt._rule
+    saved = pg.sum(b * pg.Variable(np.array([1.0], np.float32)))  # a graph that saved b
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError) as info:
+        opt.update() if kind == "optimizers" else opt.step()
+    assert ("'/b'" if kind == "optimizers" else "'/1'") in "\n".join(getattr(info.value, "__notes__", []))
+    assert rule.t == 0 and (a.version, b.version) == (0, 0)
+    assert float(a.data[0]) == 1.0 and float(b.data[0]) == np.float32(3e38)
+    saved.backward()  # b was not written: its saved values are still right
+    b.grad = np.array([0.0], np.float32)
+    opt.update() if kind == "optimizers" else opt.step()
+    assert float(a.data[0]) == 0.5 and rule.t == 1 and a.version == 1
+
+
+def test_an_update_whose_overflow_warning_is_an_error_changes_nothing():
+    """The same where numpy warns (its default) and the warnings filters make that an error."""
+    import warnings
+
+    a, b, link = _overflowing_link()
+    opt = pg.optimizers.SGD(lr=1.0).setup(link)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(RuntimeWarning):
+            opt.update()
+    assert opt.t == 0 and float(a.data[0]) == 1.0 and float(b.data[0]) == np.float32(3e38)
+
+
+def test_an_update_writes_in_place_where_arithmetic_does_not_raise():
+    """The common case keeps the in-place write (no copy of the new values): an overflow gives inf
+    with numpy's warning, the parameter's array is the same object, its version moves."""
+    a, b, link = _overflowing_link()
+    before = b.data
+    with np.errstate(over="ignore"):
+        pg.optimizers.SGD(lr=1.0).setup(link).update()
+    assert b.data is before and np.isinf(b.data[0]) and b.version == 1 and float(a.data[0]) == 0.5
+
+
+def test_a_failing_post_hook_says_the_step_was_applied():
+    """A post hook runs after the step: its error keeps its type and gets a note that every
+    parameter was stepped and t advanced, so a retry is not taken for a fresh attempt."""
+    a = pg.Variable(np.array([1.0]))
+    opt = pg.optimizers.SGD(lr=0.5).setup(pg.Link(a=a))
+    a.grad = np.array([1.0])
+
+    def fail(optimizer):
+        raise RuntimeError("post hook failed")
+
+    opt.add_hook(fail, timing="post")
+    with pytest.raises(RuntimeError, match="post hook failed") as info:
+        opt.update()
+    assert any("step was applied" in n and "t is now 1" in n for n in info.value.__notes__)
+    assert opt.t == 1 and float(a.data[0]) == 0.5
