@@ -238,3 +238,42 @@ def test_a_failing_post_hook_says_the_step_was_applied():
         opt.update()
     assert any("step was applied" in n and "t is now 1" in n for n in info.value.__notes__)
     assert opt.t == 1 and float(a.data[0]) == 0.5
+
+
+def _failing_chunk(block):
+    raise OSError("chunk read failed")
+
+
+def test_addgrads_that_fails_to_move_a_gradient_adds_none():
+    """addgrads moved each gradient inside its add loop: a dask gradient whose chunk failed raised
+    after /a's gradient was added, and the retry counted it twice. Now nothing is added, and the
+    error names /b."""
+    da = pytest.importorskip("dask.array")
+    a, b = pg.Variable(np.zeros(3)), pg.Variable(np.zeros(3))
+    a.grad, b.grad = np.ones(3), np.ones(3)
+    mine = pg.Link(a=a, b=b)
+    qa, qb = pg.Variable(da.zeros(3, chunks=3)), pg.Variable(da.zeros(3, chunks=3))
+    qa.grad, qb.grad = da.ones(3, chunks=3), da.ones(3, chunks=3).map_blocks(_failing_chunk, dtype=float)
+    theirs = pg.Link(a=qa, b=qb)
+    with pytest.raises(OSError, match=r"addgrads: .*/b.*no gradient was added.*chunk read failed"):
+        mine.addgrads(theirs)
+    np.testing.assert_array_equal(a.grad, np.ones(3))
+    np.testing.assert_array_equal(b.grad, np.ones(3))
+    qb.grad = da.ones(3, chunks=3)
+    mine.addgrads(theirs)
+    np.testing.assert_array_equal(a.grad, 2 * np.ones(3))
+    np.testing.assert_array_equal(b.grad, 2 * np.ones(3))
+
+
+def test_addgrads_of_a_dtype_the_backend_lacks_adds_none():
+    """float16 gradients into a model on array_api_strict (no float16): /l1's were added before
+    /l2's failed to move; now none is, and the error names /l2/W."""
+    import polygrad.links as L
+
+    mine = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3)).to_backend("array_api_strict")
+    theirs = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3, dtype="float16"))
+    for p in theirs.params():
+        p.grad = np.ones(p.shape, p.data.dtype)
+    with pytest.raises(TypeError, match="/l2/W"):
+        mine.addgrads(theirs)
+    assert all(p.grad is None for p in mine.params())

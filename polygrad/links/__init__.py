@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
-from polygrad.core.variable import Variable, kind_of
+from polygrad.core.variable import Variable, admit_grad, kind_of
 from polygrad.optimizers import require_leaf
 
 __all__ = [
@@ -210,7 +210,10 @@ class Link:
         ``addgrads``: sum the gradients that copies of a model computed). The links must have the
         same parameters, of the same shapes and kinds of dtype; each pair is checked before any
         gradient is added. A gradient of another precision is added into this one, which keeps its
-        dtype (Chainer's in-place ``+=``)."""
+        dtype (Chainer's in-place ``+=``). All or nothing: every sum is computed (each gradient
+        moved to this link's backend first) before any gradient is replaced, so a failure (a
+        dtype the backend lacks, a chunk that fails to compute) names the parameter and adds
+        nothing."""
         mine, theirs = dict(self.namedparams()), dict(link.namedparams())
         if mine.keys() != theirs.keys():
             missing, extra = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
@@ -227,8 +230,24 @@ class Link:
                 have = "not initialized" if p.data is None else f"{p.dtype} {tuple(p.shape)}"
                 raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has {what} of "
                                  f"{other.dtype} {tuple(other.shape)}, here it is {have}")
+        sums = []
         for name, p in mine.items():
-            p.addgrad(theirs[name])
+            g = theirs[name].grad
+            if g is None:
+                continue
+            try:
+                xp = p.xp
+                if backend_of_type(type(g)) is not p.backend:
+                    g = to_backend(g, p.backend.name)
+                elif p._grad is None:
+                    g = xp.asarray(g, copy=True)  # p.grad never shares the other's array
+                new = g if p._grad is None else p.grad + g
+                sums.append((p, admit_grad(new, p.data, f"the gradient of {name}", user=True)))
+            except Exception as exc:
+                _reraise_naming(exc, f"polygrad: addgrads: adding {type(link).__name__}'s gradient of {name} failed "
+                                     f"(no gradient was added)")
+        for p, new in sums:
+            p.grad = new
 
     def to_backend(self, name: str) -> "Link":
         """Move this link's parameters (with their gradients) and persistent arrays to
@@ -574,6 +593,20 @@ class Sequential(ChainList):
     def __repr__(self) -> str:
         names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
         return f"Sequential({names})"
+
+
+def _reraise_naming(exc: Exception, what: str) -> None:
+    """Raise ``exc`` again with ``what`` (the method, the value, what was changed) in front of its
+    message, of its type; where that type cannot be made from a message, ``exc`` with a note."""
+    try:
+        again = type(exc)(f"{what}: {exc}")
+    except Exception:
+        again = None
+    if again is None:
+        if hasattr(exc, "add_note"):
+            exc.add_note(what)
+        raise exc
+    raise again from exc
 
 
 def _as_dtype(xp: Any, dtype: Any) -> Any:
