@@ -146,55 +146,70 @@ class SerialIterator:
     def __next__(self) -> list:
         if not self._repeat and self.epoch > 0:
             raise StopIteration
-        if self._order is None:  # in order: a data set that grew (or shrank) is read to its end
-            self._size = _length(self.dataset)
-        n = self._size
+        # In order, a data set that grew (or shrank) is read to its end.
+        n = _length(self.dataset) if self._order is None else self._size
         if not n:
             raise ValueError("polygrad.iterators.SerialIterator: the dataset is empty: there is no minibatch to make")
+        # The minibatch is made on local copies of the state, assigned once it is complete: a read that
+        # fails (a transient I/O error at an epoch's end) leaves the iterator as it was, and the retry
+        # gives this minibatch, with the orders already drawn for it (kept, so that it does not shuffle anew).
+        epoch, order, i = self.epoch, self._order, self.current_position
+        key = (epoch, i, id(order))
+        kept = self.__dict__.pop("_drawn", None)
+        drawn = list(kept[1]) if kept is not None and kept[0] == key else []
+        orders: list = []
+
+        def draw(position: int) -> list[int]:
+            orders.append(drawn.pop(0) if drawn else self._next_order(order, position, n))
+            return orders[-1]
+
+        try:
+            i_end = i + self.batch_size
+            batch = self._examples(order, i, min(i_end, n))
+            new_epoch = i_end >= n
+            position = i_end
+            if new_epoch:
+                epoch += 1
+                position = 0
+                if not self._repeat and order is not None:
+                    order = draw(i)  # the end of every epoch draws the next order, as Chainer's
+                if self._repeat:
+                    # Complete the minibatch from the next epochs: several of them when batch_size
+                    # exceeds the dataset (every minibatch has batch_size examples).
+                    rest = self.batch_size - len(batch)  # (i_end - n, unless the dataset shrank below i)
+                    while True:
+                        if order is not None:
+                            order = draw(i)
+                        i = 0
+                        if rest < n:
+                            break
+                        batch.extend(self._examples(order, 0, n))
+                        epoch += 1
+                        rest -= n
+                    batch.extend(self._examples(order, 0, rest))
+                    position = rest
+        except BaseException:
+            if orders:
+                self._drawn = (key, orders)
+            raise
+        self._size = n
         self._previous_epoch_detail = self.epoch_detail
-        i = self.current_position
-        i_end = i + self.batch_size
-        batch = self._examples(i, min(i_end, n))
-        if i_end >= n:
-            self.epoch += 1
-            self.is_new_epoch = True
-            self.current_position = 0
-            if not self._repeat and self._order is not None:
-                self._order = self._next_order(i)  # the end of every epoch draws the next order, as Chainer's
-            if self._repeat:
-                # Complete the minibatch from the next epochs: several of them when batch_size
-                # exceeds the dataset (every minibatch has batch_size examples).
-                rest = self.batch_size - len(batch)  # (i_end - n, unless the dataset shrank below i)
-                while True:
-                    if self._order is not None:
-                        self._order = self._next_order(i)
-                    i = 0
-                    if rest < n:
-                        break
-                    batch.extend(self._examples(0, n))
-                    self.epoch += 1
-                    rest -= n
-                batch.extend(self._examples(0, rest))
-                self.current_position = rest
-        else:
-            self.is_new_epoch = False
-            self.current_position = i_end
+        self.epoch, self._order, self.current_position, self.is_new_epoch = epoch, order, position, new_epoch
         return batch
 
     next = __next__  # Chainer's spelling
 
-    def _examples(self, start: int, stop: int) -> list:
-        order = self._order
+    def _examples(self, order: list[int] | None, start: int, stop: int) -> list:
         dataset = self.dataset
         if order is None:
             return [dataset[k] for k in range(start, stop)]
         return [dataset[k] for k in order[start:stop]]
 
-    def _next_order(self, position: int) -> list[int]:
-        order = [int(k) for k in self.order_sampler(self._order, position)]
-        if len(order) != self._size:
+    def _next_order(self, current: list[int], position: int, n: int) -> list[int]:
+        order = [int(k) for k in self.order_sampler(current, position)]
+        if len(order) != n:
             raise ValueError(
-                f"polygrad.iterators.SerialIterator: the order sampler gave {len(order)} indices for {self._size} examples"
+                f"polygrad.iterators.SerialIterator: the order sampler gave {len(order)} indices for {n} examples"
             )
         return order
 
@@ -219,9 +234,9 @@ class SerialIterator:
         self.is_new_epoch = False
         self._previous_epoch_detail = -1.0
         self._order = None
+        self.__dict__.pop("_drawn", None)
         if self._shuffle:
-            self._order = list(range(self._size))
-            self._order = self._next_order(0)
+            self._order = self._next_order(list(range(self._size)), 0, self._size)
 
     def finalize(self) -> None:
         """Nothing to release (Chainer's iterators have it)."""

@@ -785,3 +785,67 @@ def test_an_installed_numpy_plugin_without_the_npz_hooks_is_named(monkeypatch, t
     monkeypatch.setattr(R.Backend, "can_do_npz", lambda self: False)
     with pytest.raises(RuntimeError, match=r"plugin providing the numpy backend \(plugin .numpy. of polygrad-numpy\), which has none.*upgrade it"):
         pg.serializers.save_npz(tmp_path / "m.npz", pg.links.Linear(2, 2))
+
+
+class _Flaky:
+    """A data set whose read of example ``fail_at`` raises once (a transient I/O error)."""
+
+    def __init__(self, n):
+        self.n, self.fail_at = n, None
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, k):
+        if k == self.fail_at:
+            self.fail_at = None
+            raise OSError(f"transient read error at {k}")
+        return k
+
+
+def _state(it):
+    return it.epoch, it.current_position, it.is_new_epoch, it.epoch_detail, it.previous_epoch_detail, it._order
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_serial_iterator_whose_read_fails_at_an_epochs_end_is_left_as_it_was(shuffle):
+    """A read failing while the minibatch is completed from the next epoch left the iterator
+    half-advanced (epoch 1, position 0, is_new_epoch, a new order drawn): the retry lost the
+    examples of the boundary and never reported it. Now the state is as before, and the retry
+    gives what an iterator without the failure gives (the same order drawn, not a new one)."""
+    ref_ds, ds = _Flaky(5), _Flaky(5)
+    ref, it = (pg.iterators.SerialIterator(d, 2, order_sampler=pg.iterators.ShuffleOrderSampler(0)) if shuffle else
+               pg.iterators.SerialIterator(d, 2, shuffle=False) for d in (ref_ds, ds))
+    for _ in range(2):
+        assert next(ref) == next(it)
+    expected = next(ref)
+    before = _state(it)
+    # the example of the next epoch that completes the minibatch
+    ds.fail_at = expected[-1]
+    with pytest.raises(OSError, match="transient"):
+        next(it)
+    assert _state(it) == before
+    assert next(it) == expected and _state(it) == _state(ref)
+    for _ in range(4):
+        assert next(it) == next(ref)
+
+
+def test_a_serial_iterator_without_repeat_whose_order_sampler_fails_keeps_its_last_batch():
+    """repeat=False: an order sampler that fails at the end of the epoch lost the last minibatch."""
+    calls = []
+
+    class Once(pg.iterators.OrderSampler):
+        def __call__(self, order, position):
+            calls.append(position)
+            if len(calls) == 2:  # the draw at the epoch's end
+                raise RuntimeError("sampler failed")
+            return list(range(len(order)))
+
+    it = pg.iterators.SerialIterator(list(range(3)), 2, repeat=False, order_sampler=Once())
+    assert next(it) == [0, 1]
+    with pytest.raises(RuntimeError, match="sampler failed"):
+        next(it)
+    assert (it.epoch, it.current_position) == (0, 2)
+    assert next(it) == [2] and it.epoch == 1 and it.is_new_epoch
+    with pytest.raises(StopIteration):
+        next(it)
