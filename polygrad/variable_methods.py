@@ -324,9 +324,13 @@ def _to_device(device: str) -> Any:
                     f"function's backward (a {x.backend.name!r} leaf got a {target.name!r} .grad); move the "
                     f"leaves (the parameters) instead, or take x.{'cpu' if device == 'cpu' else 'cuda'}() for "
                     f"a copy without a graph")
-            x.data = to_backend(x.data, target.name)
-            if x._grad is not None:
-                x._grad = to_backend(x.grad, target.name)
+            # Both moved before either is assigned: a gradient that fails to move (a dask chunk) left
+            # the data moved and the gradient behind.
+            data = to_backend(x.data, target.name)
+            grad = None if x._grad is None else to_backend(x.grad, target.name)
+            x.data = data
+            if grad is not None:
+                x._grad = grad
         return x
 
     method.__doc__ = method.__doc__.format(device=device)

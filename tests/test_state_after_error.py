@@ -277,3 +277,54 @@ def test_addgrads_of_a_dtype_the_backend_lacks_adds_none():
     with pytest.raises(TypeError, match="/l2/W"):
         mine.addgrads(theirs)
     assert all(p.grad is None for p in mine.params())
+
+
+def _backend_of(a):
+    return type(a).__module__.split(".")[0]
+
+
+def test_to_backend_that_fails_at_a_later_child_moves_nothing():
+    """Chain.to_backend moved /l1 (parameters and gradient) before /l2's float16 weight failed to
+    go to array_api_strict: the model was left on two backends. Now nothing moves, the error names
+    /l2/W, and the chain still creates parameters on its old backend."""
+    import polygrad.links as L
+
+    m = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3, dtype="float16"))
+    m.l1.W.grad = np.ones((3, 2), np.float32)
+    with pytest.raises(TypeError, match=r"to_backend\('array_api_strict'\): moving parameter /l2/W failed"):
+        m.to_backend("array_api_strict")
+    assert {_backend_of(p.data) for p in m.params()} == {"numpy"} and _backend_of(m.l1.W.grad) == "numpy"
+    assert m._backend_name != "array_api_strict" and m.l1._backend_name != "array_api_strict"
+
+
+def test_to_backend_whose_chunk_fails_to_compute_moves_nothing():
+    da = pytest.importorskip("dask.array")
+    a = pg.Variable(da.ones(3, chunks=3))
+    b = pg.Variable(da.ones(3, chunks=3).map_blocks(_failing_chunk, dtype=float))
+    link = pg.Link(a=a, b=b)
+    with pytest.raises(OSError, match="moving parameter /b failed"):
+        link.to_backend("numpy")
+    assert (_backend_of(a.data), _backend_of(b.data)) == ("dask", "dask")
+
+
+def test_to_backend_to_a_backend_not_usable_here_marks_nothing():
+    """A refused move still set the links' backend for parameters not initialized yet."""
+    import polygrad.links as L
+
+    usable = {n for n, s in pg.backends().items() if s.usable}
+    if "cupy" in usable:
+        pytest.skip("cupy is usable here")
+    m = pg.Chain(l1=L.Linear(None, 3), l2=L.Linear(2, 3))
+    with pytest.raises(RuntimeError):
+        m.to_backend("cupy")
+    assert "cupy" not in (m._backend_name, m.l1._backend_name, m.l2._backend_name)
+
+
+def test_variable_to_cpu_whose_gradient_fails_to_move_moves_nothing():
+    """Variable.to_cpu moved .data before .grad: a failing gradient chunk left them on two backends."""
+    da = pytest.importorskip("dask.array")
+    x = pg.Variable(da.ones(3, chunks=3))
+    x.grad = da.ones(3, chunks=3).map_blocks(_failing_chunk, dtype=float)
+    with pytest.raises(OSError):
+        x.to_cpu()
+    assert (_backend_of(x.data), _backend_of(x.grad)) == ("dask", "dask")

@@ -253,22 +253,56 @@ class Link:
         """Move this link's parameters (with their gradients) and persistent arrays to
         backend ``name``, in place; returns self. Parameters not initialized yet
         will be created there. Children are moved with their own ``to_backend``,
-        so a child that overrides it is moved its way."""
+        so a child that overrides it is moved its way.
+
+        All or nothing for the links moved the default way: every array is moved before
+        any is replaced, so a failure (a dtype the backend lacks, a chunk that fails to
+        compute, a backend not usable here) names the value and moves nothing. A child
+        that overrides ``to_backend`` is moved after them, and its error says so."""
+        get_backend(name).require_usable()  # (a link with nothing initialized was marked for it anyway)
+        moves: list = []  # (param, data, grad) and (link, persistent name, value)
+        links: list = []  # the links moved the default way
+        custom: list = []  # (path, child) for the children that override to_backend
+        self._plan_move(name, "", moves, links, custom, set())
+        for owner, attr, value in moves:
+            if isinstance(owner, Variable):
+                owner.data = attr
+                if value is not None:
+                    owner.grad = value
+            else:
+                object.__setattr__(owner, attr, value)
+        for link in links:
+            link.__dict__.pop("_replaced", None)  # (values of the old backend)
+            object.__setattr__(link, "_backend_name", name)  # where parameters not initialized yet will be created
+        for path, child in custom:
+            try:
+                child.to_backend(name)
+            except Exception as exc:
+                _reraise_naming(exc, f"polygrad: to_backend({name!r}): the child {path} (its own to_backend) failed "
+                                     f"after the links moved the default way were moved")
+        return self
+
+    def _plan_move(self, name: str, prefix: str, moves: list, links: list, custom: list, seen: set) -> None:
+        """Append to ``moves`` this link's arrays (and its children's, those moved the default way)
+        moved to backend ``name``, changing nothing (see :meth:`to_backend`)."""
         for pname in self._params:
             p = getattr(self, pname)
-            if p.data is not None:
-                p.data = to_backend(p.data, name)
-                if p.grad is not None:
-                    p.grad = to_backend(p.grad, name)
+            if p.data is not None and id(p) not in seen:
+                seen.add(id(p))
+                path = f"{prefix}/{pname}"
+                grad = p.grad
+                moves.append((p, _moved_to(p.data, name, f"parameter {path}"),
+                              None if grad is None else _moved_to(grad, name, f"the gradient of parameter {path}")))
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             if is_array(value):
-                object.__setattr__(self, pname, to_backend(value, name))
-        self.__dict__.pop("_replaced", None)  # (values of the old backend)
-        object.__setattr__(self, "_backend_name", name)  # where parameters not initialized yet will be created
-        for _, child in self._named_children():
-            child.to_backend(name)
-        return self
+                moves.append((self, pname, _moved_to(value, name, f"persistent value {prefix}/{pname}")))
+        links.append(self)
+        for cname, child in self._named_children():
+            if type(child).to_backend is not Link.to_backend:
+                custom.append((f"{prefix}/{cname}", child))
+            else:
+                child._plan_move(name, f"{prefix}/{cname}", moves, links, custom, seen)
 
     def _creation_site(self) -> tuple[Any, Any]:
         """The backend and dtype in which this link creates a parameter it has not
@@ -593,6 +627,14 @@ class Sequential(ChainList):
     def __repr__(self) -> str:
         names = ", ".join(getattr(layer, "__name__", type(layer).__name__) for layer in self._layers)
         return f"Sequential({names})"
+
+
+def _moved_to(array: Any, name: str, what: str) -> Any:
+    """``array`` on backend ``name``; an error naming ``what`` (the value, by its path) where it cannot go."""
+    try:
+        return to_backend(array, name)
+    except Exception as exc:
+        _reraise_naming(exc, f"polygrad: to_backend({name!r}): moving {what} failed (nothing was moved)")
 
 
 def _reraise_naming(exc: Exception, what: str) -> None:
