@@ -577,7 +577,7 @@ def test_copyparams_refuses_a_dtype_of_a_higher_kind(src, dst):
     imaginary parts and made bools of integers; Chainer and load_npz refuse such copies."""
     source = pg.Link(w=pg.Variable(np.array([1.7, -2.5]).astype(src), requires_grad=False))
     target = pg.Link(w=pg.Variable(np.zeros(2, dtype=dst), requires_grad=False))
-    with pytest.raises(TypeError, match="copyparams: parameter 'w' holds .* cannot take without changing"):
+    with pytest.raises(TypeError, match="copyparams: parameter '/w' holds .* cannot take without changing"):
         target.copyparams(source)
     np.testing.assert_array_equal(target.w.data, np.zeros(2, dtype=dst))
 
@@ -683,3 +683,24 @@ def test_a_parameter_that_is_no_leaf_is_refused_where_it_is_registered():
     assert link.W.is_leaf
     with pg.no_backprop_mode():  # the hint's way
         pg.Link(W=pg.Variable(np.array([1.0])) * 0.5)
+
+
+def test_copyparams_shape_error_names_the_parameter_by_its_path(xp):
+    """copyparams' shape error said only "shape (5, 2) does not match (4, 2)", though it had the name."""
+    dst = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 4))
+    src = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 5))
+    with pytest.raises(ValueError, match=r"copyparams: parameter '/l2/W' of the other link has shape \(5, 2\), "
+                                         r"this link's \(4, 2\)"):
+        dst.copyparams(src)
+
+
+def test_to_backend_and_addgrads_errors_name_the_parameter():
+    """to_backend and addgrads failing to move one array named neither the parameter nor the link path."""
+    m = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3, dtype="float16"))
+    with pytest.raises(TypeError, match=r"to_backend\('array_api_strict'\): moving parameter '/l2/W' failed"):
+        m.to_backend("array_api_strict")
+    mine = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3)).to_backend("array_api_strict")
+    for p in m.params():
+        p.grad = np.ones(p.shape, p.data.dtype)
+    with pytest.raises(TypeError, match=r"addgrads: adding Chain's gradient of /l2/W failed"):
+        mine.addgrads(m)

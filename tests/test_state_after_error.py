@@ -291,7 +291,7 @@ def test_to_backend_that_fails_at_a_later_child_moves_nothing():
 
     m = pg.Chain(l1=L.Linear(2, 3), l2=L.Linear(2, 3, dtype="float16"))
     m.l1.W.grad = np.ones((3, 2), np.float32)
-    with pytest.raises(TypeError, match=r"to_backend\('array_api_strict'\): moving parameter /l2/W failed"):
+    with pytest.raises(TypeError, match=r"to_backend\('array_api_strict'\): moving parameter '/l2/W' failed"):
         m.to_backend("array_api_strict")
     assert {_backend_of(p.data) for p in m.params()} == {"numpy"} and _backend_of(m.l1.W.grad) == "numpy"
     assert m._backend_name != "array_api_strict" and m.l1._backend_name != "array_api_strict"
@@ -302,7 +302,7 @@ def test_to_backend_whose_chunk_fails_to_compute_moves_nothing():
     a = pg.Variable(da.ones(3, chunks=3))
     b = pg.Variable(da.ones(3, chunks=3).map_blocks(_failing_chunk, dtype=float))
     link = pg.Link(a=a, b=b)
-    with pytest.raises(OSError, match="moving parameter /b failed"):
+    with pytest.raises(OSError, match="moving parameter '/b' failed"):
         link.to_backend("numpy")
     assert (_backend_of(a.data), _backend_of(b.data)) == ("dask", "dask")
 

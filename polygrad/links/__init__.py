@@ -289,14 +289,14 @@ class Link:
             p = getattr(self, pname)
             if p.data is not None and id(p) not in seen:
                 seen.add(id(p))
-                path = f"{prefix}/{pname}"
+                path = repr(f"{prefix}/{pname}")
                 grad = p.grad
                 moves.append((p, _moved_to(p.data, name, f"parameter {path}"),
                               None if grad is None else _moved_to(grad, name, f"the gradient of parameter {path}")))
         for pname in getattr(self, "_persistent", ()):
             value = getattr(self, pname)
             if is_array(value):
-                moves.append((self, pname, _moved_to(value, name, f"persistent value {prefix}/{pname}")))
+                moves.append((self, pname, _moved_to(value, name, f"persistent value '{prefix}/{pname}'")))
         links.append(self)
         for cname, child in self._named_children():
             if type(child).to_backend is not Link.to_backend:
@@ -348,16 +348,17 @@ class Link:
         """
         params: list = []
         persistents: list = []
-        self._plan_copy(link, copy_persistent, params, persistents)
+        self._plan_copy(link, copy_persistent, params, persistents, "")
         for owner, pname, value in params:
             owner._set_param(pname, value)
         for owner, name, value in persistents:
             owner._note_replaced(name)
             object.__setattr__(owner, name, value)
 
-    def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list) -> None:
+    def _plan_copy(self, link: "Link", copy_persistent: bool, params: list, persistents: list, prefix: str) -> None:
         """Check ``link`` against this link and its children, appending the copies
-        ``copyparams`` assigns: ``(link, parameter name, array)`` and ``(link, name, value)``."""
+        ``copyparams`` assigns: ``(link, parameter name, array)`` and ``(link, name, value)``;
+        ``prefix``: this link's path in the one copied into (``/l2``), for the errors."""
         src = dict(link.__dict__)
         for pname in self._params:
             p, q = getattr(self, pname), src.get(pname)
@@ -367,14 +368,16 @@ class Link:
                 raise ValueError(f"polygrad: copyparams: parameter {pname!r} of {type(link).__name__} is not "
                                  "initialized yet, and this link's is: run the other link once first")
             if q.data is not None:
-                params.append((self, pname, self._copy_into(q.data, p.data, cast=True, what=f"parameter {pname!r}")))
+                params.append((self, pname, self._copy_into(q.data, p.data, cast=True,
+                                                             what=f"parameter '{prefix}/{pname}'")))
         if copy_persistent:
             for pname in getattr(self, "_persistent", ()):
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
                 if is_array(value):
-                    value = self._copy_into(value, getattr(self, pname), cast=False, what=f"persistent value {pname!r}")
+                    value = self._copy_into(value, getattr(self, pname), cast=False,
+                                            what=f"persistent value '{prefix}/{pname}'")
                 else:  # (a list or a dict was shared by the two links)
                     value = copy.deepcopy(value)
                 persistents.append((self, pname, value))
@@ -382,7 +385,7 @@ class Link:
         for cname, child in self._named_children():
             if cname not in others:
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
-            child._plan_copy(others[cname], copy_persistent, params, persistents)
+            child._plan_copy(others[cname], copy_persistent, params, persistents, f"{prefix}/{cname}")
 
     def _copy_into(self, src: Any, like: Any, cast: bool, what: str) -> Any:
         """A copy of array ``src`` for the value ``like`` (named by ``what``) of this link: on its
@@ -688,7 +691,8 @@ def _copy_like(src: Any, like: Any, what: str) -> Any:
     a higher kind is refused (float into int truncated, int into uint8 wrapped: Chainer and
     ``load_npz`` refuse them too). ``what`` names the value."""
     if like.shape != src.shape:
-        raise ValueError(f"polygrad: copyparams: shape {tuple(src.shape)} does not match {tuple(like.shape)}")
+        raise ValueError(f"polygrad: copyparams: {what} of the other link has shape {tuple(src.shape)}, this "
+                         f"link's {tuple(like.shape)}")
     backend = backend_of_type(type(like))
     xp = backend.xp
     moved = to_backend(src, backend.name)
