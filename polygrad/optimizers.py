@@ -752,7 +752,7 @@ def _compute_where_writes_raise(plan: list, who: str) -> None:
         backend = backend_of_type(type(data))
         if backend.inplace:
             key = (backend, data.dtype)
-            if key not in raises:
+            if key not in raises:  # (asked once per update and dtype)
                 raises[key] = _arithmetic_raises(backend, data.dtype)
             if not raises[key]:
                 continue
@@ -773,36 +773,18 @@ def _kind(xp: Any, dtype: Any) -> str:
 
 
 def _arithmetic_raises(backend: Any, dtype: Any) -> bool:
-    """Whether ``backend``'s arithmetic in ``dtype`` raises where a difference overflows or is
-    invalid, rather than giving inf or NaN (IEEE's default): tried, silently, on two 0-d arrays,
-    as the way to make it raise is the library's own and may change at any time (NumPy's
-    ``np.errstate(over="raise")``); or where a warning it may give (NumPy's default) would be an
-    error (the warnings filters)."""
-    key = (backend.name, str(dtype))
-    probe = _PROBES.get(key, False)
-    if probe is False:
-        probe = _PROBES[key] = _probe_arrays(backend.xp, dtype)
-    if probe is None:
+    """Whether ``backend``'s arithmetic in ``dtype`` may raise where a difference overflows or is
+    invalid, rather than give inf or NaN (IEEE's default, and the Array API standard's): where
+    its namespace keeps an error state (NumPy's ``np.errstate(over="raise")``, read with its
+    ``geterr``), or where a warning it gives then (NumPy's default) would be an error (the
+    warnings filters). Read, not tried: trying meant silencing the warning it gives, and
+    ``warnings.catch_warnings`` changes the filters of every thread."""
+    geterr = getattr(backend.xp, "geterr", None)
+    if geterr is None or not backend.xp.isdtype(dtype, ("real floating", "complex floating")):
         return False
-    if _runtime_warnings_raise():
-        return True
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            probe[0] - probe[1]  # [max - -max, inf - inf]: an overflow and an invalid difference
-        except Exception:
-            return True
-    return False
-
-
-_PROBES: dict = {}  # (backend name, dtype) -> the operands of _arithmetic_raises, None for a dtype not floating
-
-
-def _probe_arrays(xp: Any, dtype: Any) -> tuple | None:
-    if not xp.isdtype(dtype, ("real floating", "complex floating")):
-        return None
-    big, inf = float(xp.finfo(dtype).max), float("inf")
-    return xp.asarray([big, inf], dtype=dtype), xp.asarray([-big, inf], dtype=dtype)
+    state = geterr()
+    modes = (state.get("over"), state.get("invalid"))
+    return "raise" in modes or "call" in modes or ("warn" in modes and _runtime_warnings_raise())
 
 
 def _runtime_warnings_raise() -> bool:
