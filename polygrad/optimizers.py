@@ -532,8 +532,12 @@ class GradientMethod(Optimizer):
         """Write one parameter's step, by operations that cannot fail: its new values were computed
         already where computing them can raise (see :func:`_compute_where_writes_raise`)."""
         new_data = new_state.pop("__data__", None)
+        quiet = new_state.pop("__quiet__", None)
         if new_data is not None:  # computed already (and, on a lazy backend, persisted)
             _assign(param, new_data)
+        elif quiet is not None:  # checked already: written in place with the error state off
+            with quiet(over="ignore", invalid="ignore"):
+                _sub_from(param, delta)
         else:
             _sub_from(param, delta)
         state.update(new_state)
@@ -742,8 +746,11 @@ def _compute_where_writes_raise(plan: list, who: str) -> None:
     (the subtraction is out of place there anyway, so this costs nothing), and on one that
     writes in place whose arithmetic raises where it overflows (numpy under
     ``np.errstate(over="raise")``): ``data -= delta`` raised there after writing the infinities,
-    with earlier parameters stepped. Elsewhere (the common case) the in-place subtraction cannot
-    fail and stays what the update does, with no copy."""
+    with earlier parameters stepped. There the new values are computed as the check, and the
+    step is then written in place all the same, with the namespace's error state off
+    (``errstate``): parameters that share memory (tied weights) get each step in turn, as on the
+    common path (copying the checked values in, the last copy won). Elsewhere (the common case)
+    the in-place subtraction cannot fail and stays what the update does, with no copy."""
     raises: dict = {}
     for name, param, _, delta, new_state in plan:
         if "__data__" in new_state:  # (lazy: computed and persisted already)
@@ -765,7 +772,11 @@ def _compute_where_writes_raise(plan: list, who: str) -> None:
             _note(exc, f"polygrad: {who}.update: computing the new values of parameter {name!r} failed; no parameter "
                        f"was changed")
             raise
-        new_state["__data__"] = new
+        quiet = getattr(xp, "errstate", None) if backend.inplace else None
+        if quiet is not None:
+            new_state["__quiet__"] = quiet
+        else:
+            new_state["__data__"] = new
 
 
 def _kind(xp: Any, dtype: Any) -> str:

@@ -213,6 +213,20 @@ def test_an_update_whose_overflow_warning_is_an_error_changes_nothing():
     assert opt.t == 0 and float(a.data[0]) == 1.0 and float(b.data[0]) == np.float32(3e38)
 
 
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_tied_parameters_get_both_steps_whatever_the_error_state(mode):
+    """Two parameters over one array (a decoder's weight the transposed view of the encoder's):
+    each step is written in turn, as on the common path. Where writing could raise, the checked
+    new values were copied in, and the second copy undid the first step (a lost update)."""
+    buf = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    enc, dec = pg.Variable(buf), pg.Variable(buf.T)
+    opt = pg.optimizers.SGD(lr=1.0).setup(pg.Link(enc=enc, dec=dec))
+    enc.grad, dec.grad = np.full((2, 2), 0.5, np.float32), np.full((2, 2), 0.25, np.float32)
+    with np.errstate(over=mode):
+        opt.update()
+    np.testing.assert_array_equal(buf, np.array([[1.0, 2.0], [3.0, 4.0]], np.float32) - 0.75)
+
+
 def test_an_update_writes_in_place_where_arithmetic_does_not_raise():
     """The common case keeps the in-place write (no copy of the new values): an overflow gives inf
     with numpy's warning, the parameter's array is the same object, its version moves."""
