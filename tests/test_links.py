@@ -544,6 +544,24 @@ def test_addgrads_adds_another_links_gradients():
     np.testing.assert_array_equal(a.W.grad, kept)
 
 
+def test_addgrads_into_a_link_registered_twice_adds_each_names_gradient():
+    """A child registered under two names (a tied layer) gets the other model's gradient under
+    each name, as in Chainer (p.addgrad per name): the all-or-nothing sums were made per name
+    from the old gradient, and the last name's replaced the first's."""
+    mine, other = pg.Chain(), pg.Chain()
+    shared = L.Linear(2, 2)
+    with mine.init_scope():
+        mine.a, mine.b = shared, shared
+    with other.init_scope():
+        other.a, other.b = L.Linear(2, 2), L.Linear(2, 2)
+    for _, p in mine.namedparams():
+        p.grad = np.ones(p.shape, np.float32)
+    for _, q in other.namedparams():
+        q.grad = np.full(q.shape, 10.0, np.float32)
+    mine.addgrads(other)
+    np.testing.assert_array_equal(shared.W.grad, np.full((2, 2), 21.0, np.float32))
+
+
 def test_addgrads_checks_dtype_kinds_before_adding_and_keeps_its_dtypes():
     """A gradient of another kind (complex into real) was refused only when its turn came, after
     the parameters before it had theirs added, by an error that named neither addgrads nor dtypes."""

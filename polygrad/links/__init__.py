@@ -230,23 +230,24 @@ class Link:
                 have = "not initialized" if p.data is None else f"{p.dtype} {tuple(p.shape)}"
                 raise ValueError(f"polygrad: addgrads: {name} of {type(link).__name__} has {what} of "
                                  f"{other.dtype} {tuple(other.shape)}, here it is {have}")
-        sums = []
-        for name, p in mine.items():
+        sums: dict = {}  # id(parameter) -> (parameter, its new gradient): one listed under several names
+        for name, p in mine.items():  # (a link registered twice) gets each name's gradient, as in Chainer
             g = theirs[name].grad
             if g is None:
                 continue
             try:
                 xp = p.xp
+                base = sums[id(p)][1] if id(p) in sums else p.grad
                 if backend_of_type(type(g)) is not p.backend:
                     g = to_backend(g, p.backend.name)
-                elif p._grad is None:
+                elif base is None:
                     g = xp.asarray(g, copy=True)  # p.grad never shares the other's array
-                new = g if p._grad is None else p.grad + g
-                sums.append((p, admit_grad(new, p.data, f"the gradient of {name}", user=True)))
+                new = g if base is None else base + g
+                sums[id(p)] = (p, admit_grad(new, p.data, f"the gradient of {name}", user=True))
             except Exception as exc:
                 _reraise_naming(exc, f"polygrad: addgrads: adding {type(link).__name__}'s gradient of {name} failed "
                                      f"(no gradient was added)")
-        for p, new in sums:
+        for p, new in sums.values():
             p.grad = new
 
     def to_backend(self, name: str) -> "Link":
