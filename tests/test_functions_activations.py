@@ -290,7 +290,8 @@ def test_logsumexp_is_stable(xp):
     assert_close(F.logsumexp(arr(xp, x), axis=1), np.array([1000.0, -1000.0]) + np.log(2), rtol=1e-14)
 
 
-@pytest.mark.parametrize("shape, axis", [((4, 0), 1), ((0, 4), None), ((2, 0, 3), (0, 1)), ((0, 4), 1)])
+@pytest.mark.parametrize("shape, axis", [((4, 0), 1), ((0, 4), None), ((2, 0, 3), (0, 1)), ((0, 4), 1),
+                                         ((4, 0), np.int64(1))])
 def test_logsumexp_over_axes_of_no_elements_is_minus_inf(xp, shape, axis):
     """The log of an empty sum is -inf, as jax and torch give, with an empty gradient: logsumexp over
     an axis of no elements raised from max ("zero-size array to reduction operation maximum")."""

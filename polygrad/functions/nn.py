@@ -15,6 +15,7 @@ from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.function import Function
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable, _same_shape
 from polygrad.core.variable import dtype_kind as _core_dtype_kind
 from polygrad.ops import (astype, clip, exp, expm1, isfinite, log, matmul, matrix_transpose, max, mean, moveaxis,
@@ -144,7 +145,8 @@ def logsumexp(x, axis=None):
     # whose log of an empty sum is -inf, as jax and torch give, with an empty gradient); a bad axis
     # is left to max and sum to refuse
     picked = range(ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
-    empty = builtins.any(isinstance(a, int) and -ndim <= a < ndim and shape[a] == 0 for a in picked)
+    picked = [as_int(a) for a in picked]  # (NumPy's integers too: one integer rule)
+    empty = builtins.any(a is not None and -ndim <= a < ndim and shape[a] == 0 for a in picked)
     m = (sum if empty else max)(x, axis=axis, keepdims=True)
     if isinstance(m, Variable):
         m = m.detach()
