@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import polygrad as pg
-from conftest import arr
+from conftest import arr, to_np
 from polygrad.core.variable import _unrecorded
 
 
@@ -93,6 +93,39 @@ def test_indexing_with_an_array_is_a_copy():
     np.testing.assert_allclose(h.data, [2.0, 2.0, 2.0])
     y.backward()
     np.testing.assert_allclose(x.grad, [8.0, 8.0, 8.0])
+
+
+@pytest.mark.parametrize("key", ["array", "list", "mask"])
+def test_indexing_with_an_array_is_a_copy_that_a_write_into_its_base_leaves(xp, backend_name, key):
+    """s = h[idx] (an index array, a list, a raw mask) is a copy, as in numpy and PyTorch: h[2] = 100 and
+    h += 1 leave s [3, 1] and its gradient on x[2] and x[0]; it followed h ([101, 2], x.grad [2, 0, 0, ...])."""
+    if key == "list" and backend_name != "numpy":
+        pytest.skip("the standard has no list keys")
+    x = pg.Variable(arr(xp, np.arange(1.0, 7.0)))
+    h = x + 0
+    keys = {"array": xp.asarray([2, 0]), "list": [2, 0],
+            "mask": xp.asarray([True, False, True, False, False, False])}
+    s = h[keys[key]]
+    h[2] = 100.0
+    h += 1
+    s2 = pg.sum(s * 2)
+    np.testing.assert_allclose(to_np(s), [3.0, 1.0] if key != "mask" else [1.0, 3.0])
+    s2.backward()
+    np.testing.assert_allclose(_grad(x), [2.0, 0.0, 2.0, 0.0, 0.0, 0.0])
+
+
+def test_a_copy_by_an_index_array_written_back_into_its_base_keeps_its_own_version(xp):
+    """h[idx] = h[idx] * v: the copy h[idx] that multiply saved was not changed, so backward runs
+    (numpy, PyTorch); sharing h's counter raised "modified by an in-place operation"."""
+    x = pg.Variable(arr(xp, [1.0, 2.0, 3.0]))
+    v = pg.Variable(arr(xp, [5.0, 7.0]))
+    h = x * 1
+    idx = xp.asarray([2, 0])
+    s = h[idx]
+    h[idx] = s * v
+    pg.sum(h).backward()
+    np.testing.assert_allclose(_grad(x), [7.0, 1.0, 5.0])
+    np.testing.assert_allclose(_grad(v), [3.0, 1.0])
 
 
 def test_a_view_follows_its_base_written_in_place(xp):

@@ -76,7 +76,7 @@ class Op:
                  "__weakref__")
 
     def __init__(self, name: str, fwd: Callable | None = None, *, broadcasts: bool = False, shapes: bool = False,
-                 differentiable: bool = True, uses_xp: bool = True, view: bool = False, multi: bool = False,
+                 differentiable: bool = True, uses_xp: bool = True, view: bool | Callable = False, multi: bool = False,
                  deterministic: bool = True, node_class: Any = None, unview: Callable | None = None,
                  casts: bool = False, elementwise: bool = False, value_shapes: bool | Callable = False,
                  shape_args: slice = slice(None), remat: bool = False):
@@ -89,7 +89,9 @@ class Op:
         self.node_class = node_class
         self.uses_xp = uses_xp  # False: fwd(*args) is called without the namespace (operators)
         # The output may share memory with input 0 on some backend: it shares input 0's version
-        # counter, and compiled functions copy it before handing it out.
+        # counter, and compiled functions copy it before handing it out. True, or a predicate of
+        # the parameters where only some calls are views (getitem: a basic key; an index array
+        # or a mask makes a copy, with a counter of its own); see :func:`is_view`.
         self.view = view
         # For a view: ``unview(o, base, value, index, **params) -> new base``, the base with this
         # view's part replaced by ``value`` (written with ``o``, differentiable), or None where
@@ -234,6 +236,12 @@ def value_shaped(op: Any, inputs: tuple) -> bool:
     whose shape depends on the input values (``Op.value_shapes``)."""
     rule = op.value_shapes
     return rule(*inputs) if callable(rule) else bool(rule)
+
+
+def is_view(op: Any, params: dict | None) -> bool:
+    """Whether an application of ``op`` with ``params`` is a view of its input 0 (``Op.view``)."""
+    rule = op.view
+    return bool(rule(**(params or {}))) if callable(rule) else bool(rule)
 
 
 def _op_named(name: str) -> Op:

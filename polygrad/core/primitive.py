@@ -23,7 +23,7 @@ from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import (SCALARS, _pinned, _type_cache, backend_of_type, current_backend, describe,
                                     mixed_backends_error)
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
-from polygrad.core.op import GRAPH_OPS, Op, _Meta, raw_ops
+from polygrad.core.op import GRAPH_OPS, Op, _Meta, is_view, raw_ops
 from polygrad.core.variable import Variable, admit, is_floating, new_leaf, note_unrecorded_view
 
 
@@ -534,7 +534,10 @@ def _view_counter(base: Any, v: Variable, record: bool, op: Op, params: dict | N
     """The version counter of ``v``, output ``index`` of a view row: its base's, shared (an
     in-place change through either is seen by both). The view is also remembered, so that it
     follows its base when the base is written in place (a recorded one, its graph too); one made
-    outside recording keeps its row and base (see ``variable.note_unrecorded_view``)."""
+    outside recording keeps its row and base (see ``variable.note_unrecorded_view``). A row that
+    is a view for some parameters only (getitem: a basic key) gives a copy a counter of its own."""
+    if op.view is not True and not is_view(op, params):
+        return Version()
     if not isinstance(base, Variable):
         return None
     box = base._vbox

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from polygrad.core import config
 from polygrad.core.dispatch import SCALARS, _pinned, backend_of_type
 from polygrad.core.node import Version, version_of
-from polygrad.core.op import GRAPH_OPS
+from polygrad.core.op import GRAPH_OPS, is_view
 
 #: Serializes writes of ``.grad``: backward passes running in several threads into one leaf
 #: all land (numpy releases the GIL inside ``+``), and a ``zerograd`` or an assignment is
@@ -53,7 +53,7 @@ def _view_base(node: Any) -> tuple | None:
     """``(base, unview, params)`` when ``node`` is a recorded view of a base (kept alive, or
     taken again when the Variable that held it is gone: a view of a view of ``h``)."""
     op = getattr(node, "op", None)
-    if op is None or not op.view or not node.edges or node.edges[0] is None:
+    if op is None or not is_view(op, node.params) or not node.edges or node.edges[0] is None:
         return None
     base_node, where = node.edges[0]
     base = where if base_node is None else base_node.outputs[where]()
@@ -118,7 +118,8 @@ def _revive(node: Any, index: int) -> "Variable | None":
 def _view_edge(node: Any) -> tuple | None:
     """Where the recorded view ``node`` takes its base from, ``(base node, index)`` (``(None,
     leaf)``); None for a node that is no view row's (a Function's output sharing a counter)."""
-    if not getattr(getattr(node, "op", None), "view", False) or not node.edges:
+    op = getattr(node, "op", None)
+    if op is None or not is_view(op, node.params) or not node.edges:
         return None
     return node.edges[0]
 

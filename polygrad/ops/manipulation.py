@@ -505,8 +505,10 @@ def _is_basic(key: Any) -> bool:
                for k in keys)
 
 
-GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=True,
-                    unview=lambda o, base, value, index, key: o.setitem(base, key, value) if _is_basic(key) else None),
+# A view for a basic key only: an index array or a mask makes a copy (numpy's and PyTorch's
+# rule), which a later write into x leaves as it is.
+GETITEM = defvjp(Op("getitem", lambda xp, x, key: x[key], shapes=True, view=lambda key: _is_basic(key),
+                    unview=lambda o, base, value, index, key: o.setitem(base, key, value)),
                  lambda o, g, ans, x, key: o.getitem_grad(g, key, tuple(x.shape)))
 
 
