@@ -320,6 +320,20 @@ def test_indexing_by_a_one_element_dask_array():
     np.testing.assert_array_equal(pg.compute(h)[0], [0.0, 2.0, 4.0, 6.0, 8.0])
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_repeated_indices_refuse_the_values_gradient_under_create_graph(create_graph):
+    """h[idx] = v with idx naming a position twice: v's gradient is refused when computed, also
+    under create_graph, where v got every write's gradient ([2, 2, 5], not a ValueError)."""
+    x = pg.Variable(da.from_array(np.arange(1.0, 7.0), chunks=2))
+    v = pg.Variable(da.from_array(np.array([10.0, 20.0, 30.0]), chunks=2))
+    h = x * 1
+    h[da.from_array(np.array([1, 1, 4]), chunks=2)] = v
+    loss = pg.sum(h * da.from_array(np.arange(1.0, 7.0), chunks=2))
+    with pytest.raises(ValueError, match="more than once"):
+        _, gv = pg.grad(loss, [x, v], create_graph=create_graph)
+        pg.compute(gv)
+
+
 def _fused_program():
     from polygrad import symbolic as T
 

@@ -687,9 +687,10 @@ def _setitem_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, key: Any) -> An
     masked = _masked_value_grad(o, g, v, key)
     if masked is not None:
         return masked
-    if not _is_basic(key):
-        g = _refuse_repeated_positions(g, key)
-    return o.sum_to(o.getitem(g, key), tuple(v.shape))
+    # An index array may write a position twice: the row of setitem_at's values checks it in its
+    # kernel, so the check runs on every path (lazily on dask, under create_graph too).
+    part = o.getitem(g, key) if _is_basic(key) else o.setitem_value_grad_at(g, key=key)
+    return o.sum_to(part, tuple(v.shape))
 
 
 SETITEM = defvjp(Op("setitem", _setitem_kernel, shapes=True, casts=True),  # (into an integer x: no gradient)
@@ -772,7 +773,8 @@ def _setitem_value_grad_at_kernel(xp: Any, g: Any, *arrays: Any, key: Any) -> An
 
 # setitem with index arrays as inputs (given as Variables). x's gradient is g with zeros where
 # the key writes; the values' gradient is g at the key, checked for repeated positions by a row
-# of its own, so that the check runs at every call of a compiled function too.
+# of its own (setitem's too, for raw index arrays), so that the check runs in its kernel: at
+# every call of a compiled function, and on a lazy backend when computed, also under create_graph.
 def _setitem_at_value_vjp(o: Any, g: Any, ans: Any, x: Any, v: Any, *arrays: Any, key: Any) -> Any:
     masked = _masked_value_grad(o, g, v, _fill_key(key, arrays))
     if masked is None:
@@ -840,8 +842,6 @@ def _refuse_repeated_positions(g: Any, key: Any) -> Any:
     if hits is not None:
         if bool(xp.any(hits > 1)):
             raise ValueError(_REPEATED_POSITIONS)
-        return g
-    if isinstance(g, Variable):  # under create_graph on a lazy backend: checked in debug mode only
         return g
     checked = checked_lazily(counts, _refuse_repeats)
     if checked is counts:
