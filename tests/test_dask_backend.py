@@ -320,6 +320,24 @@ def test_indexing_by_a_one_element_dask_array():
     np.testing.assert_array_equal(pg.compute(h)[0], [0.0, 2.0, 4.0, 6.0, 8.0])
 
 
+@pytest.mark.parametrize("chunks", [2, 6])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_indexing_by_a_one_element_numpy_array(chunks, axis):
+    """X[np.array([4])] (a last minibatch of one) raised AttributeError: the fix of one-element
+    dask indices above reshaped numpy ones too, as if they had chunks."""
+    xn = np.arange(12.0).reshape(6, 2)
+    x = pg.Variable(da.from_array(xn, chunks=chunks))
+    key = np.array([1]) if axis else np.array([4])
+    key = (slice(None), key) if axis else key
+    y = x[key]
+    assert y.shape == xn[key].shape
+    np.testing.assert_array_equal(pg.compute(y)[0], xn[key])
+    pg.sum(y * 2).backward()
+    expected = np.zeros_like(xn)
+    expected[key] = 2.0
+    np.testing.assert_array_equal(pg.compute(x.grad)[0], expected)
+
+
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_repeated_indices_refuse_the_values_gradient_under_create_graph(create_graph):
     """h[idx] = v with idx naming a position twice: v's gradient is refused when computed, also

@@ -254,12 +254,13 @@ def getitem(x, key):
             out = _gather_anywhere(x, keys)
         if out is not None:
             return out
-    if len(arrays) == 1 and tuple(arrays[0].shape) == (1,) and all(
+    import dask.array as da
+
+    if len(arrays) == 1 and isinstance(arrays[0], da.Array) and tuple(arrays[0].shape) == (1,) and all(
             k is arrays[0] or isinstance(k, slice) or k is Ellipsis for k in keys):
         # dask reports x[k] of an axis in one chunk and a dask k of one element (holding 0) with
         # the axis' length (and computes one element): index by the element, then put the axis back
-        import dask.array as da
-
+        # (a numpy k, which dask indexes right, has no chunks to reshape)
         axis = _consumed_axes(keys, x.ndim)[next(i for i, k in enumerate(keys) if k is arrays[0])]
         one = tuple(da.reshape(k, ()) if k is arrays[0] else k for k in keys)
         return da.expand_dims(x[one], axis)
