@@ -15,7 +15,7 @@ from polygrad.core.op import Op, def_linear, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, _same_shape
 from polygrad.ops.elementwise import cast_grad
-from polygrad.ops._dtypes import check_number_fits, index_dtype
+from polygrad.ops._dtypes import check_number_fits, default_dtypes, index_dtype
 from polygrad.ops._export import names, public
 
 
@@ -808,14 +808,18 @@ def setitem_value_grad_at(g, *arrays, key):
 
 
 def _hits(g: Any, key: Any) -> Any:
-    """How many times ``x[key] = v`` writes each position of an array shaped like ``g``."""
+    """How many times ``x[key] = v`` writes each position of an array shaped like ``g``, counted
+    in the default real floating dtype, whatever g's (the standard compares no complex numbers:
+    ``hits > 1``)."""
     data = g._data if isinstance(g, Variable) else g
     backend = backend_of_type(type(data))
-    mask = _leading_mask(backend.xp, key, tuple(data.shape))
+    xp = backend.xp
+    real = default_dtypes(xp)["real floating"]
+    mask = _leading_mask(xp, key, tuple(data.shape))
     if mask is not None:
-        return backend.xp.astype(backend.xp.broadcast_to(mask, tuple(data.shape)), data.dtype)
+        return xp.astype(xp.broadcast_to(mask, tuple(data.shape)), real)
     part = GETITEM.kernel(backend)(data, key=key)
-    return _getitem_grad_kernel(backend.xp, backend.xp.ones_like(part), key, tuple(data.shape))
+    return _getitem_grad_kernel(xp, xp.ones_like(part, dtype=real), key, tuple(data.shape))
 
 
 def _untouched_mask(g: Any, key: Any) -> Any:
