@@ -91,6 +91,19 @@ def test_setitem_with_an_index_array_into_a_complex_array_backpropagates(xp):
     assert_close(v.grad, 2 * vn)
 
 
+def test_setitem_refuses_a_value_of_more_axes_than_the_part_it_writes(xp):
+    """h[1:3] = v with v of shape (1, 1, 4): numpy dropped v's leading axes and took it, and v's
+    gradient then failed in backward (cannot reshape); the standard broadcasts v to h[1:3]'s shape."""
+    x = pg.Variable(arr(xp, np.arange(20.0).reshape(5, 4)))
+    v = pg.Variable(arr(xp, np.full((1, 1, 4), 2.0)))
+    h = x * 1
+    with pytest.raises(ValueError, match=r"shape \(1, 1, 4\) does not broadcast to x\[key\]'s shape \(2, 4\)"):
+        h[1:3, ...] = v
+    h[1:3, ...] = pg.reshape(v, (1, 4))
+    pg.sum(h * h).backward()
+    assert_close(v.grad, np.full((1, 1, 4), 8.0))  # 2 * h summed over the two rows written
+
+
 @pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
 def test_setitem_refuses_a_value_whose_dtype_does_not_promote_to_xs(backend_name):
     """x[key] = value cast the value silently on numpy and dask (array_api_strict refuses, as

@@ -589,6 +589,8 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
     if backend.inplace:
         out = xp.asarray(x, copy=True)
         try:
+            if is_array(v) and v.ndim and v.shape[0] == 1 and v.ndim > out[key].ndim:
+                _refuse_value_shape(v, out[key], x)
             out[key] = v
             return out
         except (IndexError, NotImplementedError):
@@ -610,6 +612,15 @@ def _setitem_kernel(xp: Any, x: Any, v: Any, key: Any) -> Any:
                     -0.0 if xp.isdtype(x.dtype, "real floating") else None)
         return xp.where(written, _getitem_grad_kernel(xp, v, key, shape, base=identity), x)
     return _built_setitem(xp, backend, x, v, key)
+
+
+def _refuse_value_shape(v: Any, part: Any, x: Any) -> None:
+    """The standard broadcasts x[key] = v's value to ``x[key]``'s shape, which never drops axes;
+    numpy drops a value's leading axes of length 1 (v of shape (1, 1, 4) into a (2, 4) part), and
+    v's gradient, summed to that shape from the part's, then failed in backward: refused here."""
+    raise ValueError(f"polygrad: setitem (x[key] = value): a value of shape {tuple(v.shape)} does not broadcast to "
+                     f"x[key]'s shape {tuple(part.shape)} (x of shape {tuple(x.shape)}, dtype {x.dtype}): it has more "
+                     f"axes; drop its leading axes of length 1 first (reshape)")
 
 
 def _built_setitem(xp: Any, backend: Any, x: Any, v: Any, key: Any) -> Any:
