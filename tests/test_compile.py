@@ -414,6 +414,22 @@ def test_borrowed_view_output_has_right_values():
     np.testing.assert_array_equal(r, [[1.0, 3.0], [2.0, 4.0]])
 
 
+def test_item_assignment_at_an_integer_position_of_unknown_sizes():
+    """h[1, 2] = 0 and h[i, 1] = v (Theano's set_subtensor) on a matrix of unknown sizes: the shape
+    inference ran setitem on stand-ins of size 1, where 1 and 2 are out of range, and the write
+    failed with "'NoneType' object is not iterable"; x[1, 2] is 0-d, not of unknown rank."""
+    x, v, i = T.matrix("x"), T.vector("v"), T.vector("i", dtype="int64")
+    assert x[1, 2].shape == () and x[i, 2].shape == (None,)
+    h = x * 2
+    h[1, 2] = 0.0
+    h[i, 1] = v
+    out = pg.function([x, v, i], h)(np.ones((4, 5)), np.array([7.0, 8.0]), np.array([3, 0]))
+    expected = np.full((4, 5), 2.0)
+    expected[1, 2] = 0.0
+    expected[[3, 0], 1] = [7.0, 8.0]
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_output_of_shared_value_is_a_copy():
     """pg.function([], s): mutating the result does not change s."""
     s = pg.shared(np.array([1.0, 2.0]), "s")

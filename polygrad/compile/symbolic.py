@@ -198,25 +198,61 @@ def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
 _QUIET = threading.RLock()
 
 
+# The most elements a stand-in of a larger size for unknown dimensions may have (see _infer).
+_STAND_IN_LIMIT = 1 << 20
+
+
 def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple | None]:
     """Output dtype name and shape of ``op`` by running its kernel on stand-in
-    arrays (unknown dims as 1) of the default backend; (None, None) if unknown."""
+    arrays (unknown dims as 1) of the default backend; (None, None) if unknown.
+
+    Where that fails, unknown dims are tried once more as one more than the largest integer of
+    the parameters: ``h[1, 2] = 0`` on a matrix of unknown sizes indexes past stand-ins of 1."""
     if any(isinstance(d, SymbolicArray) and (d.shape is None or d.dtype is None) for d in datas):
         return None, None
-    try:
-        backend = get_backend()
-        # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
-        with _QUIET, warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
-        # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
-        # where the shape depends on the values (x[x > 0], unique_values).
-        known = not value_shaped(op, datas) and all(
-            not isinstance(d, SymbolicArray) or (d.shape is not None and None not in d.shape) for d in datas)
-        shape = tuple(out.shape) if known else tuple(None for _ in out.shape)
-        return _dtype_name(out.dtype), shape
-    except Exception:
-        return None, None
+    # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
+    # where the shape depends on the values (x[x > 0], unique_values).
+    known = all(not isinstance(d, SymbolicArray) or None not in d.shape for d in datas)
+    for size in (1,) if known else dict.fromkeys((1, _reach(params) + 1)):
+        if size != 1 and not _small_stand_ins(datas, size):
+            continue
+        try:
+            backend = get_backend()
+            # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
+            with _QUIET, warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                out = op.kernel(backend)(*_stand_ins(backend.xp, datas, size), **(params or {}))
+            shape = tuple(out.shape) if known and not value_shaped(op, datas) else tuple(None for _ in out.shape)
+            return _dtype_name(out.dtype), shape
+        except Exception:
+            continue
+    return None, None
+
+
+def _reach(params: dict | None) -> int:
+    """The largest magnitude of an integer in ``params`` (in tuples, lists and slices): how far
+    an index of a key reaches."""
+    def ints(p: Any) -> Iterator[int]:
+        if isinstance(p, int) and not isinstance(p, bool):
+            yield abs(p)
+        elif isinstance(p, (tuple, list)):
+            for q in p:
+                yield from ints(q)
+        elif isinstance(p, slice):
+            yield from ints((p.start, p.stop, p.step))
+    return max((n for p in (params or {}).values() for n in ints(p)), default=0)
+
+
+def _small_stand_ins(datas: tuple, size: int) -> bool:
+    """Whether stand-ins with unknown dims of ``size`` stay within :data:`_STAND_IN_LIMIT` elements."""
+    for d in datas:
+        if isinstance(d, SymbolicArray):
+            n = 1
+            for k in d.shape:
+                n *= size if k is None else k
+            if n > _STAND_IN_LIMIT:
+                return False
+    return True
 
 
 def _record_multi(op: Op, datas: tuple, params: dict) -> Any:

@@ -49,6 +49,11 @@ def _same_shape(a: Any, b: Any, lazy: bool | str = False) -> bool:
         m == n or m is None or n is None or (lazy and (m != m or n != n)) for m, n in zip(a, b))
 
 
+def _shape_text(shape: Any) -> Any:
+    """``shape`` for a message: a tuple, or "unknown" (a symbolic array's that could not be inferred)."""
+    return "unknown" if shape is None else tuple(shape)
+
+
 def _view_base(node: Any) -> tuple | None:
     """``(base, unview, params)`` when ``node`` is a recorded view of a base (kept alive, or
     taken again when the Variable that held it is gone: a view of a view of ``h``)."""
@@ -950,8 +955,8 @@ class Variable:
         new, old = result._data, self._data
         if new.dtype != old.dtype or not _same_shape(new.shape, old.shape, lazy=True):
             raise ValueError(
-                f"polygrad: in-place {opname} would change {self._describe()} (shape {tuple(old.shape)}, dtype "
-                f"{old.dtype}) to shape {tuple(new.shape)}, dtype {new.dtype}; use the out-of-place form"
+                f"polygrad: in-place {opname} would change {self._describe()} (shape {_shape_text(old.shape)}, dtype "
+                f"{old.dtype}) to shape {_shape_text(new.shape)}, dtype {new.dtype}; use the out-of-place form"
             )
         if not _same_shape(new.shape, old.shape) and any(_may_reshape(old, a) for a in operands):
             # sizes not computed yet (dask's NaN), and an operand of its own size beside this array
