@@ -338,6 +338,29 @@ def test_indexing_by_a_one_element_numpy_array(chunks, axis):
     np.testing.assert_array_equal(pg.compute(x.grad)[0], expected)
 
 
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("key", ["None, idx", "idx, None", "2-D idx, 0, None", "idx, None, idx", "mask, None, 1"])
+def test_none_among_index_arrays_indexes_as_numpy(key, lazy):
+    """x[None, idx], x[idx, None], ...: dask's own indexing raised an empty AssertionError, or a
+    TypeError; numpy reads None as a new axis of length one, which also separates index arrays."""
+    xn = np.arange(20.0).reshape(5, 4)
+    idx, idx2, rows = np.array([3, 1]), np.array([[1, 2]]), np.array([True, False, True, True, False])
+    keys = {"None, idx": (None, idx), "idx, None": (idx, None), "2-D idx, 0, None": (idx2, 0, None),
+            "idx, None, idx": (idx, None, np.array([0, 2])), "mask, None, 1": (rows, None, 1)}
+    nkey = keys[key]
+    dkey = tuple(da.from_array(k, chunks=1) if lazy and isinstance(k, np.ndarray) else k for k in nkey)
+    x = pg.Variable(da.from_array(xn, chunks=2))
+    y = x[dkey]
+    assert y.ndim == xn[nkey].ndim
+    np.testing.assert_array_equal(pg.compute(y)[0], xn[nkey])
+    if lazy and key.startswith("mask"):
+        return  # (a lazy mask's backward needs sizes: docs/dask.md)
+    pg.sum(y * 2).backward()
+    expected = np.zeros_like(xn)
+    np.add.at(expected, nkey, 2.0)
+    np.testing.assert_array_equal(pg.compute(x.grad)[0], expected)
+
+
 @pytest.mark.parametrize("create_graph", [False, True])
 def test_repeated_indices_refuse_the_values_gradient_under_create_graph(create_graph):
     """h[idx] = v with idx naming a position twice: v's gradient is refused when computed, also

@@ -246,6 +246,8 @@ def getitem(x, key):
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
         _refuse_non_index(k)
     keys = _bounds_checked(x, keys)
+    if any(k is None for k in keys) and any(_is_index_array(k) or isinstance(k, list) for k in keys):
+        x, keys = _none_as_an_axis(x, keys)  # (dask's own indexing fails on None among index arrays)
     key = keys if isinstance(key, tuple) else keys[0]
     arrays = [k for k in keys if _is_index_array(k) and "int" in str(k.dtype)]
     if len(arrays) > 1 or any(a.ndim != 1 for a in arrays):  # dask: "Don't yet support nd fancy indexing"
@@ -338,6 +340,21 @@ def _ints_and_an_array(x, keys):
         at = next(i for i, k in enumerate(expanded) if k is arrays[0])
         out = da.moveaxis(out, at - sum(d < at for d in dropped), 0)
     return out
+
+
+def _none_as_an_axis(x, keys):
+    """``x`` with an axis of length one where ``keys`` has None, and ``keys`` with ``:`` there:
+    numpy reads None as a slice of a new axis of length one, also among index arrays (where it
+    separates two of them, the indexed dimensions go first), so the result is numpy's."""
+    import dask.array as da
+
+    used = sum(0 if k is None or k is Ellipsis else k.ndim if _is_bool_index(k) else 1 for k in keys)
+    axes, d = [], 0  # d: the axis of the result each entry starts at
+    for k in keys:
+        if k is None:
+            axes.append(d)
+        d += 1 if k is None else x.ndim - used if k is Ellipsis else k.ndim if _is_bool_index(k) else 1
+    return da.expand_dims(x, tuple(axes)), tuple(slice(None) if k is None else k for k in keys)
 
 
 def _consumed_axes(keys, ndim):
