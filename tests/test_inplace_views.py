@@ -95,6 +95,20 @@ def test_indexing_with_an_array_is_a_copy():
     np.testing.assert_allclose(x.grad, [8.0, 8.0, 8.0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_astype_is_a_copy_that_a_write_into_its_base_leaves(xp, dtype):
+    """astype (copy=True, the default) makes a new array; declared a view for every call, it followed
+    h's later writes (s read [2, 3, 4]) and took its gradient through h's new history."""
+    x = pg.Variable(arr(xp, np.array([1.0, 2.0, 3.0])))
+    h = x * 1.0
+    s = pg.astype(h, getattr(xp, dtype))
+    with pg.no_backprop_mode():
+        h += 1.0
+    np.testing.assert_array_equal(to_np(s), [1.0, 2.0, 3.0])
+    pg.sum(s * 2).backward()
+    np.testing.assert_allclose(_grad(x), [2.0, 2.0, 2.0])
+
+
 @pytest.mark.parametrize("key", ["array", "list", "mask"])
 def test_indexing_with_an_array_is_a_copy_that_a_write_into_its_base_leaves(xp, backend_name, key):
     """s = h[idx] (an index array, a list, a raw mask) is a copy, as in numpy and PyTorch: h[2] = 100 and

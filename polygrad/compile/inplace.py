@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
+from polygrad.core.op import is_view
 
 OPERATORS = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/=", "pow": "**=",
              "floor_divide": "//=", "remainder": "%=", "bitwise_and": "&=", "bitwise_or": "|=",
@@ -37,13 +38,14 @@ def ownership(instrs: list[tuple], in_slots: list[int], alive: list) -> tuple[se
     seen_ids: dict[int, int] = {}
     for s in in_slots:
         seen_ids[id(alive[s])] = s
-    for op, _, args, _, out in instrs:
-        if op.view and args and args[0][0] == "s":
+    for op, _, args, params, out in instrs:
+        view = op.view and is_view(op, params)  # (getitem by an index array is a copy)
+        if view and args and args[0][0] == "s":
             viewed.add(args[0][1])
         for o in (out if isinstance(out, tuple) else (out,)):
             value = alive[o]
             # a kernel that returned an array seen before (its input) made nothing new
-            if (not op.view and not (op.multi or op.name == "item") and type(value) not in _SCALARS
+            if (not view and not (op.multi or op.name == "item") and type(value) not in _SCALARS
                     and id(value) not in seen_ids):
                 owned.add(o)
             seen_ids.setdefault(id(value), o)

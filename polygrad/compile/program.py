@@ -40,7 +40,7 @@ from polygrad.core.debug import is_finite
 from polygrad.core.dispatch import backend_of_type, current_backend
 from polygrad.core.engine import grad as _grad
 from polygrad.core.hooks import FunctionHook
-from polygrad.core.op import value_shaped
+from polygrad.core.op import is_view, value_shaped
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
 
@@ -391,7 +391,7 @@ class Program:
         # whose root is an input may be the caller's array.
         root: dict[int, int] = {}
         for op, impl, args, params, out in kept:
-            if op.view and args and args[0][0] == "s" and not isinstance(out, tuple):
+            if op.view and is_view(op, params) and args and args[0][0] == "s" and not isinstance(out, tuple):
                 base = args[0][1]
                 if op is not _ITEM or base in root:
                     root[out] = root.get(base, base)

@@ -503,8 +503,10 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return cast_grad(o, g, x)  # a real array cast to complex: its gradient is the real part
 
 
-ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True, view=True,
-                   casts=True),
+# A view only where asked not to copy (copy=True, the default, always makes a new array: a
+# later write into x leaves it as it is)
+ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True,
+                     view=lambda dtype, copy=True: not copy, casts=True),
                 _astype_vjp)
 
 
