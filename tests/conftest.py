@@ -12,6 +12,7 @@ the standard-only fallback, and its random numbers come from Python's.
 
 from __future__ import annotations
 
+import gc
 import zlib
 
 import pytest
@@ -94,6 +95,16 @@ def xp(backend_name):
     """The Array API namespace of the backend under test, made current."""
     with pg.using_backend(backend_name) as b:
         yield b.xp
+
+
+@pytest.fixture
+def no_cyclic_gc():
+    """Python's cyclic collector off for the test: what it frees is what reference counting alone
+    does not (a reference cycle lives until a full collection, which never sees GPU memory)."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 @pytest.fixture

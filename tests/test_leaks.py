@@ -16,14 +16,6 @@ import polygrad.functions as F
 import polygrad.links as L
 
 
-@pytest.fixture
-def no_cyclic_gc():
-    gc.collect()
-    gc.disable()
-    yield
-    gc.enable()
-
-
 def test_a_loss_kept_after_backward_keeps_no_gradient(no_cyclic_gc):
     """Each node backward freed kept the whole pass, with every leaf and its gradient array:
     `losses.append(loss)` kept a copy of all parameter gradients per step (the Chainer-style

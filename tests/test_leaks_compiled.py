@@ -5,7 +5,6 @@ until a full collection, which large arrays do not hasten)."""
 from __future__ import annotations
 
 import copy
-import gc
 import pickle
 import weakref
 
@@ -15,14 +14,6 @@ import pytest
 import polygrad as pg
 from polygrad import In
 from polygrad import symbolic as T
-
-
-@pytest.fixture
-def no_cyclic_gc():
-    gc.collect()
-    gc.disable()
-    yield
-    gc.enable()
 
 
 def test_a_dropped_compiled_function_frees_its_default_values(no_cyclic_gc):
