@@ -892,3 +892,35 @@ def test_searchsorted_with_a_number_or_a_sorter_and_matrix_rank_compute_as_numpy
             np.searchsorted(a, v, sorter=order), np.linalg.matrix_rank(m), np.linalg.svd(m, compute_uv=False))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+_S = slice
+
+
+@pytest.mark.parametrize("key", [
+    (1, _S(None, None, -1)), (1, _S(3, -5, -1)), (-1, _S(None, None, -2)), (_S(None, None, -1), 2),
+    (_S(None), -3, _S(4, -5, -2)), (Ellipsis, 1, _S(None, None, -1)), (0, 1, _S(None, None, -1)),
+    (_S(1, 3), 2, _S(3, 0, -1)), (_S(-5, -5, -1),), (_S(-5, -5, -1), 1), (1, None, _S(4, 0, -2)),
+    (np.array([3, 0, 2]), _S(3, -5, -1)), (1, np.array([3, 0]), _S(4, 0, -2)),
+])
+def test_item_assignment_and_indexing_backward_with_negative_steps_write_numpys_positions(key):
+    """dask's setitem wrote the wrong positions for an integer before a negative-step slice
+    (z[1, ::-1] = v), raised for others (z[:, -3, 4:-5:-2]), and dask read z[-5:-5:-1] of 4 rows
+    as all 4: x[key]'s gradient (scattered by a setitem) and h[key] = v were silently wrong."""
+    a = np.arange(1.0, 121.0).reshape(4, 5, 6)
+    w = RNG.normal(size=a.shape)
+    g = np.arange(a[key].size, dtype=float).reshape(a[key].shape) - 7.0
+
+    def run(wrap):
+        k = tuple(wrap(p) if isinstance(p, np.ndarray) else p for p in key)
+        x, v = pg.Variable(wrap(a)), pg.Variable(wrap(g + 1000.0))
+        got = x[k]
+        h = x * 1.0
+        h[k] = v
+        (pg.sum(got * wrap(g)) + pg.sum(h * wrap(w))).backward()
+        return [np.asarray(t.compute() if isinstance(t, da.Array) else t) for t in pg.compute(got, h, x.grad, v.grad)]
+
+    want = run(lambda t: t)
+    for got, expected in zip(run(lambda t: da.from_array(t, chunks=2)), want):
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)

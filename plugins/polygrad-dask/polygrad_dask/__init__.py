@@ -245,7 +245,7 @@ def getitem(x, key):
     keys = key if isinstance(key, tuple) else (key,)
     for k in keys:  # dask reads True as 1 and 1.0 as 1: x[True] gave x[1], numpy's is x[None]
         _refuse_non_index(k)
-    keys = _bounds_checked(x, keys)
+    keys = _bounds_checked(x, _plain_slices(x, keys))
     if any(k is None for k in keys) and any(_is_index_array(k) or isinstance(k, list) for k in keys):
         x, keys = _none_as_an_axis(x, keys)  # (dask's own indexing fails on None among index arrays)
     key = keys if isinstance(key, tuple) else keys[0]
@@ -268,6 +268,31 @@ def getitem(x, key):
         return da.expand_dims(x[one], axis)
     out = _ints_and_an_array(x, keys)
     return x[key] if out is None else out
+
+
+def _increasing(k, n):
+    """The positions of slice ``k`` on an axis of ``n`` as a slice of positive step with
+    bounds in ``[0, n]``, and whether ``k`` takes them in decreasing order."""
+    r = range(*k.indices(n))
+    if not r:
+        return slice(0, 0, 1), False
+    if r.step > 0:
+        return slice(r.start, r[-1] + 1, r.step), False
+    return slice(r[-1], r.start + 1, -r.step), True
+
+
+def _plain_slices(x, keys):
+    """``keys`` with each slice on an axis of known size written with bounds in ``[0, n]``, as
+    numpy reads them: dask misreads a negative-step slice whose start is before the axis
+    (``z[-5:-5:-1]`` of 4 rows gave all 4, numpy's none; and beside an index array)."""
+    axes = _consumed_axes(keys, x.ndim)
+    out = list(keys)
+    for i, (k, d) in enumerate(zip(keys, axes)):
+        if isinstance(k, slice) and d is not None and d < x.ndim and isinstance(x.shape[d], int):
+            if k.step is not None and k.step < 0:
+                r = range(*k.indices(x.shape[d]))
+                out[i] = slice(0, 0) if not r else slice(r.start, r[-1] - 1 if r[-1] else None, r.step)
+    return tuple(out)
 
 
 def _refuse_non_index(k):
@@ -486,6 +511,41 @@ def _normalize_key(key):
     return key if isinstance(key, tuple) else (key,)
 
 
+def _set_basic(out, keys, value, add=False):
+    """``out`` with ``out[keys] = value`` (``+= value`` where ``add``) done in place, for keys of integers, slices, ``...``
+    and None, with numpy's positions: dask's setitem writes wrong ones for an integer before a
+    negative-step slice (``z[1, ::-1] = v``) and raises for others (``z[:, -3, 4:-5:-2]``), so it
+    gets only slices of positive step, one per axis: an integer as a slice of one (an axis of one
+    in the value), a negative-step slice as the same positions in increasing order (the value
+    flipped on that axis). An empty selection writes nothing (dask's setitem refuses it)."""
+    import dask.array as da
+
+    part = out[_plain_slices(out, keys)]  # (dask's checks of the key: out-of-bounds integers, too many)
+    if 0 in tuple(part.shape):
+        return out
+    value, part = (part + value if add else value), tuple(part.shape)
+    if value.ndim > len(part):  # leading axes of one, which numpy drops
+        value = da.reshape(value, tuple(value.shape[value.ndim - len(part):]))
+    value = da.broadcast_to(value, part)
+    used = sum(k is not None and k is not Ellipsis for k in keys)
+    expanded = []
+    for k in keys:
+        expanded.extend([slice(None)] * (out.ndim - used) if k is Ellipsis else [k])
+    expanded += [slice(None)] * (out.ndim - sum(k is not None for k in expanded))
+    nones = tuple(i for i, k in enumerate(k for k in expanded if not isinstance(k, int)) if k is None)
+    expanded = [k for k in expanded if k is not None]
+    value = da.squeeze(value, axis=nones) if nones else value
+    ints = tuple(d for d, k in enumerate(expanded) if isinstance(k, int))
+    value = da.expand_dims(value, ints) if ints else value
+    written, flips = [], []
+    for k, n in zip(expanded, out.shape):
+        k, flipped = (slice(k % n, k % n + 1), False) if isinstance(k, int) else _increasing(k, n)
+        written.append(k)
+        flips.append(slice(None, None, -1) if flipped else slice(None))
+    out[tuple(written)] = value[tuple(flips)] if any(f.step for f in flips) else value
+    return out
+
+
 def scatter_add(x, key, values):
     """A copy of ``x`` with ``values`` added at ``x[key]``, repeated indices
     summed; lazy, chunked like ``x``, with ``x``'s chunk type."""
@@ -495,12 +555,8 @@ def scatter_add(x, key, values):
     _check_known("scatter_add", x.shape)
     keys = _normalize_key(key)
     values = da.asarray(values, dtype=x.dtype) if not isinstance(values, da.Array) else values.astype(x.dtype)
-    if x.ndim == 0 or _is_basic(keys):  # no repeats possible: dask's setitem is exact and lazy
-        if 0 in tuple(x[key].shape):  # an empty selection adds nothing (dask's setitem refuses an empty value)
-            return x.copy()
-        out = x.copy()
-        out[key] = out[key] + values
-        return out
+    if x.ndim == 0 or _is_basic(keys):  # no repeats possible: one lazy write
+        return _set_basic(x.copy(), keys, values, add=True)
     return x + _scatter_sum(tuple(x.shape), x.chunks, key, values, x._meta)
 
 
@@ -532,10 +588,7 @@ def _getitem_grad(g, key, shape):
     if not shape:  # a 0-d x: the key adds axes of one (None, ...) at most; g holds its one value
         return da.reshape(g, ())
     if _is_basic(keys):
-        out = da.zeros_like(g, shape=shape, chunks=chunks)
-        if 0 not in tuple(g.shape):  # an empty selection adds nothing (dask's setitem refuses an empty value)
-            out[key] = g
-        return out
+        return _set_basic(da.zeros_like(g, shape=shape, chunks=chunks), keys, g)
     return _scatter_sum(shape, chunks, key, g, g._meta)
 
 
