@@ -902,6 +902,7 @@ _S = slice
     (_S(None), -3, _S(4, -5, -2)), (Ellipsis, 1, _S(None, None, -1)), (0, 1, _S(None, None, -1)),
     (_S(1, 3), 2, _S(3, 0, -1)), (_S(-5, -5, -1),), (_S(-5, -5, -1), 1), (1, None, _S(4, 0, -2)),
     (np.array([3, 0, 2]), _S(3, -5, -1)), (1, np.array([3, 0]), _S(4, 0, -2)),
+    (np.array([3, 0, 2]), _S(-5, -5, -1)), (_S(-5, -5, -1), np.array([3, 0, 2])), (np.array([3, 0, 2]), _S(4, 4)),
 ])
 def test_item_assignment_and_indexing_backward_with_negative_steps_write_numpys_positions(key):
     """dask's setitem wrote the wrong positions for an integer before a negative-step slice

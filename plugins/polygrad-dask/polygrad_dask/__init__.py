@@ -614,19 +614,7 @@ def _kernels():
 
     def reshape(x, shape, copy=None):
         _check_known("reshape", x.shape, "input shape")
-        if 0 in tuple(x.shape):  # no elements (dask's failed: "reduce() of empty iterable"); numpy's errors
-            import dask.array as da
-            import numpy as np
-
-            new = np.empty(tuple(x.shape), dtype=bool).reshape(shape).shape
-            return da.from_array(np.empty_like(x._meta, shape=new), chunks=tuple((n,) for n in new))
-        # blocks of no elements inside (x[mask].compute_chunk_sizes()): dask's reshape builds a graph
-        # that fails at compute with numpy's bare "cannot reshape array of size 0"
-        x = namespace._drop_empty_blocks(x)
-        try:
-            return xp.reshape(x, shape, copy=copy)
-        except NotImplementedError:  # "merge or split existing dimensions evenly": through 1-D, which dask rechunks
-            return xp.reshape(xp.reshape(x, (-1,), copy=copy), shape, copy=copy)
+        return namespace.reshape(x, shape, copy=copy)
 
     def sum_to(x, shape):
         # The target gives the axes to sum (the leading extra ones, and those it has as 1), which need

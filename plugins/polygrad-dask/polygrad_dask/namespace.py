@@ -33,6 +33,8 @@ with what dask lacks or gets wrong filled in, lazily, with dask's own ops.
   ``full_matrices=True`` and ``compute_uv=False``, which it does not take; from the singular
   values of dask's ``svd`` (of a matrix in one block or tall-and-skinny, as it needs);
 * ``searchsorted``: dask's takes no ``sorter``, nor a Python number or 0-d array as ``x2``;
+* ``reshape`` of an array of no elements (also through 1-D: ``(3, 0, 6)`` to ``(-1,)``, which
+  x[idx, 4:4] = v needs), with blocks of no elements inside, or blocks that do not line up;
 * ``float16``: dask arrays hold it (numpy's dtype), but array_api_compat's
   namespace names only the standard's dtypes, so a compiled function's
   ``float16`` input (a dtype by name) had nothing to resolve to.
@@ -53,7 +55,7 @@ import numpy as _np
 
 __all__ = sorted(set(_all) | {"eye", "take_along_axis", "from_dlpack", "linalg", "max", "min", "float16", "argmax",
                               "argmin", "matmul", "tensordot", "vecdot", "var", "std", "prod",
-                              "cumulative_sum", "cumulative_prod", "searchsorted"})
+                              "cumulative_sum", "cumulative_prod", "searchsorted", "reshape"})
 
 float16 = _np.float16
 
@@ -97,6 +99,22 @@ def _unknown_chunks(c):
     import math
 
     return len(c) > 1 and builtins.any(math.isnan(n) for n in c)
+
+
+def reshape(x, /, shape, *, copy=None):
+    """dask's, for an array of no elements (dask's failed: "reduce() of empty iterable", and
+    "merge or split existing dimensions evenly" for (3, 0, 6) to (-1,)), one with empty blocks
+    inside (a graph failing at compute) and blocks that do not line up (through 1-D)."""
+    if 0 in tuple(x.shape):
+        import dask.array as da
+
+        new = _np.empty(tuple(x.shape), dtype=bool).reshape(shape).shape  # (numpy's errors)
+        return da.from_array(_np.empty_like(x._meta, shape=new), chunks=tuple((n,) for n in new))
+    x = _drop_empty_blocks(x)
+    try:
+        return _base.reshape(x, shape, copy=copy)
+    except NotImplementedError:  # "merge or split existing dimensions evenly": through 1-D, which dask rechunks
+        return _base.reshape(_base.reshape(x, (-1,), copy=copy), shape, copy=copy)
 
 
 def _drop_empty_blocks(x):
