@@ -925,3 +925,21 @@ def test_item_assignment_and_indexing_backward_with_negative_steps_write_numpys_
     for got, expected in zip(run(lambda t: da.from_array(t, chunks=2)), want):
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
+
+
+def test_a_step_longer_than_a_block_leaves_no_empty_block_behind():
+    """x[0:3:3] of chunks of 2 has a block of no elements (dask's), which later block-wise ops
+    computed as holding data: x[0:3:3] * 1.0 came out of shape (2, 5, 6) for (1, 5, 6), silently,
+    and an item assignment through such keys failed at compute ("Missing dependency")."""
+    import dask.array as da
+
+    a = np.arange(1.0, 121.0).reshape(4, 5, 6)
+    x = pg.Variable(da.from_array(a, chunks=2))
+    np.testing.assert_array_equal(np.asarray((x[0:3:3] * 1.0).data.compute()), a[0:3:3])
+    y = (x[2, 0:3:3, 0:1:2] + 1.0)[None]
+    np.testing.assert_array_equal(np.asarray(y.data.compute()), (a[2, 0:3:3, 0:1:2] + 1.0)[None])
+    h = x * 1.0
+    h[2, :-2:3, -6:-5:2] = pg.Variable(da.from_array(np.full((1, 1), -1.0)))
+    want = a.copy()
+    want[2, :-2:3, -6:-5:2] = -1.0
+    np.testing.assert_array_equal(np.asarray(h.data.compute()), want)
