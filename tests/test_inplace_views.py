@@ -95,6 +95,40 @@ def test_indexing_with_an_array_is_a_copy():
     np.testing.assert_allclose(x.grad, [8.0, 8.0, 8.0])
 
 
+@pytest.mark.parametrize("make", [lambda h: +h, lambda h: pg.conj(h), lambda h: pg.astype(h, "float32", copy=False)],
+                         ids=["positive", "conj", "astype_other_dtype_copy_false"])
+def test_rows_that_made_a_new_array_do_not_follow_their_input(make):
+    """+h, conj(h) and astype(h, float32, copy=False) of float64 h are new arrays on numpy; declared views
+    for every call, they shared h's counter and followed its later writes (s read [2, 3, 4])."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    h = x * 1.0
+    s = make(h)
+    with pg.no_backprop_mode():
+        h += 1.0
+    np.testing.assert_array_equal(np.asarray(s.data), [1.0, 2.0, 3.0])
+    pg.sum(s * 2).backward()
+    np.testing.assert_allclose(x.grad, [2.0, 2.0, 2.0])
+
+
+def test_astype_to_its_own_dtype_without_a_copy_is_the_array_and_follows_it():
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    h = x * 1.0
+    s = pg.astype(h, "float64", copy=False)
+    assert s.data is h.data and s._vbox is h._vbox
+    with pg.no_backprop_mode():
+        h += 1.0
+    np.testing.assert_array_equal(s.data, [2.0, 3.0, 4.0])
+
+
+def test_a_summed_gradient_is_no_view_of_its_sibling():
+    """Under create_graph the gradient of a broadcast input (a sum_to of the upstream gradient) was
+    declared a view of it: gx *= 10 changed gb from 6 to 60 (PyTorch's and Chainer's are new arrays)."""
+    x, b = pg.Variable(np.ones((2, 3))), pg.Variable(np.ones(3))
+    gx, gb = pg.grad([pg.sum((x + b) * 3.0)], [x, b], create_graph=True)
+    gx *= 10.0
+    np.testing.assert_array_equal(gb.data, [6.0, 6.0, 6.0])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_astype_is_a_copy_that_a_write_into_its_base_leaves(xp, dtype):
     """astype (copy=True, the default) makes a new array; declared a view for every call, it followed

@@ -91,7 +91,8 @@ class Op:
         # The output may share memory with input 0 on some backend: it shares input 0's version
         # counter, and compiled functions copy it before handing it out. True, or a predicate of
         # the parameters where only some calls are views (getitem: a basic key; an index array
-        # or a mask makes a copy, with a counter of its own); see :func:`is_view`.
+        # or a mask makes a copy, with a counter of its own); see :func:`is_view`. ``returned_input``:
+        # a view only where the kernel returned its input itself (+x, conj, sum_to, astype).
         self.view = view
         # For a view: ``unview(o, base, value, index, **params) -> new base``, the base with this
         # view's part replaced by ``value`` (written with ``o``, differentiable), or None where
@@ -236,6 +237,15 @@ def value_shaped(op: Any, inputs: tuple) -> bool:
     whose shape depends on the input values (``Op.value_shapes``)."""
     rule = op.value_shapes
     return rule(*inputs) if callable(rule) else bool(rule)
+
+
+def returned_input(**params: Any) -> bool:
+    """``Op.view`` of a row that is a view only where its kernel returned its input itself (``+x``,
+    ``conj``, ``sum_to`` to the input's own shape, ``astype``): where the output is another array
+    (NumPy's ``+x`` always is), it has a counter of its own and never follows its input's writes.
+    Asked with the parameters alone (a node's, later), it answers True: a write through the output
+    then reaches the input only where it is the input (see ``variable._unview_of``)."""
+    return True
 
 
 def is_view(op: Any, params: dict | None) -> bool:

@@ -23,7 +23,7 @@ from polygrad.core import hooks as _hooks
 from polygrad.core.dispatch import (SCALARS, _pinned, _type_cache, backend_of_type, current_backend, describe,
                                     mixed_backends_error)
 from polygrad.core.node import Node, Version, freed_error, next_seq, version_error, version_of
-from polygrad.core.op import GRAPH_OPS, Op, _Meta, is_view, raw_ops
+from polygrad.core.op import GRAPH_OPS, Op, _Meta, is_view, raw_ops, returned_input
 from polygrad.core.variable import Variable, admit, is_floating, new_leaf, note_unrecorded_view
 
 
@@ -540,6 +540,8 @@ def _view_counter(base: Any, v: Variable, record: bool, op: Op, params: dict | N
         return Version()
     if not isinstance(base, Variable):
         return None
+    if op.view is returned_input and v._data is not base._data:  # (a new array: no view)
+        return Version()
     box = base._vbox
     if not record:
         note_unrecorded_view(v, base, op, params, index)

@@ -39,7 +39,7 @@ import operator
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, has_namespace
-from polygrad.core.op import Op, def_linear, def_nograd, defvjp
+from polygrad.core.op import Op, def_linear, def_nograd, defvjp, returned_input
 from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import _FLOATING, Variable, kind_of
 from polygrad.ops._dtypes import check_number_fits
@@ -171,7 +171,7 @@ POW = defvjp(_row("pow", operator.pow, broadcasts=True, uses_xp=False), _pow_vjp
 pow = binary(POW)
 NEGATIVE = defvjp(_row("negative", operator.neg, uses_xp=False, remat=True), lambda o, g, ans, x: -g)
 negative = unary(NEGATIVE)
-POSITIVE = defvjp(_row("positive", operator.pos, uses_xp=False, view=True), lambda o, g, ans, x: g)
+POSITIVE = defvjp(_row("positive", operator.pos, uses_xp=False, view=returned_input), lambda o, g, ans, x: g)
 positive = unary(POSITIVE)
 SQUARE = defvjp(_row("square"), lambda o, g, ans, x: g * _conj(o, 2 * x), saves="x")
 square = unary(SQUARE)
@@ -284,7 +284,7 @@ real = unary(REAL)
 IMAG = defvjp(_row("imag", shapes=True, view=True, unview=_unview_imag),  # (numpy also takes real arrays: imag is 0 then)
               lambda o, g, ans, x: o.astype(g, x.dtype) * 1j if _is_complex(x) else None)
 imag = unary(IMAG)
-CONJ = def_linear(_row("conj", view=True))
+CONJ = def_linear(_row("conj", view=returned_input))
 conj = unary(CONJ)
 
 # ---------------------------------------------------------------------------
@@ -503,10 +503,10 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return cast_grad(o, g, x)  # a real array cast to complex: its gradient is the real part
 
 
-# A view only where asked not to copy (copy=True, the default, always makes a new array: a
-# later write into x leaves it as it is)
+# A view only where it returned x itself (copy=False to x's own dtype): copy=True, the default, and
+# another dtype make a new array, which a later write into x leaves as it is
 ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True,
-                     view=lambda dtype, copy=True: not copy, casts=True),
+                     view=returned_input, casts=True),
                 _astype_vjp)
 
 

@@ -11,7 +11,7 @@ import sys
 from typing import Any, Callable, NamedTuple
 
 from polygrad.core.dispatch import backend_of_type, checked_lazily, has_namespace, is_array, readable
-from polygrad.core.op import Op, def_linear, defvjp
+from polygrad.core.op import Op, def_linear, defvjp, returned_input
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, _same_shape
 from polygrad.ops.elementwise import cast_grad
@@ -195,7 +195,7 @@ def broadcast_to(x, /, shape):
     return apply(BROADCAST_TO, (x,), {"shape": tuple(shape)})
 
 
-SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True, view=True),
+SUM_TO = defvjp(Op("sum_to", _sum_to_kernel, shapes=True, view=returned_input),
                 lambda o, g, ans, x, shape: o.broadcast_to(g, x.shape))
 
 
