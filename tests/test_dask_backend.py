@@ -903,11 +903,14 @@ _S = slice
     (_S(1, 3), 2, _S(3, 0, -1)), (_S(-5, -5, -1),), (_S(-5, -5, -1), 1), (1, None, _S(4, 0, -2)),
     (np.array([3, 0, 2]), _S(3, -5, -1)), (1, np.array([3, 0]), _S(4, 0, -2)),
     (np.array([3, 0, 2]), _S(-5, -5, -1)), (_S(-5, -5, -1), np.array([3, 0, 2])), (np.array([3, 0, 2]), _S(4, 4)),
+    (None, _S(-8, None, -2)), (None, None, 2, _S(-8, None, -2), _S(-7, None, 2)),
+    (_S(-5, -5, -2), None, _S(None, None, 1), None, -1), (Ellipsis, None, _S(-9, None, -1)),
 ])
 def test_item_assignment_and_indexing_backward_with_negative_steps_write_numpys_positions(key):
     """dask's setitem wrote the wrong positions for an integer before a negative-step slice
     (z[1, ::-1] = v), raised for others (z[:, -3, 4:-5:-2]), and dask read z[-5:-5:-1] of 4 rows
-    as all 4: x[key]'s gradient (scattered by a setitem) and h[key] = v were silently wrong."""
+    as all 4: x[key]'s gradient (scattered by a setitem) and h[key] = v were silently wrong. Beside
+    None, the gradient was sized by dask's own reading of the key, and failed."""
     a = np.arange(1.0, 121.0).reshape(4, 5, 6)
     w = RNG.normal(size=a.shape)
     g = np.arange(a[key].size, dtype=float).reshape(a[key].shape) - 7.0

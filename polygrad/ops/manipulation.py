@@ -354,6 +354,22 @@ def _is_bool_array(xp: Any, k: Any) -> bool:
     return is_array(k) and xp.isdtype(k.dtype, "bool")
 
 
+def _none_axes(keys: tuple, ndim: int) -> tuple:
+    """The axes of ``x[keys]`` that the ``None`` entries of a basic key insert (``x`` of ``ndim`` axes)."""
+    def consumes(k: Any) -> bool:  # an axis of x (bools, like None, only add one)
+        return isinstance(k, slice) or (isinstance(k, int) and not isinstance(k, bool))
+
+    out, pos = [], 0
+    for k in keys:
+        if k is None:
+            out.append(pos)
+        if k is Ellipsis:
+            pos += ndim - builtins.sum(1 for k in keys if consumes(k))
+        elif not (isinstance(k, int) and not isinstance(k, bool)):
+            pos += 1
+    return tuple(out)
+
+
 def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple, base: Any = None) -> Any:
     """Zeros of ``shape`` with ``g`` added at ``[key]`` (repeated indices summed); ``base``: the
     value of the zeros, where not 0 (setitem's -0.0).
@@ -372,9 +388,10 @@ def _getitem_grad_kernel(xp: Any, g: Any, key: Any, shape: tuple, base: Any = No
     z = xp.zeros(shape, dtype=g.dtype) if base is None else xp.full(shape, base, dtype=g.dtype)
     if builtins.all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in keys):
         if builtins.any(k is None for k in keys):
-            # `None` only inserts length-1 axes: drop it from the key and from g.
+            # `None` only inserts length-1 axes: drop it from the key and its axes from g (by position: the
+            # backend's own indexing may size a slice differently, dask's negative steps starting past the axis).
+            g = xp.squeeze(g, axis=_none_axes(keys, len(shape)))
             keys = tuple(k for k in keys if k is not None)
-            g = xp.reshape(g, tuple(z[keys].shape))
         if not backend.inplace:
             return backend.scatter_add(z, keys, g)
         z[keys] = g
