@@ -430,6 +430,21 @@ def test_item_assignment_at_an_integer_position_of_unknown_sizes():
     np.testing.assert_array_equal(out, expected)
 
 
+@pytest.mark.parametrize("key", [(slice(0, 2), 1), (slice(0, 3), 1), (slice(1, None), 0), (slice(None), 2)])
+def test_in_place_through_a_view_of_part_of_an_axis_of_unknown_size(key):
+    """v = h[0:2, 1]; v *= 0 on a matrix of unknown sizes was refused ("would change variable ... to
+    shape unknown"): the retried inference gave the written value the larger stand-in too, (3,), which
+    does not broadcast into the part h[0:2, 1] of a 3x3 stand-in."""
+    a = np.arange(20.0).reshape(5, 4)
+    m = T.matrix("m")
+    h = m * 1.0
+    v = h[key]
+    v *= 0
+    want = a.copy()
+    want[key] *= 0
+    np.testing.assert_array_equal(pg.function([m], h)(a), want)
+
+
 def test_output_of_shared_value_is_a_copy():
     """pg.function([], s): mutating the result does not change s."""
     s = pg.shared(np.array([1.0, 2.0]), "s")

@@ -207,21 +207,25 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
     arrays (unknown dims as 1) of the default backend; (None, None) if unknown.
 
     Where that fails, unknown dims are tried once more as one more than the largest integer of
-    the parameters: ``h[1, 2] = 0`` on a matrix of unknown sizes indexes past stand-ins of 1."""
+    the parameters: ``h[1, 2] = 0`` on a matrix of unknown sizes indexes past stand-ins of 1; and then
+    that size for the first input only, the others' unknown dims staying 1: the value written by
+    ``h[0:2, 1] = v`` must broadcast into a part smaller than the larger stand-in."""
     if any(isinstance(d, SymbolicArray) and (d.shape is None or d.dtype is None) for d in datas):
         return None, None
     # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
     # where the shape depends on the values (x[x > 0], unique_values).
     known = all(not isinstance(d, SymbolicArray) or None not in d.shape for d in datas)
-    for size in (1,) if known else dict.fromkeys((1, _reach(params) + 1)):
+    reach = _reach(params) + 1
+    for size, rest in ((1, 1),) if known else dict.fromkeys(((1, 1), (reach, reach), (reach, 1))):
         if size != 1 and not _small_stand_ins(datas, size):
             continue
         try:
             backend = get_backend()
+            stand_ins = _stand_ins(backend.xp, datas[:1], size) + _stand_ins(backend.xp, datas[1:], rest)
             # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
             with _QUIET, warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                out = op.kernel(backend)(*_stand_ins(backend.xp, datas, size), **(params or {}))
+                out = op.kernel(backend)(*stand_ins, **(params or {}))
             shape = tuple(out.shape) if known and not value_shaped(op, datas) else tuple(None for _ in out.shape)
             return _dtype_name(out.dtype), shape
         except Exception:
