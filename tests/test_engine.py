@@ -350,3 +350,17 @@ def test_backward_refuses_to_accumulate_into_a_grad_of_another_backend():
     with pytest.raises(TypeError, match=r"\.grad is on backend 'numpy', the gradient on 'dask'.*cleargrad"):
         pg.sum(W * W).backward()
     assert isinstance(W.grad, np.ndarray)
+
+
+@pytest.mark.parametrize("seed", [np.array([5.0, 6.0]), pg.Variable(np.array([5.0, 6.0])), [np.array([5.0, 6.0])]])
+def test_backward_of_one_variable_takes_one_gradient_as_it_is(seed):
+    """pg.backward(y, g) (PyTorch 0.x's autograd.backward with one tensor) iterated g: its rows were
+    taken for gradients ("got 2 gradients for 1 variables", or a shape the user never gave)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    pg.backward(x * 2, seed)
+    np.testing.assert_array_equal(x.grad, [10.0, 12.0])
+    x0 = pg.Variable(np.array(1.0))
+    pg.backward(x0 * 2, np.array(5.0))
+    assert float(x0.grad) == 10.0
+    with pytest.raises(ValueError, match="got 2 gradients for 1 variables"):
+        pg.backward(x * 2, [np.array([1.0, 1.0]), np.array([1.0, 1.0])])

@@ -498,6 +498,18 @@ def _owns_memory(g: Any) -> bool:
     return backend_of_type(type(g)).owns_memory(g)
 
 
+def _per_output(grads: Any, single: bool, n: int, who: str, what: str, of: str) -> tuple:
+    """One seed per output: None for each where ``grads`` is None, ``(grads,)`` where one output
+    was given as a Variable and ``grads`` is not a list or tuple (PyTorch wraps a lone gradient;
+    iterating it took the rows of an array for gradients)."""
+    if grads is None:
+        return (None,) * n
+    gs = (grads,) if single and not isinstance(grads, (list, tuple)) else tuple(grads)
+    if len(gs) != n:  # zip dropped the extra outputs: a gradient of some of them
+        raise ValueError(f"{who}: got {len(gs)} {what} for {n} {of} (give None for one that gets none)")
+    return gs
+
+
 def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, retain_variables: bool | None = None, *, retain_grad: bool = False) -> None:
     """Backprop from several variables at once (PyTorch 0.x ``autograd.backward``).
@@ -505,10 +517,9 @@ def backward_all(variables: Any, grad_variables: Any = None, retain_graph: bool 
     ``grad_variables`` gives one gradient per variable (None: the implicit one,
     or nothing for a stochastic sample, whose reward drives its gradient).
     """
-    vs = (variables,) if isinstance(variables, Variable) else tuple(variables)
-    gs = (None,) * len(vs) if grad_variables is None else tuple(grad_variables)
-    if len(gs) != len(vs):
-        raise ValueError(f"polygrad.backward: got {len(gs)} gradients for {len(vs)} variables")
+    single = isinstance(variables, Variable)
+    vs = (variables,) if single else tuple(variables)
+    gs = _per_output(grad_variables, single, len(vs), "polygrad.backward", "gradients", "variables")
     if retain_variables is not None and retain_graph is None:
         retain_graph = retain_variables
     if retain_graph is None:  # PyTorch's default, as pg.grad's: an explicit False frees, create_graph or not
@@ -534,14 +545,7 @@ def grad(
     single_out = isinstance(outputs, Variable)
     outputs = (outputs,) if single_out else tuple(outputs)
     inputs_t = (inputs,) if isinstance(inputs, Variable) else tuple(inputs)
-    if grad_outputs is None:
-        grad_outputs = (None,) * len(outputs)
-    elif single_out and not isinstance(grad_outputs, (list, tuple)):
-        grad_outputs = (grad_outputs,)
-    grad_outputs = tuple(grad_outputs)
-    if len(grad_outputs) != len(outputs):  # zip dropped the extra outputs: a gradient of some of them
-        raise ValueError(f"polygrad.grad: got {len(grad_outputs)} output gradients for {len(outputs)} outputs "
-                         f"(give None for an output that gets none)")
+    grad_outputs = _per_output(grad_outputs, single_out, len(outputs), "polygrad.grad", "output gradients", "outputs")
     for v in inputs_t:
         if not isinstance(v, Variable):
             raise TypeError(f"polygrad.grad: inputs must be Variables, got {type(v).__name__}")
