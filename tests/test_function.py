@@ -1407,3 +1407,19 @@ def test_a_chainer_style_in_place_function_on_dask_is_refused_naming_the_reason(
     h = pg.Variable(da.from_array(np.array([1.0, 2.0]), chunks=1)) * 2
     with pytest.raises(ValueError, match="not written in place"):
         AddOne()(h)
+
+
+def test_a_python_number_among_a_functions_inputs_is_refused_naming_the_function_and_input():
+    """Scale()(x, 3.0) failed with the message of pg.Variable's constructor, which the user never
+    called, naming neither Scale nor which input was the number."""
+
+    class Scale(pg.Function):
+        def forward(self, a, k):
+            return a * k
+
+        def backward(self, g):
+            return g, None
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    with pytest.raises(TypeError, match=r"Scale: input 1 is a float, not an array or Variable"):
+        Scale()(x, 3.0)

@@ -203,6 +203,12 @@ class Function(Node):
             raise TypeError(f"polygrad: {self.label} needs at least one input")
         if self._backend is not None:  # an earlier application's forward failed: start afresh
             self._fresh()
+        for i, x in enumerate(inputs):
+            if not isinstance(x, Variable) and not has_namespace(x):
+                raise TypeError(
+                    f"polygrad: {self.label}: input {i} is a {type(x).__name__}, not an array or Variable; a "
+                    f"Function's inputs are arrays (pass other parameters to its __init__, or pg.asarray them)"
+                )
         in_vars = tuple(x if isinstance(x, Variable) else Variable(x, requires_grad=False) for x in inputs)
         self._wrapped = tuple(not isinstance(x, Variable) for x in inputs)
         checks = type(self).check_type_forward is not Function.check_type_forward
