@@ -261,6 +261,31 @@ def test_container_shared_between_functions_through_in():
         f2(5.0)
 
 
+def test_a_value_written_for_a_required_input_is_no_default():
+    """f['x'] = 5.0 on an input without default made 5.0 its default: f(y=2.0) gave 10.0, and every
+    later call that left x out reused it. As in Theano, a call still needs x; the value stays readable."""
+    x, y = T.scalars("x", "y")
+    f = pg.function([x, y], x * y)
+    for write in (lambda: f.__setitem__("x", 5.0), lambda: setattr(f, "x", 5.0),
+                  lambda: f.value.__setitem__(x, 5.0)):
+        write()
+        assert float(f["x"]) == 5.0
+        with pytest.raises(TypeError, match=r"^Missing required input: x \(polygrad.function: an input without a "
+                                            r"default value is given at every call"):
+            f(y=2.0)
+        assert float(f(3.0, y=2.0)) == 6.0
+    with pytest.raises(TypeError, match=r"^Missing required input: y$"):  # (nothing written: Theano's text)
+        f(3.0)
+
+
+def test_an_input_with_an_update_needs_a_value():
+    """In(s, update=...) without a value was required at the first call only; an input without value
+    is required at every call now, so the update would be written and never read. Theano refuses it too."""
+    s = T.scalar("s")
+    with pytest.raises(ValueError, match="polygrad.function: input 's' has an update but no value"):
+        pg.function([In(s, update=s + 1)], s * 2)
+
+
 def test_fn_container_is_read_only():
     """fn.container[...] = v raises TypeError."""
     x = T.scalar("x")

@@ -186,6 +186,9 @@ class CompiledFunction:
                     c.set(inp.value, borrow=inp.mutable)
                 self._containers.append(c)
                 self._owned.append(i)
+        # Theano's required inputs: no value, so every call gives one. Whatever fn[key] = v wrote into
+        # such a container is no default (it made a forgotten argument a stale value silently).
+        self._required = frozenset(i for i in self._owned if inputs[i].value is None)
         # What each update writes: container index -> expression
         self._updates: list[tuple[int, Variable]] = []
         for i, inp in enumerate(inputs):
@@ -335,9 +338,13 @@ class CompiledFunction:
         for i, (inp, c) in enumerate(zip(self.inputs, self._containers)):
             v = given[i]
             if v is None:
-                if c.value is None:
+                if i in self._required or c.value is None:
                     label = inp.name if inp.name is not None else repr(inp.variable._data)
-                    raise TypeError(f"Missing required input: {label}")
+                    if c.value is None:  # (Theano's text, exactly)
+                        raise TypeError(f"Missing required input: {label}")
+                    raise TypeError(f"Missing required input: {label} ({_who(self.name)}: an input without a "
+                                    f"default value is given at every call; the value written into its container "
+                                    f"(fn[key] = ...) is no default)")
                 values.append(c.value)
                 continue
             if self.trust_input:
@@ -825,6 +832,10 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"explicit input (Theano refuses it too): the graph reads it without one; to give its value at "
                 f"the call, replace it by a symbolic input with givens"
             )
+        if inp.update is not None and inp.value is None:  # (required at every call: its update written, never read)
+            label = repr(inp.name) if inp.name is not None else repr(inp.variable._data)
+            raise ValueError(f"polygrad.function: input {label} has an update but no value; an input that updates "
+                             f"itself needs its initial state as value (Theano raises too)")
         if inp.implicit:
             continue
         if inp.value is None and optional:

@@ -308,7 +308,8 @@ class In:
     :param name: the keyword to pass it by (default: the variable's name, if ``autoname``).
     :param value: a default value, or a :class:`Container`. With ``update``, the
         value persists across calls.
-    :param update: a symbolic expression whose value replaces ``value`` after each call.
+    :param update: a symbolic expression whose value replaces ``value`` after each call
+        (requires ``value``, the initial state).
     :param mutable: let the function keep the caller's array as its value (no defensive
         copies); requires ``value`` (for an argument passed at each call, use ``borrow=True``).
     :param strict: the value passed must already have exactly the right dtype.
