@@ -989,6 +989,47 @@ def test_givens_cannot_replace_an_input():
             pg.function([x], x * 3, givens=[(x, s)], **kwargs)
 
 
+def test_a_replacement_reads_the_variable_it_replaces_as_it_was():
+    """givens=[(s, s + 1)] compiled, then raised a bare KeyError: 1 (a symbol id) at the first call.
+    Theano clones each replacement first: inside it, s is the original s, so s * 2 is (s + 1) * 2; what
+    the replacement reads keeps that meaning everywhere (the output s + 1 below is 2, 3)."""
+    s = pg.shared(np.array([1.0, 2.0]), name="s")
+    r = s + 1
+    f = pg.function([], [s * 2, r, s], givens=[(s, r)], updates=[(s, s * 10)])
+    assert [v.tolist() for v in f()] == [[4.0, 6.0], [2.0, 3.0], [2.0, 3.0]]
+    np.testing.assert_array_equal(s.get_value(), [20.0, 30.0])  # the update reads s replaced too
+    assert len(f.inputs) == 1 and f.container[s].value is s.container.value  # one input for s, read once
+    np.testing.assert_array_equal(pg.function([], s * 2, givens=[(s, s)])(), [40.0, 60.0])
+    x = T.vector("x")
+    h = x * 2
+    np.testing.assert_array_equal(pg.function([x], h * 3, givens={h: h + 1})(np.array([1.0, 2.0])), [9.0, 15.0])
+
+
+def test_givens_that_read_what_a_later_pair_replaces_are_refused_naming_both():
+    """Two replacements reading each other's variable raised KeyError: 7 at the first call. Theano
+    refuses, at compile time, a replacement that reads a variable a later pair replaces (a cycle
+    always does); a later replacement may read an earlier pair's variable, and sees its replacement."""
+    a, b, c = T.scalars("a", "b", "c")
+    with pytest.raises(ValueError, match=r"givens replaces a by add\(b, 1\) and b by multiply\(a, 2\): each "
+                                         r"replacement reads the variable the other replaces, a cycle"):
+        pg.function([c], a * b + c, givens=[(a, b + 1), (b, a * 2)])
+    with pytest.raises(ValueError, match=r"givens replaces b by c, but the replacement of a given before it, "
+                                         r"add\(b, 1\), reads b .*put \(b, c\) first"):
+        pg.function([c], a * 2, givens=[(a, b + 1), (b, c)])
+    assert float(pg.function([c], a * 2, givens=[(b, c), (a, b + 1)])(1.0)) == 4.0
+    with pytest.raises(ValueError, match=r"givens replaces a twice \(by c and by add\(c, 1\)\)"):
+        pg.function([c], a * 2, givens=[(a, c), (a, c + 1)])
+
+
+def test_a_cycle_left_in_a_graph_fails_loudly_while_ordering_it():
+    """A cycle dropped out of the trace's order silently, and a KeyError followed; it says what it is now."""
+    from polygrad.compile.program import _creation_order
+
+    a, b = T.scalar("a").data, T.scalar("b").data
+    with pytest.raises(AssertionError, match=r"internal error.*2 expressions depend on each other"):
+        _creation_order([a], {}, lambda s: [b] if s is a else [a])
+
+
 def test_slices_with_symbolic_bounds():
     """``data[i * bs:(i + 1) * bs]``, the Theano tutorial's minibatch (through givens), raised a
     false "input i is not part of the graph" (the bounds lived in the node's parameters), and

@@ -8,7 +8,7 @@ import time
 import warnings
 from typing import Any, Sequence
 
-from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build
+from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build, operands
 from polygrad.compile.io import Container, In, Out, SharedVariable, fits, to_value
 from polygrad.compile import symbolic as _symbolic
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
@@ -101,6 +101,86 @@ def _reach(roots: list, known: set, givens: dict, updated: list, no_default_upda
         roots += [d._data for _, d in defaults]
 
 
+def _substitutions(pairs: list[tuple[SymbolicArray, SymbolicArray]], known: set,
+                   name: str | None) -> tuple[dict, dict]:
+    """``givens`` as Theano applies them (``rebuild_collect_shared`` clones each replacement, pair by
+    pair, before it substitutes the variable): inside its own replacement a variable means its
+    original value (``(s, s + 1)`` makes ``s * 2`` into ``(s + 1) * 2``), and a variable an earlier
+    pair replaced means that replacement. A pair replacing what an earlier replacement reads (a
+    cycle, ``{a: b + 1, b: a * 2}``, or ``{a: b + 1, b: c}``) is refused, as Theano refuses it.
+
+    Returns ``give``: id -> the symbol read in its place (acyclic, so every trace can order it),
+    and ``originals``: id of a replaced shared variable -> the symbol of its value before the
+    replacement, which its replacement reads (the function reads the container there). The
+    expressions between a replacement and its own variable are rebuilt on that original; ``give``
+    maps them to their rebuilt selves, as Theano's clones stand for them anywhere in the graph."""
+    give: dict[int, SymbolicArray] = {}
+    originals: dict[int, SymbolicArray] = {}
+    read: dict[int, int] = {}  # id -> the pair whose replacement reads it (Theano's clone_d)
+    for k, (s, r) in enumerate(pairs):
+        if s.id in read:
+            raise _givens_error(pairs, k, read[s.id], known, name)
+        order: list[SymbolicArray] = []  # what the replacement reads afresh, operands first
+        seen: set[int] = set()
+        stack: list[tuple[SymbolicArray, bool]] = [(r, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+            elif n.id not in seen and n.id not in read and n.id not in known:
+                seen.add(n.id)
+                stack.append((n, True))
+                stack.extend((o, False) for o in operands(n))
+        if s.id in seen:  # the replacement reads its own variable: rebuild what reads it on the original
+            subst = {s.id: _rebuilt(s, {})}
+            for n in order:
+                if n.id != s.id and any(o.id in subst for o in operands(n)):
+                    subst[n.id] = _rebuilt(n, subst)
+            if s.kind == "shared":
+                originals[s.id] = subst[s.id]
+            r = subst[r.id]  # (r reads s, so it was rebuilt; or it is s)
+            del subst[s.id]
+            give.update(subst)
+        give[s.id] = r
+        read.update(dict.fromkeys(seen, k))
+        read[s.id] = k
+    return give, originals
+
+
+def _rebuilt(s: SymbolicArray, subst: dict) -> SymbolicArray:
+    """A new symbol computing what ``s`` does, from the symbols ``subst`` maps its operands to.
+    (A rebuilt gradient or detached leaf has a new id: it counts as asked for after any
+    ``unchain_backward`` made before the function.)"""
+    def get(a: Any) -> Any:
+        return subst.get(a.id, a) if isinstance(a, SymbolicArray) else a
+
+    grad_of = s.grad_of
+    if grad_of is not None:
+        grad_of = (get(grad_of[0]), tuple(get(w) for w in grad_of[1]), grad_of[2])
+    return SymbolicArray(s.kind, op=s.op, args=tuple(get(a) for a in s.args), params=s.params, name=s.name,
+                         dtype=s.dtype, shape=s.shape, container=s.container, grad_of=grad_of)
+
+
+def _givens_error(pairs: list, k: int, j: int, known: set, name: str | None) -> ValueError:
+    """The error for givens pair ``k``, whose variable pair ``j``'s replacement reads (or replaces)."""
+    (s, r), (sj, rj) = pairs[k], pairs[j]
+    if sj.id == s.id:
+        return ValueError(f"{_who(name)}: givens replaces {s!r} twice (by {rj!r} and by {r!r}); give each "
+                          f"variable one replacement")
+    if any(n.id == sj.id for n in walk([r], known, {})):
+        return ValueError(
+            f"{_who(name)}: givens replaces {sj!r} by {rj!r} and {s!r} by {r!r}: each replacement reads the "
+            f"variable the other replaces, a cycle (Theano refuses it too: givens = {{a: b, b: a + 1}} is not "
+            f"allowed); write the replacements in terms of variables givens does not replace"
+        )
+    return ValueError(
+        f"{_who(name)}: givens replaces {s!r} by {r!r}, but the replacement of {sj!r} given before it, {rj!r}, reads "
+        f"{s!r} (Theano refuses a replacement that reads a variable a later pair replaces: givens = "
+        f"{{a: b, b: a + 1}} is not allowed); put ({s!r}, {r!r}) first, so that {sj!r}'s replacement reads "
+        f"{s!r}'s replacement"
+    )
+
+
 def _check_used(inputs: list[In], used: set, warn: bool, name: str | None) -> None:
     """Raise :class:`UnusedInputError` (or warn) for an input no output or update reads."""
     for k, inp in enumerate(inputs):
@@ -159,13 +239,16 @@ class CompiledFunction:
 
     def __init__(self, inputs: list[In], outputs: Any, updates: list[tuple[Variable, Variable]], givens: dict,
                  name: str | None, trust_input: bool, *, allow_input_downcast: bool | None = None,
-                 optimize: bool = True, profile: Any = None) -> None:
+                 optimize: bool = True, profile: Any = None, originals: dict | None = None) -> None:
         self.name = name
         self.trust_input = trust_input
         self.allow_input_downcast = allow_input_downcast
         self.profile = _profile(profile, name)
         self.inputs = inputs
-        self._syms = [inp.variable._data for inp in inputs]  # what the graph reads (copy(swap=) keeps them)
+        # what the graph reads (copy(swap=) keeps them): a shared variable givens replaces is read, if at
+        # all, in its own replacement, as the symbol of its original value
+        originals = originals or {}
+        self._syms = [originals.get(inp.variable._data.id, inp.variable._data) for inp in inputs]
         self._single = not isinstance(outputs, (list, tuple)) and outputs is not None
         outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.outputs = [o if isinstance(o, Out) else Out(o) for o in outs]
@@ -862,9 +945,9 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
                 f"{db.dtype}, ndim {db.ndim}); with rebuild_strict=True (the default) a replacement has the same dtype "
                 f"and number of dimensions; pass rebuild_strict=False to allow it"
             )
-    give_map = {a._data.id: b._data for a, b in giv}
+    replaced = {a._data.id for a, _ in giv}
     for inp in ins:
-        if inp.variable._data.id in give_map:  # it would be read nowhere: its argument dropped silently
+        if inp.variable._data.id in replaced:  # it would be read nowhere: its argument dropped silently
             raise ValueError(
                 f"{_who(name)}: givens replaces "
                 f"{inp.variable._data!r}, an input of the function; an input is given its value at each "
@@ -872,6 +955,7 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
             )
     explicit = list(ins)
     known = {inp.variable._data.id for inp in ins}
+    give_map, originals = _substitutions([(a._data, b._data) for a, b in giv], known, name)
     outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     roots = [getattr(o.variable if isinstance(o, Out) else o, "_data", None) for o in outs]
     for k, r in enumerate(roots):
@@ -896,13 +980,14 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
             )
     # Shared variables the graph reads or updates are implicit inputs holding their containers
     # (one replaced by givens is read nowhere, but an update of it still writes its container).
+    # (The graph may read a replaced one's original value in its replacement: originals' symbol.)
     for s in [s for s in reached if s.kind == "shared" and s.id not in give_map] + [var._data for var, _ in ups]:
-        if s.id not in known:
-            var = s.container.variable
+        var = s.container.variable
+        if s.id not in known and var._data.id not in known:
             in_name = var.name if var.name not in seen_names else None
             ins.append(In(var, name=in_name, value=s.container, implicit=True, autoname=False))
-            known.add(s.id)
+            known.update((s.id, var._data.id))
     if on_unused_input != "ignore":
         _check_used(explicit, used, on_unused_input == "warn", name)
     return CompiledFunction(ins, outputs, ups, give_map, name, trust_input, allow_input_downcast=allow_input_downcast,
-                            optimize=mode != "FAST_COMPILE", profile=profile)
+                            optimize=mode != "FAST_COMPILE", profile=profile, originals=originals)

@@ -164,9 +164,7 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
                 f"polygrad.function: the outputs depend on {s!r} ({s.kind}), which is not an input of the function; "
                 f"add it to the inputs (or use pg.shared for state)"
             )
-        if s.kind in ("op", "item", "detached"):
-            return [a for a in s.args if isinstance(a, SymbolicArray)]
-        return [s.grad_of[0], *s.grad_of[1]]
+        return operands(s)
 
     def run(s: SymbolicArray) -> None:
         """Evaluate ``s``, whose dependencies are in ``env``."""
@@ -257,6 +255,15 @@ def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Seque
     return tracer, in_slots, refs
 
 
+def operands(s: SymbolicArray) -> list:
+    """The symbolic arrays ``s`` is computed from (none for a leaf: an input, a shared variable)."""
+    if s.kind in ("op", "item", "detached"):
+        return [a for a in s.args if isinstance(a, SymbolicArray)]
+    if s.kind == "grad":
+        return [s.grad_of[0], *s.grad_of[1]]
+    return []
+
+
 def _creation_order(targets: Sequence[SymbolicArray], env: dict, deps: Any) -> list:
     """The symbolic arrays ``targets`` need that ``env`` lacks, each after its dependencies and
     otherwise in the order the user's code made them (their ids), as eager runs them: the nodes
@@ -287,7 +294,18 @@ def _creation_order(targets: Sequence[SymbolicArray], env: dict, deps: Any) -> l
             waiting[u.id] -= 1
             if waiting[u.id] == 0:
                 heapq.heappush(ready, u.id)
+    if len(order) != len(needed):  # a cycle: pg.function's check of givens should have refused it
+        stuck = [needed[i] for i, n in waiting.items() if n]
+        raise AssertionError(
+            f"polygrad.function (internal error, please report it): {len(stuck)} expressions depend on each other "
+            f"and cannot be ordered: {', '.join(_short(s) for s in stuck[:4])}{', ...' if len(stuck) > 4 else ''}"
+        )
     return order
+
+
+def _short(s: SymbolicArray, limit: int = 60) -> str:
+    text = repr(s)
+    return text if len(text) <= limit else text[:limit - 5] + "(...)"
 
 
 def _concrete_dtype(args: tuple, params: Any) -> Any:
