@@ -400,6 +400,45 @@ def test_outputs_list_gives_a_list():
     assert isinstance(r, list) and [float(v) for v in r] == [3.0, 6.0, 1.0]
 
 
+def test_outputs_dict_gives_a_dict():
+    """Theano's dict of outputs (output_keys) was refused as "output 0 is ... dict array shape ?"; the
+    call returns a dict with the same keys (sorted, as Theano's), values expressions or Out."""
+    a = T.scalar("a")
+    f = pg.function([a], {"triple": a * 3, "double": Out(a * 2, borrow=True)})
+    r = f(1.0)
+    assert isinstance(r, dict) and list(r) == ["double", "triple"]
+    assert float(r["double"]) == 2.0 and float(r["triple"]) == 3.0
+
+
+def test_outputs_dict_survives_copy_pickle_and_as_pure():
+    """A copy, a pickled or deep-copied function and its pure form return dicts too."""
+    import copy
+    import pickle
+
+    x = T.scalar("x")
+    k = T.scalar("k")
+    f = pg.function([x, ((k, k + x), 1.0)], {"scaled": x * k, "k": k * 1})
+    for g in (f.copy(), copy.copy(f), copy.deepcopy(f), pickle.loads(pickle.dumps(f))):
+        r = g(2.0)
+        assert list(r) == ["k", "scaled"] and float(r["scaled"]) == 2.0 and float(r["k"]) == 1.0
+    out, state = f.as_pure()([2.0], {"k": 5.0})
+    assert float(out["scaled"]) == 10.0 and float(out["k"]) == 5.0 and float(state["k"]) == 7.0
+
+
+def test_outputs_that_are_no_list_or_dict_of_expressions_are_named():
+    """A non-string key, a constant value and a set raise TypeErrors that say so (a dict was 'output 0 is
+    ... dict array shape ?', and the advice was pg.shared)."""
+    a = T.scalar("a")
+    with pytest.raises(TypeError, match=r"the keys of a dict of outputs must be strings \(as in Theano\), got the "
+                                        r"key 1 \(int\)"):
+        pg.function([a], {1: a * 2})
+    with pytest.raises(TypeError, match=r"output 'c' is not a symbolic expression but float 3.0"):
+        pg.function([a], {"c": 3.0, "d": a})
+    with pytest.raises(TypeError, match=r"outputs must be None, one symbolic expression or Out, a list of them or a "
+                                        r"dict of them by name; got set"):
+        pg.function([a], {a * 2, a * 3})
+
+
 def test_same_output_twice_gives_two_values():
     """outputs [x, x] gives two equal values."""
     x = T.vector("x")

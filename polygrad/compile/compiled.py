@@ -181,6 +181,23 @@ def _givens_error(pairs: list, k: int, j: int, known: set, name: str | None) -> 
     )
 
 
+def _output_list(outputs: Any, name: str | None) -> tuple[list, list | None, bool]:
+    """``outputs`` as a list; the keys of a dict of them, sorted (Theano's ``output_keys``: the call
+    returns a dict), else None; and whether it was one output (the call returns it alone)."""
+    if outputs is None:
+        return [], None, False
+    if isinstance(outputs, dict):
+        for key in outputs:
+            if not isinstance(key, str):
+                raise TypeError(f"{_who(name)}: the keys of a dict of outputs must be strings (as in Theano), got "
+                                f"the key {key!r} ({type(key).__name__})")
+        keys = sorted(outputs)
+        return [outputs[k] for k in keys], keys, False
+    if isinstance(outputs, (list, tuple)):
+        return list(outputs), None, False
+    return [outputs], None, True
+
+
 def _check_used(inputs: list[In], used: set, warn: bool, name: str | None) -> None:
     """Raise :class:`UnusedInputError` (or warn) for an input no output or update reads."""
     for k, inp in enumerate(inputs):
@@ -249,8 +266,7 @@ class CompiledFunction:
         # all, in its own replacement, as the symbol of its original value
         originals = originals or {}
         self._syms = [originals.get(inp.variable._data.id, inp.variable._data) for inp in inputs]
-        self._single = not isinstance(outputs, (list, tuple)) and outputs is not None
-        outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        outs, self._keys, self._single = _output_list(outputs, name)
         self.outputs = [o if isinstance(o, Out) else Out(o) for o in outs]
         self._givens = givens
         self._optimize = optimize
@@ -519,9 +535,14 @@ class CompiledFunction:
                      + [not self.inputs[i].mutable for i, _ in self._updates], n_out)
         for k, ((idx, expr), new) in enumerate(zip(self._updates, ups)):
             self._containers[idx]._value = own(n_out + k, new)
-        outs = [own(k, o) for k, o in enumerate(outs)]
+        return self._returned([own(k, o) for k, o in enumerate(outs)])
+
+    def _returned(self, outs: list) -> Any:
+        """What a call returns of its outputs' values: one, a dict by the keys given, or the list."""
         if self._single:
             return outs[0]
+        if self._keys is not None:
+            return dict(zip(self._keys, outs))
         return outs
 
     def _execute(self, values: list) -> tuple[Program, tuple]:
@@ -641,8 +662,7 @@ class CompiledFunction:
             for k in [*range(n_out, len(results)), *range(n_out)]:  # the updates first, as a call does
                 owned[k] = own(k, results[k])
             new_state = {stateful[idx]: r for (idx, _), r in zip(self._updates, owned[n_out:])}
-            outs = owned[:n_out]
-            return (outs[0] if self._single else outs), new_state
+            return self._returned(owned[:n_out]), new_state
 
         return pure
 
@@ -863,7 +883,8 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
 
     :param inputs: symbolic variables, :class:`In` instances or Theano's shortcut tuples.
         An intermediate expression may be an input: its value is given, not computed.
-    :param outputs: None, one variable or :class:`Out`, or a list of them.
+    :param outputs: None, one variable or :class:`Out`, a list of them, or a dict of them by
+        string keys (the call returns a dict with the same keys, as Theano's ``output_keys``).
     :param mode: None or ``"FAST_RUN"`` (fold constants, merge common
         subexpressions, drop dead code) or ``"FAST_COMPILE"`` (only drop dead code).
     :param updates: ``[(shared_variable, new_value_expression), ...]`` (or a
@@ -956,14 +977,19 @@ def function(inputs: Sequence[Any], outputs: Any = None, mode: Any = None, updat
     explicit = list(ins)
     known = {inp.variable._data.id for inp in ins}
     give_map, originals = _substitutions([(a._data, b._data) for a, b in giv], known, name)
-    outs = [] if outputs is None else list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    outs, keys, single = _output_list(outputs, name)
     roots = [getattr(o.variable if isinstance(o, Out) else o, "_data", None) for o in outs]
     for k, r in enumerate(roots):
-        if not isinstance(r, SymbolicArray):
-            raise TypeError(
-                f"polygrad.function: output {k} is not a symbolic expression but {describe(outs[k])}; outputs are "
-                f"expressions of the inputs (a constant array goes in as pg.shared(value))"
-            )
+        if isinstance(r, SymbolicArray):
+            continue
+        o = outs[k]
+        if single and not hasattr(getattr(o, "_data", o), "shape") and type(o) not in (bool, int, float, complex):
+            raise TypeError(f"{_who(name)}: outputs must be None, one symbolic expression or Out, a list of them or "
+                            f"a dict of them by name; got {type(o).__name__} {o!r:.60}")
+        raise TypeError(
+            f"{_who(name)}: output {k if keys is None else repr(keys[k])} is not a symbolic expression but "
+            f"{describe(o)}; outputs are expressions of the inputs (a constant array goes in as pg.shared(value))"
+        )
     roots += [e._data for _, e in ups] + [i.update._data for i in ins if i.update is not None]
     _refuse_cuts_on_gradient_paths(roots, known, give_map, ins, name)
     updated = [var for var, _ in ups] + [i.variable for i in ins if i.update is not None]
