@@ -273,6 +273,55 @@ def test_scalar_comparisons_keep_slots_of_their_own():
     assert float(h(1.0)) == 1.0 and float(h(-3.0)) == 0.0
 
 
+def _overwritten(y):
+    t = y * 2.0
+    t[...] = 5.0  # t no longer depends on y
+    return t
+
+
+def _overwritten_by_none_key(y):
+    t = y * 2.0
+    t[None] = 5.0
+    return t
+
+
+def _written_through_a_view(y):
+    t = y * 2.0
+    v = t[None]
+    v += 2.0
+    return t
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+@pytest.mark.parametrize("branch", [_overwritten, _overwritten_by_none_key, _written_through_a_view])
+@pytest.mark.parametrize("first", [-1.0, 1.0])
+def test_a_constant_made_outside_the_trace_is_never_read_as_a_slot(mode, branch, first):
+    """setitem's backward mask of a 0-d gradient, computed outside the trace, is NumPy's False_, the
+    same object as the traced ``x > 0`` at x = -1: the program read the condition where the constant
+    was meant, and d/dy of where(x > 0, t, y) was 2 at x = 1 where eager gives 0."""
+    x, y = T.scalars("x", "y")
+    f = pg.function([x, y], T.grad(pg.where(x > 0, branch(y), y), y), mode=mode)
+    for xv in (first, -first, first):
+        X, Y = pg.Variable(np.asarray(xv)), pg.Variable(np.asarray(3.0), requires_grad=True)
+        (g,) = pg.grad([pg.where(X > 0, branch(Y), Y)], [Y], allow_unused=True)
+        assert float(f(xv, 3.0)) == (0.0 if g is None else float(g.data)), (xv, first)
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+def test_zero_dim_results_backward_reads_follow_each_call(mode):
+    """A 0-d result takes an object of its own when traced (see the test above), and the node's saved
+    output with it: backward read the kernel's own object, a constant of the first call's value."""
+    s, v = T.scalar("s"), T.tensor("float64", (2,), "v")
+    a, b = pg.unstack(v)  # (two 0-d results of one row)
+    f = pg.function([s, v], [T.grad(pg.exp(s), s), T.grad(pg.tanh(s) * 2, s), T.grad(pg.sqrt(s), s),
+                             T.grad(pg.exp(a) * b, v)], mode=mode)
+    f(1.0, np.array([1.0, 1.0]))
+    got = f(2.0, np.array([0.5, 3.0]))
+    expected = [np.exp(2.0), 2 * (1 - np.tanh(2.0) ** 2), 0.5 / np.sqrt(2.0), [np.exp(0.5) * 3.0, np.exp(0.5)]]
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
 @pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 def test_negative_constants_and_constant_powers_compute_as_numpy(monkeypatch, fusion):
     """A negative constant was written without parentheses (-1 ** s0 is -(1 ** s0)), and numexpr

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import heapq
 import operator
+import weakref
 from typing import Any, Sequence
 
 from polygrad._registry import draws_aside
@@ -114,25 +115,52 @@ class _Tracer(FunctionHook):
         op = function.op
         args = tuple(self.ref(d) for d in in_data)
         if not op.multi:
-            out = self._own(function.outputs[0]())
+            out = self._own(function, in_data)[0]
             self.instrs.append((op, op.kernel(function.backend), args, function.params, self.new_slot(out)))
             return
         # several outputs: one slot for the tuple, then one item per output
-        outs = tuple(self._own(r()) for r in function.outputs)
+        outs = self._own(function, in_data)
         whole = self.new_slot(outs)
         self.instrs.append((op, op.kernel(function.backend), args, function.params, whole))
         for k, o in enumerate(outs):
             self.instrs.append((_ITEM, _item, (("s", whole), ("c", k)), None, self.new_slot(o)))
 
-    def _own(self, v: Variable) -> Any:
-        """The data of output Variable ``v``, as an object no slot has yet: a kernel may return one
-        traced before (NumPy's comparisons of 0-d arrays give the singletons True_ and False_, an
-        op may return its input), and slots are told apart by identity. The Variable takes the
-        fresh object, so the ops that read it next refer to this slot."""
-        out = v._data
-        if id(out) in self.slot_of:
-            out = v._data = _distinct(out)
-        return out
+    def _own(self, node: Primitive, in_data: tuple) -> tuple:
+        """The data of ``node``'s outputs, each as an object only this trace can reach.
+
+        Slots are told apart by identity (``ref``), so a slot must never hold an object that
+        other code can get by other means: that code's constant would be read as the slot, at
+        every call, whatever the slot holds then. An object a kernel may share is given one of
+        its own here (:func:`_distinct`): every 0-d result (interned by value: NumPy's
+        comparisons give the singletons ``True_`` and ``False_``, which setitem's backward mask
+        of a 0-d gradient, computed outside the trace, also was: the program read ``x > 0``
+        where that constant was meant), and a result the kernel was given or a slot has (an op
+        may return its input, or a constant argument). An array of any other shape that the
+        kernel made is a new object, which reaches other code only through this trace. This
+        costs at trace time only: the program runs the kernels as they are.
+
+        The output Variable and the node's saved output (what its backward reads) take the new
+        object, so the ops that read it next, backward's among them, refer to this slot.
+        """
+        olds = tuple(r()._data for r in node.outputs)
+        given = {id(d) for d in in_data}
+        news = tuple(_distinct(o) if getattr(o, "ndim", None) == 0 or id(o) in given or id(o) in self.slot_of
+                     else o for o in olds)
+        if all(n is o for n, o in zip(news, olds)):
+            return news
+        for r, o in zip(node.outputs, news):
+            r()._data = o
+        saved = getattr(node, "saved", None)
+        n_in = len(node.edges)
+        if saved is not None and len(saved) > n_in and saved[n_in] is not None:
+            saved[n_in] = news if node.op.multi else news[0]  # (kept for backward: the output itself)
+        source = getattr(node, "source", None)
+        if source is not None:  # a remat row's note of its output (see primitive._source)
+            try:
+                node.source = source[:3] + (weakref.ref(news[0]),) + source[4:]
+            except TypeError:
+                node.source = None
+        return news
 
 
 def trace(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
