@@ -180,6 +180,65 @@ def test_random_draw_of_constants_is_not_folded():
     assert program_of("sin").n_kernels == 0  # a deterministic one is folded
 
 
+def _masked_loss_and_a_second_draw(x, y):
+    return pg.sum(F.dropout(x, 0.5) + y), F.dropout(x, 0.5)
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+def test_a_draw_whose_value_is_dead_is_still_drawn(mode):
+    """d/dy of sum(dropout(x) + y) reads nothing of the mask, and dead-code removal dropped its draw:
+    the second dropout then took the first one's numbers, not eager's."""
+    xv, yv = np.arange(1.0, 65.0), np.ones(64)
+    pg.seed(3)
+    loss, second = _masked_loss_and_a_second_draw(pg.Variable(xv), pg.Variable(yv, requires_grad=True))
+    x, y = T.vectors("x", "y")
+    loss_s, second_s = _masked_loss_and_a_second_draw(x, y)
+    f = pg.function([x, y], [T.grad(loss_s, y), second_s], mode=mode)
+    for _ in range(2):  # (the first call traces)
+        pg.seed(3)
+        np.testing.assert_array_equal(f(xv, yv)[1], second.data)
+    pg.seed(None)
+
+
+def test_fusion_keeps_the_order_of_draws(monkeypatch):
+    """A draw reading a fused group's member ran after the group, which sits at its last member,
+    and so after a later draw that reads only the input: the two masks were swapped."""
+    pytest.importorskip("numexpr")
+    from polygrad_numpy import fuse
+
+    monkeypatch.setattr(fuse, "MIN_BYTES", 0)
+
+    def step(x):
+        h = pg.exp(x)
+        return [F.dropout(h, 0.5), F.dropout(x, 0.5), (h + 1) * 3]
+
+    xv = np.linspace(0.0, 1.0, 64)
+    pg.seed(5)
+    eager = [v.data for v in step(pg.Variable(xv))]
+    x = T.vector("x")
+    f = pg.function([x], step(x))
+    for _ in range(2):
+        pg.seed(5)
+        for got, expected in zip(f(xv), eager):
+            np.testing.assert_array_equal(got, expected)
+    assert "fused" in f.program_source()
+    pg.seed(None)
+
+
+def test_a_draw_outside_the_outputs_graph_is_not_part_of_the_function():
+    """Theano's rule: a dropout made beside the graph of every output is not drawn by the function
+    (docs/compiled-functions.md), so its output takes the first numbers after pg.seed."""
+    xv = np.arange(1.0, 65.0)
+    x = T.vector("x")
+    F.dropout(x, 0.5)  # no output reads it
+    f = pg.function([x], F.dropout(x, 0.5))
+    pg.seed(3)
+    got = f(xv)
+    pg.seed(3)
+    np.testing.assert_array_equal(got, F.dropout(pg.Variable(xv), 0.5).data)
+    pg.seed(None)
+
+
 def test_equal_deterministic_calls_are_still_merged(monkeypatch):
     """Common-subexpression elimination still merges two equal deterministic calls (fusion off:
     the program's own kernels)."""

@@ -260,15 +260,24 @@ def _offer(instrs: list[tuple], members: list[int], readers: dict, returned: set
 
 def _toposort(order: list[tuple[int, tuple]]) -> list[tuple]:
     """The instructions in an order where each follows what it reads, as close to
-    ``order``'s positions as that allows (a fused instruction sits at its last member)."""
+    ``order``'s positions as that allows (a fused instruction sits at its last member).
+
+    A random draw also follows the draw before it: draws take their numbers from one generator
+    in turn, so two of them swapped take each other's (a draw reading a group that ends after
+    an independent later draw ran after it); where that cannot be, the groups are a cycle."""
     producer: dict[int, int] = {}
     for n, (_, (_, _, _, _, out)) in enumerate(order):
         for o in (out if isinstance(out, tuple) else (out,)):
             producer[o] = n
     waiting = [0] * len(order)
     users: dict[int, list[int]] = {}
-    for n, (_, (_, _, args, _, _)) in enumerate(order):
+    last_draw = None
+    for n, (_, (op, _, args, _, _)) in enumerate(order):
         deps = {producer[v] for k, v in args if k == "s" and v in producer}
+        if not op.deterministic:
+            if last_draw is not None:
+                deps.add(last_draw)
+            last_draw = n
         waiting[n] = len(deps)
         for d in deps:
             users.setdefault(d, []).append(n)

@@ -9,7 +9,9 @@ Compiling (once per input shapes and dtypes):
 2. *Optimize*: constant folding, algebraic simplification
    (:mod:`polygrad.compile.rewrite`) and common-subexpression elimination in one
    pass, then dead-code removal from the outputs and updates. Rows declared
-   ``deterministic=False`` (random draws) are never folded, rewritten or merged.
+   ``deterministic=False`` (random draws) are never folded, rewritten, merged or
+   dropped, and run in the order they were traced: a draw whose value is dead still
+   draws, so the draws after it take the numbers eager code gives them.
 3. *Fuse*: each maximal group of elementwise kernels is offered to its backend
    as one kernel (:mod:`polygrad.compile.fusion`); a declined group runs node by node.
 4. *Generate*: one Python function whose body is the straight-line program,
@@ -414,7 +416,10 @@ class Program:
         # only running it checks that shape (see guards, below).
         shaped = {out for op, _, args, _, out in instrs
                   if value_shaped(op, tuple(tracer.alive[v] if k == "s" else v for k, v in args))}
-        kept = _live(instrs, out_refs + [("s", out) for out in shaped])
+        # A random draw stays where its value is dead (d/dy of sum(dropout(x) + y) reads no mask): eager
+        # code drew it, and the draws after it take the numbers eager gives them only if it draws here too.
+        drawn = [("s", out) for op, *_, out in instrs if not op.deterministic]
+        kept = _live(instrs, out_refs + [("s", out) for out in shaped] + drawn)
         unfused = kept
         if optimize and _fusion.ENABLED:
             kept = _fusion.fuse(kept, out_refs, tracer.alive, in_slots)
@@ -496,7 +501,10 @@ class Program:
                 k = f"k{len(names)}"
                 names[k] = functools.partial(impl, **params) if params else impl
                 target = f"s{out}" if not isinstance(out, tuple) else ", ".join(f"s{o}" for o in out) + ("," if len(out) == 1 else "")
-                lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
+                if out in last_use or out in outputs or out in self.guards or checked or isinstance(out, tuple):
+                    lines.append(f"    {target} = {k}({', '.join(operands)})  # {op.name}")
+                else:  # a random draw whose value nothing reads (see __init__): drawn, and dropped at once
+                    lines.append(f"    {k}({', '.join(operands)})  # {op.name}")
             if checked:
                 results = ", ".join(ref("s", o) for o in (out if isinstance(out, tuple) else (out,)))
                 lines.append(f"    _check(({results},), {i}, {op.name!r})")
@@ -620,7 +628,7 @@ def _simplify(instrs: list[tuple], out_refs: list[tuple], alive: list, ones: dic
 
 
 def _live(instrs: list[tuple], out_refs: list[tuple]) -> list[tuple]:
-    """Dead code: the instructions the outputs need."""
+    """Dead code: the instructions the references ``out_refs`` need (the program's roots)."""
     needed = {v for k, v in out_refs if k == "s"}
     kept = []
     for ins in reversed(instrs):
