@@ -143,6 +143,24 @@ def test_container_write_refuses_a_downcast():
     assert int(f["k"]) == 3
 
 
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_nan_converts_exactly_as_inf_does(dtype):
+    """NaN is a value of every floating dtype, but == is False at NaN: f([0.5, nan]), g(nan) with
+    allow_input_downcast=False and set_value([0.5, nan]) were refused 'without losing precision',
+    where [0.5, inf] went in (Theano's values_eq takes NaN as equal to NaN)."""
+    nan, inf = float("nan"), float("inf")
+    values = [0.5, nan, inf] if dtype == "float32" else [0.5, complex(nan, 1.0), complex(2.0, nan), complex(inf, nan)]
+    x = T.vector("x", dtype=dtype)
+    np.testing.assert_array_equal(pg.function([x], x * 1)(values), np.array(values, dtype=dtype))
+    s = T.scalar("s", dtype=dtype)
+    assert np.isnan(pg.function([s], s * 1, allow_input_downcast=False)(nan))
+    w = pg.shared(np.zeros(len(values), dtype=dtype))
+    w.set_value(values)
+    np.testing.assert_array_equal(w.get_value(), np.array(values, dtype=dtype))
+    with pytest.raises(TypeError, match="without losing precision"):  # (what does not convert exactly still raises)
+        w.set_value([0.1, nan] + values[2:])
+
+
 # ---------------------------------------------------------------------------
 # T.grad: scalar costs and disconnected inputs (U9)
 # ---------------------------------------------------------------------------

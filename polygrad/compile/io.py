@@ -114,8 +114,8 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
     A conversion that could lose information is refused unless ``allow_downcast``
     (Theano's rule): an array is converted only to a dtype that holds all its
     values (:func:`safe_cast`); Python data only where the converted values
-    equal the given ones; with ``allow_downcast=None`` (the default) a Python
-    float also goes into any floating input (Theano's "Python float to floatX").
+    equal the given ones (NaN equal to NaN); with ``allow_downcast=None`` (the default) a
+    Python float also goes into any floating input (Theano's "Python float to floatX").
     """
     from polygrad.backends import get_backend
     from polygrad.core.dispatch import backend_of_type, is_array
@@ -205,11 +205,25 @@ def _check_python_value(xp: Any, value: Any, dtype: Any, allow_downcast: bool | 
         return
     try:
         converted = xp.asarray(value, dtype=dtype)
-        same = natural.shape == converted.shape and bool(xp.all(xp.astype(converted, natural.dtype) == natural))
+        if xp.isdtype(dtype, "complex floating") and not xp.isdtype(natural.dtype, "complex floating"):
+            converted = xp.real(converted)  # (its imaginary part is 0: cast back whole, it warned of dropping it)
+        back = xp.astype(converted, natural.dtype)
+        same = natural.shape == back.shape and bool(xp.all(_same_values(xp, back, natural)))
     except Exception:
         same = False
     if not same:
         raise _downcast_error(what, repr(value) if len(repr(value)) <= 80 else repr(value)[:75] + "(...)", name)
+
+
+def _same_values(xp: Any, a: Any, b: Any) -> Any:
+    """Where ``a`` and ``b`` hold the same value: equal, or NaN in both (per part, for complex
+    values), as Theano's ``values_eq`` says. NaN converts exactly: ``==`` alone refused
+    ``[0.5, nan]`` for a float32 input, where ``[0.5, inf]`` went in."""
+    if xp.isdtype(b.dtype, "complex floating"):
+        return _same_values(xp, xp.real(a), xp.real(b)) & _same_values(xp, xp.imag(a), xp.imag(b))
+    if xp.isdtype(b.dtype, "real floating"):
+        return (a == b) | (xp.isnan(a) & xp.isnan(b))
+    return a == b
 
 
 def _downcast_error(what: str, value: str, dtype: Any) -> TypeError:
