@@ -61,7 +61,8 @@ def test_a_symbolic_expression_as_a_value_is_refused_naming_where():
         pg.shared(y)
     with pytest.raises(TypeError, match=r"input x takes an array or a number, got the symbolic expression y"):
         pg.function([x], x * 2)(y)
-    with pytest.raises(TypeError, match=r"the value of s takes an array or a number, got the symbolic expression y"):
+    with pytest.raises(TypeError, match=r"the value of the shared variable s takes an array or a number, got the symbolic "
+                                        r"expression y"):
         pg.shared(1.0, "s").set_value(y)
 
 
@@ -159,6 +160,32 @@ def test_nan_converts_exactly_as_inf_does(dtype):
     np.testing.assert_array_equal(w.get_value(), np.array(values, dtype=dtype))
     with pytest.raises(TypeError, match="without losing precision"):  # (what does not convert exactly still raises)
         w.set_value([0.1, nan] + values[2:])
+
+
+def test_a_shared_variable_refusing_a_downcast_says_what_applies():
+    """set_value and fn[W] = v suggested In(..., allow_downcast=True) or allow_input_downcast, which
+    no shared variable reads, and named an unnamed one '<shared float32 ndim=1>' alone."""
+    w = pg.shared(np.zeros(3, dtype=np.float32))
+    f = pg.function([], w * 2)
+    for write in (lambda: w.set_value(np.array([0.1, 0.2, 0.3])), lambda: w.set_value([0.1, 0.2, 0.3]),
+                  lambda: f.__setitem__(w, np.array([0.1, 0.2, 0.3]))):
+        with pytest.raises(TypeError, match=r"the value of the shared variable <shared float32 ndim=1> of dtype "
+                                            r"float32 cannot store .* convert it to float32 yourself, or create the "
+                                            r"shared variable with a dtype that holds it") as info:
+            write()
+        assert "In(" not in str(info.value) and "allow_input_downcast" not in str(info.value)
+    np.testing.assert_array_equal(w.get_value(), np.zeros(3))
+
+
+def test_a_downcast_into_ones_own_container_names_its_option():
+    """A Container the user made is allowed to downcast by its own allow_downcast, not In's."""
+    q = T.scalar("q", dtype="int64")
+    box = Container(q, 5, name="q")
+    with pytest.raises(TypeError, match=r"allow it with Container\(\.\.\., allow_downcast=True\)$"):
+        box.value = 2.5
+    g = pg.function([In(q, value=box, implicit=False)], q * 2)
+    with pytest.raises(TypeError, match=r"allow it with In\(\.\.\., allow_downcast=True\) or pg.function"):
+        g(2.5)  # (an argument follows In's options)
 
 
 # ---------------------------------------------------------------------------
@@ -1104,10 +1131,10 @@ def test_shared_strict_and_declared_shape():
     the docs said neither."""
     s = pg.shared(np.zeros(3), name="s", strict=True)
     for bad in (np.array([1, 2, 3]), [1.0, 2.0, 3.0], np.zeros(3, dtype=np.float32)):
-        with pytest.raises(TypeError, match="the value of s is strict"):
+        with pytest.raises(TypeError, match="the value of the shared variable s is strict"):
             s.set_value(bad)
     s.set_value(np.ones(3))
-    with pytest.raises(ValueError, match=r"the value of s expects shape \(3,\), got \(5,\)"):
+    with pytest.raises(ValueError, match=r"the value of the shared variable s expects shape \(3,\), got \(5,\)"):
         s.set_value(np.ones(5))
     data = pg.shared(np.arange(6.0).reshape(3, 2), name="data", shape=(None, 2))
     w = pg.shared(np.array([1.0, -1.0]), name="w")

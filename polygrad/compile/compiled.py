@@ -9,7 +9,7 @@ import warnings
 from typing import Any, Sequence
 
 from polygrad.compile.program import MissingInputError, Program, RandomShape, ShapeChanged, build, operands
-from polygrad.compile.io import Container, In, Out, SharedVariable, fits, to_value
+from polygrad.compile.io import ARGUMENT_HINT, Container, In, Out, SharedVariable, fits, to_value
 from polygrad.compile import symbolic as _symbolic
 from polygrad.compile.symbolic import SymbolicArray, is_symbolic, walk
 from polygrad.core.dispatch import backend_of_type, describe
@@ -280,7 +280,8 @@ class CompiledFunction:
                 _check_container(inp, i, name)
                 self._containers.append(inp.value)
             else:
-                c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i], strict=inp.strict)
+                c = Container(inp.variable, None, name=inp.name, allow_downcast=self._downcast[i], strict=inp.strict,
+                              hint=ARGUMENT_HINT)
                 if inp.value is not None:
                     c.set(inp.value, borrow=inp.mutable)
                 self._containers.append(c)
@@ -706,7 +707,8 @@ class CompiledFunction:
         if not share_memory:
             for i in self._owned:
                 c = self._containers[i]
-                fresh = Container(c.variable, None, name=c.name, allow_downcast=c.allow_downcast, strict=c.strict)
+                fresh = Container(c.variable, None, name=c.name, allow_downcast=c.allow_downcast, strict=c.strict,
+                                  hint=ARGUMENT_HINT)
                 if c.value is not None:
                     fresh._value = _own(c.value, True)
                 containers[i] = fresh

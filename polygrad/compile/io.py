@@ -13,6 +13,13 @@ from polygrad.core.variable import Variable
 
 __all__ = ["In", "Out", "Container", "SharedVariable", "shared"]
 
+#: What a refused downcast's message suggests besides converting the value, by where the value goes
+#: (each caller passes its own, see :func:`_downcast_error`): a function's argument or an input's
+#: container follows In's and the function's options; a shared variable's value, only its dtype.
+ARGUMENT_HINT = "allow it with In(..., allow_downcast=True) or pg.function(..., allow_input_downcast=True)"
+SHARED_HINT = "create the shared variable with a dtype that holds it (pg.shared takes the dtype of its first value)"
+CONTAINER_HINT = "allow it with Container(..., allow_downcast=True)"
+
 
 class Container:
     """A box holding one value between calls; functions that share it see the same value.
@@ -21,19 +28,22 @@ class Container:
     of the variable's dtype (a copy, unless ``borrow``). ``lock`` is held by a
     compiled function's call that writes the container, from reading the old
     value to storing the new one, so that calls from several threads lose no update.
+    ``hint`` is what a write refused for losing precision suggests, by who made the
+    container (:data:`ARGUMENT_HINT`, :data:`SHARED_HINT`; by default its own option).
     """
 
     __slots__ = ("_variable", "_symbol", "_facts", "_value", "name", "readonly", "allow_downcast", "lock", "strict",
-                 "default_update")
+                 "default_update", "hint")
 
     def __init__(self, variable: Variable, value: Any = None, name: str | None = None, *,
-                 allow_downcast: bool | None = None, strict: bool = False) -> None:
+                 allow_downcast: bool | None = None, strict: bool = False, hint: str = CONTAINER_HINT) -> None:
         self.variable = variable
         self.default_update = None  # a shared variable's (see SharedVariable.default_update)
         self.name = name
         self.readonly = False
         self.allow_downcast = allow_downcast
         self.strict = strict
+        self.hint = hint
         self.lock = threading.RLock()
         self._value = None
         if value is not None:
@@ -81,8 +91,14 @@ class Container:
         self.set(value)
 
     def set(self, value: Any, borrow: bool = False) -> None:
-        value = to_value(self.variable, value, copy=not borrow, strict=getattr(self, "strict", False),
-                         allow_downcast=self.allow_downcast, what=f"the value of {self.name or self.variable}")
+        variable = self.variable
+        if isinstance(variable, SharedVariable):  # (named as other messages name it, also when unnamed)
+            label = f"the shared variable {self.name or repr(variable._data)}"
+        else:
+            label = self.name or variable
+        value = to_value(variable, value, copy=not borrow, strict=getattr(self, "strict", False),
+                         allow_downcast=self.allow_downcast, what=f"the value of {label}",
+                         hint=getattr(self, "hint", CONTAINER_HINT))
         with self.lock:  # not in the middle of a call that reads the old value and writes an update
             self._value = value
 
@@ -108,7 +124,7 @@ class Container:
 
 
 def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False, allow_downcast: bool | None = None,
-             what: str = "input") -> Any:
+             what: str = "input", hint: str = ARGUMENT_HINT) -> Any:
     """Convert ``value`` to an array fit for symbolic ``variable`` (dtype, declared shape).
 
     A conversion that could lose information is refused unless ``allow_downcast``
@@ -116,6 +132,7 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
     values (:func:`safe_cast`); Python data only where the converted values
     equal the given ones (NaN equal to NaN); with ``allow_downcast=None`` (the default) a
     Python float also goes into any floating input (Theano's "Python float to floatX").
+    ``hint``: what a refusal suggests besides converting the value (the caller's way to allow it).
     """
     from polygrad.backends import get_backend
     from polygrad.core.dispatch import backend_of_type, is_array
@@ -145,11 +162,11 @@ def to_value(variable: Variable, value: Any, *, copy: bool, strict: bool = False
     try:
         if dtype is not None and is_array(value) and value.dtype != dtype:
             if not allow_downcast and not safe_cast(xp, value.dtype, dtype):
-                raise _downcast_error(what, f"a value of dtype {value.dtype}", sym.dtype)
+                raise _downcast_error(what, f"a value of dtype {value.dtype}", sym.dtype, hint)
             value = xp.astype(value, dtype)
             copy = False
         elif dtype is not None and not is_array(value) and not allow_downcast:
-            _check_python_value(xp, value, dtype, allow_downcast, what, sym.dtype)
+            _check_python_value(xp, value, dtype, allow_downcast, what, sym.dtype, hint)
         arr = xp.asarray(value, dtype=dtype, copy=True if copy else None)
     except TypeError as exc:
         if str(exc).startswith("polygrad"):
@@ -196,7 +213,8 @@ def safe_cast(xp: Any, from_: Any, to: Any) -> bool:
     return bool(xp.can_cast(from_, to))
 
 
-def _check_python_value(xp: Any, value: Any, dtype: Any, allow_downcast: bool | None, what: str, name: str) -> None:
+def _check_python_value(xp: Any, value: Any, dtype: Any, allow_downcast: bool | None, what: str, name: str,
+                        hint: str) -> None:
     """Python data (numbers, lists) goes into an input when no value changes on the way."""
     if allow_downcast is None and type(value) is float and xp.isdtype(dtype, ("real floating", "complex floating")):
         return  # Theano's special case: a Python float literal into a floating input
@@ -212,7 +230,7 @@ def _check_python_value(xp: Any, value: Any, dtype: Any, allow_downcast: bool | 
     except Exception:
         same = False
     if not same:
-        raise _downcast_error(what, repr(value) if len(repr(value)) <= 80 else repr(value)[:75] + "(...)", name)
+        raise _downcast_error(what, repr(value) if len(repr(value)) <= 80 else repr(value)[:75] + "(...)", name, hint)
 
 
 def _same_values(xp: Any, a: Any, b: Any) -> Any:
@@ -226,10 +244,12 @@ def _same_values(xp: Any, a: Any, b: Any) -> Any:
     return a == b
 
 
-def _downcast_error(what: str, value: str, dtype: Any) -> TypeError:
+def _downcast_error(what: str, value: str, dtype: Any, hint: str) -> TypeError:
+    """The refusal of a value that would lose precision; ``hint``: how the caller may allow it
+    otherwise (:data:`ARGUMENT_HINT`, :data:`SHARED_HINT`, :data:`CONTAINER_HINT`)."""
     return TypeError(
         f"polygrad: {what} of dtype {dtype} cannot store {value} without losing precision; convert it to {dtype} "
-        f"yourself, or allow it with In(..., allow_downcast=True) or pg.function(..., allow_input_downcast=True)"
+        f"yourself, or {hint}"
     )
 
 
@@ -309,7 +329,7 @@ def shared(value: Any, name: str | None = None, *, strict: bool = False, borrow:
                              f"(None for a dimension that may change)")
     sym = SymbolicArray("shared", name=name, dtype=_dtype_name(arr.dtype), shape=shape)
     v = SharedVariable._make(sym, name=name)  # (a fresh symbol: Variable.__init__ would make a new leaf of it)
-    sym.container = v.container = Container(v, None, name=name, strict=strict)
+    sym.container = v.container = Container(v, None, name=name, strict=strict, hint=SHARED_HINT)
     v.container.set(arr, borrow=borrow)
     return v
 
