@@ -531,6 +531,43 @@ def test_volatile_variable_cannot_require_grad(xp):
         x.requires_grad = True
 
 
+def test_volatile_masks_requires_grad_and_gives_it_back(xp):
+    """volatile = True then False left a leaf that never required grad again: its gradient was silently
+    lost (PyTorch 0.x, Chainer v1: volatile is a flag of its own that masks requires_grad)."""
+    w = pg.Variable(arr(xp, [1.0, 1.0]))
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    x.volatile = True
+    assert x.requires_grad is False and (x * 2.0).creator is None
+    x.volatile = False
+    assert x.requires_grad is True
+    pg.sum(x * 3.0 + w).backward()
+    close(x.grad, [3.0, 3.0])
+    c = pg.Variable(arr(xp, [1.0]), requires_grad=False)  # a constant stays one
+    c.volatile = True
+    c.volatile = False
+    assert c.requires_grad is False
+    v = pg.Variable(arr(xp, [1.0]), volatile=True)  # the default requires_grad, given back
+    v.volatile = False
+    assert v.requires_grad is True
+    v.volatile = True
+    v.requires_grad = False  # while masked: what volatile = False gives back
+    v.volatile = False
+    assert v.requires_grad is False
+
+
+def test_volatile_with_requires_grad_is_refused_by_constructor_and_setter(xp):
+    """Variable(requires_grad=True, volatile=True) silently dropped requires_grad, where the setter refused
+    the same pair: both refuse it (PyTorch 0.x's constructor does)."""
+    with pytest.raises(RuntimeError, match=r"Variable\(requires_grad=True, volatile=True\): a volatile variable "
+                                           r"cannot require grad"):
+        pg.Variable(arr(xp, [1.0]), volatile=True, requires_grad=True)
+    x = pg.Variable(arr(xp, [1.0]), volatile=True, requires_grad=False)
+    with pytest.raises(RuntimeError, match=r"requires_grad = True on variable \(shape \(1,\)\): a volatile"):
+        x.requires_grad = True
+    x.volatile = False
+    assert x.requires_grad is False
+
+
 def test_volatile_inputs_build_no_graph(xp):
     """Functions applied to a volatile variable keep no reference to themselves."""
     x = pg.Variable(arr(xp, [1.0, 2.0]), volatile=True)

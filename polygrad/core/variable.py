@@ -26,6 +26,11 @@ from polygrad.core.op import GRAPH_OPS, is_view
 #: the sum is an op, whose function hooks may write gradients themselves.
 _ACCUMULATE = threading.RLock()
 
+#: The refusal of a variable both volatile and requiring grad (the constructor's and the setter's, as
+#: PyTorch 0.x's "Variable can't be volatile and require_grad at the same time!").
+_VOLATILE_AND_GRAD = ("polygrad: {where}: a volatile variable cannot require grad; volatile masks requires_grad, "
+                      "and setting volatile = False gives back the requires_grad it had")
+
 
 def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
     """The unview of a row that returned its input itself: the base becomes the value."""
@@ -358,6 +363,9 @@ class Variable:
     :param name: a name shown in reprs, graphs and compiled functions.
     :param volatile: if True, functions applied to it build no graph (the
         PyTorch 0.x / Chainer v1 inference flag; Chainer v1 passes it second).
+        It masks ``requires_grad``, which reads False while it is set and is
+        what it was once it is cleared; asking for both is refused, as in
+        PyTorch 0.x.
 
     >>> import polygrad as pg
     >>> x = pg.Variable(pg.asarray([1.0, 2.0, 3.0]))
@@ -367,7 +375,10 @@ class Variable:
     array([2., 4., 6.])
     """
 
-    __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "name", "_vb", "_hooks", "__weakref__")
+    # _requires_grad is what the engine reads (False while volatile); _wants_grad, set only
+    # while volatile masks it, is what requires_grad was or was set to, given back when it clears.
+    __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "_wants_grad", "name", "_vb",
+                 "_hooks", "__weakref__")
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
     __array_priority__ = 200
 
@@ -395,9 +406,13 @@ class Variable:
         self._hooks: list | None = None
         if requires_grad is None:  # the default follows the dtype: floating data requires grad
             requires_grad = data is None or kind in _FLOATING + ("unknown",)
-        elif requires_grad and not volatile:
+        elif requires_grad and self._volatile:
+            raise RuntimeError(_VOLATILE_AND_GRAD.format(where="polygrad.Variable(requires_grad=True, volatile=True)"))
+        elif requires_grad:
             self._require_floating()
-        self._requires_grad = bool(requires_grad) and not volatile
+        if self._volatile:
+            self._wants_grad = bool(requires_grad)
+        self._requires_grad = bool(requires_grad) and not self._volatile
 
     @classmethod
     def _make(cls, data: Any, node: Any = None, index: int = 0, requires_grad: bool = False,
@@ -518,10 +533,13 @@ class Variable:
                 f"by {self._node.label}. Use x.detach() to get a leaf."
             )
         if value and self._volatile:
-            raise RuntimeError("polygrad: a volatile variable cannot require grad; set volatile=False first")
+            raise RuntimeError(_VOLATILE_AND_GRAD.format(where=f"requires_grad = True on {self._describe()}"))
         if value:
             self._require_floating()
-        self._requires_grad = bool(value)
+        if self._volatile:
+            self._wants_grad = False  # (what volatile = False gives back)
+        else:
+            self._requires_grad = bool(value)
 
     def _require_floating(self, data: Any = None, instead: str = "pass requires_grad=False") -> None:
         """A TypeError where ``data`` (the variable's own by default), which it would hold while it
@@ -536,6 +554,9 @@ class Variable:
 
     @property
     def volatile(self) -> bool:
+        """Whether functions applied to this variable record no graph (PyTorch 0.x, Chainer v1).
+        Setting it masks ``requires_grad`` (False while set); clearing it gives back what
+        ``requires_grad`` was, so a parameter volatile for an evaluation pass trains again."""
         return self._volatile
 
     @volatile.setter
@@ -544,9 +565,17 @@ class Variable:
             raise RuntimeError(
                 f"polygrad: volatile can only be changed on leaf variables; {self._describe()} was created by {self._node.label}"
             )
-        self._volatile = bool(value)
-        if value:
+        value = bool(value)
+        if value and not self._volatile:
+            self._wants_grad = self._requires_grad
             self._requires_grad = False
+        elif not value and self._volatile:
+            # (a volatile leaf made by a function, or written in place from a volatile value, asked for nothing)
+            wants = getattr(self, "_wants_grad", False)
+            if wants:
+                self._require_floating(instead="set x.requires_grad = False first")
+            self._requires_grad, self._wants_grad = wants, False
+        self._volatile = value
 
     @property
     def shape(self) -> tuple:
@@ -804,7 +833,7 @@ class Variable:
         self._leave_node()
         self._node = None
         self._index = 0
-        self._requires_grad = False
+        self._requires_grad = self._wants_grad = False
         self._data = _unchained(self._data)
         for w in views:
             w._follow(self)
