@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -566,6 +567,25 @@ def test_volatile_with_requires_grad_is_refused_by_constructor_and_setter(xp):
         x.requires_grad = True
     x.volatile = False
     assert x.requires_grad is False
+
+
+def test_volatile_takes_bools_and_chainer_v1_flags_and_refuses_the_rest(xp):
+    """Variable(x, volatile='off') was volatile (bool('off') is True), so a Chainer v1 training input
+    recorded no graph; the flags are read as Chainer v1 does, numpy bools as bools, the rest refused."""
+    for flag, expected in [("on", True), ("ON", True), ("off", False), ("OFF", False), ("auto", False),
+                           (None, False), (np.bool_(True), True), (np.False_, False)]:
+        assert pg.Variable(arr(xp, [1.0]), volatile=flag).volatile is expected, flag
+        x = pg.Variable(arr(xp, [1.0]))
+        x.volatile = flag
+        assert x.volatile is expected and x.requires_grad is not expected, flag
+    for bad in ["False", "yes", 1, 0.0, [True]]:
+        with pytest.raises(TypeError, match=rf"polygrad.Variable: volatile is {re.escape(repr(bad))} "):
+            pg.Variable(arr(xp, [1.0]), volatile=bad)
+        x = pg.Variable(arr(xp, [1.0]))
+        with pytest.raises(TypeError, match=r"setting volatile of variable \(shape \(1,\)\): volatile is .*'on' "
+                                            r"\(True\), 'off' or 'auto' \(False\)"):
+            x.volatile = bad
+        assert x.volatile is False and x.requires_grad is True
 
 
 def test_volatile_inputs_build_no_graph(xp):

@@ -19,6 +19,7 @@ from polygrad.core import config
 from polygrad.core.dispatch import SCALARS, _pinned, backend_of_type
 from polygrad.core.node import Version, version_of
 from polygrad.core.op import GRAPH_OPS, is_view
+from polygrad.core.type_check import _is_bool
 
 #: Serializes writes of ``.grad``: backward passes running in several threads into one leaf
 #: all land (numpy releases the GIL inside ``+``), and a ``zerograd`` or an assignment is
@@ -30,6 +31,26 @@ _ACCUMULATE = threading.RLock()
 #: PyTorch 0.x's "Variable can't be volatile and require_grad at the same time!").
 _VOLATILE_AND_GRAD = ("polygrad: {where}: a volatile variable cannot require grad; volatile masks requires_grad, "
                       "and setting volatile = False gives back the requires_grad it had")
+
+
+#: Chainer v1's Flag values (chainer.flag), besides bools. Its AUTO (also None) is what polygrad's False
+#: already is: a function of a volatile input records nothing and is volatile, one of no volatile input
+#: records; OFF is the same here, without Chainer's error for mixing OFF with ON.
+_VOLATILE_FLAGS = {"on": True, "ON": True, "off": False, "OFF": False, "auto": False, "AUTO": False, None: False}
+
+
+def _volatile_flag(value: Any, where: str) -> bool:
+    """``volatile`` as a bool (the constructor's and the setter's, ``where`` naming which): a bool, a
+    bool scalar of an array library, or one of Chainer v1's flags; anything else is refused, since
+    ``bool("off")`` is True."""
+    if _is_bool(value):
+        return bool(value)
+    if value is None or isinstance(value, str):
+        flag = _VOLATILE_FLAGS.get(value)
+        if flag is not None:
+            return flag
+    raise TypeError(f"polygrad: {where}: volatile is {value!r} ({type(value).__name__}); it takes a bool or one of "
+                    f"Chainer v1's flags 'on' (True), 'off' or 'auto' (False)")
 
 
 def _same_array(o: Any, base: Any, value: Any, index: int) -> Any:
@@ -362,7 +383,8 @@ class Variable:
         and boolean data, which cannot require grad (as in PyTorch).
     :param name: a name shown in reprs, graphs and compiled functions.
     :param volatile: if True, functions applied to it build no graph (the
-        PyTorch 0.x / Chainer v1 inference flag; Chainer v1 passes it second).
+        PyTorch 0.x / Chainer v1 inference flag; Chainer v1 passes it second,
+        and may spell it ``'on'``, ``'off'`` or ``'auto'``, the last two False).
         It masks ``requires_grad``, which reads False while it is set and is
         what it was once it is cleared; asking for both is refused, as in
         PyTorch 0.x.
@@ -400,7 +422,7 @@ class Variable:
         self._grad = None
         self._node = None
         self._index = 0
-        self._volatile = bool(volatile)
+        self._volatile = _volatile_flag(volatile, "polygrad.Variable")
         self.name = name
         self._vb = Version() if box is None else box
         self._hooks: list | None = None
@@ -565,7 +587,7 @@ class Variable:
             raise RuntimeError(
                 f"polygrad: volatile can only be changed on leaf variables; {self._describe()} was created by {self._node.label}"
             )
-        value = bool(value)
+        value = _volatile_flag(value, f"setting volatile of {self._describe()}")
         if value and not self._volatile:
             self._wants_grad = self._requires_grad
             self._requires_grad = False
