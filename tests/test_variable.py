@@ -222,6 +222,33 @@ def test_leaf_grads_accumulate_over_two_backward_calls(xp):
     close(x.grad, [2.0 + 3.0, 4.0 + 3.0])
 
 
+@pytest.mark.filterwarnings("ignore:.*a reference cycle")
+def test_a_grad_accumulated_after_the_data_changed_precision_takes_the_datas_dtype(xp):
+    """After x.data was cast from float64 to float32, backward summed into the old .grad and left a float64
+    .grad on float32 data (old + g promoted); the sum is cast to the data's dtype, as every gradient from
+    backward is, and the .grad of another kind (complex on real data) is refused like another shape."""
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(x * 5.0).backward()
+    x.data = arr(xp, [1.0, 2.0], dtype="float32")
+    pg.sum(x * 1.0).backward()
+    assert x.grad.dtype == x.dtype == xp.float32
+    close(x.grad, [6.0, 6.0])
+    h = pg.Variable(arr(xp, [1.0, 2.0]))  # with create_graph: .grad_var stays a Variable in the graph
+    pg.sum(h * h).backward(create_graph=True)
+    h.data = arr(xp, [1.0, 2.0], dtype="float32")
+    pg.sum(h * h).backward(create_graph=True)
+    assert h.grad_var.dtype == xp.float32
+    close(h.grad, [4.0, 8.0])
+    c = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(c * 2.0).backward()
+    c.data = xp.astype(arr(xp, [1.0, 2.0]), xp.complex128)
+    with pytest.raises(ValueError, match=r"cannot accumulate the gradient of variable \(shape \(2,\)\) into its "
+                                         r"\.grad: \.grad has dtype \S*float64, the variable \S*complex128 \(the data "
+                                         r"changed dtype since \.grad was written\); call cleargrad\(\) first"):
+        pg.sum(pg.real(c * 1.0)).backward()
+    assert c.grad.dtype == xp.float64
+
+
 def test_branching_gradients_are_summed(xp):
     """A variable used twice receives the sum of both gradients."""
     x = pg.Variable(arr(xp, [2.0]))

@@ -28,7 +28,7 @@ from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.op import GRAPH_OPS
-from polygrad.core.variable import _ACCUMULATE, Variable, _same_shape, _size, admit, admit_grad
+from polygrad.core.variable import _ACCUMULATE, Variable, _same_shape, _size, admit, admit_grad, dtype_kind
 
 
 def _seed(y: Variable, g: Any, create_graph: bool) -> Any:
@@ -363,8 +363,7 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
-                    _check_accumulate(v, old, g)
-                    g = old + g
+                    g = _accumulate(v, old, g)
                     if self.debug:
                         self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
                     if self.create_graph and not _owns_memory(g._data if isinstance(g, Variable) else g):
@@ -468,10 +467,12 @@ def _warn_of_cycles(writes: list) -> None:
             return
 
 
-def _check_accumulate(v: Variable, old: Any, g: Any) -> None:
-    """An error where gradient ``g`` cannot be added to ``v``'s ``.grad``, ``old``: the data changed
-    shape, or moved to another backend, since ``.grad`` was written (``old + g`` broadcast, or
-    mixed backends)."""
+def _accumulate(v: Variable, old: Any, g: Any) -> Any:
+    """``old + g``: gradient ``g`` summed into ``v``'s ``.grad``, ``old``, of the variable's dtype.
+    An error where the data changed shape, backend or kind of dtype since ``.grad`` was written
+    (``old + g`` broadcast, mixed backends, or a complex sum on real data); a ``.grad`` of another
+    precision of the same kind (the data was cast) gives a sum cast to the data's, as a gradient
+    from backward is (``old + g`` promoted: a float64 ``.grad`` stayed on float32 data)."""
     if not _same_shape(old.shape, g.shape, lazy=True):
         raise ValueError(
             f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has shape "
@@ -483,6 +484,15 @@ def _check_accumulate(v: Variable, old: Any, g: Any) -> None:
             f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad is on backend "
             f"{was.name!r}, the gradient on {now.name!r} (the data moved to "
             f"another backend since .grad was written); call cleargrad() first")
+    d = v._data
+    if old.dtype == d.dtype:
+        return old + g
+    if dtype_kind(old.dtype, now) != dtype_kind(d.dtype, now):
+        raise ValueError(
+            f"polygrad: cannot accumulate the gradient of {v._describe()} into its .grad: .grad has dtype "
+            f"{old.dtype}, the variable {d.dtype} (the data changed dtype since .grad was written); call "
+            f"cleargrad() first")
+    return admit_grad(old + g, d, f"the .grad of {v._describe()} (accumulated over backward passes)")
 
 
 def _copy(g: Any) -> Any:
