@@ -42,6 +42,19 @@ def test_assigning_data_of_another_shape_or_none_is_allowed(xp):
     assert x.data is None
 
 
+def test_array_is_settable_as_data_is(xp):
+    """x.array had no setter, so Chainer's `p.array -= lr * p.grad` subtracted in place and then raised
+    (the step applied and an error: a retry applied it twice); it is data under Chainer's name."""
+    p = pg.Variable(arr(xp, [1.0, 2.0]))
+    p.grad = arr(xp, [1.0, 1.0])
+    p.array -= 0.5 * p.grad
+    close(p.data, [0.5, 1.5])
+    p.array = arr(xp, [9.0, 9.0, 9.0])
+    assert p.array is p.data and p.shape == (3,)
+    with pytest.raises(TypeError, match=r"only floating"):  # the data setter's checks
+        p.array = arr(xp, [1, 2], dtype="int64")
+
+
 def test_assigning_integer_data_to_a_variable_that_requires_grad_is_refused(xp):
     """x.data = an integer array, while x requires grad, is refused as the constructor refuses it
     (gradients came out truncated to integers: [0, 0, 0] for sum(x / 4))."""

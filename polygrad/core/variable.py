@@ -488,9 +488,7 @@ class Variable:
                                               "integers)")
         self._data = value if value is self._data else new_leaf(value)
 
-    @property
-    def array(self) -> Any:
-        return self._data
+    array = data  # Chainer's alias, the same property: `p.array -= lr * p.grad` assigns through data's setter
 
     @property
     def grad(self) -> Any:
