@@ -30,6 +30,7 @@ from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, _unrecorded, _view_base
 from polygrad.ops import creation as _creation
 from polygrad.ops._dtypes import dtype_named
+from polygrad.ops.manipulation import _normalize_axes
 
 
 def get_backend_of(a: Any) -> Any:
@@ -195,23 +196,33 @@ def _t(x: Variable) -> Variable:
 
 
 def _transpose(x: Variable, *axes: Any) -> Variable:
-    """Permute the axes (Chainer's ``transpose(*axes)``; reversed without arguments)."""
-    given = axes = _shape(axes)
-    if all(isinstance(a, int) for a in axes):
-        axes = tuple(a % x.ndim if x.ndim else a for a in axes)  # x.transpose(-2, -1) is (0, 1) on a matrix
-    if len(axes) == 2 and axes == (0, 1):
-        text = ", ".join(map(str, given))
+    """Permute the axes (Chainer's ``transpose(*axes)``; reversed without arguments or with None)."""
+    given = _shape(axes)
+    if given in ((), (None,)):
+        return ops.transpose(x)
+    # checked before any wrapping: transpose(5, 3, 4) of 3 dimensions was transpose(2, 0, 1)
+    axes = _normalize_axes(given, x.ndim, "Variable.transpose")  # (-2, -1) is (0, 1) on a matrix
+    text = ", ".join(map(str, given))
+    if x.ndim == 2 and axes == (0, 1):
         raise ValueError(
             f"polygrad: x.transpose({text}) is ambiguous: Chainer's transpose(*axes) permutes (here: changes nothing), "
             f"PyTorch's transpose(dim0, dim1) swaps; write x.T or x.swapaxes({text}) to swap, or nothing to keep x"
         )
-    return ops.transpose(x, axes or None)
+    if x.ndim is not None and len(axes) != x.ndim:  # (None: a symbolic array of a rank not inferred)
+        raise ValueError(
+            f"polygrad: x.transpose({text}) permutes all the axes (Chainer's transpose(*axes)), and {x._describe()} "
+            f"has {x.ndim} dimensions: give {x.ndim} axes, or none to reverse them"
+            + (f"; PyTorch's transpose(dim0, dim1), a swap, is x.swapaxes({text})" if len(given) == 2 else ""))
+    return ops.transpose(x, axes)
 
 
 def _swapaxes(x: Variable, dim0: int, dim1: int) -> Variable:
-    """Swap two axes (PyTorch's ``transpose(dim0, dim1)``)."""
+    """Swap two axes (PyTorch's ``transpose(dim0, dim1)``; the same axis twice changes nothing)."""
+    if x.ndim == 0:  # (_normalize_axes leaves the axes of a 0-d array as they are)
+        raise ValueError(f"polygrad.Variable.swapaxes: {x._describe()} has no axes to swap ({dim0} and {dim1} given)")
+    (d0,), (d1,) = (_normalize_axes(d, x.ndim, "Variable.swapaxes") for d in (dim0, dim1))
     order = list(range(x.ndim))
-    order[dim0], order[dim1] = order[dim1], order[dim0]
+    order[d0], order[d1] = order[d1], order[d0]
     return ops.permute_dims(x, tuple(order))
 
 

@@ -216,6 +216,44 @@ def test_transpose_with_negative_axes_is_seen_as_the_ambiguous_pair():
     assert m.transpose(1, 0).shape == (3, 2) and m.transpose(-1, 0).shape == (3, 2)
 
 
+def test_transpose_refuses_out_of_range_axes_instead_of_wrapping_them():
+    """transpose(*axes) reduced each axis modulo ndim before any check: transpose(5, 3, 4) of 3 dimensions
+    was transpose(2, 0, 1), and transpose(3, 2) of a matrix transposed it (numpy and pg.permute_dims raise)."""
+    y = pg.Variable(np.arange(24.0).reshape(2, 3, 4))
+    for axes, bad in [((5, 3, 4), 5), ((-4, 0, 1), -4)]:
+        with pytest.raises(ValueError, match=rf"Variable\.transpose: axis {bad} is out of bounds for an array of 3 "
+                                             rf"dimensions"):
+            y.transpose(*axes)
+    m = pg.Variable(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(ValueError, match=r"Variable\.transpose: axis 3 is out of bounds for an array of 2 dimensions"):
+        m.transpose(3, 2)
+    assert y.transpose(-1, 0, 1).shape == (4, 2, 3)
+
+
+def test_transpose_none_reverses_and_the_ambiguity_is_only_for_a_matrix():
+    """transpose(None) (Chainer 7: reverse the axes) raised a TypeError comparing None; on 3 dimensions
+    transpose(0, 1) gave the matrix-only "ambiguous ... write x.T" message, where x.T reverses all three."""
+    y = pg.Variable(np.arange(24.0).reshape(2, 3, 4))
+    assert y.transpose(None).shape == y.transpose().shape == (4, 3, 2)
+    with pytest.raises(ValueError, match=r"x\.transpose\(0, 1\) permutes all the axes .* has 3 dimensions: give 3 "
+                                         r"axes, or none to reverse them; PyTorch's transpose\(dim0, dim1\), a swap, "
+                                         r"is x\.swapaxes\(0, 1\)") as info:
+        y.transpose(0, 1)
+    assert "ambiguous" not in str(info.value)
+
+
+def test_swapaxes_refuses_out_of_range_axes_clearly():
+    """x.swapaxes(0, 5) raised a bare IndexError (list index out of range); the same axis twice is no swap."""
+    y = pg.Variable(np.arange(24.0).reshape(2, 3, 4))
+    with pytest.raises(ValueError, match=r"Variable\.swapaxes: axis 5 is out of bounds for an array of 3 dimensions"):
+        y.swapaxes(0, 5)
+    with pytest.raises(ValueError, match=r"Variable\.swapaxes: axis -4 is out of bounds"):
+        y.swapaxes(-4, 0)
+    with pytest.raises(ValueError, match=r"Variable\.swapaxes: variable \(shape \(\)\) has no axes to swap"):
+        pg.Variable(np.array(1.0)).swapaxes(0, 0)
+    assert y.swapaxes(1, 1).shape == (2, 3, 4) and y.swapaxes(-1, 0).shape == (4, 3, 2)
+
+
 def test_iteration_and_reversed_go_along_the_first_axis():
     m = pg.Variable(np.arange(6.0).reshape(2, 3))
     assert [r.data.tolist() for r in m] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
