@@ -863,6 +863,14 @@ def test_zerograd_sets_zeros_then_backward_accumulates(xp):
     close(x.grad, [2.0, 2.0])
 
 
+def test_zerograd_of_an_uninitialized_variable_does_nothing():
+    """pg.Variable().zerograd() raised "got None where an array or a number was expected", naming neither
+    zerograd nor the uninitialized variable; Chainer 7 returns without doing anything."""
+    v = pg.Variable()
+    v.zerograd()
+    assert v.grad is None and v.data is None
+
+
 def test_leaf_grads_of_two_leaves_are_independent_arrays():
     """After backward through a + b, changing a.grad in place (e.g. weight decay) leaves b.grad alone (numpy)."""
     a = pg.Variable(np.array([1.0, 2.0]))

@@ -833,7 +833,10 @@ class Variable:
             self._grad = None
 
     def zerograd(self) -> None:
-        """Set the gradient to zeros of the data's shape."""
+        """Set the gradient to zeros of the data's shape; nothing for a parameter not initialized yet
+        (Chainer's: ``link.zerograds()`` before a lazy link's first call)."""
+        if self._data is None:
+            return
         zeros = self.xp.zeros_like(self._data)
         with _ACCUMULATE:
             self._grad = zeros
