@@ -190,6 +190,62 @@ def test_backward_returning_non_tuple_is_clear_type_error(xp):
     assert "BareBack" in str(info.value) and "tuple" in str(info.value)
 
 
+def test_a_chainer_style_backward_returning_none_is_refused(xp):
+    """A Chainer-style backward that returns None (a forgotten `return`) raises, as a list or bare array does:
+    it was read as "not differentiable", and the input silently got no gradient."""
+
+    class Forgot(pg.Function):
+        def forward(self, inputs):
+            x, = inputs
+            return x * x,
+
+        def backward(self, inputs, grad_outputs):
+            x, = inputs
+            gx = 2 * x * grad_outputs[0]  # noqa: F841 (the `return gx,` is missing)
+
+    x = pg.Variable(arr(xp, [3.0]))
+    with pytest.raises(TypeError, match=r"Forgot\.backward returned None; return a tuple .*`return gx,`"):
+        pg.sum(Forgot()(x)).backward()
+    assert x.grad is None
+
+
+def test_a_function_without_backward_is_not_differentiable_in_either_style(xp):
+    """No backward means no gradient, in PyTorch's style too (it called Chainer's default with the
+    unpacked gradients: a TypeError about a missing argument)."""
+
+    class TorchNoGrad(pg.Function):
+        def forward(self, a, b):
+            return a * b
+
+    class TorchNoGradTwo(pg.Function):
+        style = "pytorch"
+
+        def forward(self, a):
+            return a * 2, a * 3
+
+    a, b, w = (pg.Variable(arr(xp, [1.0, 2.0])) for _ in range(3))
+    pg.sum(TorchNoGrad()(a, b) + w).backward()
+    y, z = TorchNoGradTwo()(b)
+    pg.sum(y + z).backward()
+    assert a.grad is None and b.grad is None
+    close(w.grad, [1.0, 1.0])
+
+
+def test_a_pytorch_style_backward_returning_none_means_no_gradient(xp):
+    """PyTorch 0.x's convention: one gradient may be returned without a tuple, and None is "no gradient"."""
+
+    class TorchNone(pg.Function):
+        def forward(self, a):
+            return a * 2
+
+        def backward(self, grad_output):
+            return None
+
+    a = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(TorchNone()(a)).backward()
+    assert a.grad is None
+
+
 def test_backward_wrong_number_of_grads_names_function(xp):
     """backward returning too many gradients raises an error naming the function and the counts."""
 

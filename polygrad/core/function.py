@@ -595,20 +595,23 @@ class Function(Node):
             # not differentiable (mark_non_differentiable, an integer output) None, as the seed says
             gys = tuple(None if i in self._no_grad_outputs else xp.zeros(shape, dtype=dtype) if g is None else g
                         for i, (g, (shape, dtype)) in enumerate(zip(gys, self._out_meta)))
-            with config.no_backprop_mode():
-                gxs = self.backward(*(None if g is None else Variable._make(g) for g in gys))
-            if not isinstance(gxs, tuple):
+            if type(self).backward is Function.backward:  # none written: not differentiable (Chainer's
+                gxs = (None,) * len(self.edges)  # default takes (inputs, grad_outputs), not the unpacked gradients)
+            else:
+                with config.no_backprop_mode():
+                    gxs = self.backward(*(None if g is None else Variable._make(g) for g in gys))
+            if not isinstance(gxs, tuple):  # one gradient (or None, PyTorch's "no gradient") without a tuple
                 gxs = (gxs,)
         else:
             gxs = self.backward(in_data, gys)
         if not isinstance(gxs, tuple):
-            if gxs is None:
-                gxs = (None,) * len(self.edges)
-            else:
-                raise TypeError(
-                    f"polygrad: {self.label}.backward must return a tuple with one gradient per input, "
-                    f"got {type(gxs).__name__}; write `return gx,` for one input"
-                )
+            # None too: a forgotten `return` (Chainer indexes what backward returns, so it raises there); a
+            # Function that is not differentiable leaves backward out (its default returns a tuple of None)
+            got = "None" if gxs is None else type(gxs).__name__
+            raise TypeError(
+                f"polygrad: {self.label}.backward returned {got}; return a tuple with one gradient (or None) "
+                f"per input, e.g. `return gx,` for one input"
+            )
         gxs = tuple(g._data if isinstance(g, Variable) else g for g in gxs)
         if len(gxs) != len(self.edges):
             raise ValueError(
