@@ -50,7 +50,7 @@ import weakref
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.dispatch import has_namespace
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.integers import as_int
 from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
@@ -108,6 +108,18 @@ class _Inputs(tuple):
 def _arrays(items: tuple) -> tuple:
     """The arrays of what a forward declared: a Variable (PyTorch-style code's tensor) stands for its data."""
     return tuple(a._data if isinstance(a, Variable) else a for a in items)
+
+
+def _own_memory(y: Any) -> Any:
+    """Output ``y`` of a forward, or a copy where it may be a view (of an input, of a parameter the Function
+    holds, of a temporary) that was not declared with ``mark_shared_storage``: Chainer's Reshape, Transpose
+    and GetItem return numpy views. On a backend whose arrays take writes, ``y += 1`` on the output would
+    write through into memory the graph does not know about (an input whose saved values then changed
+    without a version bump). Only arrays the backend cannot say own their memory are copied."""
+    backend = backend_of_type(type(y))
+    if not backend.inplace or backend.owns_memory(y):
+        return y
+    return backend.xp.asarray(y, copy=True)
 
 
 def _style(cls: type) -> str:
@@ -403,15 +415,19 @@ class Function(Node):
         for iv, d in zip(in_vars, in_data):
             if any(d is t for t in dirty):  # changed in place by forward, returned or not
                 iv._check_inplace(self.label)
+        shared = [b for _, b in self._shared_storage]
         out_vars: list = []
         for i, y in enumerate(outputs):
             same = next((iv for iv, d in zip(in_vars, in_data) if y is d), None)
             if same is not None and any(y is t for t in dirty):
                 v = same
             else:
-                # an array returned twice is one array: its outputs share one version counter
-                twin = same if same is not None else next((ov for ov in out_vars if ov._data is y), None)
-                v = Variable._make(y, vbox=None if twin is None else twin._vbox)
+                # an array returned twice is one array: its outputs share one version counter (and one copy)
+                twin = same if same is not None else next((ov for ov, o in zip(out_vars, outputs) if o is y), None)
+                if twin is not None:
+                    v = Variable._make(twin._data, vbox=twin._vbox)
+                else:
+                    v = Variable._make(y if any(y is b for b in shared) else _own_memory(y))
             # as PyTorch's: an integer or bool output carries no gradient (a Variable of one cannot require grad)
             diff = record and is_floating(y) and not any(y is t for t in self._non_differentiable)
             v._volatile = volatile
@@ -427,7 +443,6 @@ class Function(Node):
                 ob._vbox = ia._vbox
         # Outputs that share an input's memory (returned as is, or declared): an in-place write
         # to one would change the input behind its graph's back (see Variable._check_inplace).
-        shared = [b for _, b in self._shared_storage]
         self._aliased_outputs = frozenset(
             i for i, (y, v) in enumerate(zip(outputs, out_vars))
             if not any(v is iv for iv in in_vars) and any(y is d for d in (*in_data, *shared)))
