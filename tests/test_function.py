@@ -839,6 +839,71 @@ def test_recorded_output_sharing_an_input_refuses_in_place_writes(make):
     np.testing.assert_array_equal(x.grad, [3.0, 3.0])
 
 
+class HeldExp(pg.Function):
+    """Keeps its output by reference for backward, as the Chainer seed allows (self.y = y)."""
+
+    def forward(self, inputs):
+        x, = inputs
+        self.y = self.xp.exp(x)
+        return self.y,
+
+    def backward(self, inputs, grad_outputs):
+        return grad_outputs[0] * self.y,
+
+
+def test_an_output_a_chainer_style_function_may_hold_refuses_backward_after_an_in_place_write():
+    """A Chainer-style output written in place before backward raises the in-place error naming the Function, the
+    output and the way out: y *= 2 wrote into the array HeldExp holds, and x.grad came out doubled, silently.
+    (numpy: array_api_strict's backend cannot say an array owns its memory, so the output is a copy there.)"""
+    x = pg.Variable(np.array([0.0, 1.0]))
+    y = HeldExp()(x)
+    y *= 2
+    with pytest.raises(RuntimeError, match=r"in-place operation: HeldExp saved its output 0 .*by reference.*"
+                                           r"y = y \* 2 rather than y \*= 2.*retain_outputs\(\(\)\) for none"):
+        pg.sum(y).backward()
+    z = HeldExp()(x)
+    pg.sum(z * 2).backward()  # out of place: right
+    close(x.grad, 2 * np.exp([0.0, 1.0]))
+
+
+def test_outputs_a_function_cannot_hold_take_in_place_writes_before_backward(xp):
+    """No false error where the Function cannot read the written output in backward: it said with retain_outputs
+    what it keeps, or the output is an input's array or polygrad's copy of a view, or the Function is
+    PyTorch-style (it reads its outputs from saved_tensors, which are checked)."""
+
+    class Declared(pg.Function):
+        def forward(self, inputs):
+            self.retain_outputs(())
+            return inputs[0] * 3,
+
+        def backward(self, inputs, grad_outputs):
+            return grad_outputs[0] * 3,
+
+    class HeldView(pg.Function):
+        def forward(self, inputs):
+            self.y = self.xp.reshape(inputs[0], (2, 1))  # a view, held: the output is a copy where one is needed
+            return self.y,
+
+        def backward(self, inputs, grad_outputs):
+            return self.xp.reshape(grad_outputs[0], (2,)) * self.y[:, 0],
+
+    class TorchTriple(pg.Function):
+        def forward(self, a):
+            return a * 3
+
+        def backward(self, grad_output):
+            return grad_output * 3
+
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    h = x * 1
+    g = h * 1
+    y1, y2, y3, y4 = Declared()(h), F.identity(g), HeldView()(h), TorchTriple()(h)
+    for y in (y1, y3, y4, g):  # (g: the input Identity returned as is, and holds nothing of)
+        y += 1
+    pg.sum(y1 + y2 + pg.reshape(y3, (2,)) + y4).backward()
+    close(x.grad, [3 + 1 + 1 + 3, 3 + 1 + 2 + 3])
+
+
 class UndeclaredView(pg.Function):
     """Returns a view (not declared with mark_shared_storage), as Chainer's Reshape, Transpose and GetItem do."""
 
@@ -849,6 +914,7 @@ class UndeclaredView(pg.Function):
     def forward(self, inputs):
         x, = inputs
         xp = self.xp
+        self.retain_outputs(())  # backward reads no output (so `y += 1` below may precede it)
         if self.form == "reshape":
             return xp.reshape(x, (2, 1)),
         if self.form == "transpose":

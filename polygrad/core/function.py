@@ -182,6 +182,7 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
+        d["_out_versions"] = ()  # per output (Chainer-style), (counter, version) where forward may hold it
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -466,6 +467,16 @@ class Function(Node):
                                 for i, v in enumerate(out_vars))
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
+        # A Chainer-style forward may keep its outputs by reference (self.y = y: the seed allows it) and read
+        # them in backward. Unless retain_outputs said what backward keeps, the version of each output array
+        # forward made (not an input's, not the copy _own_memory made) is recorded: backward refuses one
+        # written in place since (y *= 2 would have changed self.y). PyTorch-style backward reads its outputs
+        # from saved_tensors, which are checked.
+        if self._style == "chainer" and "retain_outputs" not in self._declared:
+            theirs = (*in_data, *(b for _, b in self._shared_storage))
+            self._out_versions = tuple(
+                (v._vbox, v._vbox.n) if v._data is y and not any(y is a for a in theirs) else None
+                for v, y in zip(out_vars, outputs))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -603,6 +614,9 @@ class Function(Node):
         for i, s in enumerate(self._out_saved):  # retained outputs are checked too
             if s is not None:
                 self._check(s, f"output {i}")
+        for i, s in enumerate(self._out_versions):  # and those forward may hold by reference
+            if s is not None and s[0].n != s[1]:
+                raise self._held_output_error(i, *s)
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
@@ -648,6 +662,15 @@ class Function(Node):
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
+    def _held_output_error(self, i: int, box: Any, version: int) -> RuntimeError:
+        err = version_error(self, f"output {i}", self._out_meta[i][0], version, box)
+        name = self.label
+        return RuntimeError(
+            f"{err} ({name} is a Chainer-style Function, which may hold its outputs by reference, self.y = y, and "
+            f"read them in backward: write y = y * 2 rather than y *= 2. If {name}.backward reads no output that "
+            f"way, say what it keeps with self.retain_outputs(...) in forward, retain_outputs(()) for none, and read "
+            f"retained outputs from self.output_data)")
+
     def _release(self, by: Any = True) -> None:
         self._freed = by
         self._in_saved = tuple(None for _ in self._in_saved)
@@ -668,6 +691,7 @@ class Function(Node):
 
         self._in_saved = tuple(moved(r) for r in self._in_saved)
         self._out_saved = tuple(moved(r) for r in self._out_saved)
+        self._out_versions = tuple(moved(r) for r in self._out_versions)
         self._saved_versions = tuple(moved(r) for r in self._saved_versions)
 
     def _protect_saved(self, array: Any, copy: bool) -> None:
