@@ -1204,6 +1204,21 @@ def test_add_hook_duplicate_name_is_error():
         f.add_hook(Recorder())
 
 
+@pytest.mark.parametrize("hook, match", [
+    (object(), r"Square\.add_hook expects a FunctionHook instance, got a value of type object \(subclass "),
+    (Recorder, r"Square\.add_hook expects a FunctionHook instance, got the class Recorder: make one, "
+               r"add_hook\(Recorder\(\)\)"),
+])
+def test_add_hook_of_a_non_hook_says_what_it_expects(hook, match):
+    """add_hook of an object or of a hook class (not an instance) raises a TypeError naming add_hook and what
+    it expects; it gave "'object' object has no attribute 'name'" and "added() missing 1 required positional
+    argument"."""
+    f = Square()
+    with pytest.raises(TypeError, match=match):
+        f.add_hook(hook)
+    assert not f.local_function_hooks
+
+
 def test_delete_unknown_hook_is_key_error():
     """delete_hook of a name never registered raises KeyError."""
     with pytest.raises(KeyError):

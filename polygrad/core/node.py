@@ -29,6 +29,7 @@ from typing import Any
 
 from polygrad.core import config
 from polygrad.core.debug import user_site
+from polygrad.core.hooks import FunctionHook
 
 #: Creation order of nodes. Reverse creation order is a topological order of
 #: any graph (a node is made after the creators of its inputs), and visiting the
@@ -234,6 +235,11 @@ class Node:
 
     def add_hook(self, hook: Any, name: str | None = None) -> None:
         """Register ``hook`` on this function only (``name`` must be unique here)."""
+        if not isinstance(hook, FunctionHook):  # (as Chainer's; an object failed at hook.name, a class at added())
+            got = f"the class {hook.__name__}" if isinstance(hook, type) else f"a value of type {type(hook).__name__}"
+            hint = f": make one, add_hook({hook.__name__}())" if isinstance(hook, type) and issubclass(
+                hook, FunctionHook) else " (subclass pg.FunctionHook)"
+            raise TypeError(f"polygrad: {self.label}.add_hook expects a FunctionHook instance, got {got}{hint}")
         hooks = self.local_function_hooks
         name = hook.name if name is None else name
         if name in hooks:
