@@ -11,7 +11,7 @@ import polygrad as pg
 import polygrad.functions as F
 from polygrad.testing import check_grads
 
-from conftest import arr, distinct, normal
+from conftest import arr, distinct, normal, to_np
 from conftest import assert_values_close as assert_close
 
 
@@ -60,10 +60,45 @@ def test_max_pooling_2d_gradients(xp):
 
 
 def test_max_pooling_2d_routes_gradient_to_the_maximum(xp):
-    """Each window's gradient goes to its maximum; ties share it."""
+    """Each window's gradient goes to its maximum; on a tie, all of it to the first one."""
     x = pg.Variable(arr(xp, [[[[1.0, 5.0], [2.0, 3.0]], [[4.0, 4.0], [0.0, 1.0]]]]))
     pg.sum(F.max_pooling_2d(x, 2)).backward()
-    assert_close(x.grad, np.array([[[[0.0, 1.0], [0.0, 0.0]], [[0.5, 0.5], [0.0, 0.0]]]]))
+    assert_close(x.grad, np.array([[[[0.0, 1.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]]]]))
+
+
+def np_max_pool_vjp(x, g, k, s, p):
+    """The input gradient of Chainer 7's max pooling (cover_all): each window's ``g`` added at the
+    window's ``argmax`` (its first maximum, or its first NaN), with -inf padding."""
+    n, c, h, w = x.shape
+    oh, ow = g.shape[2:]
+    big = np.full((n, c, (oh - 1) * s + k + p, (ow - 1) * s + k + p), -np.inf)
+    big[:, :, p:p + h, p:p + w] = x
+    gx = np.zeros_like(big)
+    for i in range(oh):
+        for j in range(ow):
+            first = big[:, :, i * s:i * s + k, j * s:j * s + k].reshape(n, c, -1).argmax(axis=2)
+            for b in range(n):
+                for ch in range(c):
+                    gx[b, ch, i * s + first[b, ch] // k, j * s + first[b, ch] % k] += g[b, ch, i, j]
+    return gx[:, :, p:p + h, p:p + w]
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["ties", "nan_inf"])
+def test_max_pooling_2d_gives_a_tied_window_gradient_to_its_first_maximum(xp, special):
+    """Tied maxima split the window's gradient (pg.max's rule); Chainer 7, PyTorch and jax's
+    reduce_window give it all to the first (numpy's argmax: the first NaN where there is one).
+    The values stay numpy's max: NaN propagates, a window of -inf or wholly in padding is -inf."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 3, 5, 6)).astype(float)
+    if special:
+        for value in (np.nan, np.inf, -np.inf):
+            x[rng.random(x.shape) < 0.2] = value
+    v = pg.Variable(arr(xp, x))
+    y = F.max_pooling_2d(v, 3, 2, 1)
+    g = rng.standard_normal(y.shape)
+    y.backward(arr(xp, g))
+    np.testing.assert_array_equal(to_np(y), np_pool(x, 3, 2, 1, True, np.max, -np.inf))
+    assert_close(v.grad, np_max_pool_vjp(x, g, 3, 2, 1))
 
 
 def test_average_pooling_2d_gradients(xp):
@@ -148,3 +183,14 @@ def test_poolings_compile_with_a_batch_of_unknown_size_unless_they_pad():
     assert_close(pg.function([x], F.average_pooling_2d(x, 2))(v), np_pool(v, 2, 2, 0, False, np.mean, 0.0))
     with pytest.raises(ValueError, match=r"average_pooling_2d needs inputs of known shape, got \(None, 2, 4, 4\)"):
         F.average_pooling_2d(x, 2, pad=1)
+
+
+def test_max_pooling_2d_window_wholly_in_padding_is_minus_inf_without_gradient(xp):
+    """A window that holds only padding is -inf (Chainer's) and sends no gradient to the input."""
+    v = pg.Variable(arr(xp, [[[[2.0]]]]))
+    y = F.max_pooling_2d(v, 1, 1, 1)
+    want = np.full((1, 1, 3, 3), -np.inf)
+    want[0, 0, 1, 1] = 2.0
+    np.testing.assert_array_equal(to_np(y), want)
+    pg.sum(y).backward()
+    assert_close(v.grad, np.ones((1, 1, 1, 1)))

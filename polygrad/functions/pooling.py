@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from polygrad.functions import _im2col
-from polygrad.functions.array import stack, static_shape
-from polygrad.ops import astype, max
+from polygrad.functions.array import static_shape
+from polygrad.ops import astype, where
 from polygrad.functions.nn import _widened
 
 __all__ = ["max_pooling_2d", "average_pooling_2d"]
@@ -31,13 +31,25 @@ def max_pooling_2d(x, ksize, stride=None, pad=0, cover_all=True):
 
     ``cover_all=True`` (Chainer's default) adds a last window when the windows
     would miss the last rows or columns: ``oh = ceil((H + 2 ph - kh) / sy) + 1``.
-    Ties in a window share its gradient equally (the convention of ``max``).
+
+    Each window's whole gradient goes to its first maximum in row-major window
+    order, as in Chainer 7 (``argmax``), PyTorch and jax's ``reduce_window``
+    (``pg.max`` would split it among tied elements); in a window holding NaN
+    (whose value is NaN) to its first NaN, as Chainer's ``argmax`` picks.
     """
     kh, kw, sy, sx, ph, pw, oh, ow, h, w = _geometry(x, ksize, stride, pad, cover_all, "max_pooling_2d")
     bottom = _reach(oh, sy, kh, h, ph)
     right = _reach(ow, sx, kw, w, pw)
     xp_ = _im2col.pad2d(x, ph, pw, bottom, right, float("-inf"), "max_pooling_2d")
-    return max(stack(_im2col.windows(xp_, kh, kw, sy, sx, oh, ow), axis=2), axis=2)
+    # A running maximum over the windows that keeps the one it holds on a tie (or once it is NaN) and
+    # takes a later one that is larger or NaN: the value is numpy's max (NaN propagates), and where's
+    # vjp routes the gradient to the first maximum. (Elementwise ops only, so every backend, a lazy or
+    # a symbolic one too, picks the same element; the standard leaves argmax's NaN order open.)
+    wins = _im2col.windows(xp_, kh, kw, sy, sx, oh, ow)
+    y = wins[0]
+    for win in wins[1:]:
+        y = where((win <= y) | (y != y), y, win)
+    return y
 
 
 def average_pooling_2d(x, ksize, stride=None, pad=0):
