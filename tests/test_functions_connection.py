@@ -191,6 +191,28 @@ def test_convolution_2d_rejects_channel_mismatch(xp):
         F.convolution_2d(arr(xp, np.zeros((1, 3, 4, 4))), arr(xp, np.zeros((2, 2, 3, 3))))
 
 
+def test_convolution_2d_refuses_a_filter_with_an_empty_kernel(xp):
+    """W of shape (2, 3, 0, 3) passed the shape check and failed with "polygrad.functions.stack
+    needs at least one array", naming neither convolution_2d nor W."""
+    with pytest.raises(ValueError, match=r"convolution_2d: W of shape \(2, 3, 0, 3\) has an empty 0x3 kernel"):
+        F.convolution_2d(arr(xp, np.ones((1, 3, 4, 4))), xp.ones((2, 3, 0, 3), dtype=xp.float64))
+
+
+@pytest.mark.parametrize("call, arg, given", [
+    (lambda x, W: F.convolution_2d(x, W, 1.0), "b", "float"),
+    (lambda x, W: F.convolution_2d(x, W, [1.0, 2.0]), "b", "list"),
+    (lambda x, W: F.convolution_2d(to_np(x).tolist(), W), "x", "list"),
+    (lambda x, W: F.convolution_2d(x, to_np(W).tolist()), "W", "list"),
+], ids=["b_float", "b_list", "x_list", "W_list"])
+def test_convolution_2d_refuses_arguments_that_are_not_arrays(xp, call, arg, given):
+    """A bias of 1.0 or [1.0, 2.0] was "expects b of shape (2,) ..., got None" (the shape of no
+    array); x as a nested list an AttributeError. Now a TypeError naming the function, the
+    argument and its type, in the op dispatch's words (as F.relu([..]) says)."""
+    x, W = arr(xp, np.ones((1, 3, 4, 4))), arr(xp, np.ones((2, 3, 3, 3)))
+    with pytest.raises(TypeError, match=rf"convolution_2d: {arg} \({given}\): no backend claims .*pg.asarray"):
+        call(x, W)
+
+
 # ---------------------------------------------------------------------------
 # Links
 # ---------------------------------------------------------------------------

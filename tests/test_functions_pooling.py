@@ -194,3 +194,11 @@ def test_max_pooling_2d_window_wholly_in_padding_is_minus_inf_without_gradient(x
     np.testing.assert_array_equal(to_np(y), want)
     pg.sum(y).backward()
     assert_close(v.grad, np.ones((1, 1, 1, 1)))
+
+
+@pytest.mark.parametrize("pool", [F.max_pooling_2d, F.average_pooling_2d], ids=["max", "average"])
+def test_pooling_refuses_x_that_is_not_an_array(pool):
+    """x as a nested list was AttributeError "'list' object has no attribute 'shape'"; now a
+    TypeError naming the function and x, in the op dispatch's words."""
+    with pytest.raises(TypeError, match=rf"{pool.__name__}: x \(list\): no backend claims .*pg.asarray"):
+        pool(np.ones((1, 1, 2, 2)).tolist(), 2)

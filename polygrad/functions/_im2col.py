@@ -10,18 +10,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from polygrad.core.dispatch import backend_of_type, is_array
+from polygrad.core.variable import Variable
 from polygrad.functions.array import static_shape
 from polygrad.ops import getitem, getitem_grad, ones_like, where
 from polygrad.ops.creation import count
 
 
+def require_array(where: str, name: str, a: Any) -> None:
+    """A TypeError naming ``polygrad.<where>`` and the argument ``name`` where ``a`` is neither a
+    Variable nor an array of a backend (a list, a number), in the words of the op dispatch: a
+    nested list was "'list' object has no attribute 'shape'", a bias of 1.0 "expects b of shape
+    (2,) ..., got None"."""
+    if isinstance(a, Variable) or is_array(a):
+        return
+    try:
+        backend_of_type(type(a))
+    except TypeError as exc:
+        text = str(exc).removeprefix("polygrad: ")
+        raise TypeError(f"polygrad.{where}: {name} ({type(a).__name__}): {text}") from None
+
+
 def require_floating(fname: str, **arrays: Any) -> None:
     """A TypeError naming ``fname`` and the argument where an array is not floating (Chainer's type
     checks): a bool convolution summed as a logical or, and an integer max pooling came back
-    integer or float64 depending on the padding."""
+    integer or float64 depending on the padding. None (no bias) passes; what is not an array
+    is refused by :func:`require_array`."""
     from polygrad.functions.nn import dtype_kind
 
     for name, a in arrays.items():
+        if a is not None:
+            require_array(f"functions.{fname}", name, a)
         if a is not None and dtype_kind(a) in ("bool", "integral"):
             d = getattr(a, "_data", a)
             raise TypeError(f"polygrad.functions.{fname}: {name} must be floating (as in Chainer), got {d.dtype} "

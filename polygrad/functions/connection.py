@@ -30,6 +30,9 @@ def convolution_2d(x, W, b=None, stride=1, pad=0):
         )
     n, c, h, w = xs
     out_c, _, kh, kw = ws
+    if kh == 0 or kw == 0:  # (no window to stack: "polygrad.functions.stack needs at least one array")
+        raise ValueError(f"polygrad.functions.convolution_2d: W of shape {ws} has an empty {kh}x{kw} kernel; "
+                         f"a filter needs kh and kw of at least 1")
     if b is not None and _shape(b) not in ((out_c,), (None,)):
         raise ValueError(f"polygrad.functions.convolution_2d: expects b of shape ({out_c},) for W of shape {ws}, "
                          f"got {_shape(b)}")
