@@ -278,6 +278,43 @@ def test_seed_makes_lazy_initialization_reproducible(xp):
     np.testing.assert_array_equal(to_np(layer.W), to_np(again.W))
 
 
+@pytest.mark.parametrize("make, error, message", [
+    (lambda: L.Convolution2D(3, 4, 0), ValueError, "Convolution2D: ksize must be an int of at least 1, got 0"),
+    (lambda: L.Convolution2D(3, 4, -1), ValueError, "Convolution2D: ksize must be an int of at least 1, got -1"),
+    (lambda: L.Convolution2D(3, 4, (3, 3, 3)), ValueError,
+     r"Convolution2D: ksize must be an int or a pair of ints, got \(3, 3, 3\)"),
+    (lambda: L.Convolution2D(3, 4, 3, stride=0), ValueError, "Convolution2D: stride must be an int of at least 1"),
+    (lambda: L.Convolution2D(3, 4, 3, pad=-1), ValueError, "Convolution2D: pad must be an int of at least 0"),
+    (lambda: L.Convolution2D(0, 4, 3), ValueError, "Convolution2D: in_channels must be an int of at least 1, got 0"),
+    (lambda: L.Convolution2D(3, -4, 3), ValueError, "Convolution2D: out_channels must be an int of at least 0"),
+    (lambda: L.Convolution2D(3.0, 4, 3), TypeError, "Convolution2D: in_channels must be an int, got 3.0"),
+    (lambda: L.Linear(0, 2), ValueError, "Linear: in_size must be an int of at least 1, got 0"),
+    (lambda: L.Linear(3, -2), ValueError, "Linear: out_size must be an int of at least 0, got -2"),
+    (lambda: L.Linear(True), TypeError, "Linear: out_size must be an int, got the bool True"),
+    (lambda: L.EmbedID(-1, 2), ValueError, "EmbedID: in_size must be an int of at least 0, got -1"),
+    (lambda: L.EmbedID(5, 2.5), TypeError, "EmbedID: out_size must be an int, got 2.5"),
+], ids=["ksize_0", "ksize_negative", "ksize_triple", "stride_0", "pad_negative", "in_channels_0",
+        "out_channels_negative", "in_channels_float", "linear_in_0", "linear_out_negative", "linear_bool",
+        "embed_negative", "embed_float"])
+def test_connection_links_check_their_sizes_at_construction(make, error, message):
+    """A ksize or in_channels of 0 was a bare ZeroDivisionError (W's fan-in), a negative size
+    numpy's "negative dimensions are not allowed", and ksize=(3, 3, 3) built a 5-D W that failed
+    only at the first call; now an error naming polygrad.links.<link>, the argument and the value."""
+    with pytest.raises(error, match=f"polygrad.links.{message}"):
+        make()
+
+
+def test_connection_links_take_numpy_integer_sizes():
+    """ksize=np.int64(3) was "'numpy.int64' object is not iterable" (F.convolution_2d takes it);
+    ksize, stride and pad are kept as pairs of ints."""
+    conv = L.Convolution2D(np.int32(2), np.int64(4), np.int64(3), stride=np.int16(2), pad=(np.int8(1), 0))
+    assert conv.W.shape == (4, 2, 3, 3)
+    assert (conv.ksize, conv.stride, conv.pad) == ((3, 3), (2, 2), (1, 0))
+    assert conv(np.zeros((1, 2, 5, 5), "float32")).shape == (1, 4, 3, 2)
+    assert L.Linear(np.int64(3), np.int64(2)).W.shape == (2, 3)
+    assert L.EmbedID(np.int64(5), np.int32(2)).W.shape == (5, 2)
+
+
 # ---------------------------------------------------------------------------
 # Moving between backends
 # ---------------------------------------------------------------------------

@@ -47,20 +47,22 @@ def require_floating(fname: str, **arrays: Any) -> None:
                             f"{tuple(d.shape)}; cast it first (pg.astype)")
 
 
-def pair(v: Any, what: str, fname: str) -> tuple[int, int]:
+def pair(v: Any, what: str, fname: str, owner: str = "functions") -> tuple[int, int]:
     """``k`` or ``(kh, kw)`` as a pair of ints, each at least 1 (at least 0 for ``pad``): a
-    stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry."""
+    stride or window of 0 was a bare ZeroDivisionError, a negative pad a wrong geometry.
+    Errors name ``polygrad.<owner>.<fname>`` (a link, such as ``links.Convolution2D``, too)."""
     least = 0 if what == "pad" else 1
+    where = f"{owner}.{fname}"
     try:
         if hasattr(v, "__len__"):
             if len(v) != 2:
                 raise TypeError
             a, b = v
-            return count(a, what, f"functions.{fname}", least), count(b, what, f"functions.{fname}", least)
-        n = count(v, what, f"functions.{fname}", least)
+            return count(a, what, where, least), count(b, what, where, least)
+        n = count(v, what, where, least)
         return n, n
     except TypeError:  # (a float, a bool, a triple...)
-        raise ValueError(f"polygrad.functions.{fname}: {what} must be an int or a pair of ints, got {v!r}") from None
+        raise ValueError(f"polygrad.{where}: {what} must be an int or a pair of ints, got {v!r}") from None
 
 
 def outsize(size: int, k: int, s: int, p: int, cover_all: bool = False) -> int:

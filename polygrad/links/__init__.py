@@ -659,6 +659,15 @@ def _as_dtype(xp: Any, dtype: Any) -> Any:
     return getattr(xp, dtype) if isinstance(dtype, str) else dtype
 
 
+def _size(n: Any, what: str, link: str, least: int) -> int:
+    """Size argument ``what`` of ``link`` as an int (NumPy's too) of at least ``least`` (1 where
+    W's fan-in divides by it): a size out of range failed later, with numpy's "negative
+    dimensions are not allowed" or a bare ZeroDivisionError."""
+    from polygrad.ops.creation import count
+
+    return count(n, what, f"links.{link}", least)
+
+
 def _as_shape(size: Any) -> tuple[int, ...]:
     return (size,) if isinstance(size, int) else tuple(size)
 
@@ -753,7 +762,8 @@ class Linear(_Connection):
 
     ``Linear(out_size)`` or ``Linear(None, out_size)`` infers ``in_size`` at the
     first call. ``W`` is drawn from N(0, 1/in_size) with the backend's random
-    numbers (``pg.seed`` makes it repeatable); ``b`` starts at zero.
+    numbers (``pg.seed`` makes it repeatable); ``b`` starts at zero. Sizes are
+    ints (NumPy's too), ``in_size`` at least 1.
 
     :param dtype: dtype name or backend dtype (default float32).
     :param backend: backend name (default: the current backend).
@@ -764,8 +774,9 @@ class Linear(_Connection):
         super().__init__()
         if out_size is None:
             in_size, out_size = None, in_size
-        self.out_size = out_size
-        self._init_params(out_size, nobias, initialW, initial_bias, dtype, backend)
+        self.out_size = _size(out_size, "out_size", "Linear", 0)
+        in_size = None if in_size is None else _size(in_size, "in_size", "Linear", 1)
+        self._init_params(self.out_size, nobias, initialW, initial_bias, dtype, backend)
         if in_size is not None:
             self._initialize_params(in_size)
 
@@ -785,6 +796,9 @@ class Convolution2D(_Connection):
     N(0, 1/fan_in), ``fan_in = in_channels * kh * kw``, with the backend's
     random numbers; ``b`` starts at zero. ``Convolution2D(None, out, ksize)``
     or ``Convolution2D(out, ksize)`` infers ``in_channels`` at the first call.
+    Sizes are ints (NumPy's too), ``in_channels`` at least 1; ``ksize``,
+    ``stride`` and ``pad`` an int or a pair, checked here as
+    :func:`~polygrad.functions.convolution_2d` checks its own (and kept as pairs).
 
     :param dtype: dtype name or backend dtype (default float32).
     :param backend: backend name (default: the current backend).
@@ -793,14 +807,17 @@ class Convolution2D(_Connection):
     def __init__(self, in_channels: int | None, out_channels: int, ksize: Any = None, stride: Any = 1, pad: Any = 0,
                  nobias: bool = False, initialW: Any = None, initial_bias: Any = None, *, dtype: Any = "float32",
                  backend: str | None = None) -> None:
+        from polygrad.functions._im2col import pair
+
         super().__init__()
         if ksize is None:
             in_channels, out_channels, ksize = None, in_channels, out_channels
-        self.out_channels = out_channels
-        self.ksize = (ksize, ksize) if isinstance(ksize, int) else tuple(ksize)
-        self.stride = stride
-        self.pad = pad
-        self._init_params(out_channels, nobias, initialW, initial_bias, dtype, backend)
+        self.out_channels = _size(out_channels, "out_channels", "Convolution2D", 0)
+        in_channels = None if in_channels is None else _size(in_channels, "in_channels", "Convolution2D", 1)
+        self.ksize = pair(ksize, "ksize", "Convolution2D", owner="links")
+        self.stride = pair(stride, "stride", "Convolution2D", owner="links")
+        self.pad = pair(pad, "pad", "Convolution2D", owner="links")
+        self._init_params(self.out_channels, nobias, initialW, initial_bias, dtype, backend)
         if in_channels is not None:
             self._initialize_params(in_channels)
 
@@ -824,7 +841,7 @@ class EmbedID(Link):
         self.ignore_label = ignore_label
         b = get_backend(backend)
         dt = _as_dtype(b.xp, dtype)
-        shape = (in_size, out_size)
+        shape = (_size(in_size, "in_size", "EmbedID", 0), _size(out_size, "out_size", "EmbedID", 0))
         W = (_filled(b, initialW, shape, dt, "EmbedID: initialW") if initialW is not None
              else b.rng().normal(shape, dtype=dt))
         with self.init_scope():
