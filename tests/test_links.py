@@ -315,6 +315,43 @@ def test_connection_links_take_numpy_integer_sizes():
     assert L.EmbedID(np.int64(5), np.int32(2)).W.shape == (5, 2)
 
 
+@pytest.mark.parametrize("link, shape, what, where", [
+    (lambda: L.Convolution2D(None, 4, 3), (2, None, 5, 5), "in_channels", r"on axis 1 \(channels\)"),
+    (lambda: L.Convolution2D(4, 3), (2, None, 5, 5), "in_channels", r"on axis 1 \(channels\)"),
+    (lambda: L.Linear(None, 3), (2, None), "in_size", "past the batch axis"),
+    (lambda: L.Linear(3), (2, 4, None), "in_size", "past the batch axis"),
+], ids=["conv", "conv_short_form", "linear", "linear_flattened"])
+def test_lazy_link_on_a_symbolic_input_of_unknown_size_names_what_it_cannot_infer(link, shape, what, where):
+    """A lazy link on a symbolic input whose channels or features are not declared failed drawing
+    W with "unsupported operand type(s) for *: 'NoneType' and 'int'"; W stays uninitialized."""
+    from polygrad import symbolic as T
+
+    layer = link()
+    name = type(layer).__name__
+    shape_text = str(shape).replace("(", r"\(").replace(")", r"\)")
+    with pytest.raises(ValueError, match=rf"polygrad.links.{name}: {what} cannot be inferred from x of shape "
+                                         rf"{shape_text}, whose size {where} is not known; give {what}"):
+        layer(T.tensor("float32", shape, "x"))
+    assert layer.W.data is None
+
+
+@pytest.mark.parametrize("link, x, message", [
+    (lambda: L.Linear(None, 3), np.zeros((2, 0), "float32"), r"Linear: x of shape \(2, 0\) gives in_size 0"),
+    (lambda: L.Convolution2D(None, 3, 2), np.zeros((1, 0, 3, 3), "float32"),
+     r"Convolution2D: x of shape \(1, 0, 3, 3\) gives in_channels 0"),
+], ids=["linear", "conv"])
+def test_lazy_link_refuses_an_input_size_of_zero(link, x, message):
+    """An input of no features or channels drew W with std sqrt(1 / 0): a bare ZeroDivisionError."""
+    with pytest.raises(ValueError, match=message):
+        link()(x)
+
+
+def test_lazy_link_refuses_x_that_is_not_an_array():
+    """A nested list was "'list' object has no attribute 'shape'" where the link read x's size."""
+    with pytest.raises(TypeError, match=r"polygrad.links.Convolution2D: x \(list\): no backend claims"):
+        L.Convolution2D(None, 2, 1)(np.zeros((1, 1, 2, 2)).tolist())
+
+
 # ---------------------------------------------------------------------------
 # Moving between backends
 # ---------------------------------------------------------------------------

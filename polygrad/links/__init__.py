@@ -719,6 +719,8 @@ class _Connection(Link):
     """A link with a weight ``W`` drawn from N(0, 1/fan_in) once the input size is
     known (at construction, or at the first call) and a bias ``b`` starting at zero."""
 
+    _input_size = ("in_size", slice(1, None), "past the batch axis")  # (argument, axes of x, where they are)
+
     def _init_params(self, n_out: int, nobias: bool, initialW: Any, initial_bias: Any, dtype: Any,
                      backend: str | None) -> None:
         self._dtype = dtype
@@ -734,20 +736,42 @@ class _Connection(Link):
                         _filled(b, initial_bias, (n_out,), dt, f"{type(self).__name__}: initial_bias"))
                 self.b = Variable(bias, name="b")
 
-    def _call_initializing(self, x: Any, size_of: Any, call: Any) -> Variable:
-        """``call()``, with ``W`` drawn first for input ``x`` (``size_of(data)`` its input size)
-        where it is not yet; a first call that fails leaves ``W`` uninitialized again (a 3-D
-        input to ``Convolution2D(None, ...)`` drew ``W`` for its height, and every later call of
-        the right shape failed)."""
+    def _call_initializing(self, x: Any, call: Any) -> Variable:
+        """``call()``, with ``W`` drawn first for input ``x`` where it is not yet; a first call
+        that fails leaves ``W`` uninitialized again (a 3-D input to ``Convolution2D(None, ...)``
+        drew ``W`` for its height, and every later call of the right shape failed)."""
         if self.W.data is not None:
             return call()
-        self._initialize_params(size_of(x.data if isinstance(x, Variable) else x))
+        self._initialize_params(self._inferred_size(x))
         try:
             return call()
         except BaseException:
             self.W.data = None
             self.W.cleargrad()  # (zeros that zerograds() asked for, of the refused shape)
             raise
+
+    def _inferred_size(self, x: Any) -> int:
+        """The input size (``_input_size``) that input ``x`` gives W: the product of its sizes
+        on the axes. A ValueError naming the link where one is not known (a symbolic input's
+        None, dask's nan after a boolean mask: the fan-in was "unsupported operand type(s) for
+        *: 'NoneType' and 'int'") or the product is 0 (a bare ZeroDivisionError)."""
+        from polygrad.functions._im2col import require_array
+
+        link = type(self).__name__
+        what, axes, where = self._input_size
+        data = x.data if isinstance(x, Variable) else x
+        require_array(f"links.{link}", "x", data)
+        shape = None if data.shape is None else tuple(data.shape)
+        sizes = None if shape is None else shape[axes]
+        if sizes is None or any(n is None or n != n for n in sizes):
+            raise ValueError(f"polygrad.links.{link}: {what} cannot be inferred from x of shape {shape}, whose "
+                             f"{'rank' if shape is None else 'size ' + where} is not known; give {what} to "
+                             f"{link}(...), or an x whose size there is known (declare it: T.tensor(dtype, shape))")
+        n = math.prod(sizes)
+        if n < 1:
+            raise ValueError(f"polygrad.links.{link}: x of shape {shape} gives {what} 0; it must be at least 1 (W's "
+                             f"fan-in divides by it)")
+        return n
 
     def _draw_W(self, shape: tuple, fan_in: int) -> None:
         b, dt = self._creation_site()
@@ -786,7 +810,7 @@ class Linear(_Connection):
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.nn import linear
 
-        return self._call_initializing(x, lambda data: math.prod(data.shape[1:]), lambda: linear(x, self.W, self.b))
+        return self._call_initializing(x, lambda: linear(x, self.W, self.b))
 
 
 class Convolution2D(_Connection):
@@ -803,6 +827,8 @@ class Convolution2D(_Connection):
     :param dtype: dtype name or backend dtype (default float32).
     :param backend: backend name (default: the current backend).
     """
+
+    _input_size = ("in_channels", slice(1, 2), "on axis 1 (channels)")
 
     def __init__(self, in_channels: int | None, out_channels: int, ksize: Any = None, stride: Any = 1, pad: Any = 0,
                  nobias: bool = False, initialW: Any = None, initial_bias: Any = None, *, dtype: Any = "float32",
@@ -827,8 +853,7 @@ class Convolution2D(_Connection):
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.connection import convolution_2d
 
-        return self._call_initializing(x, lambda data: data.shape[1],
-                                       lambda: convolution_2d(x, self.W, self.b, self.stride, self.pad))
+        return self._call_initializing(x, lambda: convolution_2d(x, self.W, self.b, self.stride, self.pad))
 
 
 class EmbedID(Link):
