@@ -129,6 +129,26 @@ def test_setitem_refuses_a_value_whose_dtype_does_not_promote_to_xs(backend_name
     assert np.asarray(pg.to_backend(w.data, "numpy")).tolist() == [3.0, 4.0]
 
 
+def test_setitem_refuses_a_numpy_scalar_value_whose_dtype_does_not_promote_to_xs():
+    """A NumPy scalar (the 0-d result of a reduction or of an integer index; np.float64 is a
+    float, np.complex128 a complex) is an array, not a weak Python number: a complex128 sum lost
+    its imaginary part into float32, a float64 1e40 wrote inf, an int64 value was cast into int8."""
+    z = pg.Variable(np.array([1 + 2j, 3 + 4j]))
+    refused = [("float32", pg.sum(z)), ("float32", pg.sum(pg.Variable(np.array([1e40])))),
+               ("float16", pg.sum(pg.Variable(np.array([7e4], np.float32)))), ("int8", pg.asarray(np.array([3, 4]))[0]),
+               ("float32", np.complex128(1 + 2j)), ("float32", np.float64(0.5)), ("int8", np.int64(3))]
+    for dtype, value in refused:
+        assert type(getattr(value, "data", value)) is not np.ndarray  # (a NumPy scalar, not a 0-d array)
+        w = pg.Variable(np.array([1, 2], dtype)) * 1
+        with pytest.raises(TypeError, match=rf"setitem.*dtype {dtype} and shape \(2,\)"):
+            w[0] = value
+        assert w.data.tolist() == [1, 2]
+    w = pg.Variable(np.array([1.0, 2.0], np.float64)) * 1
+    w[0] = pg.sum(pg.Variable(np.array([3.0], np.float32)))  # what promotes is written
+    w[1] = 4.0
+    assert w.data.tolist() == [3.0, 4.0]
+
+
 # ---------------------------------------------------------------------------
 # NumPy's keys (not in the standard)
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import operator
 import sys
 from typing import Any, Callable, NamedTuple
 
-from polygrad.core.dispatch import backend_of_type, checked_lazily, has_namespace, is_array, readable
+from polygrad.core.dispatch import SCALARS, backend_of_type, checked_lazily, has_namespace, is_array, readable
 from polygrad.core.op import Op, def_linear, defvjp, returned_input
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable, _same_shape
@@ -771,13 +771,17 @@ def _check_value_fits(x: Any, value: Any) -> None:
     data = x._data if isinstance(x, Variable) else x
     if not has_namespace(data):
         return
-    xp = backend_of_type(type(data)).xp
-    if isinstance(value, (int, complex)) and not isinstance(value, bool):
-        check_number_fits(xp, data.dtype, value, "x[key] = value")
+    backend = backend_of_type(type(data))
+    xp = backend.xp
     v = value._data if isinstance(value, Variable) else value
-    if isinstance(v, (bool, int, float, complex)):
+    # Only Python's own numbers are weak. A NumPy scalar (the 0-d result of a reduction; np.float64 is
+    # a float, np.complex128 a complex) is an array with a dtype: a complex128 one lost its imaginary
+    # part into float32, a float64 1e40 wrote inf. Arrays of another backend: apply's message.
+    if type(v) in SCALARS:
+        if type(v) in (int, complex):
+            check_number_fits(xp, data.dtype, v, "x[key] = value")
         of, fits = type(v).__name__, _value_fits(xp, v, data.dtype)
-    elif has_namespace(v) and not isinstance(v.dtype, str) and type(v) is type(data):
+    elif has_namespace(v) and not isinstance(v.dtype, str) and backend_of_type(type(v)) is backend:
         of, fits = f"dtype {v.dtype}", _value_fits(xp, v.dtype, data.dtype)
     else:
         return
