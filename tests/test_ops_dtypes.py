@@ -145,3 +145,17 @@ def test_astype_of_complex_to_real_is_refused(backend):
         with pytest.raises(TypeError, match=r"astype of a complex array to \S*float64 would drop its imaginary part"):
             pg.astype(z, pg.float64)
         assert pg.astype(z, pg.complex64).dtype == pg.complex64
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_astype_of_complex_to_a_real_dtype_named_is_refused(backend):
+    """astype(z, "float32") dropped the imaginary part where astype(z, float32) refused: the guard
+    skipped every dtype given by name, which numpy and dask take."""
+    with pg.using_backend(backend):
+        z = pg.Variable(pg.asarray([1 + 2j, 3 + 4j], dtype=pg.complex64))
+        for name in ("float32", "float64", "int64", "bool"):
+            with pytest.raises(TypeError, match=rf"astype of a complex array to {name} would drop its imaginary part "
+                                                rf"\(x is complex64 of shape \(2,\) on backend '{backend}'\)"):
+                pg.astype(z, name)
+        assert pg.astype(z, "complex128").dtype == pg.complex128
+        assert pg.astype(pg.real(z), "float64").dtype == pg.float64

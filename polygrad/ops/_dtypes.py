@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
+from polygrad.core.variable import kind_of
 
-__all__ = ["check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds", "index_dtype", "positions",
+__all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds", "index_dtype", "positions",
            "widened", "widened_of"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
@@ -135,3 +136,19 @@ def check_number_fits(xp: Any, dtype: Any, value: Any, what: str) -> None:
         if not int(info.min) <= value <= int(info.max):
             raise OverflowError(f"polygrad: {what}: {value} is out of the range of dtype {dtype} "
                                 f"[{int(info.min)}, {int(info.max)}]")
+
+
+def check_complex_cast(a: Any, dtype: Any, what: str) -> None:
+    """Refuse to cast the complex array ``a`` to a real ``dtype`` (a dtype, or its name as numpy
+    takes it): the standard's ``astype`` "should not" permit it, as the choice of the real part is
+    arbitrary (numpy and dask dropped the imaginary part, with a warning at most). A name is
+    resolved on ``a``'s namespace (:func:`dtype_named`); a symbolic array, whose kind is not known
+    before its program runs, is not asked. ``what`` names the call for the message."""
+    if not hasattr(a, "dtype") or kind_of(a) != "complex floating":  # (cached per dtype: astype is on hot paths)
+        return
+    backend = backend_of_type(type(a))
+    to = dtype_named(backend.xp, dtype, what) if isinstance(dtype, str) else dtype
+    if not backend.xp.isdtype(to, "complex floating"):
+        raise TypeError(f"polygrad: {what} of a complex array to {getattr(to, '__name__', to)} would drop its "
+                        f"imaginary part (x is {a.dtype} of shape {tuple(a.shape)} on backend {backend.name!r}); take "
+                        f"pg.real(x) (or pg.abs(x)) first")

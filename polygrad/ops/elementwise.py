@@ -42,7 +42,7 @@ from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp, returned_input
 from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import _FLOATING, Variable, kind_of
-from polygrad.ops._dtypes import check_number_fits
+from polygrad.ops._dtypes import check_complex_cast, check_number_fits
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -512,12 +512,7 @@ ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtyp
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
-    if kind_of(x) == "complex floating" and not isinstance(dtype, str):
-        xp = backend_of_type(type(getattr(x, "_data", x))).xp
-        if not xp.isdtype(dtype, "complex floating"):  # (the standard: not permitted; numpy dropped the part)
-            raise TypeError(f"polygrad: astype of a complex array to {getattr(dtype, '__name__', dtype)} would drop "
-                            f"its imaginary part; take "
-                            f"pg.real(x) (or pg.abs(x)) first")
+    check_complex_cast(getattr(x, "_data", x), dtype, "astype")
     if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
         return x  # the standard: with copy=False and the same dtype, the input itself
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
