@@ -417,6 +417,9 @@ class SymbolicBackend:
         group = (cost._data, tuple(w._data for w in wrt))
         grads: list = []
         for i, w in enumerate(wrt):
+            if not _floating_name(w._data.dtype):
+                grads.append(_no_gradient_of_integers(label, i, w, allow_unused, disconnected_inputs))
+                continue
             if w._data.id not in connected:
                 if allow_unused:
                     grads.append(None)
@@ -443,17 +446,44 @@ SYMBOLIC = SymbolicBackend()
 _dispatch.pin(SymbolicArray, SYMBOLIC)
 
 
+def _no_gradient_of_integers(label: str, i: int, w: Variable, allow_unused: bool | None, disconnected_inputs: str) -> Any:
+    """The gradient of a cost with respect to a symbolic input of an integer or boolean dtype: none,
+    as eager ``pg.grad`` has none for an integer Variable (it cannot require grad). ``pg.grad``
+    (``allow_unused`` given) raises, or gives None with ``allow_unused=True``; ``T.grad`` follows
+    ``disconnected_inputs``, and its zeros are of the default floating dtype, as Theano's (its
+    gradient "may NEVER be an int": the compiled program gave int64 zeros)."""
+    if allow_unused:
+        return None
+    text = (f"{label}: input {i} ({w._data!r}) is of dtype {w._data.dtype}, so it has no gradient: only floating "
+            f"(real or complex) variables require grad")
+    if allow_unused is not None or disconnected_inputs == "raise":
+        raise RuntimeError(f"{text}; " + ("pass allow_unused=True to get None for it" if allow_unused is not None else
+                                          "pass disconnected_inputs='ignore' for a zero gradient, or 'warn'"))
+    if disconnected_inputs == "warn":
+        warnings.warn(f"{text}; its gradient is zero ({default_float()})", stacklevel=4)
+    from polygrad.ops.elementwise import zeros_like
+
+    return zeros_like(w, dtype=default_float())
+
+
+def _floating_name(dtype: str | None) -> bool:
+    """Whether a symbolic dtype (a name; None where it is not known) may be floating, real or
+    complex: what a gradient can flow through (bfloat16 too)."""
+    return dtype is None or dtype.startswith(("float", "complex")) or dtype in NARROW_NAMES
+
+
 class DisconnectedInputError(ValueError):
     """``T.grad`` wrt a variable the cost does not depend on (Theano's, raised by default)."""
 
 
 def _differentiable_ancestors(root: SymbolicArray) -> set[int]:
-    """The ids of the expressions ``root`` depends on through differentiable operations."""
+    """The ids of the expressions ``root`` depends on through differentiable operations and
+    floating values (no gradient goes through an integer or boolean one: a cast, a comparison)."""
     ids: set[int] = set()
     stack = [root]
     while stack:
         s = stack.pop()
-        if s.id in ids:
+        if s.id in ids or not _floating_name(s.dtype):
             continue
         ids.add(s.id)
         if s.kind == "op":
@@ -558,7 +588,7 @@ def walk(roots: Sequence[SymbolicArray], stop: set, givens: dict, *,
         if s.id in seen:
             continue
         seen.add(s.id)
-        if floating_only and s.dtype is not None and not s.dtype.startswith(("float", "complex")):
+        if floating_only and not _floating_name(s.dtype):
             continue
         yield s
         if s.id in givens:
