@@ -152,7 +152,9 @@ class Categorical(Distribution):
                 probs = xp.where(xp.expand_dims(peaks, axis=-1) > 0, probs, probs)
         w = drawn_in(xp, probs.dtype)
         cum = xp.cumulative_sum(_scaled(xp, xp.astype(probs, w, copy=False)), axis=-1)
-        u = rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=w)
+        # 1 - u is in (0, 1]: the classes whose cumulative weight is below it are skipped, so a class of
+        # weight 0 is never drawn, first (u = 0 gave class 0) or last (1 - u = 1 reaches the total only)
+        u = 1.0 - rng.uniform(shape + tuple(probs.shape[:-1]) + (1,), dtype=w)
         index = index_dtype(xp)  # not int64: a namespace may have none
         k = xp.sum(xp.astype(cum < u * cum[..., -1:], index), axis=-1)
         return xp.minimum(k, xp.asarray(probs.shape[-1] - 1, dtype=index))

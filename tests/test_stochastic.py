@@ -601,3 +601,30 @@ def test_numpy_draws_float32_and_float16_numbers_in_float32():
         high = 1.0 + 4 * 2.0**-23
         u = gen.uniform((10_000,), dtype=np.float32, low=1.0, high=high)
         assert set(u.tolist()) == {1.0 + k * 2.0**-23 for k in range(4)}
+
+
+class _Ends:
+    """A generator of the protocol whose uniform draws are the ends of [low, high): low itself, and the largest
+    number below high (both allowed by the contract)."""
+
+    def __init__(self, at_low: bool) -> None:
+        self.at_low = at_low
+
+    def uniform(self, shape, *, dtype, low=0.0, high=1.0):
+        value = low if self.at_low else np.nextafter(np.asarray(high, dtype=dtype), np.asarray(low, dtype=dtype))
+        return np.full(shape, value, dtype=dtype)
+
+    def normal(self, shape, *, dtype, mean=0.0, std=1.0):
+        return np.full(shape, mean, dtype=dtype)
+
+
+@pytest.mark.parametrize("at_low", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_categorical_never_draws_a_class_of_weight_zero_at_the_ends_of_the_uniform(at_low, dtype):
+    """A uniform draw of exactly 0 (once in 2**24 draws in float32) gave class 0 of weight 0: the inverse
+    CDF counted the classes whose cumulative weight is below u * total, none when u is 0."""
+    from polygrad.distributions import Categorical
+
+    probs = np.array([[0.0, 0.25, 0.75, 0.0], [0.0, 0.0, 1.0, 0.0]], dtype=dtype)
+    k = np.asarray(Categorical(pg.asarray(probs)).sample((3,), rng=_Ends(at_low)))
+    assert (probs[np.arange(2), k] > 0).all(), k
