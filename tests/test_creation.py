@@ -153,3 +153,11 @@ def test_arange_of_integers_out_of_the_dtype_range_is_refused(backend_name):
         assert pg.arange(300, 0, dtype=xp.int8).shape == (0,)  # (empty: nothing to wrap)
         assert np.asarray(pg.to_backend(pg.arange(127, -129, -85, dtype=xp.int8), "numpy")).tolist() == [127, 42, -43,
                                                                                                           -128]
+
+
+@pytest.mark.parametrize("fill", [np.int64(300), np.uint16(300), np.array(300)])
+def test_full_refuses_a_numpy_integer_fill_value_that_does_not_fit(fill):
+    """pg.full((2,), np.int64(300), dtype=int8) gave [44, 44]: the range check took Python ints only."""
+    with pytest.raises((OverflowError, ValueError, TypeError), match="300"):
+        pg.full((2,), fill, dtype=pg.int8)
+    np.testing.assert_array_equal(pg.full((2,), np.int64(100), dtype=pg.int8).data, [100, 100])

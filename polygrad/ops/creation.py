@@ -94,9 +94,13 @@ def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
     warning; dask took an int out of range and failed when computed)."""
     if fill_value is None or isinstance(fill_value, (str, bytes)):  # (numpy: NaN of None, text arrays)
         raise TypeError(f"polygrad.{fn}: fill_value must be a number, got {fill_value!r}")
-    if dtype is not None and xp is not None and isinstance(fill_value, (int, complex)) and not isinstance(
-            fill_value, bool):
-        check_number_fits(xp, dtype, fill_value, f"{fn} with fill_value={fill_value!r}")
+    if dtype is None or xp is None:
+        return
+    number = as_int(fill_value)  # NumPy's integers too: np.int64(300) into int8 gave 44, silently
+    if number is None and isinstance(fill_value, complex):
+        number = fill_value
+    if number is not None:
+        check_number_fits(xp, dtype, number, f"{fn} with fill_value={fill_value!r}")
 
 
 def _made(out: Any, what: Any, fn: str) -> Any:
