@@ -626,7 +626,10 @@ def _dropout_mask_kernel(xp: Any, x: Any, ratio: float = 0.5) -> Any:
         raise TypeError(f"polygrad.functions.dropout: x must have a real floating dtype, got {x.dtype} "
                         f"(shape {tuple(x.shape)}); cast it first, e.g. x.astype(...)")
     u = backend_of_type(type(x)).rng().uniform(tuple(x.shape), dtype=drawn_in(xp, x.dtype), low=0.0, high=1.0)
-    return xp.astype(u >= ratio, x.dtype) * (1.0 / (1.0 - ratio))
+    keep = u >= ratio
+    del u  # (the draws go before the mask is made: at most the draws and the mask, or the mask and it, are alive)
+    scale = xp.asarray(1.0 / (1.0 - ratio), dtype=x.dtype)
+    return xp.where(keep, scale, xp.zeros_like(scale))
 
 
 DROPOUT_MASK = def_nograd(Op("dropout_mask", _dropout_mask_kernel, deterministic=False))
