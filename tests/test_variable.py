@@ -180,6 +180,30 @@ def test_backward_seeds_zero_dim_output(xp):
     close(x.grad, [1.0, 2.0, 3.0])
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # (all that told of the dropped part)
+def test_a_numpy_complex_scalar_seed_of_a_real_output_is_refused():
+    """np.complex128 subclasses complex (and np.float64 float): admit took such a seed for a weak Python
+    number and converted it to float32, dropping its imaginary part, where a Python 1+2j and a 0-d complex
+    array were refused. Only Python's own numbers are converted; a NumPy scalar is an array of its dtype."""
+    x = pg.Variable(np.array([1.0, 2.0], np.float32))
+    seeds = [np.complex128(1 + 2j), np.complex64(1 + 2j), [np.complex128(1 + 2j)], 1 + 2j, np.array(1 + 2j)]
+    for seed in seeds:
+        with pytest.raises((TypeError, ValueError), match=r"gradient given to backward .* is .*, (which is no "
+                                                          r"float32 array|expected float32 \(\))"):
+            pg.sum(x * x).backward(seed)
+        with pytest.raises((TypeError, ValueError), match="gradient given to backward"):
+            pg.grad([pg.sum(x * x)], [x], grad_outputs=[seed])
+        s = pg.sum(x * x)
+        with pytest.raises((TypeError, ValueError), match=r"gradient assigned to variable \(shape \(\)\)"):
+            s.grad = seed
+    assert x.grad is None
+    pg.sum(x * x).backward(np.float64(2.0))  # a real one of another precision is cast, as documented
+    assert x.grad.dtype == np.float32 and x.grad.tolist() == [4.0, 8.0]
+    assert pg.core.variable.kind_of(np.complex128(1j)) == "complex floating"
+    assert pg.core.variable.kind_of(np.float64(1.0)) == "real floating"
+    assert pg.core.variable.kind_of(True) == "bool" and pg.core.variable.kind_of(2) == "integral"
+
+
 def test_backward_of_larger_output_without_gradient_is_clear_error(xp):
     """backward() on an output of several elements without a gradient raises RuntimeError saying so."""
     x = pg.Variable(arr(xp, [1.0, 2.0]))

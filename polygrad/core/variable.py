@@ -201,11 +201,13 @@ _FLOATING = ("real floating", "complex floating")
 def kind_of(a: Any) -> str | None:
     """The standard's kind (see :func:`dtype_kind`) of a Python number, an array or a Variable's
     data; None for anything else."""
-    if isinstance(a, (bool, int, float, complex)):
-        return ("bool" if isinstance(a, bool) else "integral" if isinstance(a, int) else
-                "real floating" if isinstance(a, float) else "complex floating")
     d = a._data if isinstance(a, Variable) else a
-    return dtype_kind(d.dtype, backend_of_type(type(d))) if hasattr(d, "dtype") else None
+    if type(d) not in SCALARS and hasattr(d, "dtype"):  # (a NumPy scalar too, whose type subclasses float)
+        return dtype_kind(d.dtype, backend_of_type(type(d)))
+    if isinstance(d, SCALARS):
+        return ("bool" if isinstance(d, bool) else "integral" if isinstance(d, int) else
+                "real floating" if isinstance(d, float) else "complex floating")
+    return None
 
 
 def _kind_of_data(data: Any, where: str) -> str:
@@ -292,9 +294,15 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str, user: boo
     """
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
-    # (A Variable's 0-d data may be a NumPy scalar, which is a Python float: it stays, with its graph.)
-    if raw is g and isinstance(raw, (bool, int, float, complex, list, tuple)):
+    # Only Python's own numbers (and lists of them) are converted to dtype. A NumPy scalar (np.complex128
+    # is a complex, np.float64 a float) has a dtype: it takes the array path below, where the kinds are
+    # compared; converted, a complex one lost its imaginary part into a real gradient.
+    if raw is g and (type(raw) in SCALARS or isinstance(raw, (list, tuple))):
         try:
+            if (type(raw) is complex or isinstance(raw, (list, tuple)) and dtype_kind(
+                    xp.asarray(raw).dtype, backend) == "complex floating") and dtype_kind(dtype, backend) != (
+                    "complex floating"):
+                raise TypeError("a complex value would lose its imaginary part")  # (a list may hold NumPy scalars)
             raw = g = xp.asarray(raw, dtype=dtype)
         except Exception as exc:
             raise TypeError(f"polygrad: {source} is {raw!r}, which is no {dtype} array: {exc}") from None
