@@ -57,11 +57,27 @@ def _shape(sizes: tuple) -> tuple:
 _NOT_GIVEN: Any = object()
 
 
-def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, keepdims: Any) -> tuple:
-    """``(dim, keepdim)`` from PyTorch's and numpy's spellings of ``Variable.<name>``."""
+# numpy's keywords the methods do not take, and what to write instead (np.sum(x, where=m) passes them on).
+_NUMPY_ONLY = {
+    "where": "reduce pg.where(mask, x, n) instead, n the reduction's identity (0 for sum, 1 for prod, "
+             "-inf for max); a masked mean is pg.sum(pg.where(mask, x, 0)) / pg.sum(mask)",
+    "initial": "combine the result with it (x.sum() + initial, pg.maximum(x.max(), initial))",
+    "mean": "the mean is computed from x itself; leave mean= out",
+}
+
+
+def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, keepdims: Any,
+                    others: dict | None = None) -> tuple:
+    """``(dim, keepdim)`` from PyTorch's and numpy's spellings of ``Variable.<name>``; a TypeError
+    naming the method and the keyword for ``out=`` and for any of ``others`` (numpy's ``where=``,
+    ``initial=``, ``mean=``), which Python's own message named a private function for."""
     if out is not None and out is not _NOT_GIVEN:
         raise TypeError(f"polygrad: Variable.{name}(out=...) is not supported (arrays may be immutable); "
                         f"use the result")
+    if others:
+        key = next(iter(others))
+        raise TypeError(f"polygrad: Variable.{name}({key}=...) is not supported; "
+                        + _NUMPY_ONLY.get(key, f"see help(Variable.{name}) for its keywords"))
     if axis is not None:
         if dim is not None:
             raise TypeError(f"polygrad: Variable.{name} got both dim and axis")
@@ -70,18 +86,18 @@ def _numpy_keywords(name: str, dim: Any, keepdim: bool, axis: Any, out: Any, kee
 
 
 def _sum(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-         out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
+         out: Any = _NOT_GIVEN, keepdims: Any = False, **others: Any) -> Variable:
     """Sum over ``dim`` (all axes by default), PyTorch 0.x's ``x.sum(dim, keepdim)``; numpy's
     ``axis``, ``dtype``, ``keepdims`` too (``np.sum(x)``)."""
-    dim, keepdim = _numpy_keywords("sum", dim, keepdim, axis, out, keepdims)
+    dim, keepdim = _numpy_keywords("sum", dim, keepdim, axis, out, keepdims, others)
     return ops.sum(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
 def _mean(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-          out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
+          out: Any = _NOT_GIVEN, keepdims: Any = False, **others: Any) -> Variable:
     """Mean over ``dim`` (all axes by default); numpy's keywords too (``np.mean(x)``), with a
     floating ``dtype``."""
-    dim, keepdim = _numpy_keywords("mean", dim, keepdim, axis, out, keepdims)
+    dim, keepdim = _numpy_keywords("mean", dim, keepdim, axis, out, keepdims, others)
     return ops.mean(_floating(x, dtype, "mean"), axis=_axis(dim), keepdims=keepdim)
 
 
@@ -97,23 +113,24 @@ def _floating(x: Variable, dtype: Any, name: str) -> Variable:
 
 
 def _prod(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, dtype: Any = None,
-          out: Any = _NOT_GIVEN, keepdims: Any = False) -> Variable:
+          out: Any = _NOT_GIVEN, keepdims: Any = False, **others: Any) -> Variable:
     """Product over ``dim`` (all axes by default); numpy's keywords too (``np.prod(x)``)."""
-    dim, keepdim = _numpy_keywords("prod", dim, keepdim, axis, out, keepdims)
+    dim, keepdim = _numpy_keywords("prod", dim, keepdim, axis, out, keepdims, others)
     return ops.prod(x, axis=_axis(dim), dtype=dtype, keepdims=keepdim)
 
 
 def _extreme(values: Any, indices: Any, pairwise: Any) -> Any:
     def method(x: Variable, dim: Any = None, keepdim: bool = False, *, axis: Any = None, out: Any = _NOT_GIVEN,
-               keepdims: Any = False) -> Any:
+               keepdims: Any = False, **others: Any) -> Any:
         """The extreme element; with ``dim`` (or ``axis``), PyTorch's ``(values, indices)`` along it.
         The values are read at the indices, so that their gradient goes to the element the index
         names, as in PyTorch (``pg.max`` splits it among ties). numpy's call (``np.max(x,
         axis=0)``, which passes ``out=``) gives the values alone, as numpy does. Given another
         Variable or array (``x.max(y)``), the element-wise extreme, as PyTorch's ``max(other)``."""
         if isinstance(dim, Variable) or (is_array(dim) and not isinstance(dim, numbers.Integral)):
+            _numpy_keywords(values.__name__, None, False, None, out, False, others)  # (refuses what it ignores)
             return pairwise(x, dim)  # (a NumPy integer is an array to is_array, and an axis here)
-        dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims)
+        dim, keepdim = _numpy_keywords(values.__name__, dim, keepdim, axis, out, keepdims, others)
         if out is not _NOT_GIVEN or dim is None or isinstance(dim, (tuple, list)):
             # numpy's call, all axes, or several: the values alone (as numpy and torch.amax give them)
             return values(x, axis=_axis(dim), keepdims=keepdim)
@@ -128,8 +145,9 @@ def _extreme(values: Any, indices: Any, pairwise: Any) -> Any:
 
 def _spread(reduce: Any, name: str) -> Any:
     def method(x: Variable, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *, axis: Any = None,
-               dtype: Any = None, out: Any = _NOT_GIVEN, ddof: Any = None, keepdims: Any = False) -> Variable:
-        dim, keepdim = _numpy_keywords(name, dim, keepdim, axis, out, keepdims)
+               dtype: Any = None, out: Any = _NOT_GIVEN, ddof: Any = None, keepdims: Any = False,
+               **others: Any) -> Variable:
+        dim, keepdim = _numpy_keywords(name, dim, keepdim, axis, out, keepdims, others)
         correction = float(ddof) if ddof is not None else 1.0 if unbiased else 0.0  # numpy's np.var passes ddof
         return reduce(_floating(x, dtype, name), axis=_axis(dim), correction=correction, keepdims=keepdim)
 

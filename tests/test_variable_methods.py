@@ -332,6 +332,26 @@ def test_numpys_reductions_of_a_variable_are_polygrads():
     np.testing.assert_array_equal(indices.data, [1, 1])
 
 
+def test_numpys_reduction_keywords_the_methods_lack_are_refused_by_name():
+    """np.sum(x, where=m), np.max(x, initial=v), np.var(x, mean=m) pass keywords the methods do not take:
+    they raised Python's "_sum() got an unexpected keyword argument 'where'" (a private function, no
+    way out); as out= is, they are refused naming the method and the keyword, with what to write."""
+    a = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    x, mask = pg.Variable(a), a > 0
+    calls = [(lambda: np.sum(x, where=mask), r"sum\(where=\.\.\.\) is not supported; reduce pg\.where\(mask, x, n\)"),
+             (lambda: np.mean(x, where=mask), r"mean\(where=\.\.\.\).* a masked mean is"),
+             (lambda: np.prod(x, where=mask), r"prod\(where="), (lambda: np.std(x, where=mask), r"std\(where="),
+             (lambda: np.sum(x, initial=5.0), r"sum\(initial=\.\.\.\) is not supported; combine the result"),
+             (lambda: np.max(x, initial=10.0), r"max\(initial="), (lambda: np.min(x, axis=0, initial=0.0), r"min\(in"),
+             (lambda: np.var(x, axis=1, mean=np.mean(a, axis=1, keepdims=True)), r"var\(mean=\.\.\.\).*leave mean="),
+             (lambda: x.max(pg.Variable(a), where=mask), r"max\(where="),
+             (lambda: x.sum(dims=0), r"sum\(dims=\.\.\.\) is not supported; see help\(Variable\.sum\)")]
+    for call, message in calls:
+        with pytest.raises(TypeError, match=r"^polygrad: Variable\." + message):
+            call()
+    assert float(np.sum(pg.where(mask, x, 0.0))) == np.sum(a, where=mask)  # what the message says to write
+
+
 def test_axis_and_keepdims_are_pytorchs_aliases_outside_numpys_calls():
     """x.max(axis=1) is PyTorch's (values, indices) (it gave the values alone, which unpacked into
     rows silently); numpy's np.max passes out= and gets the values alone. A mean in an integer
