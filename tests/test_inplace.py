@@ -504,3 +504,19 @@ def test_a_volatile_value_written_into_a_view_makes_the_base_and_its_views_volat
     v += vol[0:1]
     assert c.volatile and r.volatile and v.volatile
     np.testing.assert_array_equal(c.data, [1.0, 3.0])
+
+
+def test_a_write_into_a_view_of_a_leaf_is_refused_naming_the_view():
+    """`v = x[:3, :3]; v *= 2` (sklearn's svd_flip on a slice) was reported as if the view were the leaf:
+    "variable (shape (8, 3)) is a leaf ...". As PyTorch's, the message says a view of the leaf was written."""
+    x = pg.Variable(np.arange(24.0).reshape(8, 3))
+    v = x[:3, :3]
+    with pytest.raises(RuntimeError, match=r"^polygrad: variable \(shape \(8, 3\)\) is a leaf that requires grad "
+                                           r"and is used in an in-place operation \(\*=\) through a view of it "
+                                           r"\(shape \(3, 3\)\); its gradient would be lost"):
+        v *= 2.0
+    with pytest.raises(RuntimeError, match=r"^polygrad: variable \(shape \(8, 3\)\) is a leaf that requires grad "
+                                           r"and is used in an in-place operation \(\+=\); its gradient"):
+        x += 1.0
+    assert x.data[0].tolist() == [0.0, 1.0, 2.0] and x.version == 0
+

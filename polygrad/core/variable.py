@@ -982,7 +982,9 @@ class Variable:
         backward_all((self,), (gradient,), retain_graph, create_graph, retain_variables, retain_grad=retain_grad)
 
     # -- in-place support for polygrad.ops -----------------------------------
-    def _check_inplace(self, opname: str) -> None:
+    def _check_inplace(self, opname: str, view: "Variable | None" = None) -> None:
+        """Refuse an in-place ``opname`` on this variable (or, ``view`` given, on that view of it, whose
+        write is forwarded here), where it would lose a gradient or change an input behind its graph."""
         refuse = getattr(backend_of_type(type(self._data)), "refuse_write", None)  # a backend's own rule
         if refuse is not None:
             refuse(self, opname)
@@ -995,9 +997,10 @@ class Variable:
                 f"wrong (PyTorch refuses this too). Change a copy instead (pg.asarray(y, copy=True))."
             )
         if node is None and self._requires_grad and config.enable_backprop.get():
+            through = "" if view is None else f" through a view of it (shape {_shape_text(view.shape)})"
             raise RuntimeError(
                 f"polygrad: {self._describe()} is a leaf that requires grad and is used in an in-place "
-                f"operation ({opname}); its gradient would be lost. Change x.data instead, or do it inside "
+                f"operation ({opname}){through}; its gradient would be lost. Change x.data instead, or do it inside "
                 f"pg.no_backprop_mode()."
             )
 
@@ -1042,7 +1045,7 @@ class Variable:
                 if result._node is not None:  # result's node saved this view's array: keep its values
                     result._node._protect_saved(old, copy=backend_of_type(type(old)).inplace)
                 if base._node is None:
-                    base._check_inplace(opname)
+                    base._check_inplace(opname, view=self)
                 node = self._node
                 base._assign_inplace(new_base, opname)  # its recorded views follow it, this one too ...
                 if self._node is node:  # ... unless it was not remembered (a base taken again)
