@@ -520,3 +520,18 @@ def test_a_write_into_a_view_of_a_leaf_is_refused_naming_the_view():
         x += 1.0
     assert x.data[0].tolist() == [0.0, 1.0, 2.0] and x.version == 0
 
+
+def test_an_inplace_change_of_dtype_or_shape_names_what_changes_and_the_operand_once():
+    """"in-place += would change variable (shape (2,)) (shape (2,), dtype int32) to shape (2,), dtype int64"
+    printed the shape twice and not the operand that promoted it (scipy's nsum: int32 += int64)."""
+    v = pg.asarray(np.array([1, 2], dtype=np.int32))
+    with pytest.raises(ValueError, match=r"^polygrad: in-place \+= of variable \(shape \(2,\)\) with an operand of "
+                                         r"dtype int64 and shape \(2,\) would change its dtype from int32 to int64; "
+                                         r"use the out-of-place form$"):
+        v += pg.asarray(np.array([1, 2], dtype=np.int64))
+    f = pg.Variable(np.array([1.0, 2.0]), requires_grad=False)
+    with pytest.raises(ValueError, match=r"of variable \(shape \(2,\)\) with an operand of dtype float64 and shape "
+                                         r"\(3, 2\) would change its shape from \(2,\) to \(3, 2\); use the out-of"):
+        f += np.ones((3, 2))
+    assert v.dtype == np.int32 and f.data.tolist() == [1.0, 2.0]
+

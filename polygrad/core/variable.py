@@ -1017,10 +1017,7 @@ class Variable:
         """
         new, old = result._data, self._data
         if new.dtype != old.dtype or not _same_shape(new.shape, old.shape, lazy=True):
-            raise ValueError(
-                f"polygrad: in-place {opname} would change {self._describe()} (shape {_shape_text(old.shape)}, dtype "
-                f"{old.dtype}) to shape {_shape_text(new.shape)}, dtype {new.dtype}; use the out-of-place form"
-            )
+            self._refuse_change(new, opname, operands)
         if not _same_shape(new.shape, old.shape) and any(_may_reshape(old, a) for a in operands):
             # sizes not computed yet (dask's NaN), and an operand of its own size beside this array
             raise ValueError(
@@ -1053,6 +1050,19 @@ class Variable:
                 return self
             self._vb = Version.at(self._vbox.n)  # no view for these parameters (a copy): a counter of its own
         return self._write(result, opname)
+
+    def _refuse_change(self, new: Any, opname: str, operands: tuple) -> None:
+        """The error for an in-place ``opname`` whose result ``new`` has another shape or dtype than this
+        variable's data: what changes, from and to what, and the operand that made it change."""
+        old = self._data
+        changes = ([] if _same_shape(new.shape, old.shape, lazy=True) else
+                   [f"shape from {_shape_text(old.shape)} to {_shape_text(new.shape)}"])
+        changes += [f"dtype from {old.dtype} to {new.dtype}"] if new.dtype != old.dtype else []
+        other = getattr(operands[0], "_data", operands[0]) if operands else None
+        given = (f" with an operand of dtype {other.dtype} and shape {_shape_text(other.shape)}"
+                 if hasattr(other, "dtype") and hasattr(other, "shape") else "")
+        raise ValueError(f"polygrad: in-place {opname} of {self._describe()}{given} would change its "
+                         f"{' and '.join(changes)}; use the out-of-place form")
 
     def _writes_in_place(self) -> bool:
         """Whether an in-place operation writes into this variable's array (else it rebinds)."""
