@@ -535,3 +535,15 @@ def test_an_inplace_change_of_dtype_or_shape_names_what_changes_and_the_operand_
         f += np.ones((3, 2))
     assert v.dtype == np.int32 and f.data.tolist() == [1.0, 2.0]
 
+
+def test_an_inplace_write_whose_symbolic_shape_is_not_inferred_says_so():
+    """Where the symbolic shape of the result could not be inferred, the message said the write "would
+    change variable (shape (None, None)) ... to shape unknown, dtype None": say it was not inferred, and
+    what to do."""
+    from polygrad import symbolic as T
+
+    h = T.tensor("float64", (None, None)) * 2.0
+    with pytest.raises(ValueError, match=r"^polygrad: in-place x\[key\] = value of variable \(shape \(None, None\)\), "
+                                         r"dtype float64: the shape of the result could not be inferred from the "
+                                         r"symbolic shapes.*declare the sizes you know with T\.tensor\(dtype, shape\)"):
+        h[::-1] = T.tensor("float64", (None, 5))

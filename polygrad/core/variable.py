@@ -1055,6 +1055,12 @@ class Variable:
         """The error for an in-place ``opname`` whose result ``new`` has another shape or dtype than this
         variable's data: what changes, from and to what, and the operand that made it change."""
         old = self._data
+        if new.shape is None or new.dtype is None:  # (a symbolic array's, whose inference failed)
+            raise ValueError(
+                f"polygrad: in-place {opname} of {self._describe()}, dtype {old.dtype}: the shape of the result "
+                f"could not be inferred from the symbolic shapes, so it cannot be checked to stay the same; declare "
+                f"the sizes you know with T.tensor(dtype, shape) (e.g. (None, 3)), or use the out-of-place form"
+            )
         changes = ([] if _same_shape(new.shape, old.shape, lazy=True) else
                    [f"shape from {_shape_text(old.shape)} to {_shape_text(new.shape)}"])
         changes += [f"dtype from {old.dtype} to {new.dtype}"] if new.dtype != old.dtype else []
