@@ -915,6 +915,51 @@ def test_leaf_grad_is_a_writable_array():
     np.testing.assert_array_equal(x.grad, [0.5, 0.5, 0.5])
 
 
+def test_grad_var_is_the_variable_that_holds_the_gradient():
+    """x.grad_var made a new Variable at each access, so x.grad_var.data = v, an in-place operation on it and
+    pg.persist(x.grad_var) changed nothing, silently. As Chainer's, it is one Variable whose data is x.grad,
+    checked as x.grad = v is; a copy (or pickle) of it is a Variable of its own."""
+    import copy
+    import pickle
+
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    pg.sum(x * x).backward()
+    gv = x.grad_var
+    assert x.grad_var is gv and gv.data is x.grad and not gv.requires_grad and gv.creator is None
+    gv.data = np.zeros(3)
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    x.grad = np.array([1.0, 1.0, 1.0])  # and the other way
+    gv *= 3.0
+    x.grad_var += 1.0  # (assigns x.grad_var back: its own array)
+    assert x.grad.tolist() == [4.0, 4.0, 4.0] and gv.data is x.grad and x.grad_var is gv
+    x.grad_var -= 1.0
+    with pytest.raises(ValueError, match=r"gradient assigned to variable \(shape \(3,\)\) is float64 \(2,\)"):
+        gv.data = np.zeros(2)
+    with pytest.raises(ValueError, match=r"is complex128 \(3,\) on 'numpy', expected float64"):
+        gv.array = np.array([1j, 1j, 1j])
+    pg.sum(x * x).backward()  # accumulates into what gv wrote
+    np.testing.assert_array_equal(gv.data, [5.0, 7.0, 9.0])
+    for other in (copy.copy(gv), copy.deepcopy(gv), pickle.loads(pickle.dumps(gv))):
+        assert type(other) is pg.Variable
+        other.data = np.ones(3)
+    np.testing.assert_array_equal(x.grad, [5.0, 7.0, 9.0])
+    assert copy.copy(x).grad_var is not gv and copy.deepcopy(x).grad_var is not gv
+    x.cleargrad()
+    assert x.grad_var is None and gv.data is None
+
+
+def test_persist_of_grad_var_persists_the_gradient_on_dask():
+    """docs/dask.md: pg.persist the .grads between backward calls; pg.persist(x.grad_var) persisted a wrapper
+    thrown away at once, and x.grad kept its whole lazy graph."""
+    da = pytest.importorskip("dask.array")
+    x = pg.Variable(da.from_array(np.arange(4.0), chunks=2))
+    pg.sum(x * x).backward()
+    tasks = len(x.grad.dask)
+    (gv,) = pg.persist(x.grad_var)
+    assert gv is x.grad_var and len(x.grad.dask) < tasks
+    np.testing.assert_array_equal(np.asarray(x.grad), [0.0, 2.0, 4.0, 6.0])
+
+
 @pytest.mark.filterwarnings("ignore:polygrad. backward.create_graph=True. made:UserWarning")  # (the cycle's)
 def test_create_graph_leaf_grads_are_writable_arrays_of_their_own():
     """Under create_graph each leaf's .grad is its own writable array: not another leaf's, not the seed, not a view."""

@@ -292,6 +292,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str, user: boo
     real array) is refused. A Variable of the right dtype is returned as it is. ``user``: ``g``
     comes from the user's code, where a size not computed yet matches only another one.
     """
+    if type(g) is _GradVariable:  # another's .grad_var: its array (x.grad_var *= 2 assigns x's own back)
+        g = g._data
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
     # Only Python's own numbers (and lists of them) are converted to dtype. A NumPy scalar (np.complex128
@@ -407,8 +409,9 @@ class Variable:
 
     # _requires_grad is what the engine reads (False while volatile); _wants_grad, set only
     # while volatile masks it, is what requires_grad was or was set to, given back when it clears.
+    # _gv: the x.grad_var handed out (see _GradVariable), made on first use (unset on most variables).
     __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "_wants_grad", "name", "_vb",
-                 "_hooks", "__weakref__")
+                 "_hooks", "_gv", "__weakref__")
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
     __array_priority__ = 200
 
@@ -512,11 +515,16 @@ class Variable:
 
     @property
     def grad_var(self) -> "Variable | None":
-        """The gradient as a Variable (with a graph after ``create_graph=True``)."""
+        """The gradient as a Variable (with a graph after ``create_graph=True``): as Chainer's, the
+        Variable that holds the gradient, so that ``x.grad_var.data = v``, an in-place operation on it
+        and ``pg.persist(x.grad_var)`` change ``x.grad``; the same object at each access."""
         g = self._grad
         if g is None or isinstance(g, Variable):
             return g
-        return Variable(g, requires_grad=False)
+        gv = getattr(self, "_gv", None)
+        if gv is None:
+            gv = self._gv = _GradVariable._of_variable(self)
+        return gv
 
     @grad_var.setter
     def grad_var(self, value: "Variable | None") -> None:
@@ -684,7 +692,7 @@ class Variable:
     def _slots(self) -> dict:
         """The values of this variable's slots (of its class and a subclass's), by name."""
         return {name: getattr(self, name) for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ())
-                if name not in ("__weakref__", "__dict__") and hasattr(self, name)}
+                if name not in ("__weakref__", "__dict__", "_gv") and hasattr(self, name)}  # (_gv: this one's)
 
     __hash__ = object.__hash__
 
@@ -1242,3 +1250,37 @@ class Variable:
         else:
             outs[self._index] = _gone
         node.outputs = tuple(outs)
+
+
+class _GradVariable(Variable):
+    """``x.grad_var`` where x's gradient is an array (Chainer's ``grad_var``): a Variable whose data
+    is read from and written to ``x.grad``, checked as ``x.grad = v`` is. A new wrapper at each
+    access dropped what was done to it (``pg.persist(x.grad_var)``, ``x.grad_var.data = v``) silently."""
+
+    __slots__ = ("_of",)
+
+    @classmethod
+    def _of_variable(cls, x: Variable) -> "_GradVariable":
+        v = cls.__new__(cls)
+        v._of = weakref.ref(x)  # (x holds this wrapper: no cycle)
+        v._grad = v._node = v.name = v._hooks = None
+        v._index, v._requires_grad, v._volatile, v._vb = 0, False, False, Version()
+        return v
+
+    @property
+    def _data(self) -> Any:
+        x = self._of()
+        return None if x is None else x.grad
+
+    @_data.setter
+    def _data(self, value: Any) -> None:
+        x = self._of()
+        if x is not None:  # (x gone: its gradient with it)
+            x.grad = value
+
+    def __copy__(self) -> Variable:
+        """A copy is a Variable of its own over the gradient's array, as a copy of x's data is not x."""
+        return Variable._make(self._data)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickle and deepcopy: the same, over a copy of the array
+        return Variable._make, (self._data,)
