@@ -332,7 +332,7 @@ class GradientMethod(Optimizer):
     def _update(self, loss: Any, recover: bool = True) -> Any:
         params = list(self._params())
         if type(self).step is GradientMethod.step:  # a rule written as update_one: in place, one by one
-            return self._update_in_place(params, loss)
+            return self._update_in_place(params, loss, recover)
         grads = [p._grad for _, p in params]  # the pre hooks rebind .grad: put them back on failure
         try:
             if self.zero_missing_grads:
@@ -398,56 +398,96 @@ class GradientMethod(Optimizer):
             chosen = _first_computed(backend, candidates, last_good)
             _set_persistents([(link, name, v) for (link, name, _), v in zip(items, chosen) if v is not None])
 
-    def _update_in_place(self, params: list, loss: Any) -> Any:
-        """Chainer's form: each rule's ``update_one`` changes its parameter in place, one after
-        the other (a failure half-way leaves the earlier ones updated: write ``step`` instead)."""
-        if self.zero_missing_grads:
-            self.reallocate_cleared_grads()
-        self.call_hooks("pre")
-        self.t += 1
-        lazy: dict[Any, list] = {}
-        updated = []  # (param, its array before its rule ran), for each rule that returned
-        running = None  # the same for a rule running: counted only where it rebound the array, then failed
+    def _update_in_place(self, params: list, loss: Any, recover: bool = True) -> Any:
+        """Chainer's form: each rule's ``update_one`` changes its parameter, one after the other (``t``
+        counts before the rules run, as in Chainer). On a backend that does not write in place (dask)
+        a rule only rebinds arrays, computed by one persist per backend at the end: where anything
+        fails up to it, each such parameter and its state, the gradients, ``t`` and the running
+        statistics are put back, so the update is all or nothing, as with ``step`` (the parameters
+        kept graphs that read a failing chunk, and every later read raised its error). What a rule
+        wrote in place (numpy) cannot be undone: a failure half-way leaves the earlier parameters
+        updated and says so in a note (write ``step`` instead)."""
+        grads = [p._grad for _, p in params]  # the pre hooks rebind .grad
+        t = self.t
+        ran: list = []  # (name, param, state, its array before its rule, a copy of its state) per rule started
+        returned = 0  # how many of those rules returned
         try:
+            if self.zero_missing_grads:
+                self.reallocate_cleared_grads()
+            self.call_hooks("pre")
+            self.t += 1
             for name, param in params:
                 if param.grad is None:
                     continue
                 state = self._state(name, param)
+                ran.append((name, param, state, param._data, dict(state)))
                 state["t"] += 1
-                running = (param, param._data)
                 self.update_one(param, state)
-                updated.append(running)
-                running = None
-                if state["backend"].lazy:
-                    lazy.setdefault(state["backend"], []).append((param, state))
-            buffers = self._lazy_buffers()
-            for backend in {b[3] for b in buffers}:
-                lazy.setdefault(backend, [])
-            for backend, items in lazy.items():  # one persist per backend, so lazy graphs do not grow
-                arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
-                done, stored = _persist(backend, arrays, buffers)
-                for param, state in items:
-                    param.data = next(done)
-                    for k in self.state_names:
-                        state[k] = next(done)
-                _set_persistents(stored)
-        finally:
-            # What the rules wrote (raw, into param.data, or by rebinding it) is an update as any
-            # other: the version moves and the views follow (a failure half-way: as far as it went; a
-            # rule that failed before writing anything moves nothing).
-            if running is not None and running[0]._data is not running[1]:
-                updated.append(running)
-            for param, old in updated:
-                new = param._data
-                if new is old:
-                    _updated_in_place(param, param._direct_views())
-                else:
-                    param._data = old
-                    _rebind(param, new)
+                returned += 1
+            self._persist_in_place(ran)
+        except BaseException as exc:
+            self.t = t
+            if not self._undo_in_place(ran, returned, exc):
+                for (_, p), g in zip(params, grads):
+                    p._grad = g
+            if recover and isinstance(exc, Exception):  # (after Ctrl-C nothing was shown bad: values stay)
+                self._recover_buffers()
+            raise
+        for _, param, _, old, _ in ran:
+            _count_update(param, old)
         self._keep_buffers()
         self._forget_dead(len(params))
         self._call_post_hooks()
         return loss
+
+    def _persist_in_place(self, ran: list) -> None:
+        """After the ``update_one`` rules ``ran`` (see :meth:`_update_in_place`), persist the new
+        arrays of the parameters and states of each lazy backend, with the running statistics, in
+        one pass per backend (so lazy graphs do not grow step after step); store them once every
+        pass succeeded."""
+        buffers = self._lazy_buffers()
+        lazy: dict[Any, list] = {backend: [] for backend in {b[3] for b in buffers}}
+        for _, param, state, _, _ in ran:
+            if state["backend"].lazy:
+                lazy.setdefault(state["backend"], []).append((param, state))
+        results, stored = [], []
+        for backend, items in lazy.items():
+            arrays = [a for param, state in items for a in (param.data, *(state[k] for k in self.state_names))]
+            done, persisted = _persist(backend, arrays, buffers)
+            results.append((items, list(done)))
+            stored.extend(persisted)
+        for items, done in results:
+            done = iter(done)
+            for param, state in items:
+                param.data = next(done)
+                for k in self.state_names:
+                    state[k] = next(done)
+        _set_persistents(stored)
+
+    def _undo_in_place(self, ran: list, returned: int, exc: BaseException) -> bool:
+        """After a failed update in Chainer's form (``ran``, ``returned``: see :meth:`_update_in_place`),
+        put back each parameter, array and state, whose backend rebinds (its old array is as it
+        was). Where a rule wrote in place, what it wrote stays, counted as an update, and a note on
+        ``exc`` says which parameters stay updated. Returns whether any does."""
+        kept, failing = [], None
+        for k, (name, param, state, old, before) in enumerate(ran):
+            if not backend_of_type(type(old)).inplace:
+                param._data = old
+                state.clear()
+                state.update(before)
+            elif k < returned:
+                _count_update(param, old)
+                kept.append(name)
+            else:  # its rule failed: its count stays, and only a rebinding counts (it may have written nothing)
+                _count_update(param, old, rebound_only=True)
+                state["t"] = before["t"]
+                failing = name
+        if kept or failing is not None:
+            failed = "" if failing is None else f"{failing!r} failed and may hold part of its update, "
+            _note(exc, f"polygrad: {type(self).__name__}.update: half applied: update_one wrote parameters {kept} in "
+                       f"place, which cannot be undone, {failed}the others are as they were (and the count t stays "
+                       f"{self.t}); write the rule as step for updates that are all or nothing")
+        return bool(kept)
 
     def update_one(self, param: Variable, state: dict) -> None:
         """Chainer's in-place form of a rule: change ``param.data`` (and ``state``) from
@@ -847,6 +887,19 @@ def _sub_from(param: Variable, delta: Any) -> None:
             _updated_in_place(param, views)
             return
     _rebind(param, old - delta if new is NotImplemented or new is None else new)
+
+
+def _count_update(param: Variable, old: Any, rebound_only: bool = False) -> None:
+    """Count what a rule's ``update_one`` wrote into ``param`` (whose array was ``old``), raw, into
+    its array or by rebinding it, as an update: the version moves and the views follow
+    (``rebound_only``: only where it rebound the array)."""
+    new = param._data
+    if new is old:
+        if not rebound_only:
+            _updated_in_place(param, param._direct_views())
+    else:
+        param._data = old
+        _rebind(param, new)
 
 
 def _updated_in_place(param: Variable, views: list) -> None:

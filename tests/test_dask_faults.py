@@ -436,3 +436,46 @@ def test_an_axis_out_of_range_is_refused_at_the_call(call):
             d = pg.Variable(pg.asarray(np.arange(6.0).reshape(2, 3)))
             with pytest.raises(ValueError, match="is out of bounds for an array of 2 dimensions"):
                 call(d)
+
+
+class _SignSGD(pg.optimizers.GradientMethod):  # docs/training.md's rule in Chainer's update_one form
+    state_names = ("steps",)
+
+    def __init__(self, lr=0.01):
+        self.lr = lr
+
+    def update_one(self, param, state):
+        state["steps"] = state["steps"] + 1
+        param.data = param.data - self.lr * param.xp.sign(param.grad)
+
+
+@pytest.mark.parametrize("form", ["lossfun", "chainer"])
+def test_a_failing_chunk_leaves_an_update_one_rule_all_or_nothing(form):
+    """A rule in Chainer's update_one form on dask, fed a failing chunk: t had moved, and every
+    parameter, its state and the running statistics kept graphs that read the chunk, so each
+    read of the weights and every later good update raised its error (the model was lost).
+    Everything is as it was now, and the next good update steps once from there."""
+    X, t = _data()
+    model = _bn_model()
+    opt = _SignSGD(lr=0.1).setup(model)
+    if form == "lossfun":
+        step = lambda x: opt.update(lambda: F.softmax_cross_entropy(model(x), t))  # noqa: E731
+    else:
+        step = _chainer_step(model, opt.update, t)
+    step(X)
+    params = [p for _, p in model.namedparams()]
+    values = lambda: [np.array(a) for a in pg.compute(  # noqa: E731
+        *params, *(opt._state_of(p)["steps"] for p in params), model[1].avg_mean, model[1].avg_var)]
+    before, versions = values(), [p.version for p in params]
+    with pytest.raises(ValueError, match="chunk 3 is corrupt") as info:
+        step(X.map_blocks(_flaky, dtype=float))
+    assert not any("half applied" in n for n in getattr(info.value, "__notes__", ()))
+    assert opt.t == 1 and [opt._state_of(p)["t"] for p in params] == [1] * len(params)
+    assert [p.version for p in params] == versions
+    for got, want in zip(values(), before):
+        np.testing.assert_array_equal(got, want)
+    step(X)
+    assert opt.t == 2 and [opt._state_of(p)["t"] for p in params] == [2] * len(params)
+    steps = pg.compute(*(opt._state_of(p)["steps"] for p in params))
+    assert all(np.all(s == 2) for s in steps)
+    assert len(dict(model[0].W.data.dask)) == 1 and len(dict(model[1].avg_mean.dask)) == 1

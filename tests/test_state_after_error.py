@@ -342,3 +342,26 @@ def test_variable_to_cpu_whose_gradient_fails_to_move_moves_nothing():
     with pytest.raises(OSError):
         x.to_cpu()
     assert (_backend_of(x.data), _backend_of(x.grad)) == ("dask", "dask")
+
+
+def test_an_update_one_rule_failing_half_way_on_numpy_keeps_t_and_says_what_stays():
+    """A rule in Chainer's update_one form writes numpy parameters in place, one by one: one that
+    fails at /b cannot undo /a. t had counted the update all the same, and nothing said /a was
+    stepped. t stays now, /b's count too, and a note says which parameters stay updated."""
+
+    class InPlace(pg.optimizers.GradientMethod):
+        def update_one(self, param, state):
+            param.data -= param.grad
+            if param is b:
+                raise RuntimeError("rule failed at b")
+
+    a, b, c = (pg.Variable(np.array([1.0])) for _ in range(3))
+    opt = InPlace().setup(pg.Link(a=a, b=b, c=c))
+    for p in (a, b, c):
+        p.grad = np.array([1.0])
+    with pytest.raises(RuntimeError, match="rule failed at b") as info:
+        opt.update()
+    notes = " ".join(info.value.__notes__)
+    assert "half applied" in notes and "['/a']" in notes and "'/b' failed" in notes and "t stays 0" in notes
+    assert opt.t == 0 and [opt._state_of(p)["t"] for p in (a, b)] == [1, 0] and opt._state_of(c) is None
+    assert [float(p.data[0]) for p in (a, b, c)] == [0.0, 0.0, 1.0] and (a.version, c.version) == (1, 0)
