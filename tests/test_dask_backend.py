@@ -946,3 +946,45 @@ def test_a_step_longer_than_a_block_leaves_no_empty_block_behind():
     want = a.copy()
     want[2, :-2:3, -6:-5:2] = -1.0
     np.testing.assert_array_equal(np.asarray(h.data.compute()), want)
+
+
+def test_batch_normalization_after_a_layer_trains_on_a_batch_of_unknown_size():
+    """Linear, BatchNormalization, Linear on x[keep] (shape (nan, 5)): backward raised "mean in backward
+    ... broadcast_to needs the target shape (nan, 4)" (the gradient of the batch mean, whose input now
+    needs one, was broadcast to that shape). It is broadcast against the input, and counted as it is
+    computed; the gradients equal numpy's on x[keep], and so do those of var, std and max over the batch."""
+    import io
+
+    import polygrad.links as L
+
+    def model(backend):
+        with pg.using_backend(backend):
+            pg.seed(0)
+            return pg.Sequential(L.Linear(5, 4, dtype="float64"), L.BatchNormalization(4, dtype="float64"),
+                                 L.Linear(4, 3, dtype="float64"))
+
+    x, t = RNG.normal(size=(8, 5)), np.arange(8) % 3
+    keep = np.array([1, 1, 0, 1, 1, 0, 1, 1], bool)
+    ref, m = model("numpy"), model("dask")
+    buf = io.BytesIO()
+    pg.serializers.save_npz(buf, ref)
+    buf.seek(0)
+    pg.serializers.load_npz(buf, m)
+    F.softmax_cross_entropy(ref(x[keep]), t[keep]).backward()
+    rows = pg.Variable(_unknown_rows(x, keep, (4, 5)), requires_grad=False)
+    F.softmax_cross_entropy(m(rows), da.from_array(t, chunks=4)[da.from_array(keep, chunks=4)]).backward()
+    got = pg.compute(*(p.grad for _, p in m.namedparams()))
+    for (name, p), g in zip(ref.namedparams(), got):
+        np.testing.assert_allclose(g, p.grad, rtol=1e-10, atol=1e-12, err_msg=name)
+    for f in (lambda h: pg.var(h, axis=0, correction=1), lambda h: pg.std(h, axis=0), lambda h: pg.max(h, axis=0),
+              lambda h: pg.mean(h)):
+        w, v = pg.Variable(x[0] * 1.0), pg.Variable(da.from_array(x[0], chunks=5))
+        pg.sum(f(x[keep] * w) ** 2).backward()
+        pg.sum(f(rows * v) ** 2).backward()
+        np.testing.assert_allclose(pg.compute(v.grad)[0], w.grad, rtol=1e-10)
+    v = pg.Variable(da.from_array(x[0], chunks=5))
+    h = rows * v
+    y = pg.mean(h, axis=0)
+    h += 1.0  # (as on numpy: the mean's gradient reads no value of h, so a write after it refuses nothing)
+    pg.sum(y).backward()
+    np.testing.assert_allclose(pg.compute(v.grad)[0], x[keep].mean(0), rtol=1e-12)

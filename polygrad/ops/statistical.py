@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.core.op import NamespaceKernel, Op, defvjp
+from polygrad.core.op import NamespaceKernel, Op, _Meta, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import widened, widened_of
@@ -21,22 +21,55 @@ from polygrad.ops.elementwise import cast_grad
 from polygrad.ops.manipulation import _along, _inverse_perm, _normalize_axes, axis_param
 
 
-def _restore(o: Any, g: Any, shape: tuple, axis: Any, keepdims: bool) -> Any:
-    """Broadcast a reduced gradient back to the input's ``shape``."""
+def _unknown(shape: tuple) -> bool:
+    """Whether a size of ``shape`` is not known until the array is computed (dask's NaN after
+    boolean-mask indexing, ``x[keep]``; None)."""
+    return any(n is None or n != n for n in shape)
+
+
+def _restore(o: Any, g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    """Broadcast a reduced gradient ``g`` back to the shape of ``x``: by ``broadcast_to`` where its
+    sizes are known; where one is not yet, against ``x`` itself, by an elementwise op, which needs
+    no size (mean, which keeps no ``x``, is given its array for such an input: see :func:`mean`)."""
+    shape = tuple(x.shape)
+    unknown = _unknown(shape)
     if not keepdims:
         axes = _normalize_axes(axis, len(shape))
-        kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
-        g = o.reshape(g, kept)
-    return o.broadcast_to(g, tuple(shape))
+        if unknown:  # (a reshape, and dask's expand_dims, need the sizes)
+            g = o.getitem(g, tuple(None if i in axes else slice(None) for i in range(len(shape))))
+        else:
+            g = o.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    if not unknown or isinstance(x, _Meta):  # (x not kept: broadcast_to says what it needs)
+        return o.broadcast_to(g, shape)
+    return g + o.zeros_like(x, dtype=g.dtype)
 
 
 def _sum_vjp(o: Any, g: Any, x: Any, axis: Any, dtype: Any, keepdims: bool) -> Any:
-    gx = _restore(o, g, tuple(x.shape), axis, keepdims)
+    gx = _restore(o, g, x, axis, keepdims)
     return gx if dtype is None else cast_grad(o, gx, x)
 
 
 def _count(shape: tuple, axis: Any) -> int:
     return math.prod(shape[a] for a in _normalize_axes(axis, len(shape)))
+
+
+def _counted(o: Any, x: Any, axis: Any, dtype: Any) -> Any:
+    """How many elements of ``x`` each result of a reduction over ``axis`` takes: a number, or where
+    a size is not known yet an array of ``dtype`` (keepdims) counted as ``x`` is computed (the
+    NaN size made the gradient NaN without a word)."""
+    shape = tuple(x.shape)
+    if not _unknown([shape[a] for a in _normalize_axes(axis, len(shape))]):
+        return _count(shape, axis)
+    return o.sum(o.ones_like(x, dtype=dtype), axis=axis, keepdims=True)
+
+
+def _dof(o: Any, x: Any, axis: Any, correction: float, dtype: Any) -> Any:
+    """``N - correction`` for the ``N`` elements each result of var or std over ``axis`` takes, NaN
+    where it is not positive (as the standard's var there, and its gradient); see :func:`_counted`."""
+    dof = _counted(o, x, axis, dtype) - correction
+    if isinstance(dof, (int, float)):
+        return dof if dof > 0 else math.nan
+    return o.where(dof > 0, dof, math.nan)
 
 
 def _real_only(x: Any, name: str) -> None:
@@ -48,11 +81,10 @@ def _real_only(x: Any, name: str) -> None:
 
 def _max_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Ties share the gradient equally."""
-    shape = tuple(x.shape)
-    top = _restore(o, ans, shape, axis, keepdims)
+    top = _restore(o, ans, x, axis, keepdims)
     hit = o.astype(x == top, g.dtype)
     count = o.sum(hit, axis=axis, keepdims=True)
-    return _restore(o, g, shape, axis, keepdims) * hit / _restore(o, count, shape, axis, True)
+    return _restore(o, g, x, axis, keepdims) * hit / _restore(o, count, x, axis, True)
 
 
 def _exclusive_cumprod(o: Any, x: Any, axis: int) -> Any:
@@ -97,22 +129,18 @@ def _centered(o: Any, x: Any, axis: Any) -> tuple[Any, Any]:
 
 
 def _var_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
-    shape = tuple(x.shape)
-    dof = _count(shape, axis) - correction
     centered, back = _centered(o, x, axis)
-    gx = _restore(o, g, shape, axis, keepdims) * centered * (2.0 / dof if dof > 0 else math.nan)
+    gx = _restore(o, g, x, axis, keepdims) * centered * (2.0 / _dof(o, x, axis, correction, centered.dtype))
     return gx if back is None else o.astype(gx, back)
 
 
 def _std_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
     """d std = (x - mean) / (dof * std); 0 where std is 0 (a corner, like abs at 0)."""
-    shape = tuple(x.shape)
-    dof = _count(shape, axis) - correction
     centered, back = _centered(o, x, axis)
-    top = _restore(o, ans, shape, axis, keepdims)
+    top = _restore(o, ans, x, axis, keepdims)
     flat = top == 0
     safe = o.where(flat, 1.0, top)
-    scaled = _restore(o, g, shape, axis, keepdims) * centered / (safe * (dof if dof > 0 else math.nan))
+    scaled = _restore(o, g, x, axis, keepdims) * centered / (safe * _dof(o, x, axis, correction, centered.dtype))
     gx = o.where(flat, 0.0, scaled)
     return gx if back is None else o.astype(gx, back)
 
@@ -179,6 +207,18 @@ def _params(x: Any, fn: str, axis: Any, keepdims: bool, dtype: Any = None, **mor
     return params
 
 
+def _unsized(x: Any) -> Any:
+    """The array of ``x`` where one of its sizes stays unknown until it is computed (dask's NaN after
+    ``x[keep]``: ``BackendInfo.data_dependent_shapes`` False; a symbolic graph's sizes are known when it
+    runs), else None."""
+    data = x._data if isinstance(x, Variable) else x
+    shape = getattr(data, "shape", None)
+    if shape is None or not _unknown(tuple(shape)):
+        return None
+    info = getattr(backend_of_type(type(data)), "info", None)
+    return data if info is not None and not info.data_dependent_shapes else None
+
+
 SUM = defvjp(Op("sum", shapes=True, casts=True),
              lambda o, g, ans, x, axis=None, dtype=None, keepdims=False: _sum_vjp(o, g, x, axis, dtype, keepdims))
 
@@ -193,7 +233,7 @@ def _in_float32_at_least(name: str) -> Any:
     :func:`~polygrad.ops._dtypes.widened`) and given back in the input's dtype."""
     kernel = NamespaceKernel(name)
 
-    def run(xp: Any, x: Any, **params: Any) -> Any:
+    def run(xp: Any, x: Any, like: Any = None, **params: Any) -> Any:  # (like: for mean's rule, see mean)
         wide = widened(xp, x.dtype)
         if wide is None:
             return kernel(xp, x, **params)
@@ -202,15 +242,20 @@ def _in_float32_at_least(name: str) -> Any:
     return run
 
 
-def _mean_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    n = _count(x.shape, axis)
-    data = g._data if isinstance(g, Variable) else g  # (x is a shape and dtype only: a _Meta)
+def _mean_vjp(o: Any, g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False, like: Any = None) -> Any:
+    """``g`` broadcast back and divided by the count; ``x`` is a shape and dtype only (a _Meta), and
+    ``like`` x's array where a size of it is unknown (see :func:`mean`)."""
+    if like is not None:
+        x = like
+    data = g._data if isinstance(g, Variable) else g
     wide = widened_of(data)
     if wide is None:
-        return _restore(o, g, tuple(x.shape), axis, keepdims) / n
+        gx = _restore(o, g, x, axis, keepdims)
+        return gx / _counted(o, x, axis, gx.dtype)
     # a narrower float: scaled in float32 (n past 65504 is inf in float16, the gradient was 0;
     # 1/n is subnormal past 16384)
-    return o.astype(_restore(o, o.astype(g, wide), tuple(x.shape), axis, keepdims) / n, data.dtype)
+    gx = _restore(o, o.astype(g, wide), x, axis, keepdims)
+    return o.astype(gx / _counted(o, x, axis, gx.dtype), data.dtype)
 
 
 MEAN = defvjp(Op("mean", _in_float32_at_least("mean"), shapes=True), _mean_vjp)
@@ -218,7 +263,15 @@ MEAN = defvjp(Op("mean", _in_float32_at_least("mean"), shapes=True), _mean_vjp)
 
 @public
 def mean(x, /, *, axis=None, keepdims=False):
-    return apply(MEAN, (x,), _params(x, "mean", axis, keepdims))
+    params = _params(x, "mean", axis, keepdims)
+    # mean keeps nothing of x (its rule reads x's shape), but where a size of x is unknown the
+    # gradient can only be broadcast against x's array (see _restore): the node holds it then, as
+    # a parameter the kernel ignores, not as a saved input (x written in place afterwards is no
+    # reason to refuse a backward that reads no value of it). It failed: BN after a layer on x[keep].
+    like = _unsized(x)
+    if like is not None:
+        params["like"] = like
+    return apply(MEAN, (x,), params)
 
 
 MAX = defvjp(Op("max"),
