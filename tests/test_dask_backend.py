@@ -988,3 +988,47 @@ def test_batch_normalization_after_a_layer_trains_on_a_batch_of_unknown_size():
     h += 1.0  # (as on numpy: the mean's gradient reads no value of h, so a write after it refuses nothing)
     pg.sum(y).backward()
     np.testing.assert_allclose(pg.compute(v.grad)[0], x[keep].mean(0), rtol=1e-12)
+
+
+@pytest.mark.distributed
+def test_a_save_and_load_round_trip_cuts_the_history_the_scheduler_keeps():
+    """docs/dask.md said persisting stops the task graph from growing: the client's graph of each
+    parameter stays one layer, but the dask.distributed scheduler keeps the tasks behind each persisted
+    parameter (to recompute it for a lost worker), so its task count grows with every update. The
+    documented cut: save_npz and load_npz of model and optimizer; within two updates the scheduler
+    forgets the tasks before it, and training goes on from the same values."""
+    import gc
+    import io
+
+    import polygrad.links as L
+
+    distributed = pytest.importorskip("distributed")
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(16, 4)), chunks=(8, 4))
+    t = da.from_array(rng.integers(0, 3, 16), chunks=8)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=logging.CRITICAL) as cluster, distributed.Client(cluster):
+        with pg.using_backend("dask"):
+            pg.seed(0)
+            model = pg.Sequential(L.Linear(4, 8), L.BatchNormalization(8), L.Linear(8, 3))
+        opt = pg.optimizers.Adam().setup(model)
+
+        def steps(n):
+            for _ in range(n):
+                opt.update(lambda: F.softmax_cross_entropy(model(X), t))
+            gc.collect()
+            return len(cluster.scheduler.tasks)
+
+        two = steps(2)
+        grown = steps(4)
+        assert grown > two + 4 * 50, (two, grown)
+        W = pg.compute(model[0].W)[0].copy()
+        for target in (model, opt):
+            buf = io.BytesIO()
+            pg.serializers.save_npz(buf, target)
+            buf.seek(0)
+            pg.serializers.load_npz(buf, target)
+        np.testing.assert_array_equal(pg.compute(model[0].W)[0], W)
+        assert opt.t == 6 and len(model[0].W.data.dask) == 1
+        cut = steps(2)
+        assert cut < two + 50, (two, grown, cut)
