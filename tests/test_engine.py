@@ -364,3 +364,13 @@ def test_backward_of_one_variable_takes_one_gradient_as_it_is(seed):
     assert float(x0.grad) == 10.0
     with pytest.raises(ValueError, match="got 2 gradients for 1 variables"):
         pg.backward(x * 2, [np.array([1.0, 1.0]), np.array([1.0, 1.0])])
+
+
+def test_backward_of_a_list_of_one_variable_takes_one_array_gradient_as_it_is():
+    """pg.backward([y], g) with g one array: PyTorch 0.x wraps a tensor gradient whatever the form of
+    the variables; its rows were taken for gradients ("got 3 gradients for 1 variables")."""
+    x = pg.Variable(np.array([1.0, 2.0, 3.0]))
+    pg.backward([x * 2], np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(x.grad, [2.0, 4.0, 6.0])
+    (gx,) = pg.grad([x * 3], [x], pg.Variable(np.array([1.0, 1.0, 2.0])))
+    np.testing.assert_array_equal(gx.data, [3.0, 3.0, 6.0])

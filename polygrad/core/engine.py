@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from polygrad.core import config, hooks as _hooks
 from polygrad.core.debug import check_finite, is_finite
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import _ACCUMULATE, Variable, _same_shape, _size, admit, admit_grad, dtype_kind
 
@@ -509,12 +509,14 @@ def _owns_memory(g: Any) -> bool:
 
 
 def _per_output(grads: Any, single: bool, n: int, who: str, what: str, of: str) -> tuple:
-    """One seed per output: None for each where ``grads`` is None, ``(grads,)`` where one output
-    was given as a Variable and ``grads`` is not a list or tuple (PyTorch wraps a lone gradient;
-    iterating it took the rows of an array for gradients)."""
+    """One seed per output: None for each where ``grads`` is None; ``(grads,)`` where ``grads`` is
+    one array or Variable (as PyTorch 0.x wraps a lone gradient, the outputs given as a list or not:
+    iterating it took the rows of an array for gradients), or where one output was given as a
+    Variable and ``grads`` is not a list or tuple."""
     if grads is None:
         return (None,) * n
-    gs = (grads,) if single and not isinstance(grads, (list, tuple)) else tuple(grads)
+    lone = isinstance(grads, Variable) or has_namespace(grads) or (single and not isinstance(grads, (list, tuple)))
+    gs = (grads,) if lone else tuple(grads)
     if len(gs) != n:  # zip dropped the extra outputs: a gradient of some of them
         raise ValueError(f"{who}: got {len(gs)} {what} for {n} {of} (give None for one that gets none)")
     return gs
