@@ -142,13 +142,16 @@ def check_complex_cast(a: Any, dtype: Any, what: str) -> None:
     """Refuse to cast the complex array ``a`` to a real ``dtype`` (a dtype, or its name as numpy
     takes it): the standard's ``astype`` "should not" permit it, as the choice of the real part is
     arbitrary (numpy and dask dropped the imaginary part, with a warning at most). A name is
-    resolved on ``a``'s namespace (:func:`dtype_named`); a symbolic array, whose kind is not known
-    before its program runs, is not asked. ``what`` names the call for the message."""
+    resolved on ``a``'s namespace (:func:`dtype_named`). ``what`` names the call for the message.
+
+    The astype row's kernel asks it, so that eager calls and compiled programs (traced on their
+    inputs' arrays, of the dtypes the symbolic inputs declare) pass the one check; the row's
+    error names the op, the backend and ``a``. A symbolic array (kind unknown) is not asked."""
     if not hasattr(a, "dtype") or kind_of(a) != "complex floating":  # (cached per dtype: astype is on hot paths)
         return
     backend = backend_of_type(type(a))
     to = dtype_named(backend.xp, dtype, what) if isinstance(dtype, str) else dtype
     if not backend.xp.isdtype(to, "complex floating"):
-        raise TypeError(f"polygrad: {what} of a complex array to {getattr(to, '__name__', to)} would drop its "
-                        f"imaginary part (x is {a.dtype} of shape {tuple(a.shape)} on backend {backend.name!r}); take "
-                        f"pg.real(x) (or pg.abs(x)) first")
+        raise TypeError(f"{what} of a complex array to {getattr(to, '__name__', to)} would drop its imaginary part "
+                        f"(x is {a.dtype} of shape {tuple(a.shape)} on backend {backend.name!r}); take pg.real(x) "
+                        f"(or pg.abs(x)) first")

@@ -503,16 +503,21 @@ def _astype_vjp(o: Any, g: Any, ans: Any, x: Any, dtype: Any, copy: bool = True)
     return cast_grad(o, g, x)  # a real array cast to complex: its gradient is the real part
 
 
+def _astype(xp: Any, x: Any, dtype: Any, copy: bool = True) -> Any:
+    # The refusal of complex -> real lives in the kernel, which eager calls and compiled programs
+    # run (and trace on their inputs' arrays): at the public function, a symbolic array's cast was
+    # never asked, and the program dropped the imaginary part.
+    check_complex_cast(x, dtype, "astype")
+    return xp.astype(x, dtype, copy=copy)
+
+
 # A view only where it returned x itself (copy=False to x's own dtype): copy=True, the default, and
 # another dtype make a new array, which a later write into x leaves as it is
-ASTYPE = defvjp(_row("astype", lambda xp, x, dtype, copy=True: xp.astype(x, dtype, copy=copy), shapes=True,
-                     view=returned_input, casts=True),
-                _astype_vjp)
+ASTYPE = defvjp(_row("astype", _astype, shapes=True, view=returned_input, casts=True), _astype_vjp)
 
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
-    check_complex_cast(getattr(x, "_data", x), dtype, "astype")
     if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
         return x  # the standard: with copy=False and the same dtype, the input itself
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
