@@ -161,3 +161,27 @@ def test_full_refuses_a_numpy_integer_fill_value_that_does_not_fit(fill):
     with pytest.raises((OverflowError, ValueError, TypeError), match="300"):
         pg.full((2,), fill, dtype=pg.int8)
     np.testing.assert_array_equal(pg.full((2,), np.int64(100), dtype=pg.int8).data, [100, 100])
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask"])
+def test_full_and_arange_take_a_dtype_name_with_an_integer_fill(backend_name):
+    """pg.full((2,), np.int64(100), dtype="int8") raised numpy's "dtype argument must be a NumPy dtype"
+    (the range check handed the name to isdtype and iinfo), as a Python int did, and arange's check
+    too; the name is the namespace's dtype for the check, and out of range is still refused."""
+    with pg.using_backend(backend_name):
+        def got(v):
+            return np.asarray(pg.to_backend(v.data, "numpy")).tolist()
+
+        assert got(pg.full((2,), np.int64(100), dtype="int8")) == [100, 100]
+        assert got(pg.full((2,), 100, dtype="int8")) == [100, 100]
+        assert got(pg.full((2,), np.int32(3), dtype="float32")) == [3.0, 3.0]
+        assert got(pg.full((2,), 1j, dtype="complex64")) == [1j, 1j]
+        assert got(pg.full_like(pg.zeros((2,), dtype=pg.int8), np.int64(5), dtype="int16")) == [5, 5]
+        assert got(pg.arange(0, 3, dtype="int8")) == [0, 1, 2]
+        for fill in (np.int64(300), 300):
+            with pytest.raises(OverflowError, match=r"polygrad: full with fill_value=.*300.*: 300 is out of the range"):
+                pg.full((2,), fill, dtype="int8")
+        with pytest.raises(TypeError, match=r"polygrad: full with fill_value=1j: a complex value"):
+            pg.full((2,), 1j, dtype="float32")
+        with pytest.raises(OverflowError, match=r"arange\(250, 260, 1\): 259 is out of the range of dtype uint8"):
+            pg.arange(250, 260, dtype="uint8")

@@ -18,7 +18,7 @@ from polygrad.core.integers import as_int
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import check_number_fits
+from polygrad.ops._dtypes import check_number_fits, dtype_named
 from polygrad.ops._export import names, public
 from polygrad.ops.manipulation import broadcast_to, known_target, reshape, stack
 from polygrad.ops.elementwise import cast_grad
@@ -56,6 +56,7 @@ def _check_arange_fits(start: int, stop: int | None, step: int, dtype: Any) -> N
     backend wrapped: ``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3)."""
     values = range(start) if stop is None else range(start, stop, step)
     xp = current_backend().xp
+    dtype = _resolved(xp, dtype, "arange")
     if values and xp.isdtype(dtype, "integral"):
         for value in (values[0], values[-1]):
             check_number_fits(xp, dtype, value, f"arange({start}, {stop}, {step})")
@@ -100,7 +101,14 @@ def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
     if number is None and isinstance(fill_value, complex):
         number = fill_value
     if number is not None:
-        check_number_fits(xp, dtype, number, f"{fn} with fill_value={fill_value!r}")
+        check_number_fits(xp, _resolved(xp, dtype, fn), number, f"{fn} with fill_value={fill_value!r}")
+
+
+def _resolved(xp: Any, dtype: Any, fn: str) -> Any:
+    """``dtype``, or the namespace's dtype of that name: the creation functions take names (numpy's and
+    dask's kernels do), where ``isdtype`` and ``iinfo`` take dtypes only (a name reached numpy's own
+    TypeError, which named no polygrad function)."""
+    return dtype_named(xp, dtype, fn) if isinstance(dtype, str) else dtype
 
 
 def _made(out: Any, what: Any, fn: str) -> Any:
