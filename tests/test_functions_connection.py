@@ -62,6 +62,19 @@ def test_linear_gradient_of_flattened_input_has_input_shape(xp):
     assert_close(x.grad, np.broadcast_to(W.sum(axis=0), (3, 4)).reshape(3, 2, 2))
 
 
+@pytest.mark.parametrize("call, arg, given", [
+    (lambda x, W, b: F.linear(x, W, to_np(b).tolist()), "b", "list"),
+    (lambda x, W, b: F.linear(x, W, 1.0), "b", "float"),
+    (lambda x, W, b: F.linear(to_np(x).tolist(), W, b), "x", "list"),
+    (lambda x, W, b: F.linear(x, to_np(W).tolist()), "W", "list"),
+], ids=["b_list", "b_float", "x_list", "W_list"])
+def test_linear_refuses_arguments_that_are_not_arrays(xp, call, arg, given):
+    """A list b was "'list' object has no attribute 'shape'" and a list x "... no attribute 'ndim'":
+    now convolution_2d's refusal, naming the function, the argument and its type."""
+    with pytest.raises(TypeError, match=rf"functions\.linear: {arg} \({given}\): no backend claims .*pg\.asarray"):
+        call(arr(xp, X), arr(xp, W), arr(xp, B))
+
+
 # ---------------------------------------------------------------------------
 # embed_id
 # ---------------------------------------------------------------------------

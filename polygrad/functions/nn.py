@@ -167,6 +167,11 @@ def linear(x, W, b=None):
 
     ``x`` of more than two dimensions is flattened to (batch, -1).
     """
+    from polygrad.functions._im2col import require_array  # (it imports functions.array, which imports this module)
+
+    for name, a in (("x", x), ("W", W), ("b", b)):
+        if a is not None:  # (a list was "'list' object has no attribute 'shape'", naming no function)
+            require_array("functions.linear", name, a)
     data = x._data if isinstance(x, Variable) else x
     if data.ndim is not None and data.ndim > 2:
         rest = data.shape[1:]
