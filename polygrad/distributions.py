@@ -21,7 +21,7 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type, is_array
 from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions
+from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions, widest_floating
 from polygrad.ops.elementwise import log, log1p, subtract, where
 from polygrad.ops.nn import check_values
 from polygrad.ops.statistical import sum
@@ -110,7 +110,7 @@ class Bernoulli(Distribution):
         xp = self._backend().xp
         if type(p) in (int, float):  # a Python number (Normal takes them too): the default floating dtype
             p = xp.asarray(p, dtype=default_dtypes(xp)["real floating"])
-        w = drawn_in(xp, p.dtype)
+        w = widest_floating(xp)  # (a float32 uniform is a multiple of 2**-24: p = 1e-10 drew 1 at 2**-24)
         u = rng.uniform(shape + tuple(p.shape), dtype=w)
         return xp.astype(u < xp.astype(p, w, copy=False), p.dtype)
 
@@ -150,7 +150,7 @@ class Categorical(Distribution):
             probs, peaks = self._checked(probs)
             if peaks is not None:  # a lazy backend: probs computed once the rows are checked
                 probs = xp.where(xp.expand_dims(peaks, axis=-1) > 0, probs, probs)
-        w = drawn_in(xp, probs.dtype)
+        w = widest_floating(xp)  # (in float32, a class of a share below 2**-24 was never drawn)
         cum = xp.cumulative_sum(_scaled(xp, xp.astype(probs, w, copy=False)), axis=-1)
         # 1 - u is in (0, 1]: the classes whose cumulative weight is below it are skipped, so a class of
         # weight 0 is never drawn, first (u = 0 gave class 0) or last (1 - u = 1 reaches the total only)

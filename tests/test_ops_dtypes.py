@@ -159,3 +159,26 @@ def test_astype_of_complex_to_a_real_dtype_named_is_refused(backend):
                 pg.astype(z, name)
         assert pg.astype(z, "complex128").dtype == pg.complex128
         assert pg.astype(pg.real(z), "float64").dtype == pg.float64
+
+
+def test_widest_floating_is_float64_where_the_namespace_declares_it_else_float32():
+    """The distributions draw their uniforms in it: float64 on numpy and strict; a namespace without
+    float64 (jax in 32-bit mode declares none) float32, asked of its inspection API."""
+    import types
+
+    import array_api_strict
+
+    from polygrad.ops._dtypes import widest_floating
+
+    assert widest_floating(pg.get_backend("numpy").xp) == np.float64
+    assert widest_floating(array_api_strict) == array_api_strict.float64
+
+    class _Info:
+        def dtypes(self, *, kind=None, device=None):
+            return {"float32": np.float32} if kind == "real floating" else {"float32": np.float32, "int32": np.int32}
+
+        def default_dtypes(self, *, device=None):
+            return {"real floating": np.float32, "complex floating": np.complex64, "integral": np.int32,
+                    "indexing": np.int32}
+
+    assert widest_floating(types.SimpleNamespace(__array_namespace_info__=_Info, float64=np.float64)) == np.float32

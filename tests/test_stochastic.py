@@ -497,7 +497,8 @@ def test_integer_parameters_draw_from_their_distribution(xp):
 
 
 def test_float16_parameters_draw_without_the_rounding_bias_of_a_float16_uniform():
-    """Uniforms for float16 parameters are drawn and compared in float32: a float16 uniform is a
+    """Uniforms for float16 parameters are drawn and compared in float32 at least (float64 for the
+    distributions, float32 for dropout's mask): a float16 uniform is a
     float64 draw rounded to the nearest float16, so a draw within half a step below p compared
     equal to it: Bernoulli(0.99951) failed 732 times in a million instead of 488, and dropout
     with ratio 0.9995 kept 732 elements in a million instead of 500."""
@@ -628,3 +629,27 @@ def test_categorical_never_draws_a_class_of_weight_zero_at_the_ends_of_the_unifo
     probs = np.array([[0.0, 0.25, 0.75, 0.0], [0.0, 0.0, 1.0, 0.0]], dtype=dtype)
     k = np.asarray(Categorical(pg.asarray(probs)).sample((3,), rng=_Ends(at_low)))
     assert (probs[np.arange(2), k] > 0).all(), k
+
+
+def test_bernoulli_of_a_tiny_float32_p_draws_in_the_widest_float():
+    """A float32 uniform is a multiple of 2**-24, so Bernoulli(p) of a float32 p drew 1 at 2**-24 whatever
+    smaller p was (1e-10: 600 times too often); the uniforms are drawn and compared in float64."""
+    pg.seed(0)
+    b = pg.distributions.Bernoulli(pg.asarray(np.full((), 1e-9, dtype=np.float32)))
+    ones = 0
+    for _ in range(5):
+        s = np.asarray(b.sample((10_000_000,)))
+        assert s.dtype == np.float32
+        ones += int(np.count_nonzero(s))
+    assert ones <= 1, ones  # 0.05 expected (about 3 from float32 draws)
+    pg.seed(None)
+
+
+def test_categorical_draws_a_class_of_a_tiny_share_in_the_widest_float():
+    """A class whose share is below 2**-24 was never drawn from float32 parameters: 1 - u is at least
+    2**-24 for a float32 uniform. At the largest uniform below 1, the draw in float64 reaches it."""
+    from polygrad.distributions import Categorical
+
+    probs = np.array([2.0**-30, 1.0], dtype=np.float32)
+    k = np.asarray(Categorical(pg.asarray(probs)).sample((3,), rng=_Ends(False)))
+    assert k.tolist() == [0, 0, 0], k

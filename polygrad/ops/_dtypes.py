@@ -15,7 +15,7 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import kind_of
 
 __all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds", "index_dtype", "positions",
-           "widened", "widened_of"]
+           "widened", "widened_of", "widest_floating"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -70,14 +70,38 @@ def widened_of(a: Any) -> Any:
 
 
 def drawn_in(xp: Any, dtype: Any) -> Any:
-    """The dtype in which uniform draws for parameters of ``dtype`` are made and compared with
-    them: a real floating dtype of at least 32 bits itself; float32 for a narrower one (a float16
-    uniform is rounded to the nearest float16: ``Bernoulli(0.9995)`` failed half again as often
-    as it should); the default real floating dtype for an integer or boolean one (a uniform
-    drawn in an integer dtype is always 0: ``Categorical([1, 2, 3])`` drew class 0 every time)."""
+    """The dtype in which uniform draws for an array of ``dtype`` are made (dropout's mask), and
+    in which integer weights are taken: a real floating dtype of at least 32 bits itself; float32
+    for a narrower one (a float16 uniform is rounded to the nearest float16, which moves a ratio
+    of 0.9995); the default real floating dtype for an integer or boolean one (a uniform drawn in
+    an integer dtype is always 0). The distributions compare their draws with probabilities in
+    :func:`widest_floating` instead: a float32 uniform is a multiple of 2**-24."""
     if xp.isdtype(dtype, "real floating"):
         return widened(xp, dtype) or dtype
     return default_dtypes(xp)["real floating"]
+
+
+_widest: dict[int, tuple[Any, Any]] = {}  # id(xp) -> (xp, dtype), as _cache
+
+
+def widest_floating(xp: Any) -> Any:
+    """The namespace's widest real floating dtype: float64 where it declares one
+    (``__array_namespace_info__().dtypes()``; a namespace before 2023.12: where it has the
+    attribute), else float32. The distributions draw their uniforms in it and compare them with
+    the probabilities there, whatever the parameters' dtype: a float32 uniform, a multiple of
+    2**-24, drew 1 with probability 2**-24 for ``Bernoulli(p)`` of any smaller p (600 times too
+    often at 1e-10), and never a class of ``Categorical`` whose share was below it."""
+    hit = _widest.get(id(xp))
+    if hit is not None and hit[0] is xp:
+        return hit[1]
+    info = getattr(xp, "__array_namespace_info__", None)
+    if info is not None:
+        declared = info().dtypes(kind="real floating")
+    else:
+        declared = {name: getattr(xp, name) for name in ("float32", "float64") if hasattr(xp, name)}
+    found = declared.get("float64", declared.get("float32", default_dtypes(xp)["real floating"]))
+    _widest[id(xp)] = (xp, found)
+    return found
 
 
 def index_dtype(xp: Any) -> Any:
