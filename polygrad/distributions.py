@@ -18,7 +18,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type, is_array
+from polygrad.core.dispatch import backend_of_type, has_namespace, is_array
 from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import default_dtypes, drawn_in, index_dtype, positions, widest_floating
@@ -67,6 +67,7 @@ class Distribution:
                           DeprecationWarning, stacklevel=2)
             sample_shape, rng = (), sample_shape
         shape = _sample_shape(self, sample_shape)
+        _refuse_symbolic(self)
         backend = self._backend()
         if rng is None:
             return self._draw(shape, backend.rng())
@@ -251,6 +252,20 @@ def _parameter(d: Distribution, name: str, value: Any, numbers: bool = True) -> 
     what = "a Variable, an array or a Python int or float" if numbers else "a Variable or an array"
     raise TypeError(f"polygrad.distributions.{type(d).__name__}: {name} must be {what}, got "
                     f"{type(value).__name__}{' (convert it with pg.asarray)' if isinstance(value, (list, tuple)) else ''}")
+
+
+def _refuse_symbolic(d: Distribution) -> None:
+    """A parameter of a pg.function graph (its values exist only when the function runs) cannot be
+    drawn from now: refused naming it and the draws a compiled function takes (it was "'SymbolicBackend'
+    object has no attribute 'rng'")."""
+    for name in d.params:
+        value = getattr(d, name)
+        data = _data(value)
+        if type(data) not in (bool, int, float, complex) and not has_namespace(data):
+            raise NotImplementedError(
+                f"polygrad.distributions.{type(d).__name__}.sample: {name} is symbolic ({value!r}), and sample() "
+                f"draws now; in a compiled function draw with F.bernoulli, F.categorical, F.multinomial or F.normal "
+                f"(rows of the graph, drawn at every call)")
 
 
 def _foreign_rng(d: Distribution, other: str, backend: Any) -> TypeError:

@@ -653,3 +653,21 @@ def test_categorical_draws_a_class_of_a_tiny_share_in_the_widest_float():
     probs = np.array([2.0**-30, 1.0], dtype=np.float32)
     k = np.asarray(Categorical(pg.asarray(probs)).sample((3,), rng=_Ends(False)))
     assert k.tolist() == [0, 0, 0], k
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda P, Q: pg.distributions.Categorical(Q), "Categorical.sample: probs"),
+    (lambda P, Q: pg.distributions.Bernoulli(P), "Bernoulli.sample: p"),
+    (lambda P, Q: pg.distributions.Normal(0.0, P), "Normal.sample: std"),
+], ids=["categorical", "bernoulli", "normal_std"])
+def test_sample_of_symbolic_parameters_is_refused_naming_the_compiled_draws(make, name):
+    """A distribution of a pg.function graph's parameters failed with "'SymbolicBackend' object has no
+    attribute 'rng'"; sample() draws now, and a compiled function draws with the F.* functions."""
+    from polygrad import symbolic as T
+
+    P, Q = T.tensor("float32", (3,), name="p"), T.tensor("float32", (2, 3), name="q")
+    with pytest.raises(NotImplementedError, match=rf"polygrad\.distributions\.{name} is symbolic .*F\.bernoulli"):
+        make(P, Q).sample((5,))
+    pg.seed(0)
+    k = pg.function([Q], F.categorical(Q))(np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], np.float32))
+    assert np.asarray(k).tolist() == [1, 2]
