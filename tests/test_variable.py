@@ -917,8 +917,8 @@ def test_leaf_grad_is_a_writable_array():
 
 def test_grad_var_is_the_variable_that_holds_the_gradient():
     """x.grad_var made a new Variable at each access, so x.grad_var.data = v, an in-place operation on it and
-    pg.persist(x.grad_var) changed nothing, silently. As Chainer's, it is one Variable whose data is x.grad,
-    checked as x.grad = v is; a copy (or pickle) of it is a Variable of its own."""
+    pg.persist(x.grad_var) changed nothing, silently. As Chainer's, it is one Variable whose data is x.grad while
+    the gradient is that array, checked as x.grad = v is; a copy (or pickle) of it is a Variable of its own."""
     import copy
     import pickle
 
@@ -927,25 +927,110 @@ def test_grad_var_is_the_variable_that_holds_the_gradient():
     gv = x.grad_var
     assert x.grad_var is gv and gv.data is x.grad and not gv.requires_grad and gv.creator is None
     gv.data = np.zeros(3)
-    assert x.grad.tolist() == [0.0, 0.0, 0.0]
-    x.grad = np.array([1.0, 1.0, 1.0])  # and the other way
-    gv *= 3.0
-    x.grad_var += 1.0  # (assigns x.grad_var back: its own array)
-    assert x.grad.tolist() == [4.0, 4.0, 4.0] and gv.data is x.grad and x.grad_var is gv
-    x.grad_var -= 1.0
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and x.grad_var is gv and gv.data is x.grad  # it follows the new array
+    gv += 1.0
+    x.grad_var *= 3.0  # (assigns x.grad_var back: its own array)
+    assert x.grad.tolist() == [3.0, 3.0, 3.0] and gv.data is x.grad and x.grad_var is gv
     with pytest.raises(ValueError, match=r"gradient assigned to variable \(shape \(3,\)\) is float64 \(2,\)"):
         gv.data = np.zeros(2)
     with pytest.raises(ValueError, match=r"is complex128 \(3,\) on 'numpy', expected float64"):
         gv.array = np.array([1j, 1j, 1j])
-    pg.sum(x * x).backward()  # accumulates into what gv wrote
-    np.testing.assert_array_equal(gv.data, [5.0, 7.0, 9.0])
     for other in (copy.copy(gv), copy.deepcopy(gv), pickle.loads(pickle.dumps(gv))):
-        assert type(other) is pg.Variable
+        assert isinstance(other, pg.Variable) and x.grad_var is gv
         other.data = np.ones(3)
-    np.testing.assert_array_equal(x.grad, [5.0, 7.0, 9.0])
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0, 3.0])
     assert copy.copy(x).grad_var is not gv and copy.deepcopy(x).grad_var is not gv
+
+
+def test_a_held_grad_var_keeps_its_gradient_once_x_has_another():
+    """x.grad_var read x.grad live: held across cleargrad() and backward it read the last gradient (or None), so
+    gradients kept step by step all came out equal; its name and requires_grad carried over to later gradients.
+    As Chainer's, it is the Variable of one gradient: once x.grad is another array it keeps its own."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    kept = []
+    for k in (1.0, 2.0, 3.0):
+        x.cleargrad()
+        pg.sum(x * k).backward()
+        kept.append(x.grad_var)
+        kept[-1].name = f"g{k:g}"
     x.cleargrad()
-    assert x.grad_var is None and gv.data is None
+    assert [g.data.tolist() for g in kept] == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]] and x.grad_var is None
+    pg.sum(x * 4.0).backward()
+    gv = x.grad_var
+    assert gv.name is None and gv is not kept[-1]
+    pg.sum(x * 5.0).backward()  # summed into a new array
+    gv *= 10.0
+    assert gv.data.tolist() == [40.0, 40.0] and x.grad.tolist() == [9.0, 9.0] and x.grad_var is not gv
+    x.grad = np.array([7.0, 7.0])
+    old = x.grad_var
+    x.grad = np.array([8.0, 8.0])
+    old.data = np.zeros(2)
+    assert x.grad.tolist() == [8.0, 8.0] and old.data.tolist() == [0.0, 0.0]
+
+
+def test_grad_var_outlives_its_variable():
+    """grad_var read x.grad through a weak reference: returned from a function whose x was local (an input
+    gradient, a saliency map), it read None. It holds its gradient."""
+    import gc
+
+    def input_gradient(a):
+        x = pg.Variable(np.array(a))
+        pg.sum(x * x).backward()
+        return x.grad_var
+
+    g = input_gradient([1.0, 2.0])
+    gc.collect()
+    np.testing.assert_array_equal(g.data, [2.0, 4.0])
+    g *= 2.0
+    np.testing.assert_array_equal(g.data, [4.0, 8.0])
+
+
+def test_a_view_of_grad_var_writes_into_its_gradient_only(backend_name):
+    """A view of x.grad_var, written in place after x.grad was replaced, put a sum computed from the old gradient
+    into the new one (x.grad [3, 7] for [7, 7]). Written while the gradient is still x's, it is x's."""
+    xp = pg.get_backend(backend_name).xp
+    x = pg.Variable(arr(xp, [1.0, 2.0]))
+    pg.sum(x * 2.0).backward()
+    gv = x.grad_var
+    v = gv[0:1]
+    v += 1.0
+    close(x.grad, [3.0, 2.0])
+    w = gv[1:2]
+    x.grad = arr(xp, [7.0, 7.0])
+    w += 1.0
+    close(x.grad, [7.0, 7.0])
+    close(gv.data, [3.0, 3.0])
+
+
+def test_x_and_its_grad_var_copied_together_stay_tied():
+    """copy.deepcopy / pickle of x with x.grad_var (in either order) give a copy of x whose grad_var is the copied
+    one, as Chainer's; one copied alone is a Variable of its own."""
+    import copy
+    import pickle
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    pg.sum(x * x).backward()
+    for make in (copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):
+        for keys in (("x", "g"), ("g", "x")):
+            box = make(dict(zip(keys, (x, x.grad_var) if keys[0] == "x" else (x.grad_var, x))))
+            xc, gc = box["x"], box["g"]
+            assert xc.grad_var is gc and gc.data is xc.grad
+            gc.data = np.array([5.0, 5.0])
+            assert xc.grad.tolist() == [5.0, 5.0] and x.grad.tolist() == [2.0, 4.0]
+
+
+def test_cleargrad_frees_the_gradient_grad_var_was_read_of():
+    """x keeps its grad_var while the gradient is that array; cleargrad frees both."""
+    import gc
+    import weakref
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    pg.sum(x * x).backward()
+    assert x.grad_var is x.grad_var
+    gone = weakref.ref(x.grad)
+    x.cleargrad()
+    gc.collect()
+    assert gone() is None
 
 
 def test_persist_of_grad_var_persists_the_gradient_on_dask():

@@ -409,7 +409,7 @@ class Variable:
 
     # _requires_grad is what the engine reads (False while volatile); _wants_grad, set only
     # while volatile masks it, is what requires_grad was or was set to, given back when it clears.
-    # _gv: the x.grad_var handed out (see _GradVariable), made on first use (unset on most variables).
+    # _gv: the x.grad_var handed out while its array is x's gradient (see _GradVariable; unset on most variables).
     __slots__ = ("_data", "_grad", "_node", "_index", "_requires_grad", "_volatile", "_wants_grad", "name", "_vb",
                  "_hooks", "_gv", "__weakref__")
     __array_ufunc__ = None  # numpy defers `ndarray @ Variable` to Variable.__rmatmul__
@@ -509,28 +509,35 @@ class Variable:
 
     @grad.setter
     def grad(self, value: Any) -> None:
-        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True)
-        with _ACCUMULATE:
-            self._grad = value
+        self._set_grad(admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True))
 
     @property
     def grad_var(self) -> "Variable | None":
-        """The gradient as a Variable (with a graph after ``create_graph=True``): as Chainer's, the
-        Variable that holds the gradient, so that ``x.grad_var.data = v``, an in-place operation on it
-        and ``pg.persist(x.grad_var)`` change ``x.grad``; the same object at each access."""
+        """The gradient as a Variable (with a graph after ``create_graph=True``). As Chainer's, the
+        Variable of this gradient: the same object while the gradient is the same array, and what is done
+        to it (``x.grad_var.data = v``, an in-place operation, ``pg.persist(x.grad_var)``) is done to
+        ``x.grad``. Once ``x.grad`` is another array (cleargrad, a backward that summed into it), one held
+        keeps the gradient it was (see :class:`_GradVariable`)."""
         g = self._grad
         if g is None or isinstance(g, Variable):
             return g
         gv = getattr(self, "_gv", None)
-        if gv is None:
-            gv = self._gv = _GradVariable._of_variable(self)
+        if gv is None or gv._arr is not g:
+            gv = self._gv = _GradVariable._over(g, self)
         return gv
 
     @grad_var.setter
     def grad_var(self, value: "Variable | None") -> None:
-        value = admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True)
+        self._set_grad(admit_grad(value, self._data, f"the gradient assigned to {self._describe()}", user=True))
+
+    def _set_grad(self, value: Any) -> None:
+        """Make ``value`` the gradient; the wrapper of the one it replaces is no longer x's (it keeps its
+        array, a snapshot), and x stops holding it (cleargrad frees the gradient's memory)."""
         with _ACCUMULATE:
             self._grad = value
+            gv = getattr(self, "_gv", None)
+            if gv is not None and gv._arr is not value:
+                self._gv = None
 
     @property
     def creator(self) -> Any:
@@ -722,7 +729,11 @@ class Variable:
         with it, as in a copy of a graph). The counter's views are live objects of this process
         and do not travel: without this, a copied view no longer followed its copied base and,
         made outside recording, a write through it no longer reached the base."""
-        state = (getattr(self, "__dict__", None) or None, self._slots())  # (object.__getstate__'s, Python 3.11 on)
+        slots = self._slots()
+        gv = getattr(self, "_gv", None)
+        if gv is not None and gv._arr is self._grad:  # x.grad_var, copied with x, is the copy's (see __setstate__)
+            slots["_gv"] = gv
+        state = (getattr(self, "__dict__", None) or None, slots)  # (object.__getstate__'s, Python 3.11 on)
         box = self._vb
         ref = None if box is None or not box.views else box.views.get(id(self))
         viewed = ref is not None and ref() is self
@@ -738,6 +749,12 @@ class Variable:
             self.__dict__.update(d)
         for name, value in (slots or {}).items():
             setattr(self, name, value)
+        gv = getattr(self, "_gv", None)
+        if gv is not None:  # copied together, x and x.grad_var are a variable and its grad_var again, as in Chainer
+            if gv._arr is self._grad:
+                gv._of = weakref.ref(self)
+            else:
+                self._gv = None
         if view is not None:
             if view.unrecorded is not None:
                 note_unrecorded_view(self, *view.unrecorded)
@@ -845,17 +862,14 @@ class Variable:
 
     def cleargrad(self) -> None:
         """Set the gradient to None."""
-        with _ACCUMULATE:
-            self._grad = None
+        self._set_grad(None)
 
     def zerograd(self) -> None:
         """Set the gradient to zeros of the data's shape; nothing for a parameter not initialized yet
         (Chainer's: ``link.zerograds()`` before a lazy link's first call)."""
         if self._data is None:
             return
-        zeros = self.xp.zeros_like(self._data)
-        with _ACCUMULATE:
-            self._grad = zeros
+        self._set_grad(self.xp.zeros_like(self._data))
 
     def detach(self) -> "Variable":
         """A new leaf sharing this variable's data (and in-place version counter), with no graph.
@@ -1253,34 +1267,40 @@ class Variable:
 
 
 class _GradVariable(Variable):
-    """``x.grad_var`` where x's gradient is an array (Chainer's ``grad_var``): a Variable whose data
-    is read from and written to ``x.grad``, checked as ``x.grad = v`` is. A new wrapper at each
-    access dropped what was done to it (``pg.persist(x.grad_var)``, ``x.grad_var.data = v``) silently."""
+    """``x.grad_var`` where x's gradient is an array (Chainer's ``grad_var``): a Variable over that array, held
+    here. While the array is still ``x.grad`` (x alive), a new array given to it (``gv.data = v``, an in-place
+    operation that rebinds, ``pg.persist(gv)``) is given to x as ``x.grad = v`` is (checked), and the wrapper
+    follows it: a new wrapper at each access dropped all that silently. Once x's gradient is another array
+    (cleargrad, a backward that summed into a new one, ``x.grad = v``) or x is gone, it is a Variable of its own
+    array, as Chainer's earlier ``grad_var``: what it or a view of it is given never reaches x's new gradient."""
 
-    __slots__ = ("_of",)
+    __slots__ = ("_arr", "_of")
 
     @classmethod
-    def _of_variable(cls, x: Variable) -> "_GradVariable":
+    def _over(cls, arr: Any, x: Variable) -> "_GradVariable":
         v = cls.__new__(cls)
-        v._of = weakref.ref(x)  # (x holds this wrapper: no cycle)
+        v._arr, v._of = arr, weakref.ref(x)  # (x holds this wrapper: no cycle)
         v._grad = v._node = v.name = v._hooks = None
         v._index, v._requires_grad, v._volatile, v._vb = 0, False, False, Version()
         return v
 
     @property
     def _data(self) -> Any:
-        x = self._of()
-        return None if x is None else x.grad
+        return self._arr
 
     @_data.setter
     def _data(self, value: Any) -> None:
-        x = self._of()
-        if x is not None:  # (x gone: its gradient with it)
+        x = None if self._of is None else self._of()
+        if x is not None and x._grad is self._arr:
             x.grad = value
+            value = x.grad  # (as admitted: cast, or an array of its own)
+            x._gv = self  # (still x's wrapper)
+        self._arr = value
 
-    def __copy__(self) -> Variable:
-        """A copy is a Variable of its own over the gradient's array, as a copy of x's data is not x."""
-        return Variable._make(self._data)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:  # pickle and deepcopy: the same, over a copy of the array
-        return Variable._make, (self._data,)
+    def _slots(self) -> dict:
+        """A copy, a deepcopy or a pickle is a wrapper of its own array, x's no longer (a copy of x's data is
+        not x's data), unless copied with x (see Variable.__setstate__)."""
+        slots = super()._slots()
+        del slots["_data"]
+        slots["_of"] = None
+        return slots
