@@ -182,7 +182,7 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
-        d["_out_versions"] = ()  # per output (Chainer-style), (counter, version) where forward may hold it
+        d["_out_versions"] = ()  # per output (Chainer-style), (attribute, counter, version) where forward holds it
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -468,21 +468,43 @@ class Function(Node):
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
         # A Chainer-style forward may keep its outputs by reference (self.y = y: the seed allows it) and read
-        # them in backward. Unless retain_outputs said what backward keeps, the version of each output array
-        # forward made (not an input's, not the copy _own_memory made) is recorded: backward refuses one
-        # written in place since (y *= 2 would have changed self.y). PyTorch-style backward reads its outputs
-        # from saved_tensors, which are checked.
+        # them in backward, where y *= 2 would have changed them. Unless retain_outputs said what backward keeps,
+        # the version of each output array forward made (not an input's, not the copy _own_memory made) and
+        # holds in an attribute is recorded: backward refuses it written in place since. One it holds nowhere
+        # takes in-place writes. PyTorch-style backward reads its outputs from saved_tensors, which are checked.
         if self._style == "chainer" and "retain_outputs" not in self._declared:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
-            self._out_versions = tuple(
-                (v._vbox, v._vbox.n) if v._data is y and not any(y is a for a in theirs) else None
-                for v, y in zip(out_vars, outputs))
+            held = self._holding(tuple(y if v._data is y and not any(y is a for a in theirs) else None
+                                       for v, y in zip(out_vars, outputs)))
+            if held:
+                self._out_versions = tuple((held[i], v._vbox, v._vbox.n) if i in held else None
+                                           for i, v in enumerate(out_vars))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
                 next(((f"saved tensor {k}", v._vbox, v._vbox.n) for v in holders if v._data is a and a is not None), None)
                 for k, a in enumerate(_arrays(self._to_save))
             )
+
+    def _holding(self, arrays: tuple) -> dict:
+        """Where this Function's attributes hold each of ``arrays`` (None: not looked for), by identity and one
+        level into tuples, lists and dicts: ``{index: "self.y"}``. What save_for_backward and mark_* were given
+        is not held by the user's code (saved_tensors checks the saved)."""
+        found: dict = {}
+        for name, value in vars(self).items():
+            if value is self._to_save or value is self._non_differentiable:
+                continue
+            if isinstance(value, (tuple, list)):
+                items: Any = ((f"self.{name}[{k}]", a) for k, a in enumerate(value))
+            elif isinstance(value, dict):
+                items = ((f"self.{name}[{k!r}]", a) for k, a in value.items())
+            else:
+                items = ((f"self.{name}", value),)
+            for where, a in items:
+                for i, y in enumerate(arrays):
+                    if y is not None and a is y:
+                        found.setdefault(i, where)
+        return found
 
     # -- what subclasses override -----------------------------------------------
     def check_type_forward(self, in_types: Any) -> None:
@@ -614,8 +636,8 @@ class Function(Node):
         for i, s in enumerate(self._out_saved):  # retained outputs are checked too
             if s is not None:
                 self._check(s, f"output {i}")
-        for i, s in enumerate(self._out_versions):  # and those forward may hold by reference
-            if s is not None and s[0].n != s[1]:
+        for i, s in enumerate(self._out_versions):  # and those forward holds by reference
+            if s is not None and s[1].n != s[2]:
                 raise self._held_output_error(i, *s)
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
@@ -662,14 +684,19 @@ class Function(Node):
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
-    def _held_output_error(self, i: int, box: Any, version: int) -> RuntimeError:
-        err = version_error(self, f"output {i}", self._out_meta[i][0], version, box)
+    def _held_output_error(self, i: int, where: str, box: Any, version: int) -> RuntimeError:
         name = self.label
+        debug = ""
+        if config.debug.get():
+            site, op = box.site or ("<unknown>", "in-place")
+            debug = f" (debug: the in-place {op} at {site})"
         return RuntimeError(
-            f"{err} ({name} is a Chainer-style Function, which may hold its outputs by reference, self.y = y, and "
-            f"read them in backward: write y = y * 2 rather than y *= 2. If {name}.backward reads no output that "
-            f"way, say what it keeps with self.retain_outputs(...) in forward, retain_outputs(()) for none, and read "
-            f"retained outputs from self.output_data)")
+            f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was changed by an in-place "
+            f"operation after forward (version {version}, now {box.n}), and {name} holds that array ({where}), "
+            f"which its backward may read with the changed values. Change the output out of place (y = y * 2 "
+            f"rather than y *= 2), or do the in-place operation after backward. If {name}.backward does not read "
+            f"{where}, do not keep it, or say what backward keeps with self.retain_outputs(...) in forward "
+            f"(retain_outputs(()) for none) and read retained outputs from self.output_data.{debug}")
 
     def _release(self, by: Any = True) -> None:
         self._freed = by
