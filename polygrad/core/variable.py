@@ -11,6 +11,8 @@ Arithmetic operators and differentiable methods are installed by
 
 from __future__ import annotations
 
+import contextlib
+
 import threading
 import weakref
 from typing import Any, Callable
@@ -1190,7 +1192,10 @@ class Variable:
         if node is None:  # a view made outside recording
             _, _, op, params, index = _unrecorded(self)
             if base._node is None:  # taken again the same way
-                with config.no_backprop_mode():
+                # (a symbolic array carries its graph in its data, no node: taken again outside recording,
+                # the view became a detached symbol and the compiled gradient lost its path through it)
+                quiet = contextlib.nullcontext() if type(base._data) in _pinned else config.no_backprop_mode()
+                with quiet:
                     fresh = apply(op, (base,), params or None)
                 if op.multi:
                     fresh = fresh[index]
