@@ -1227,3 +1227,31 @@ def test_a_symbolic_gradient_stops_at_integer_expressions():
     X = pg.Variable(np.array([1.5, 2.5]))
     with pytest.raises(RuntimeError, match="nothing to differentiate"):
         pg.grad(pg.sum(pg.astype(X, np.int64) * 2.0), [X])
+
+
+def test_a_declared_size_stays_known_next_to_an_unknown_one():
+    """Shape inference made every dimension of a result unknown as soon as one of an input was:
+    x * 2 of x of (None, 3) was (None, None). A dimension is known where it does not follow the
+    unknown ones (x[-1:] is 1 long at every size but 0)."""
+    x = T.tensor("float64", (None, 3), "x")
+    assert (x * 2.0).shape == pg.exp(x).shape == (x + x).shape == x[-1:].shape == (None, 3)
+    assert x.T.shape == (3, None) and pg.sum(x, axis=0).shape == (3,) and (x.T @ x).shape == (3, 3)
+    assert (x @ x.T).shape == (None, None) and pg.reshape(x, (-1,)).shape == (None,)
+
+
+def test_functions_that_need_declared_sizes_take_them_through_an_op():
+    """h = x * 2; h[::-1] = x raised "would change variable (shape (None, None)) ... to shape unknown",
+    and F.layer_normalization / F.split_axis of x * 2 "needs inputs of known shape, got (None, None)",
+    though the docs say to declare the sizes in T.tensor, as x did."""
+    x = T.tensor("float64", (None, 3), "x")
+    g, b = pg.shared(np.array([1.0, 2.0, 3.0])), pg.shared(np.array([0.5, 0.0, -0.5]))
+    h = x * 2.0
+    h[::-1] = x
+    f = pg.function([x], [h, F.layer_normalization(x * 2.0, g, b), *F.split_axis(x * 2.0, 3, axis=1)])
+    xv = np.arange(6.0).reshape(2, 3) ** 2
+    e = pg.Variable(xv) * 2.0
+    e[::-1] = pg.Variable(xv)
+    want = [e, F.layer_normalization(pg.Variable(xv) * 2.0, pg.Variable(g.get_value()), pg.Variable(b.get_value())),
+            *F.split_axis(pg.Variable(xv) * 2.0, 3, axis=1)]
+    for got, w in zip(f(xv), want):
+        np.testing.assert_allclose(got, w.data, rtol=1e-12)

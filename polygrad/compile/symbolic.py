@@ -209,7 +209,13 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
     Where that fails, unknown dims are tried once more as one more than the largest integer of
     the parameters: ``h[1, 2] = 0`` on a matrix of unknown sizes indexes past stand-ins of 1; and then
     that size for the first input only, the others' unknown dims staying 1: the value written by
-    ``h[0:2, 1] = v`` must broadcast into a part smaller than the larger stand-in."""
+    ``h[0:2, 1] = v`` must broadcast into a part smaller than the larger stand-in.
+
+    Where an input has unknown dims, an output dim is known only where stand-ins of other sizes
+    give it alike (see :func:`_alike`): ``x * 2`` of ``x`` of ``(None, 3)`` is ``(None, 3)`` (one
+    unknown input dim made every output dim unknown, and layer_normalization refused the declared
+    size). A result of the retries keeps every dim unknown: both of their sizes pass every index of
+    the key, so a slice's length (``x[1, :2]``) would come out alike where a smaller input's is shorter."""
     if any(isinstance(d, SymbolicArray) and (d.shape is None or d.dtype is None) for d in datas):
         return None, None
     # The stand-ins' values decide nothing: unknown where a dimension of an input is, or
@@ -220,17 +226,58 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
         if size != 1 and not _small_stand_ins(datas, size):
             continue
         try:
-            backend = get_backend()
-            stand_ins = _stand_ins(backend.xp, datas[:1], size) + _stand_ins(backend.xp, datas[1:], rest)
-            # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
-            with _QUIET, warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                out = op.kernel(backend)(*stand_ins, **(params or {}))
-            shape = tuple(out.shape) if known and not value_shaped(op, datas) else tuple(None for _ in out.shape)
-            return _dtype_name(out.dtype), shape
+            out = _run_on_stand_ins(op, datas, params, size, rest)
         except Exception:
             continue
+        shape = tuple(None for _ in out.shape)
+        if not value_shaped(op, datas):
+            if known:
+                shape = tuple(out.shape)
+            elif size == 1:
+                shape = _alike(out.shape, op, datas, params, _second_size(reach))
+        return _dtype_name(out.dtype), shape
     return None, None
+
+
+def _run_on_stand_ins(op: Op, datas: tuple, params: dict | None, size: int, rest: int) -> Any:
+    """``op``'s kernel on stand-ins of ``datas``: unknown dims of the first input as ``size``, of
+    the others as ``rest``."""
+    backend = get_backend()
+    stand_ins = _stand_ins(backend.xp, datas[:1], size) + _stand_ins(backend.xp, datas[1:], rest)
+    # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
+    with _QUIET, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return op.kernel(backend)(*stand_ins, **(params or {}))
+
+
+def _alike(shape: tuple, op: Op, datas: tuple, params: dict | None, size: int) -> tuple:
+    """``shape`` (of ``op`` on stand-ins with unknown dims of 1) where ``op`` on stand-ins with
+    unknown dims of ``size``, and of 0 where it runs on those, gives the same dim; None elsewhere,
+    and everywhere where the run at ``size`` fails or its stand-ins are too large. (A slice ``x[-1:]``
+    is 1 long at every size but 0; an op that refuses empty stand-ins, ``x[0]`` or ``max``, is
+    not asked.)"""
+    unknown = tuple(None for _ in shape)
+    if not _small_stand_ins(datas, size):
+        return unknown
+    try:
+        others = [_run_on_stand_ins(op, datas, params, size, size).shape]
+    except Exception:
+        return unknown
+    try:
+        others.append(_run_on_stand_ins(op, datas, params, 0, 0).shape)
+    except Exception:
+        pass
+    if any(len(other) != len(shape) for other in others):
+        return unknown
+    return tuple(n if all(other[i] == n for other in others) else None for i, n in enumerate(shape))
+
+
+def _second_size(reach: int) -> int:
+    """The size of unknown dims that :func:`_alike` compares with 1: past twice ``reach`` (more than
+    every integer of the parameters), so that no dim that follows an unknown one comes out alike by
+    chance: a slice's length, monotone in the size and constant or growing past its bounds, is the
+    same at 1 and at a size past its bounds and a step only if it is the same at every size but 0."""
+    return max(5, 2 * reach + 1)
 
 
 def _reach(params: dict | None) -> int:
