@@ -1533,3 +1533,26 @@ def test_a_compiled_astype_of_complex_to_real_is_refused(mode, dtype):
         pg.function([z], pg.astype(z, dtype), mode=mode)(np.array([1 + 2j, 3j]))
     got = pg.function([z], pg.astype(z, "complex64"), mode=mode)(np.array([1 + 2j, 3j]))
     np.testing.assert_array_equal(got, np.array([1 + 2j, 3j], np.complex64))
+
+
+def test_pg_grad_of_a_disconnected_symbolic_input_raises_as_eager():
+    """pg.grad (allow_unused=False, its default) wrt a float input the cost does not use gave zeros
+    on symbolic variables, silently, where eager pg.grad raises: now it raises eager's error, naming
+    the input (None with allow_unused=True); T.grad keeps Theano's disconnected_inputs."""
+    x, y = T.vectors("xy")
+    cost = pg.sum(x * 2) + pg.sum(pg.astype(y > 0, pg.float64))  # y only through a comparison
+    for wrt in ([x, y], [y]):
+        with pytest.raises(RuntimeError, match=rf"^polygrad.grad: input {len(wrt) - 1} \(y\) is not used to compute "
+                                               r"the outputs, so it has no gradient; pass allow_unused=True"):
+            pg.grad(cost, wrt)
+    xe, ye = pg.Variable(np.ones(2)), pg.Variable(np.ones(2))
+    with pytest.raises(RuntimeError, match=r"input 1 \(variable \(shape \(2,\)\)\) is not used to compute the outputs, "
+                                           r"so it has no gradient; pass allow_unused=True"):
+        pg.grad(pg.sum(xe * 2) + pg.sum(pg.astype(ye > 0, pg.float64)), [xe, ye])
+    gx, gy = pg.grad(cost, [x, y], allow_unused=True)
+    assert gy is None
+    np.testing.assert_array_equal(pg.function([x, y], gx)(np.ones(2), np.ones(2)), [2.0, 2.0])
+    with pytest.raises(DisconnectedInputError, match=r"does not depend on wrt\[1\] \(y\)"):
+        T.grad(cost, [x, y])
+    tg = T.grad(cost, [x, y], disconnected_inputs="ignore")
+    np.testing.assert_array_equal(pg.function([x, y], tg[1])(np.ones(2), np.ones(2)), [0.0, 0.0])

@@ -25,7 +25,7 @@ from polygrad.core import config
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.op import REGISTRY, Op, value_shaped
 from polygrad.core.variable import Variable
-from polygrad.core.engine import complex_loss_error
+from polygrad.core.engine import complex_loss_error, unused_input_error
 from polygrad.ops.elementwise import _is_complex
 
 _ids = itertools.count()
@@ -439,7 +439,8 @@ class SymbolicBackend:
         gradient is asked for, not at the first call: a non-scalar cost raises; an
         input the cost does not depend on through differentiable operations raises
         (``disconnected_inputs="raise"``, Theano's default), warns (``"warn"``) or
-        gets zeros (``"ignore"``); ``allow_unused=True`` (``pg.grad``'s) gives None for it.
+        gets zeros (``"ignore"``). ``pg.grad`` (``allow_unused`` given) follows eager's rule
+        instead: it raises eager's error, or gives None with ``allow_unused=True``.
         """
         if len(outputs) != 1 or any(g is not None for g in grad_outputs):
             raise NotImplementedError(f"{label}: symbolic gradients take one scalar cost and no grad_outputs")
@@ -471,10 +472,12 @@ class SymbolicBackend:
                 if allow_unused:
                     grads.append(None)
                     continue
+                if allow_unused is not None:  # pg.grad's default gave zeros, where eager's raises
+                    raise unused_input_error(i, repr(w._data), "is not used to compute the outputs")
                 what = (f"wrt[{i}] ({w._data!r})" if len(wrt) > 1 else repr(w._data))
                 text = (f"{label}: the cost does not depend on {what}: it is not part of the cost's graph, or is used "
                         f"only through non-differentiable operations")
-                if disconnected_inputs == "raise" and allow_unused is None:
+                if disconnected_inputs == "raise":
                     raise DisconnectedInputError(
                         f"{text}. Pass disconnected_inputs='ignore' for a zero gradient, or 'warn'"
                     )
@@ -501,11 +504,12 @@ def _no_gradient_of_integers(label: str, i: int, w: Variable, allow_unused: bool
     gradient "may NEVER be an int": the compiled program gave int64 zeros)."""
     if allow_unused:
         return None
+    if allow_unused is not None:
+        raise unused_input_error(i, repr(w._data), f"is of dtype {w._data.dtype}")
     text = (f"{label}: input {i} ({w._data!r}) is of dtype {w._data.dtype}, so it has no gradient: only floating "
             f"(real or complex) variables require grad")
-    if allow_unused is not None or disconnected_inputs == "raise":
-        raise RuntimeError(f"{text}; " + ("pass allow_unused=True to get None for it" if allow_unused is not None else
-                                          "pass disconnected_inputs='ignore' for a zero gradient, or 'warn'"))
+    if disconnected_inputs == "raise":
+        raise RuntimeError(f"{text}; pass disconnected_inputs='ignore' for a zero gradient, or 'warn'")
     if disconnected_inputs == "warn":
         warnings.warn(f"{text}; its gradient is zero ({default_float()})", stacklevel=4)
     from polygrad.ops.elementwise import zeros_like

@@ -80,6 +80,13 @@ def _refuse_no_graph(outputs: Sequence[Variable]) -> None:
                               else f"polygrad.grad of each of its {len(outputs)} outputs")
 
 
+def unused_input_error(i: int, what: str, why: str) -> RuntimeError:
+    """pg.grad's error (without allow_unused) for its input ``i`` (``what``) that has no gradient
+    (``why``): eager's, and a symbolic graph's."""
+    return RuntimeError(f"polygrad.grad: input {i} ({what}) {why}, so it has no gradient; pass allow_unused=True "
+                        f"to get None for it")
+
+
 def complex_loss_error(what: str, dtype: Any, symbolic: bool = False) -> RuntimeError:
     """The error for a gradient asked of a complex loss with no initial gradient given (``symbolic``:
     a compiled gradient, which takes none)."""
@@ -587,8 +594,5 @@ def grad(
             if g is None:
                 why = ("does not require grad" if not v._requires_grad and v._node is None
                        else "is not used to compute the outputs")
-                raise RuntimeError(
-                    f"polygrad.grad: input {i} ({v._describe()}) {why}, so it has no gradient; pass "
-                    f"allow_unused=True to get None for it"
-                )
+                raise unused_input_error(i, v._describe(), why)
     return [g if g is None or isinstance(g, Variable) else Variable._make(g) for g in gs]
