@@ -1194,39 +1194,48 @@ def test_compiled_logsumexp_gradient_is_eagers():
 def test_a_symbolic_gradient_wrt_an_integer_input_is_none_as_eagers():
     """pg.grad / T.grad with respect to an int64 or bool input compiled to an int64 "gradient" of
     zeros; eager pg.grad has none for an integer Variable (it cannot require grad): pg.grad refuses
-    it or gives None (allow_unused=True), T.grad follows disconnected_inputs with zeros of the
-    default floating dtype, as Theano's (never an integer gradient)."""
+    it or gives None (allow_unused=True); T.grad gives zeros of the default floating dtype where the
+    input is connected to the cost, as Theano's (never an integer gradient, and no error)."""
     v, n, b = T.vector("v"), T.vector("n", dtype="int64"), T.vector("b", dtype="bool")
     cost = pg.sum(v * n + v * b)
     for w in (n, b):
         with pytest.raises(RuntimeError, match=rf"polygrad.grad: input 0 \({w.name}\) is of dtype {w.dtype}, so it has "
                                                r"no gradient.*pass allow_unused=True to get None"):
             pg.grad(cost, [w])
-        with pytest.raises(RuntimeError, match=rf"T.grad: input 1 \({w.name}\) is of dtype .*disconnected_inputs"):
-            T.grad(cost, [v, w])
     gv, gn = pg.grad(cost, [v, n], allow_unused=True)
     assert gn is None
-    with pytest.warns(UserWarning, match=r"input 0 \(b\) is of dtype bool.*its gradient is zero"):
-        gb = T.grad(cost, b, disconnected_inputs="warn")
-    f = pg.function([v, n, b], [gv, T.grad(cost, n, disconnected_inputs="ignore"), gb])
+    f = pg.function([v, n, b], [gv, *T.grad(cost, [n, b])])
     got = f([1.0, 2.0], [3, 4], [True, False])
     np.testing.assert_array_equal(got[0], [4.0, 4.0])
     for zeros in got[1:]:
         assert zeros.dtype == np.float64
         np.testing.assert_array_equal(zeros, [0.0, 0.0])
+    m = T.vector("m", dtype="int64")  # not in the cost at all: disconnected, as a float input would be
+    from polygrad.compile.symbolic import DisconnectedInputError
+
+    with pytest.raises(DisconnectedInputError, match="does not depend on m"):
+        T.grad(cost, m)
+    with pytest.warns(UserWarning, match="does not depend on m"):
+        gm = T.grad(cost, m, disconnected_inputs="warn")
+    assert pg.function([m], gm)(np.array([1, 2])).dtype == np.float64
 
 
-def test_a_symbolic_gradient_stops_at_integer_expressions():
-    """A float input reached only through an integer expression (a cast) has no gradient, as in
-    eager: T.grad took it for connected and gave zeros."""
+def test_a_symbolic_gradient_through_an_integer_expression():
+    """A float input reached only through an integer expression (a cast) has no gradient in pg.grad,
+    as in eager; T.grad gives it zeros (Theano counts the path as connected: no DisconnectedInputError,
+    which this session's first version raised)."""
     from polygrad.compile.symbolic import DisconnectedInputError
 
     v = T.vector("v")
-    with pytest.raises(DisconnectedInputError, match="does not depend on v"):
-        T.grad(pg.sum(pg.astype(v, "int64") * 2.0), v)
+    cost = pg.sum(pg.astype(pg.astype(v, "int64"), "float64") * 2.0)
+    np.testing.assert_array_equal(pg.function([v], T.grad(cost, v))(np.array([1.5, 2.5])), [0.0, 0.0])
+    with pytest.raises(RuntimeError, match="is not used to compute the outputs"):
+        pg.grad(cost, [v])
     X = pg.Variable(np.array([1.5, 2.5]))
     with pytest.raises(RuntimeError, match="nothing to differentiate"):
         pg.grad(pg.sum(pg.astype(X, np.int64) * 2.0), [X])
+    with pytest.raises(DisconnectedInputError):
+        T.grad(pg.sum(T.vector("w") * 2.0), v)
 
 
 def test_a_declared_size_stays_known_next_to_an_unknown_one():

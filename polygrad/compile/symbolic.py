@@ -461,12 +461,18 @@ class SymbolicBackend:
             )
         if _is_complex(cost._data):  # (the engine's seed would be ones: the gradient of Re(cost), silently)
             raise complex_loss_error(f"the gradient of {cost._data!r}", cost._data.dtype, symbolic=True)
-        connected = _differentiable_ancestors(cost._data)
+        # pg.grad follows eager: no gradient goes through an integer or boolean value. T.grad follows
+        # Theano: an input that reaches the cost through one (a cast to int and back) is connected, with a
+        # zero gradient, as is an integer input itself (of the default floating dtype: Theano's "may
+        # NEVER be an int").
+        eager = allow_unused is not None
+        connected = _differentiable_ancestors(cost._data, floating_only=eager)
         group = (cost._data, tuple(w._data for w in wrt))
         grads: list = []
         for i, w in enumerate(wrt):
-            if not _floating_name(w._data.dtype):
-                grads.append(_no_gradient_of_integers(label, i, w, allow_unused, disconnected_inputs))
+            integral = not _floating_name(w._data.dtype)
+            if integral and (eager or w._data.id in connected):
+                grads.append(_no_gradient_of_integers(i, w, allow_unused))
                 continue
             if w._data.id not in connected:
                 if allow_unused:
@@ -483,6 +489,9 @@ class SymbolicBackend:
                     )
                 if disconnected_inputs == "warn":
                     warnings.warn(f"{text}; its gradient is zero", stacklevel=3)
+            if integral:  # (disconnected, and not refused above)
+                grads.append(_no_gradient_of_integers(i, w, allow_unused))
+                continue
             # (_make: a fresh symbol is this Variable's own; pg.Variable would make a new leaf of it)
             grads.append(Variable._make(SymbolicArray("grad", grad_of=group + (i,), dtype=w._data.dtype,
                                                       shape=w._data.shape)))
@@ -496,22 +505,16 @@ SYMBOLIC = SymbolicBackend()
 _dispatch.pin(SymbolicArray, SYMBOLIC)
 
 
-def _no_gradient_of_integers(label: str, i: int, w: Variable, allow_unused: bool | None, disconnected_inputs: str) -> Any:
+def _no_gradient_of_integers(i: int, w: Variable, allow_unused: bool | None) -> Any:
     """The gradient of a cost with respect to a symbolic input of an integer or boolean dtype: none,
-    as eager ``pg.grad`` has none for an integer Variable (it cannot require grad). ``pg.grad``
-    (``allow_unused`` given) raises, or gives None with ``allow_unused=True``; ``T.grad`` follows
-    ``disconnected_inputs``, and its zeros are of the default floating dtype, as Theano's (its
-    gradient "may NEVER be an int": the compiled program gave int64 zeros)."""
+    as eager ``pg.grad`` has none for an integer Variable (it cannot require grad): ``pg.grad``
+    (``allow_unused`` given) raises eager's error, or gives None with ``allow_unused=True``; ``T.grad``
+    gives zeros of the default floating dtype, as Theano's (its gradient "may NEVER be an int": the
+    compiled program gave int64 zeros)."""
     if allow_unused:
         return None
     if allow_unused is not None:
         raise unused_input_error(i, repr(w._data), f"is of dtype {w._data.dtype}")
-    text = (f"{label}: input {i} ({w._data!r}) is of dtype {w._data.dtype}, so it has no gradient: only floating "
-            f"(real or complex) variables require grad")
-    if disconnected_inputs == "raise":
-        raise RuntimeError(f"{text}; pass disconnected_inputs='ignore' for a zero gradient, or 'warn'")
-    if disconnected_inputs == "warn":
-        warnings.warn(f"{text}; its gradient is zero ({default_float()})", stacklevel=4)
     from polygrad.ops.elementwise import zeros_like
 
     return zeros_like(w, dtype=default_float())
@@ -527,14 +530,17 @@ class DisconnectedInputError(ValueError):
     """``T.grad`` wrt a variable the cost does not depend on (Theano's, raised by default)."""
 
 
-def _differentiable_ancestors(root: SymbolicArray) -> set[int]:
-    """The ids of the expressions ``root`` depends on through differentiable operations and
-    floating values (no gradient goes through an integer or boolean one: a cast, a comparison)."""
+def _differentiable_ancestors(root: SymbolicArray, floating_only: bool = True) -> set[int]:
+    """The ids of the expressions ``root`` depends on through differentiable operations and, with
+    ``floating_only``, floating values (eager's rule: no gradient goes through an integer or boolean
+    one, a cast to int; Theano counts such a path as connected, with a zero gradient)."""
     ids: set[int] = set()
     stack = [root]
     while stack:
         s = stack.pop()
-        if s.id in ids or not _floating_name(s.dtype):
+        if s.id in ids:
+            continue
+        if floating_only and not _floating_name(s.dtype):
             continue
         ids.add(s.id)
         if s.kind == "op":
