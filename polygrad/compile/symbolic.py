@@ -18,6 +18,7 @@ import threading
 import warnings
 from typing import Any, Iterator, Sequence
 
+from polygrad._registry import draws_aside
 from polygrad.array_api import DTYPES
 from polygrad.ops._dtypes import NARROW_NAMES
 from polygrad.backends import get_backend
@@ -244,8 +245,10 @@ def _run_on_stand_ins(op: Op, datas: tuple, params: dict | None, size: int, rest
     the others as ``rest``."""
     backend = get_backend()
     stand_ins = _stand_ins(backend.xp, datas[:1], size) + _stand_ins(backend.xp, datas[1:], rest)
-    # stand-ins of ones may leave a domain (atanh(1)): only the shape counts
-    with _QUIET, warnings.catch_warnings():
+    # stand-ins of ones may leave a domain (atanh(1)): only the shape counts; a random row's draws
+    # are not the program's (they advanced the shared generator: after pg.seed, a compiled call
+    # drew other numbers than eager code)
+    with _QUIET, warnings.catch_warnings(), draws_aside():
         warnings.simplefilter("ignore", RuntimeWarning)
         return op.kernel(backend)(*stand_ins, **(params or {}))
 
@@ -320,8 +323,10 @@ def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
             f"T.tensor(dtype, shape)"
         )
     try:
-        sample = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
-        if unknown and len(op.kernel(backend)(*_stand_ins(backend.xp, datas, 2), **(params or {}))) != len(sample):
+        with draws_aside():  # (see _run_on_stand_ins)
+            sample = op.kernel(backend)(*_stand_ins(backend.xp, datas), **(params or {}))
+            again = unknown and op.kernel(backend)(*_stand_ins(backend.xp, datas, 2), **(params or {}))
+        if unknown and len(again) != len(sample):
             raise TypeError(
                 f"polygrad.symbolic: cannot tell how many outputs {op.name} gives: it depends on a dimension of "
                 f"{unknown[0]!r} (shape {tuple('?' if n is None else n for n in unknown[0].shape)}) that is not known; "
