@@ -52,7 +52,7 @@ from typing import Any
 from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.integers import as_int
-from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
+from polygrad.core.node import Node, _dead, freed_error, inplace_site, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import Variable, _unrecorded_base, _view_base, admit, is_floating
@@ -686,10 +686,7 @@ class Function(Node):
 
     def _held_output_error(self, i: int, where: str, box: Any, version: int) -> RuntimeError:
         name = self.label
-        debug = ""
-        if config.debug.get():
-            site, op = box.site or ("<unknown>", "in-place")
-            debug = f" (debug: the in-place {op} at {site})"
+        debug = f" (debug: {inplace_site(box)})" if config.debug.get() else ""
         return RuntimeError(
             f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was changed by an in-place "
             f"operation after forward (version {version}, now {box.n}), and {name} holds that array ({where}), "

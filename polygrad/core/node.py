@@ -303,12 +303,18 @@ def _dead() -> None:
     return None
 
 
+def inplace_site(box: Version) -> str:
+    """Where the last in-place write counted by ``box`` happened (debug mode notes it): "the in-place
+    += at file:line"."""
+    site, op = box.site or ("<unknown>", "in-place")
+    return f"the in-place {op} at {site}"
+
+
 def version_error(node: Node, what: str, shape: Any, saved: int, box: Version) -> RuntimeError:
     """The error for an array changed in place after ``node`` saved it for backward."""
     where = ""
     if config.debug.get():
-        site, op = box.site or ("<unknown>", "in-place")
-        where = f" (debug: {node.label} was called at {getattr(node, 'site', None) or '<unknown>'}; the in-place {op} at {site})"
+        where = f" (debug: {node.label} was called at {getattr(node, 'site', None) or '<unknown>'}; {inplace_site(box)})"
     return RuntimeError(
         f"polygrad: one of the arrays needed for backward was modified by an in-place operation: "
         f"{node.label} saved its {what} (shape {tuple(shape)}) at version {saved}, "
