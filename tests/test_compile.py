@@ -1264,3 +1264,23 @@ def test_functions_that_need_declared_sizes_take_them_through_an_op():
             *F.split_axis(pg.Variable(xv) * 2.0, 3, axis=1)]
     for got, w in zip(f(xv), want):
         np.testing.assert_allclose(got, w.data, rtol=1e-12)
+
+
+def test_an_unknown_size_takes_the_declared_size_it_must_match():
+    """X @ W of Theano's T.matrix X (no size declared) and a shared W of (5, 3) had no shape at all
+    (stand-ins of one size for X's dims fit no matmul with W), so x.shape raised "'NoneType' object is
+    not iterable" and F.layer_normalization of it refused for want of the sizes gamma covers. A dim
+    that must match a declared one takes its size; one free to vary stays unknown."""
+    X, v = T.matrix("X"), T.vector("v")
+    W = pg.shared(np.arange(15.0).reshape(5, 3) / 10, name="W")
+    assert (X @ W).shape == (None, 3) and (v * W[0]).shape == (3,)
+    assert pg.concat([T.tensor("float64", (None, None, None)), pg.shared(np.ones((2, 3, 4)))]).shape == (None, 3, 4)
+    # reshape(x, (2, -1)) runs only at the even sizes: at 0 among those tried, which is no declared size
+    with pytest.raises(TypeError, match=r"the shape of reshape\(v.*is not known until the function is called"):
+        pg.reshape(v, (2, -1)).shape
+    g, b = pg.shared(np.array([1.0, 2.0, 3.0])), pg.shared(np.array([0.5, 0.0, -0.5]))
+    f = pg.function([X], F.layer_normalization(X @ W, g, b))
+    xv = np.arange(10.0).reshape(2, 5) ** 0.5
+    want = F.layer_normalization(pg.Variable(xv) @ pg.Variable(W.get_value()), pg.Variable(g.get_value()),
+                                 pg.Variable(b.get_value()))
+    np.testing.assert_allclose(f(xv), want.data, rtol=1e-12)

@@ -539,11 +539,14 @@ def test_an_inplace_change_of_dtype_or_shape_names_what_changes_and_the_operand_
 def test_an_inplace_write_whose_symbolic_shape_is_not_inferred_says_so():
     """Where the symbolic shape of the result could not be inferred, the message said the write "would
     change variable (shape (None, None)) ... to shape unknown, dtype None": say it was not inferred, and
-    what to do."""
+    what to do. (The value's shape is not inferred: reshape(v, (2, -1)) fits only even sizes. A value of
+    (None, 5) now gives the write a shape: h's second size must be 5.)"""
     from polygrad import symbolic as T
 
     h = T.tensor("float64", (None, None)) * 2.0
     with pytest.raises(ValueError, match=r"^polygrad: in-place x\[key\] = value of variable \(shape \(None, None\)\), "
                                          r"dtype float64: the shape of the result could not be inferred from the "
                                          r"symbolic shapes.*declare the sizes you know with T\.tensor\(dtype, shape\)"):
-        h[::-1] = T.tensor("float64", (None, 5))
+        h[::-1] = pg.reshape(T.vector("v"), (2, -1))
+    h[::-1] = T.tensor("float64", (None, 5))
+    assert h.shape == (None, 5)

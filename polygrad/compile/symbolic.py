@@ -173,16 +173,18 @@ def default_float() -> str:
     return _dtype_name(default_dtypes(get_backend().xp)["real floating"])
 
 
-def _stand_ins(xp: Any, datas: tuple, unknown: int = 1) -> list:
+def _stand_ins(xp: Any, datas: tuple, unknown: int | Iterator[int] = 1) -> list:
     """``datas`` with each symbolic array replaced by an array of its dtype and shape (unknown
-    dims as ``unknown``): zeros for integers, which index any axis that is not empty; for
-    floats, ones, plus ``n`` on the diagonal of a stack of ``n x n`` matrices, which makes them
-    invertible and positive definite (``solve``, ``inv``, ``cholesky`` refused ones)."""
+    dims as ``unknown``, or the next of its sizes, one per unknown dim in order): zeros for
+    integers, which index any axis that is not empty; for floats, ones, plus ``n`` on the
+    diagonal of a stack of ``n x n`` matrices, which makes them invertible and positive definite
+    (``solve``, ``inv``, ``cholesky`` refused ones)."""
+    sizes = itertools.repeat(unknown) if isinstance(unknown, int) else unknown
     out = []
     for d in datas:
         if isinstance(d, SymbolicArray):
             dtype = getattr(xp, d.dtype)
-            shape = tuple(unknown if n is None else n for n in d.shape)
+            shape = tuple(next(sizes) if n is None else n for n in d.shape)
             if xp.isdtype(dtype, "integral"):
                 d = xp.zeros(shape, dtype=dtype)
             else:
@@ -236,21 +238,82 @@ def _infer(op: Op, datas: tuple, params: dict | None) -> tuple[str | None, tuple
                 shape = tuple(out.shape)
             elif size == 1:
                 shape = _alike(out.shape, op, datas, params, _second_size(reach))
+                if shape is None:  # (no other size runs: an unknown dim broadcast against a declared one)
+                    shape = _matched(op, datas, params, reach)[1] or tuple(None for _ in out.shape)
         return _dtype_name(out.dtype), shape
-    return None, None
+    if known:
+        return None, None
+    return _matched(op, datas, params, reach)
 
 
 def _run_on_stand_ins(op: Op, datas: tuple, params: dict | None, size: int, rest: int) -> Any:
     """``op``'s kernel on stand-ins of ``datas``: unknown dims of the first input as ``size``, of
     the others as ``rest``."""
-    backend = get_backend()
-    stand_ins = _stand_ins(backend.xp, datas[:1], size) + _stand_ins(backend.xp, datas[1:], rest)
+    xp = get_backend().xp
+    return _run(op, _stand_ins(xp, datas[:1], size) + _stand_ins(xp, datas[1:], rest), params)
+
+
+def _run(op: Op, stand_ins: list, params: dict | None) -> Any:
     # stand-ins of ones may leave a domain (atanh(1)): only the shape counts; a random row's draws
     # are not the program's (they advanced the shared generator: after pg.seed, a compiled call
     # drew other numbers than eager code)
     with _QUIET, warnings.catch_warnings(), draws_aside():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return op.kernel(backend)(*stand_ins, **(params or {}))
+        return op.kernel(get_backend())(*stand_ins, **(params or {}))
+
+
+# How many runs, and how many elements per stand-in, :func:`_matched` may spend on one expression.
+_MATCH_RUNS = 256
+_MATCH_ELEMENTS = 1 << 16
+
+
+def _matched(op: Op, datas: tuple, params: dict | None, reach: int) -> tuple[str | None, tuple | None]:
+    """Output dtype name and shape of ``op`` where no stand-ins of one size for every unknown dim
+    run: an unknown dim must then match a declared one (``X @ W`` of ``X`` of unknown sizes and
+    ``W`` of ``(5, 3)``: only 5 fits ``X``'s second dim; Theano's ``T.matrix`` declares no size).
+    Each unknown dim is tried at every size the inputs declare, at 0, 1 and a size declared by none;
+    an output dim is known where every run that succeeds gives it alike (``(None, 3)``): a free dim
+    then varies, a matched one gives its declared size. (None, None) where none succeeds, or where
+    the sizes to try are too many (runs past :data:`_MATCH_RUNS`; stand-ins of unknown dims past
+    :data:`_MATCH_ELEMENTS` are not tried)."""
+    syms = [d for d in datas if isinstance(d, SymbolicArray)]
+    count = sum(n is None for d in syms for n in d.shape)
+    declared = {n for d in syms for n in d.shape if n is not None}
+    free = _second_size(reach)
+    while free in declared:
+        free += 1
+    sizes = sorted(declared | {0, 1, free})
+    if len(sizes) ** count > _MATCH_RUNS:
+        return None, None
+    xp = get_backend().xp
+    outs = []
+    fits: list[set] = [set() for _ in range(count)]  # the sizes each unknown dim ran at
+    for combo in itertools.product(sizes, repeat=count):
+        it = iter(combo)
+        too_large = False
+        for d in syms:
+            n = 1
+            for k in d.shape:
+                n *= next(it) if k is None else k
+            too_large = too_large or (None in d.shape and n > _MATCH_ELEMENTS)
+        if too_large:
+            continue
+        try:
+            outs.append(_run(op, _stand_ins(xp, datas, iter(combo)), params))
+        except Exception:
+            continue
+        for fit, n in zip(fits, combo):
+            fit.add(n)
+    # A dim that ran at one size only must match a declared one: one that fits sizes the grid lacks
+    # (reshape(x, (2, -1)) ran at 0 only) would be read as giving (2, 0) at every size.
+    if not outs or len({len(o.shape) for o in outs}) != 1 or any(
+            len(fit) == 1 and not fit <= declared for fit in fits):
+        return None, None
+    first = outs[0]
+    if value_shaped(op, datas):
+        return _dtype_name(first.dtype), tuple(None for _ in first.shape)
+    return _dtype_name(first.dtype), tuple(n if all(o.shape[i] == n for o in outs) else None
+                                           for i, n in enumerate(first.shape))
 
 
 def _alike(shape: tuple, op: Op, datas: tuple, params: dict | None, size: int) -> tuple:
@@ -258,14 +321,15 @@ def _alike(shape: tuple, op: Op, datas: tuple, params: dict | None, size: int) -
     unknown dims of ``size``, and of 0 where it runs on those, gives the same dim; None elsewhere,
     and everywhere where the run at ``size`` fails or its stand-ins are too large. (A slice ``x[-1:]``
     is 1 long at every size but 0; an op that refuses empty stand-ins, ``x[0]`` or ``max``, is
-    not asked.)"""
+    not asked.) None where the run at ``size`` fails (``v * W[0]`` of ``v`` of unknown size and
+    ``W[0]`` of 3: only 1 and 3 fit, see :func:`_matched`)."""
     unknown = tuple(None for _ in shape)
     if not _small_stand_ins(datas, size):
         return unknown
     try:
         others = [_run_on_stand_ins(op, datas, params, size, size).shape]
     except Exception:
-        return unknown
+        return None
     try:
         others.append(_run_on_stand_ins(op, datas, params, 0, 0).shape)
     except Exception:

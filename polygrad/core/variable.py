@@ -624,7 +624,10 @@ class Variable:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self._data.shape)
+        shape = self._data.shape
+        if shape is None:  # (a symbolic expression whose number of dimensions could not be inferred)
+            raise TypeError(f"polygrad: the shape of {self._data!r} is not known until the function is called")
+        return tuple(shape)
 
     @property
     def dtype(self) -> Any:
