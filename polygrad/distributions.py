@@ -116,6 +116,7 @@ class Bernoulli(Distribution):
         return xp.astype(u < xp.astype(p, w, copy=False), p.dtype)
 
     def log_prob(self, value: Any) -> Variable:
+        _refuse_symbolic(self, value)
         v = _data(value)
         if self.validate_args:
             v = check_values(v, lambda xp, v: xp.logical_and(v != 0, v != 1), "Bernoulli.log_prob: value must be 0 or 1",
@@ -177,6 +178,7 @@ class Categorical(Distribution):
         return probs, (checked if checked is not peaks else None)
 
     def log_prob(self, value: Any) -> Variable:
+        _refuse_symbolic(self, value)
         v = _data(value)
         probs = self.probs
         n = _data(probs).shape[-1]
@@ -254,18 +256,24 @@ def _parameter(d: Distribution, name: str, value: Any, numbers: bool = True) -> 
                     f"{type(value).__name__}{' (convert it with pg.asarray)' if isinstance(value, (list, tuple)) else ''}")
 
 
-def _refuse_symbolic(d: Distribution) -> None:
+def _refuse_symbolic(d: Distribution, value: Any = None) -> None:
     """A parameter of a pg.function graph (its values exist only when the function runs) cannot be
     drawn from now: refused naming it and the draws a compiled function takes (it was "'SymbolicBackend'
-    object has no attribute 'rng'")."""
-    for name in d.params:
-        value = getattr(d, name)
-        data = _data(value)
+    object has no attribute 'rng'"). With ``value``, for a ``log_prob`` computed on the arrays
+    (Bernoulli's, Categorical's: "cannot compare the symbolic array v with an operator")."""
+    named = [(name, getattr(d, name)) for name in d.params] + ([] if value is None else [("value", value)])
+    for name, v in named:
+        data = _data(v)
         if type(data) not in (bool, int, float, complex) and not has_namespace(data):
+            if value is None:
+                raise NotImplementedError(
+                    f"polygrad.distributions.{type(d).__name__}.sample: {name} is symbolic ({v!r}), and sample() "
+                    f"draws now; in a compiled function draw with F.bernoulli, F.categorical, F.multinomial or "
+                    f"F.normal (rows of the graph, drawn at every call)")
             raise NotImplementedError(
-                f"polygrad.distributions.{type(d).__name__}.sample: {name} is symbolic ({value!r}), and sample() "
-                f"draws now; in a compiled function draw with F.bernoulli, F.categorical, F.multinomial or F.normal "
-                f"(rows of the graph, drawn at every call)")
+                f"polygrad.distributions.{type(d).__name__}.log_prob: {name} is symbolic ({v!r}), and this "
+                f"log_prob computes on arrays; in a compiled function write the log-probability with pg.* "
+                f"operations (Normal's log_prob takes symbolic variables)")
 
 
 def _foreign_rng(d: Distribution, other: str, backend: Any) -> TypeError:

@@ -671,3 +671,23 @@ def test_sample_of_symbolic_parameters_is_refused_naming_the_compiled_draws(make
     pg.seed(0)
     k = pg.function([Q], F.categorical(Q))(np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], np.float32))
     assert np.asarray(k).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("make, value, name", [
+    (lambda P, Q: pg.distributions.Bernoulli(P), "v", "Bernoulli.log_prob: p"),
+    (lambda P, Q: pg.distributions.Bernoulli(pg.asarray(np.float32([0.5, 0.5, 0.5]))), "v", "Bernoulli.log_prob: value"),
+    (lambda P, Q: pg.distributions.Categorical(Q), "k", "Categorical.log_prob: probs"),
+], ids=["bernoulli_p", "bernoulli_value", "categorical_probs"])
+def test_log_prob_on_arrays_of_symbolic_variables_is_refused_naming_it(make, value, name):
+    """Bernoulli's and Categorical's log_prob compute on arrays: on a pg.function graph's variables they
+    failed with "cannot compare the symbolic array v with an operator" or "'NoneType' object is not
+    subscriptable". Refused naming the distribution and the argument; Normal's takes them."""
+    from polygrad import symbolic as T
+
+    P, Q = T.tensor("float32", (3,), name="p"), T.tensor("float32", (2, 3), name="q")
+    values = {"v": T.tensor("float32", (3,), name="v"), "k": T.tensor("int64", (2,), name="k")}
+    with pytest.raises(NotImplementedError, match=rf"polygrad\.distributions\.{name} is symbolic .*pg\.\* operations"):
+        make(P, Q).log_prob(values[value])
+    f = pg.function([P, values["v"]], pg.distributions.Normal(P, 1.0).log_prob(values["v"]))
+    got = f(np.float32([0.0, 1.0, 2.0]), np.float32([0.0, 0.0, 0.0]))
+    np.testing.assert_allclose(got, -0.5 * np.float32([0.0, 1.0, 4.0]) - 0.5 * np.log(2 * np.pi), rtol=1e-6)
