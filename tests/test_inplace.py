@@ -550,3 +550,15 @@ def test_an_inplace_write_whose_symbolic_shape_is_not_inferred_says_so():
         h[::-1] = pg.reshape(T.vector("v"), (2, -1))
     h[::-1] = T.tensor("float64", (None, 5))
     assert h.shape == (None, 5)
+
+
+@pytest.mark.parametrize("write", ["h += 1.0", "h[0] = 1.0"])
+def test_an_inplace_write_into_a_symbolic_variable_of_uninferred_shape_says_so(write):
+    """h = pg.reshape(x, (2, 2)) of x of (None,) has no inferred shape (only sizes 4 fit); an in-place write
+    into it raised a bare "'NoneType' object is not iterable"."""
+    from polygrad import symbolic as T
+
+    h = pg.reshape(T.tensor("float64", (None,), "x"), (2, 2))
+    with pytest.raises(ValueError, match=r"^polygrad: in-place .* of variable \(shape \?\): the shape of the variable "
+                                         r"could not be inferred .*T\.tensor\(dtype, shape\)"):
+        exec(write, {"h": h})

@@ -819,7 +819,7 @@ class Variable:
         return data
 
     def _describe(self) -> str:
-        shape = "?" if self._data is None else tuple(self._data.shape)
+        shape = "?" if self._data is None or self._data.shape is None else tuple(self._data.shape)
         return f"variable{'' if self.name is None else ' ' + repr(self.name)} (shape {shape})"
 
     def __repr__(self) -> str:
@@ -1043,7 +1043,7 @@ class Variable:
         onto ``result``'s creator, and its recorded views follow it.
         """
         new, old = result._data, self._data
-        if new.dtype != old.dtype or not _same_shape(new.shape, old.shape, lazy=True):
+        if new.dtype != old.dtype or old.shape is None or not _same_shape(new.shape, old.shape, lazy=True):
             self._refuse_change(new, opname, operands)
         if not _same_shape(new.shape, old.shape) and any(_may_reshape(old, a) for a in operands):
             # sizes not computed yet (dask's NaN), and an operand of its own size beside this array
@@ -1082,9 +1082,11 @@ class Variable:
         """The error for an in-place ``opname`` whose result ``new`` has another shape or dtype than this
         variable's data: what changes, from and to what, and the operand that made it change."""
         old = self._data
-        if new.shape is None or new.dtype is None:  # (a symbolic array's, whose inference failed)
+        if new.shape is None or new.dtype is None or old.shape is None:  # (a symbolic array's, not inferred)
+            which = "the variable" if old.shape is None else "the result"
             raise ValueError(
-                f"polygrad: in-place {opname} of {self._describe()}, dtype {old.dtype}: the shape of the result "
+                f"polygrad: in-place {opname} of {self._describe()}{'' if old.dtype is None else f', dtype {old.dtype}'}: "
+                f"the shape of {which} "
                 f"could not be inferred from the symbolic shapes, so it cannot be checked to stay the same; declare "
                 f"the sizes you know with T.tensor(dtype, shape) (e.g. (None, 3)), or use the out-of-place form"
             )
