@@ -1132,3 +1132,17 @@ def test_the_freed_graph_error_says_the_second_positional_parameter_is_retain_gr
     with pytest.raises(RuntimeError, match=r"retain_graph=True .*by keyword: backward's second positional parameter "
                                            r"is Chainer's retain_grad"):
         y.backward(np.ones(2))
+
+
+def test_a_grad_var_made_to_require_grad_stays_in_the_graph_as_a_seed():
+    """x.grad_var made to require grad and given as grad_outputs of a create_graph pass was turned back
+    into its raw array (the unwrap meant for x.grad_var *= 2): d loss/dv lost the path through the seed,
+    [4, 8] for [10, 18] (PyTorch's grad_outputs, jax's cotangent, are differentiable)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    pg.sum(x * x).backward()
+    v = x.grad_var
+    v.requires_grad = True
+    w = pg.Variable(np.array([3.0, 5.0]))
+    (gw,) = pg.grad([w * w], [w], [v], create_graph=True)
+    (gv,) = pg.grad([pg.sum(gw) + pg.sum(v * v)], [v])
+    np.testing.assert_array_equal(gv.data, [10.0, 18.0])

@@ -294,8 +294,8 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str, user: boo
     real array) is refused. A Variable of the right dtype is returned as it is. ``user``: ``g``
     comes from the user's code, where a size not computed yet matches only another one.
     """
-    if type(g) is _GradVariable:  # another's .grad_var: its array (x.grad_var *= 2 assigns x's own back)
-        g = g._data
+    if type(g) is _GradVariable and not g._requires_grad and g._node is None:
+        g = g._data  # another's .grad_var: its array (x.grad_var *= 2 assigns x's own back); one in a graph stays
     raw = g._data if isinstance(g, Variable) else g
     xp = backend.xp
     # Only Python's own numbers (and lists of them) are converted to dtype. A NumPy scalar (np.complex128
