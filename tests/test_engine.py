@@ -374,3 +374,22 @@ def test_backward_of_a_list_of_one_variable_takes_one_array_gradient_as_it_is():
     np.testing.assert_array_equal(x.grad, [2.0, 4.0, 6.0])
     (gx,) = pg.grad([x * 3], [x], pg.Variable(np.array([1.0, 1.0, 2.0])))
     np.testing.assert_array_equal(gx.data, [3.0, 3.0, 6.0])
+
+
+def test_backward_of_a_list_takes_a_lone_number_as_one_gradient_and_names_what_it_cannot_read():
+    """pg.backward([y], 1.0) raised a bare "'float' object is not iterable", and a lone symbolic array
+    "'SymbolicArray' object is not iterable": a number is one gradient, as an array is; what is neither
+    one gradient nor a list of them is refused naming the function and the argument."""
+    from polygrad import symbolic as T
+
+    x = pg.Variable(np.array(3.0))
+    pg.backward([x * 2], 1.5)
+    assert float(x.grad) == 3.0
+    (gx,) = pg.grad([x * x], [x], np.float64(2.0))
+    assert float(gx.data) == 12.0
+    with pytest.raises(ValueError, match="got 1 gradients for 2 variables"):
+        pg.backward([x * 2, x * 3], 1.0)
+    v = T.vector("v")
+    with pytest.raises(TypeError, match=r"^polygrad\.grad: output gradients must be one gradient or a list or tuple "
+                                        r"of them, one per output; got SymbolicArray"):
+        pg.grad([pg.sum(v)], [v], T.scalar("s").data)

@@ -20,6 +20,7 @@ once per node; everything else a node may need is in the methods of ``_Pass``.""
 from __future__ import annotations
 
 import heapq
+import numbers
 import sys
 import warnings
 from typing import Any, Sequence
@@ -522,8 +523,13 @@ def _per_output(grads: Any, single: bool, n: int, who: str, what: str, of: str) 
     Variable and ``grads`` is not a list or tuple."""
     if grads is None:
         return (None,) * n
-    lone = isinstance(grads, Variable) or has_namespace(grads) or (single and not isinstance(grads, (list, tuple)))
-    gs = (grads,) if lone else tuple(grads)
+    lone = (isinstance(grads, (Variable, numbers.Number)) or has_namespace(grads)
+            or (single and not isinstance(grads, (list, tuple))))
+    try:
+        gs = (grads,) if lone else tuple(grads)
+    except TypeError:  # (a symbolic array: "'SymbolicArray' object is not iterable", naming nothing)
+        raise TypeError(f"{who}: {what} must be one gradient or a list or tuple of them, one per "
+                        f"{of[:-1]}; got {type(grads).__name__}") from None
     if len(gs) != n:  # zip dropped the extra outputs: a gradient of some of them
         raise ValueError(f"{who}: got {len(gs)} {what} for {n} {of} (give None for one that gets none)")
     return gs
