@@ -401,6 +401,8 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
 
     A path is written through a temporary file in the same folder, renamed
     over ``file`` at the end, so a failed save leaves no half-written file.
+    A symbolic link is followed: the file it points to gets the new contents
+    (a hard link's other names keep the old file, which the rename replaces).
     """
     from polygrad.backends import compute
 
@@ -430,12 +432,14 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     if not isinstance(file, (str, os.PathLike)):
         npz.save_npz(file, arrays, compression)
         return
-    path = os.fspath(file)
-    fd, tmp = tempfile.mkstemp(prefix=".polygrad-", suffix=".npz.tmp", dir=os.path.dirname(os.path.abspath(path)))
+    # a link is written through, as open(path, "wb") writes (Chainer, numpy.savez): renaming over the link itself
+    # left its target, the file every other name of it reads, holding the old checkpoint
+    real = os.path.realpath(os.fspath(file))
+    fd, tmp = tempfile.mkstemp(prefix=".polygrad-", suffix=".npz.tmp", dir=os.path.dirname(real))
     try:
         with os.fdopen(fd, "wb") as f:
             npz.save_npz(f, arrays, compression)
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)

@@ -849,3 +849,17 @@ def test_a_serial_iterator_without_repeat_whose_order_sampler_fails_keeps_its_la
     assert next(it) == [2] and it.epoch == 1 and it.is_new_epoch
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_a_save_through_a_symlink_writes_its_target(xp, tmp_path):
+    """save_npz("latest.npz") where latest.npz links to run3.npz: the rename replaced the link with a
+    regular file and run3.npz (what the link named) kept the old checkpoint."""
+    old, new = pg.Link(w=pg.Variable(arr(xp, [1.0]))), pg.Link(w=pg.Variable(arr(xp, [2.0])))
+    target, link = tmp_path / "run3.npz", tmp_path / "latest.npz"
+    serializers.save_npz(target, old)
+    link.symlink_to(target.name)  # (relative, as links in a checkpoint folder usually are)
+    serializers.save_npz(link, new)
+    assert link.is_symlink()
+    with np.load(target) as f:
+        np.testing.assert_array_equal(f["w"], [2.0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.npz", "run3.npz"]
