@@ -46,7 +46,8 @@ m)`` writes ``model`` (numpy's ``savez`` would add ``.npz``), and
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
+import stat
 from typing import Any
 
 from polygrad.core.dispatch import SCALARS as _SCALARS, backend_of_type
@@ -403,6 +404,8 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     over ``file`` at the end, so a failed save leaves no half-written file.
     A symbolic link is followed: the file it points to gets the new contents
     (a hard link's other names keep the old file, which the rename replaces).
+    An existing file keeps its mode; a new one gets 0o666 less the umask, as
+    ``open(file, "wb")`` gives it.
     """
     from polygrad.backends import compute
 
@@ -435,15 +438,32 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     # a link is written through, as open(path, "wb") writes (Chainer, numpy.savez): renaming over the link itself
     # left its target, the file every other name of it reads, holding the old checkpoint
     real = os.path.realpath(os.fspath(file))
-    fd, tmp = tempfile.mkstemp(prefix=".polygrad-", suffix=".npz.tmp", dir=os.path.dirname(real))
+    tmp, fd = _new_file_next_to(real)
     try:
         with os.fdopen(fd, "wb") as f:
             npz.save_npz(f, arrays, compression)
+        if os.path.exists(real):  # the mode it had (0o644 read by an evaluation job), as a write into it keeps it
+            os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
         os.replace(tmp, real)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def _new_file_next_to(real: str) -> tuple[str, int]:
+    """``(name, descriptor)`` of a new file in ``real``'s folder, created as ``open(real, "wb")`` would
+    create ``real``: mode 0o666 less the umask (``tempfile.mkstemp``'s 0o600 made every checkpoint
+    unreadable to the group and to other users, whatever the umask)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    folder = os.path.dirname(real)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".polygrad-{secrets.token_hex(8)}.npz.tmp")
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"polygrad.save_npz: no unused name for a temporary file in {folder!r}")
 
 
 def load_npz(file: Any, obj: Any, path: str = "", strict: bool = True) -> None:

@@ -863,3 +863,22 @@ def test_a_save_through_a_symlink_writes_its_target(xp, tmp_path):
     with np.load(target) as f:
         np.testing.assert_array_equal(f["w"], [2.0])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.npz", "run3.npz"]
+
+
+def test_a_save_gives_a_new_file_the_umasks_mode_and_keeps_an_existing_files(xp, tmp_path):
+    """The temporary file of mkstemp made every checkpoint 0o600, whatever the umask, and an existing
+    0o644 file became 0o600 at the next save (another user's evaluation job could no longer read it)."""
+    import os
+    import stat
+
+    link = pg.Link(w=pg.Variable(arr(xp, [1.0])))
+    old = os.umask(0o022)
+    try:
+        serializers.save_npz(tmp_path / "new.npz", link)
+        (tmp_path / "old.npz").write_bytes(b"")
+        os.chmod(tmp_path / "old.npz", 0o640)
+        serializers.save_npz(tmp_path / "old.npz", link)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.npz").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "old.npz").st_mode) == 0o640
