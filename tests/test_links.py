@@ -796,3 +796,43 @@ def test_to_backend_and_addgrads_errors_name_the_parameter():
         p.grad = np.ones(p.shape, p.data.dtype)
     with pytest.raises(TypeError, match=r"addgrads: adding Chain's gradient of /l2/W failed"):
         mine.addgrads(m)
+
+
+class _CountingBN(L.BatchNormalization):
+    """A class-level _persistent list beside the add_persistent of BatchNormalization."""
+
+    _persistent = ["n_batches"]
+
+    def __init__(self, size):
+        super().__init__(size)
+        self.n_batches = 0
+
+    def forward(self, x):
+        self.n_batches += 1
+        return super().forward(x)
+
+
+def test_a_class_level_persistent_list_is_kept_beside_add_persistent(xp, backend_name, tmp_path):
+    """add_persistent made a list of the link's own that hid the class's: n_batches was no longer
+    saved, loaded, moved or copied (a resumed run restarted it at 0)."""
+    from polygrad import serializers
+
+    bn = _CountingBN(2)
+    for _ in range(3):
+        bn(arr(xp, [[1.0, 2.0], [3.0, 4.0]], "float32"))
+    serializers.save_npz(tmp_path / "bn.npz", bn)
+    with np.load(tmp_path / "bn.npz") as f:
+        assert sorted(f.files) == ["avg_mean", "avg_var", "beta", "gamma", "n_batches"]
+    resumed = _CountingBN(2)
+    serializers.load_npz(tmp_path / "bn.npz", resumed)
+    assert resumed.n_batches == 3
+    twin = _CountingBN(2)
+    twin.copyparams(bn)
+    assert twin.n_batches == 3
+    del twin.n_batches  # forgets it for this link only
+    assert "n_batches" not in twin._persistent and _CountingBN._persistent == ["n_batches"]
+    assert "n_batches" in _CountingBN(2)._persistent
+    bn.n_batches = pg.asarray(xp.asarray([1, 2]))  # a Variable assigned to it is kept as its array
+    assert not isinstance(bn.n_batches, pg.Variable)
+    bn.to_backend(_other(backend_name))
+    assert isinstance(bn.n_batches, pg.get_backend(_other(backend_name)).array_types)

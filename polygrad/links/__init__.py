@@ -79,7 +79,7 @@ class Link:
             object.__setattr__(self, "_within_init_scope", old)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        persistent = self.__dict__.get("_persistent")
+        persistent = self._persistents()
         scope = self.__dict__.get("_within_init_scope")
         if isinstance(value, Variable) and (scope or name in self.__dict__.get("_params", ())):
             require_leaf(value, f"polygrad: parameter {name!r} of {type(self).__name__}")  # (an optimizer's rule)
@@ -91,12 +91,23 @@ class Link:
                 value.name = name
             if name not in self._params:
                 self._params.append(name)
-            if persistent and name in persistent:  # a parameter now (Chainer's)
+            if name in persistent:  # a parameter now (Chainer's)
                 persistent.remove(name)
-        elif persistent and name in persistent:
+        elif name in persistent:
             self._note_replaced(name)
             value = _persistent_value(value)
         super().__setattr__(name, value)
+
+    def _persistents(self) -> list[str]:
+        """The names of this link's persistent values: one list of its own, which every save, load,
+        move and copy reads, started from a ``_persistent`` list of its class (a class-level
+        ``_persistent = ["n"]`` was dropped once ``add_persistent`` made a list of the link's own,
+        as ``BatchNormalization`` does; and it was shared by every link of the class)."""
+        names = self.__dict__.get("_persistent")
+        if names is None:
+            names = list(getattr(type(self), "_persistent", ()))
+            object.__setattr__(self, "_persistent", names)
+        return names
 
     def _note_replaced(self, name: str) -> None:
         """Remember the value of persistent ``name`` that a write is about to replace (running
@@ -121,7 +132,7 @@ class Link:
         if name in self._params:  # (it would be both, and neither would save or load: Chainer refuses too)
             raise AttributeError(f"polygrad: cannot register persistent value {name!r}: {type(self).__name__} has a "
                                  f"parameter of that name")
-        persistent = self.__dict__.setdefault("_persistent", [])
+        persistent = self._persistents()
         if name not in persistent and name in self.__dict__:  # (a child link's name broke the chain for good)
             raise AttributeError(f"polygrad: cannot register persistent value {name!r}: {type(self).__name__} "
                                  "already has an attribute of that name")
@@ -132,8 +143,8 @@ class Link:
     def __delattr__(self, name: str) -> None:
         if name in self._params:
             self._params.remove(name)
-        persistent = self.__dict__.get("_persistent")
-        if persistent and name in persistent:
+        persistent = self._persistents()
+        if name in persistent:
             persistent.remove(name)
         super().__delattr__(name)
 
@@ -294,7 +305,7 @@ class Link:
                 grad = p.grad
                 moves.append((p, _moved_to(p.data, name, f"parameter {path}"),
                               None if grad is None else _moved_to(grad, name, f"the gradient of parameter {path}")))
-        for pname in getattr(self, "_persistent", ()):
+        for pname in self._persistents():
             value = getattr(self, pname)
             if is_array(value):
                 moves.append((self, pname, _moved_to(value, name, f"persistent value '{prefix}/{pname}'")))
@@ -372,7 +383,7 @@ class Link:
                 params.append((self, pname, self._copy_into(q.data, p.data, cast=True,
                                                              what=f"parameter '{prefix}/{pname}'")))
         if copy_persistent:
-            for pname in getattr(self, "_persistent", ()):
+            for pname in self._persistents():
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
@@ -428,7 +439,7 @@ class Link:
                 # (the first pass of a load: an optimizer loaded next checks its state against that array;
                 # a dtype it cannot take is refused there, before anything changes)
                 serializer.will_initialize(pname, p, lambda a, what=what: self._adopt(a, True, what))
-        for pname in getattr(self, "_persistent", ()):
+        for pname in self._persistents():
             value = getattr(self, pname)
             data = serializer(pname, value)
             if data is not value:
@@ -461,7 +472,7 @@ class Chain(Link):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_within_init_scope") and isinstance(value, Link):
-            if name in self._params or name in self.__dict__.get("_persistent", ()):
+            if name in self._params or name in self._persistents():
                 # (params() then listed the link itself as a parameter)
                 raise AttributeError(f"polygrad: cannot register link {name!r}: {type(self).__name__} has a "
                                      "parameter or persistent value of that name (delete it first)")
