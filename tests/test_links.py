@@ -836,3 +836,16 @@ def test_a_class_level_persistent_list_is_kept_beside_add_persistent(xp, backend
     assert not isinstance(bn.n_batches, pg.Variable)
     bn.to_backend(_other(backend_name))
     assert isinstance(bn.n_batches, pg.get_backend(_other(backend_name)).array_types)
+
+
+def test_copyparams_into_a_lazy_layer_refuses_another_out_size():
+    """Linear(None, 5).copyparams(Linear(4, 3)) took W of shape (3, 4): a layer of 3 features."""
+    dst = pg.Chain(a=L.Linear(2, 2), l=L.Linear(None, 5, nobias=True))
+    before = dst.a.W.data.copy()
+    with pytest.raises(ValueError, match=r"copyparams: parameter '/l/W': an array of shape \(3, 4\) does not fit "
+                                         r"W of Linear, of shape \(5, None\)"):
+        dst.copyparams(pg.Chain(a=L.Linear(2, 2), l=L.Linear(4, 3, nobias=True)))
+    assert dst.l.W.data is None
+    np.testing.assert_array_equal(dst.a.W.data, before)
+    dst.copyparams(pg.Chain(a=L.Linear(2, 2), l=L.Linear(4, 5, nobias=True)))
+    assert dst.l.W.shape == (5, 4)

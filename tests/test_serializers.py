@@ -882,3 +882,25 @@ def test_a_save_gives_a_new_file_the_umasks_mode_and_keeps_an_existing_files(xp,
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "new.npz").st_mode) == 0o644
     assert stat.S_IMODE(os.stat(tmp_path / "old.npz").st_mode) == 0o640
+
+
+@pytest.mark.parametrize("src, lazy, shape, expected", [
+    (lambda: L.Linear(4, 3, nobias=True), lambda: L.Linear(None, 5, nobias=True), r"\(3, 4\)", r"\(5, None\)"),
+    (lambda: L.Convolution2D(2, 3, 5, nobias=True), lambda: L.Convolution2D(None, 5, 3, nobias=True),
+     r"\(3, 2, 5, 5\)", r"\(5, None, 3, 3\)"),
+    (lambda: L.Convolution2D(2, 5, 5, nobias=True), lambda: L.Convolution2D(None, 5, 3, nobias=True),
+     r"\(5, 2, 5, 5\)", r"\(5, None, 3, 3\)"),
+])
+def test_a_lazy_layer_refuses_a_file_of_another_out_size_or_ksize(xp, tmp_path, src, lazy, shape, expected):
+    """Linear(None, 5) took the W of a Linear(4, 3) file and then gave 3 features (Convolution2D(None, 5,
+    3) another out_channels and ksize): only the size it infers may come from the file; nothing loads."""
+    serializers.save_npz(tmp_path / "m.npz", pg.Chain(a=L.Linear(2, 2), l=src()))
+    target = pg.Chain(a=L.Linear(2, 2), l=lazy())
+    before = to_np(target.a.W)
+    match = rf"'l/W': an array of shape {shape} does not fit W of \w+, of shape {expected}"
+    with pytest.raises(ValueError, match=match):
+        serializers.load_npz(tmp_path / "m.npz", target)
+    assert target.l.W.data is None
+    np.testing.assert_array_equal(to_np(target.a.W), before)
+    serializers.save_npz(tmp_path / "ok.npz", pg.Chain(a=L.Linear(2, 2), l=lazy()))  # (None saved: still fine)
+    serializers.load_npz(tmp_path / "ok.npz", target)

@@ -331,15 +331,29 @@ class Link:
             backend = get_backend(self._backend_name)
         return backend, None if self._dtype is None else _as_dtype(backend.xp, self._dtype)
 
-    def _adopt(self, array: Any, cast: bool, what: str = "") -> Any:
-        """``array``, for a value of this link not initialized yet, put where the link
-        would have created it (:meth:`_creation_site`), and in its dtype when ``cast``
-        (parameters; a persistent value keeps its own). A dtype of a higher kind is refused
-        there as into an initialized value (complex into a float32 link lost its imaginary
-        part); ``what`` names the value for that error."""
+    def _uninitialized_shape(self, pname: str) -> tuple | None:
+        """The shape parameter ``pname``, not initialized yet, will have: None on an axis the link
+        takes from its first input, and None for the whole where it knows none of it. An array
+        loaded or copied into the parameter must fit it (:meth:`_adopt`)."""
+        return None
+
+    def _adopt(self, array: Any, what: str = "", param: str | None = None) -> Any:
+        """``array``, for a value of this link not initialized yet, put where the link would have
+        created it (:meth:`_creation_site`). For ``param`` (a parameter's name; None: a persistent
+        value, which keeps its dtype) it must fit the shape the link knows
+        (:meth:`_uninitialized_shape`: ``Linear(None, 5)`` took the W of ``Linear(4, 3)`` and gave
+        3 features), and it takes the link's dtype, where one of a higher kind is refused as into an
+        initialized value (complex into a float32 link lost its imaginary part). ``what`` names the
+        value for those errors."""
+        known = None if param is None else self._uninitialized_shape(param)
+        if known is not None:
+            shape = tuple(array.shape)
+            if len(shape) != len(known) or any(k is not None and k != n for k, n in zip(known, shape)):
+                raise ValueError(f"{what}: an array of shape {shape} does not fit {param} of {type(self).__name__}, "
+                                 f"of shape {known} (None: a size taken from the array, as from the first input)")
         backend, dtype = self._creation_site()
         out = to_backend(array, backend.name)
-        if not cast or dtype is None or out.dtype == dtype:
+        if param is None or dtype is None or out.dtype == dtype:
             return out
         from polygrad.serializers import check_kind, dtype_kind_of
 
@@ -380,16 +394,14 @@ class Link:
                 raise ValueError(f"polygrad: copyparams: parameter {pname!r} of {type(link).__name__} is not "
                                  "initialized yet, and this link's is: run the other link once first")
             if q.data is not None:
-                params.append((self, pname, self._copy_into(q.data, p.data, cast=True,
-                                                             what=f"parameter '{prefix}/{pname}'")))
+                params.append((self, pname, self._copy_into(q.data, p.data, f"parameter '{prefix}/{pname}'", pname)))
         if copy_persistent:
             for pname in self._persistents():
                 if pname not in src:
                     raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no persistent value {pname!r}")
                 value = src[pname]
                 if is_array(value):
-                    value = self._copy_into(value, getattr(self, pname), cast=False,
-                                            what=f"persistent value '{prefix}/{pname}'")
+                    value = self._copy_into(value, getattr(self, pname), f"persistent value '{prefix}/{pname}'")
                 else:  # (a list or a dict was shared by the two links)
                     value = copy.deepcopy(value)
                 persistents.append((self, pname, value))
@@ -399,12 +411,14 @@ class Link:
                 raise ValueError(f"polygrad: copyparams: {type(link).__name__} has no child link {cname!r}")
             child._plan_copy(others[cname], copy_persistent, params, persistents, f"{prefix}/{cname}")
 
-    def _copy_into(self, src: Any, like: Any, cast: bool, what: str) -> Any:
-        """A copy of array ``src`` for the value ``like`` (named by ``what``) of this link: on its
-        backend and in its dtype, or, where ``like`` is not an array yet, put as :meth:`_adopt` puts it."""
+    def _copy_into(self, src: Any, like: Any, what: str, param: str | None = None) -> Any:
+        """A copy of array ``src`` for the value ``like`` (named by ``what``; parameter ``param``, None
+        for a persistent value) of this link: on its backend and in its dtype, or, where ``like`` is
+        not an array yet, put as :meth:`_adopt` puts it."""
         if is_array(like):
             return _copy_like(src, like, what)
-        return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), cast, f"polygrad: copyparams: {what}")
+        return self._adopt(backend_of_type(type(src)).xp.asarray(src, copy=True), f"polygrad: copyparams: {what}",
+                           param)
 
     def serialize(self, serializer: Any) -> None:
         """Save or load this link's parameters and persistent values through
@@ -433,18 +447,18 @@ class Link:
                 if data is None:
                     p.cleargrad()
                 elif p.data is None:
-                    data = self._adopt(data, cast=True, what=what)
+                    data = self._adopt(data, what, pname)
                 self._set_param(pname, data)
             elif p.data is None and callable(getattr(serializer, "will_initialize", None)):
                 # (the first pass of a load: an optimizer loaded next checks its state against that array;
                 # a dtype it cannot take is refused there, before anything changes)
-                serializer.will_initialize(pname, p, lambda a, what=what: self._adopt(a, True, what))
+                serializer.will_initialize(pname, p, lambda a, what=what, pname=pname: self._adopt(a, what, pname))
         for pname in self._persistents():
             value = getattr(self, pname)
             data = serializer(pname, value)
             if data is not value:
                 if value is None and is_array(data):
-                    data = self._adopt(data, cast=False)
+                    data = self._adopt(data)
                 self._note_replaced(pname)
                 object.__setattr__(self, pname, data)
         for cname, child in self._named_children():
@@ -784,7 +798,18 @@ class _Connection(Link):
                              f"fan-in divides by it)")
         return n
 
-    def _draw_W(self, shape: tuple, fan_in: int) -> None:
+    def _W_shape(self, n_in: int | None) -> tuple:
+        """W's shape for input size ``n_in`` (None: not known yet); its fan-in is the product of all
+        but its first size."""
+        raise NotImplementedError
+
+    def _uninitialized_shape(self, pname: str) -> tuple | None:
+        return self._W_shape(None) if pname == "W" else None
+
+    def _initialize_params(self, n_in: int) -> None:
+        """Draw W for input size ``n_in``."""
+        shape = self._W_shape(n_in)
+        fan_in = math.prod(shape[1:])
         b, dt = self._creation_site()
         if self._initialW is not None:
             self._set_param("W", _filled(b, self._initialW, shape, dt, f"{type(self).__name__}: initialW"))
@@ -815,8 +840,8 @@ class Linear(_Connection):
         if in_size is not None:
             self._initialize_params(in_size)
 
-    def _initialize_params(self, in_size: int) -> None:
-        self._draw_W((self.out_size, in_size), in_size)
+    def _W_shape(self, in_size: int | None) -> tuple:
+        return (self.out_size, in_size)
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.nn import linear
@@ -858,8 +883,8 @@ class Convolution2D(_Connection):
         if in_channels is not None:
             self._initialize_params(in_channels)
 
-    def _initialize_params(self, in_channels: int) -> None:
-        self._draw_W((self.out_channels, in_channels) + self.ksize, in_channels * self.ksize[0] * self.ksize[1])
+    def _W_shape(self, in_channels: int | None) -> tuple:
+        return (self.out_channels, in_channels) + self.ksize
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.connection import convolution_2d
