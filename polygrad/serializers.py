@@ -88,11 +88,14 @@ class _Reads:
     """What the serializers of one load share: the values read so far, and
     whether this pass only checks (``dry``: every call returns the value it was given)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
         self.cache: dict[str, tuple[Any, Any]] = {}
         self.dry = False
         self.none_keys: frozenset[str] | None = None  # read from the file at the first miss
         self.ahead: dict[int, tuple[Any, Any]] = {}  # id(param) -> (param, the array the load gives it)
+        self.path = path  # the load's path= (its keys' prefix), for the errors of keys not found
+        self.found = False  # whether any key read was in the file (as an array or as a None)
+        self.missing: list[str] = []  # the keys read that were not (strict=False)
 
 
 class NpzDeserializer:
@@ -114,7 +117,7 @@ class NpzDeserializer:
         self.path = path
         self.strict = strict
         self.file = file
-        self._reads = _Reads() if _reads is None else _reads
+        self._reads = _Reads(path) if _reads is None else _reads
 
     def __getitem__(self, key: str) -> "NpzDeserializer":
         return NpzDeserializer(self.npz, self.path + key.strip("/") + "/", self.strict, self.file, self._reads)
@@ -185,16 +188,62 @@ class NpzDeserializer:
             reads.none_keys = keys
         return reads.none_keys
 
+    def _where_keys_are(self, full: str) -> tuple[str, bool]:
+        """For the error of key ``full``, not in the file: which keys the file holds nearest to it (a
+        ``path="model"`` glued to each key, ``'modell1/W'``, where the file has ``model/l1/W``: did
+        you mean ``path="model/"``?), and whether ``strict=False`` can help (False where ``path`` fits
+        no key of the file: it would load nothing)."""
+        keys = sorted(set(self.npz.files) - {NONE_KEY} | self._none_keys())
+        root = self._reads.path
+
+        def some(under: list[str]) -> str:
+            more = f" and {len(under) - 4} more" if len(under) > 4 else ""
+            return ", ".join(map(repr, under[:4])) + more
+
+        if root and not root.endswith("/"):
+            under = [k for k in keys if k.startswith(root + "/")]
+            if under:
+                return (f"path={root!r} is put before each key as it is (giving {full!r}), and the file holds "
+                        f"keys under {root + '/'!r} ({some(under)}): did you mean path={root + '/'!r}?"), False
+        if root and not any(k.startswith(root) for k in keys):
+            return f"no key of the file starts with path={root!r}; it holds {some(keys) or 'none'}", False
+        parts = full.split("/")
+        for i in range(len(parts) - 1, -1, -1):
+            prefix = "".join(p + "/" for p in parts[:i])
+            under = [k for k in keys if k.startswith(prefix)]
+            if under:
+                where = f"under {prefix!r} it holds" if prefix else "it holds"
+                return f"{where} {some(under)}", True
+        return "it holds no key", True
+
+    def _require_found(self) -> None:
+        """Refuse a load with ``strict=False`` that found none of the keys it read (a wrong
+        ``path=``, another model's file): it loaded nothing and said nothing. Called after the
+        first pass of :func:`serialize`, so nothing has changed."""
+        reads = self._reads
+        if reads.missing and not reads.found:
+            first = reads.missing[0]
+            hint, _ = self._where_keys_are(first)
+            shown = ", ".join(map(repr, reads.missing[:4])) + (" ..." if len(reads.missing) > 4 else "")
+            raise KeyError(f"polygrad.load_npz: none of the {len(reads.missing)} keys read ({shown}) is in the "
+                           f"file{self._file()}, so nothing would load (strict=False is for a file that lacks some of "
+                           f"them); {hint}")
+
     def _read(self, full: str, value: Any) -> Any:
+        reads = self._reads
         if full not in self.npz.files:
             if full in self._none_keys():
+                reads.found = True
                 return None
             if not self.strict:
+                if full not in reads.missing:
+                    reads.missing.append(full)
                 return _MISSING
-            raise KeyError(
-                f"polygrad.load_npz: {full!r} is not in the file{self._file()} "
-                f"(it holds {len(self.npz.files)} keys); pass strict=False to leave what is missing unchanged"
-            )
+            hint, may_skip = self._where_keys_are(full)
+            skip = "; pass strict=False to leave what is missing unchanged" if may_skip else ""
+            raise KeyError(f"polygrad.load_npz: {full!r} is not in the file{self._file()} "
+                           f"({len(self.npz.files)} keys): {hint}{skip}")
+        reads.found = True
         try:
             data = self.npz[full]
         except Exception as exc:  # an object array (never unpickled), a damaged member
@@ -300,14 +349,15 @@ def serialize(obj: Any, serializer: Any) -> None:
             )
         method = lambda s: _serialize_params(obj, s)  # noqa: E731
     reads = getattr(serializer, "_reads", None)
-    if not getattr(serializer, "loading", False) or reads is None:
-        method(serializer)
+    if not getattr(serializer, "loading", False) or reads is None or reads.dry:
+        method(serializer)  # (a serialize within the first pass of another: that pass is its first too)
         return
     reads.dry = True
     try:
         method(serializer)
     finally:
         reads.dry = False
+    serializer._require_found()
     before = _snapshot(obj)
     own: dict[str, Any] = {}
     method(DictionarySerializer(own))  # what obj holds now, to give back through its serialize
@@ -471,8 +521,12 @@ def load_npz(file: Any, obj: Any, path: str = "", strict: bool = True) -> None:
     (a path, read under exactly that name, or a binary file object).
 
     :param path: a prefix of the keys to read (``"model/"`` reads ``model/l1/W``
-        into ``l1/W``).
-    :param strict: if False, keys missing from the file leave their values unchanged.
+        into ``l1/W``), put before each key as it is, as in Chainer (a key not
+        found with ``path="model"`` says that the file has keys under ``"model/"``).
+    :param strict: if False, keys missing from the file leave their values unchanged;
+        a load that finds none of its keys is refused all the same (it would load nothing).
+    :raises KeyError: a key is not in the file (``strict=True``), or none is (either way); it
+        names the keys the file holds nearest to it.
     :raises FileNotFoundError: no such file (saying so when ``file + ".npz"``
         exists, as numpy's ``savez`` would have named it).
     :raises ValueError: the file is not an ``.npz`` archive (a ``.npy`` file

@@ -904,3 +904,63 @@ def test_a_lazy_layer_refuses_a_file_of_another_out_size_or_ksize(xp, tmp_path, 
     np.testing.assert_array_equal(to_np(target.a.W), before)
     serializers.save_npz(tmp_path / "ok.npz", pg.Chain(a=L.Linear(2, 2), l=lazy()))  # (None saved: still fine)
     serializers.load_npz(tmp_path / "ok.npz", target)
+
+
+class _ModelUnderPath:
+    """An object saving its model under 'model/' (a trainer's snapshot)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def serialize(self, serializer):
+        self.model.serialize(serializer["model"])
+
+
+def test_a_path_without_its_slash_is_named_and_strict_false_loading_nothing_is_refused(xp):
+    """path='model' reads 'modell1/W': the KeyError named only that key and advised strict=False, with
+    which the load then read nothing, returned and said nothing (the model kept its random weights)."""
+    buf = io.BytesIO()
+    serializers.save_npz(buf, _ModelUnderPath(pg.Chain(l1=L.Linear(2, 2))))
+    fresh = pg.Chain(l1=L.Linear(2, 2))
+    before = to_np(fresh.l1.W)
+    for strict in (True, False):
+        buf.seek(0)
+        with pytest.raises(KeyError, match=r"'modell1/W'.*under 'model/' \('model/l1/W', 'model/l1/b'\): did you "
+                                           r"mean path='model/'\?") as info:
+            serializers.load_npz(buf, fresh, path="model", strict=strict)
+        assert "pass strict=False" not in str(info.value)
+    np.testing.assert_array_equal(to_np(fresh.l1.W), before)
+    buf.seek(0)
+    with pytest.raises(KeyError, match=r"none of the 2 keys read \('l2/W', 'l2/b'\) is in the file.*"
+                                       r"no key of the file starts with path='l2/'"):
+        serializers.load_npz(buf, L.Linear(2, 2), path="l2/", strict=False)
+    buf.seek(0)
+    with pytest.raises(KeyError, match=r"'model/l2/W' is not in the file.*under 'model/' it holds 'model/l1/W', "
+                                       r"'model/l1/b'; pass strict=False"):
+        serializers.load_npz(buf, pg.Chain(l1=L.Linear(2, 2), l2=L.Linear(2, 2)), path="model/")
+    buf.seek(0)
+    serializers.load_npz(buf, pg.Chain(l1=L.Linear(2, 2), l2=L.Linear(2, 2)), path="model/", strict=False)
+
+
+def test_a_serialize_calling_serialize_keeps_one_first_pass(xp):
+    """serializers.serialize(child, s['a']) inside an object's serialize ended the first (checking) pass
+    of the whole load at its own end; with strict=False a child missing from the file is no error
+    while another part of the object loads."""
+
+    class Outer:
+        def __init__(self):
+            self.a, self.b = L.Linear(2, 2), L.Linear(2, 2)
+
+        def serialize(self, s):
+            serializers.serialize(self.a, s["a"])
+            self.b.serialize(s["b"])
+
+    src = Outer()
+    buf = io.BytesIO()
+    serializers.save_npz(buf, pg.Chain(b=src.b))
+    buf.seek(0)
+    dst = Outer()
+    a_before = to_np(dst.a.W)
+    serializers.load_npz(buf, dst, strict=False)
+    np.testing.assert_array_equal(to_np(dst.b.W), to_np(src.b.W))
+    np.testing.assert_array_equal(to_np(dst.a.W), a_before)
