@@ -867,6 +867,38 @@ def test_a_shape_that_depends_on_random_draws_raises_at_the_first_call():
     assert float(g(np.array([1.0, -2.0, 3.0]))) == 4.0
 
 
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+def test_a_retrace_for_a_new_count_draws_as_eager_code_does(monkeypatch, backend, fused, mode):
+    """A call whose value-dependent shape changed ran the draws ahead of the shape check, was traced
+    again and ran again: those draws were drawn twice, so after pg.seed the call's mask and every
+    later draw differed from eager code's. The checks run before the first draw (a probe's, where
+    the row selects from the draws: dropout(x)[x > 0])."""
+    if backend == "dask":
+        pytest.importorskip("dask", reason="the dask backend plugin needs dask")
+    monkeypatch.setattr(fusion, "ENABLED", fused)
+    calls = [[1.0, -2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [-1.0, -2.0, 3.0, 4.0],
+             [1.0, -2.0, 3.0, 4.0]]  # 3, 4, 4, 2, 3 positives: a retrace at every change
+
+    def step(x):
+        return [F.dropout(x) * 2.0, pg.mean(x[x > 0]), F.dropout(x)[x > 0], F.dropout(pg.exp(x))]
+
+    with pg.using_backend(backend):
+        pg.seed(0)
+        want = [[np.asarray(o.data) for o in step(pg.Variable(pg.asarray(np.array(v)).data))] for v in calls]
+        want_next = np.asarray(F.dropout(pg.ones(16)).data)
+        x = T.vector("x")
+        f = pg.function([x], step(x), mode=mode)
+        pg.seed(0)
+        got = [[np.asarray(o) for o in f(pg.asarray(np.array(v)).data)] for v in calls]
+        got_next = np.asarray(F.dropout(pg.ones(16)).data)
+    for k, (w, g) in enumerate(zip(want, got)):
+        for j, (a, b) in enumerate(zip(w, g)):
+            np.testing.assert_allclose(b, a, err_msg=f"call {k}, output {j}")
+    np.testing.assert_array_equal(got_next, want_next)
+
+
 def test_batch_normalization_running_statistics_are_refused_in_a_compiled_function():
     x = T.tensor("float64", (4, 3), "x")
     g, b = pg.shared(np.ones(3)), pg.shared(np.zeros(3))

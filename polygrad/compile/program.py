@@ -427,13 +427,17 @@ class Program:
             fused = kept is not unfused
             kept = _rewrite.typed_scalars(kept, tracer.alive)
             unfused = _rewrite.typed_scalars(unfused, tracer.alive) if fused else kept
+        # The shape each value-shaped row gave when traced, checked at every run.
+        self.guards = {out: _shapes(tracer.alive[out]) for *_, out in kept if out in shaped}
+        _refuse_random_shapes(kept, self.guards)
+        if unfused is kept:
+            kept = unfused = _checks_first([kept], self.guards, tracer.alive)[0]
+        else:
+            kept, unfused = _checks_first([kept, unfused], self.guards, tracer.alive)
         self.instrs = kept
         # Debug mode's program checks every row as eager checks each op: from the rows before fusion,
         # as a fused kernel's rows have no results of their own (where(x > 0, log(x), 0) masked log's NaN).
         self._unfused = unfused
-        # The shape each value-shaped row gave when traced, checked at every run.
-        self.guards = {out: _shapes(tracer.alive[out]) for *_, out in kept if out in shaped}
-        _refuse_random_shapes(kept, self.guards)
         self.in_slots = in_slots
         self.out_refs = out_refs
         # Whose memory each result may be: the root of its slot, the slot itself or, for the output
@@ -665,6 +669,60 @@ def _refuse_random_shapes(instrs: list, guards: dict) -> None:
             continue
         for o in out if isinstance(out, tuple) else (out,):
             drawn[o] = source
+
+
+def _checks_first(programs: list[list], guards: dict, alive: list) -> list[list]:
+    """``programs`` (the program's rows, and where fusion changed them, the rows before it) with
+    every shape check ahead of the first random draw; the probes added here get their slots in
+    ``alive`` and their checks in ``guards``.
+
+    A check that fails makes the caller trace the program again and run it again: a draw made
+    before it drew twice, and after ``pg.seed`` the call and every later draw took other numbers
+    than eager code's. The shape of a value-shaped row depends only on deterministic rows (else
+    :class:`RandomShape`), so its row and their ancestors, none of them random, move ahead of
+    the first draw; the draws keep their order. A row that selects from random values through
+    its other inputs (``dropout(x)[x > 2]``) stays behind its draw, and a probe moves ahead for
+    it: the same kernel on a stand-in of zeros for those inputs, whose shape is the row's."""
+    first = programs[0]
+    drawn: set = set()  # slots that read a random draw, directly or not
+    probes: dict[int, tuple] = {}  # guarded slot -> its probe row
+    for op, impl, args, params, out in first:
+        if not op.deterministic or any(k == "s" and v in drawn for k, v in args):
+            drawn.update(out if isinstance(out, tuple) else (out,))
+            if out in guards:
+                shaping = range(len(args))[op.shape_args]
+                stand_ins = tuple(a if i in shaping or a[0] == "c" else ("c", _zeros_as(alive[a[1]]))
+                                  for i, a in enumerate(args))
+                probes[out] = (op, impl, stand_ins, params, len(alive))
+                guards[len(alive)] = guards.pop(out)  # (the row's own check would only repeat it)
+                alive.append(impl(*(alive[v] if k == "s" else v for k, v in stand_ins), **(params or {})))
+    if not drawn:
+        return programs
+    result = []
+    for instrs in programs:
+        instrs = [row for ins in instrs for row in ((probes[ins[4]], ins) if ins[4] in probes else (ins,))]
+        start = next(i for i, ins in enumerate(instrs) if not ins[0].deterministic)
+        producer = {o: i for i, ins in enumerate(instrs) for o in (ins[4] if isinstance(ins[4], tuple) else (ins[4],))}
+        moved: set = set()
+        todo = [i for i, ins in enumerate(instrs) if i > start and ins[4] in guards and ins[4] not in drawn]
+        while todo:
+            i = todo.pop()
+            if i in moved or i < start:
+                continue
+            moved.add(i)
+            todo.extend(producer[v] for k, v in instrs[i][2] if k == "s" and v in producer)
+        result.append(instrs[:start] + [instrs[i] for i in sorted(moved)]
+                      + [ins for i, ins in enumerate(instrs[start:], start) if i not in moved])
+    return result
+
+
+def _zeros_as(value: Any) -> Any:
+    """Zeros of ``value``'s shape and dtype, as a probe's stand-in (a broadcast scalar: no memory
+    of its size), or ``value`` itself where its shape is not known (a lazy backend's)."""
+    if any(n is None or n != n for n in value.shape):
+        return value
+    xp = backend_of_type(type(value)).xp
+    return xp.broadcast_to(xp.zeros((), dtype=value.dtype), tuple(value.shape))
 
 
 def build(inputs: Sequence[SymbolicArray], values: Sequence[Any], targets: Sequence[SymbolicArray],
