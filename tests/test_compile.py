@@ -1238,6 +1238,36 @@ def test_a_symbolic_gradient_through_an_integer_expression():
         T.grad(pg.sum(T.vector("w") * 2.0), v)
 
 
+def test_a_symbolic_gradient_through_an_op_without_a_gradient_follows_theano_connection():
+    """T.grad connected a float input reached through an int cast (zeros) but raised
+    DisconnectedInputError where a comparison, argmax or where's condition cut the path, though
+    Theano connects those too (its comparisons' and argmax's gradients are zeros; Switch counts its
+    condition connected). An input read only for its shape (zeros_like) stays disconnected, as
+    Theano's fill; pg.grad keeps eager's rule."""
+    from polygrad.compile.symbolic import DisconnectedInputError
+
+    costs = {"comparison": lambda v: pg.sum(pg.astype(v > 0, "float64")),
+             "argmax": lambda v: pg.astype(pg.argmax(v), "float64"),
+             "floor": lambda v: pg.sum(pg.floor(v)),
+             "where's condition": lambda v, w: pg.sum(pg.where(v > 0, w, 0.0)),
+             "logical op": lambda v: pg.sum(pg.astype(pg.logical_not(pg.isnan(v)), "float64"))}
+    for label, make in costs.items():
+        v, w = T.vector("v"), T.vector("w")
+        cost = make(v, w) if "where" in label else make(v)
+        inputs = [v, w] if "where" in label else [v]
+        got = pg.function(inputs, T.grad(cost, v), on_unused_input="ignore")(*[np.array([-1.5, 2.5])] * len(inputs))
+        np.testing.assert_array_equal(got, [0.0, 0.0], err_msg=label)
+        with pytest.raises(RuntimeError, match="is not used to compute the outputs"):
+            pg.grad(cost, [v])
+        assert pg.grad(cost, [v], allow_unused=True) == [None], label
+    v = T.vector("v")
+    with pytest.raises(DisconnectedInputError, match="does not depend on v"):
+        T.grad(pg.sum(pg.zeros_like(v) + 1.0), v)
+    y, i = T.vector("y"), T.vector("i")  # an index computed from v: disconnected (Theano's AdvancedSubtensor1)
+    with pytest.raises(DisconnectedInputError, match="does not depend on i"):
+        T.grad(pg.sum(pg.take(y, pg.astype(i, "int64"))), i)
+
+
 def test_a_declared_size_stays_known_next_to_an_unknown_one():
     """Shape inference made every dimension of a result unknown as soon as one of an input was:
     x * 2 of x of (None, 3) was (None, None). A dimension is known where it does not follow the

@@ -205,12 +205,14 @@ def test_pg_grad_of_non_scalar_symbolic_cost_raises():
         pg.grad(pg.sum(x, axis=0), [x])
 
 
-def test_grad_through_a_non_differentiable_op_is_disconnected():
-    """A cost that reaches x only through argmax raises DisconnectedInputError."""
+def test_grad_through_argmax_is_zeros_and_through_a_shape_only_op_is_disconnected():
+    """A cost that reaches x only through argmax is connected, with zeros (Theano's Argmax.grad);
+    one that reads x only for its shape (zeros_like: Theano's fill) raises DisconnectedInputError."""
     x = T.vector("x")
     cost = pg.astype(pg.argmax(x), pg.float64) * 1.0
+    np.testing.assert_array_equal(pg.function([x], T.grad(cost, x))(np.array([1.0, 3.0])), [0.0, 0.0])
     with pytest.raises(DisconnectedInputError, match="non-differentiable"):
-        T.grad(cost, x)
+        T.grad(pg.sum(pg.ones_like(x) * 2.0), x)
 
 
 def test_disconnected_inputs_warn_gives_zeros():
@@ -1584,10 +1586,12 @@ def test_pg_grad_of_a_disconnected_symbolic_input_raises_as_eager():
     gx, gy = pg.grad(cost, [x, y], allow_unused=True)
     assert gy is None
     np.testing.assert_array_equal(pg.function([x, y], gx)(np.ones(2), np.ones(2)), [2.0, 2.0])
-    with pytest.raises(DisconnectedInputError, match=r"does not depend on wrt\[1\] \(y\)"):
-        T.grad(cost, [x, y])
-    tg = T.grad(cost, [x, y], disconnected_inputs="ignore")
+    # T.grad connects y through the comparison, as Theano (zeros); an input not in the cost raises
+    tg = T.grad(cost, [x, y])
     np.testing.assert_array_equal(pg.function([x, y], tg[1])(np.ones(2), np.ones(2)), [0.0, 0.0])
+    z = T.vector("z")
+    with pytest.raises(DisconnectedInputError, match=r"does not depend on wrt\[1\] \(z\)"):
+        T.grad(cost, [x, z])
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (None, 3), (None, None)])

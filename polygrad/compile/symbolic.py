@@ -599,10 +599,23 @@ class DisconnectedInputError(ValueError):
     """``T.grad`` wrt a variable the cost does not depend on (Theano's, raised by default)."""
 
 
+#: Rows without a gradient through which T.grad, as Theano, connects nothing: their result reads only
+#: their inputs' shapes (Theano's fill and Shape are disconnected from the values), or the gradient
+#: is undefined (Theano's nonzero: its T.grad raises).
+_CONNECTING_NOTHING = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "dropout_mask", "nonzero"})
+
+
 def _differentiable_ancestors(root: SymbolicArray, floating_only: bool = True) -> set[int]:
-    """The ids of the expressions ``root`` depends on through differentiable operations and, with
-    ``floating_only``, floating values (eager's rule: no gradient goes through an integer or boolean
-    one, a cast to int; Theano counts such a path as connected, with a zero gradient)."""
+    """The ids of the expressions ``root`` depends on, as a gradient sees them.
+
+    With ``floating_only`` (``pg.grad``, eager's rule), through differentiable operations and
+    floating values only: no gradient goes through an integer or boolean value (a cast to int, a
+    comparison), nor through an input an op has no rule for. Without it (``T.grad``), as Theano's
+    connection patterns: every input of an op is connected, with a zero gradient where the op has
+    none (a comparison, argmax, floor, a cast to int, where's condition), except an input read
+    for its shape only (:data:`_CONNECTING_NOTHING`) and an index-like input a non-elementwise op
+    has no rule for (take's indices, repeat's counts: Theano's AdvancedSubtensor1 and Repeat
+    disconnect them)."""
     ids: set[int] = set()
     stack = [root]
     while stack:
@@ -613,11 +626,14 @@ def _differentiable_ancestors(root: SymbolicArray, floating_only: bool = True) -
             continue
         ids.add(s.id)
         if s.kind == "op":
-            if not s.op.differentiable:
+            op = s.op
+            if not op.differentiable:
+                if not floating_only and op.name not in _CONNECTING_NOTHING:
+                    stack.extend(a for a in s.args if isinstance(a, SymbolicArray))
                 continue
-            rules = s.op.vjps
-            stack.extend(a for i, a in enumerate(s.args)
-                         if isinstance(a, SymbolicArray) and (i >= len(rules) or rules[i] is not None))
+            rules = op.vjps
+            stack.extend(a for i, a in enumerate(s.args) if isinstance(a, SymbolicArray)
+                         and (i >= len(rules) or rules[i] is not None or (not floating_only and op.elementwise)))
         elif s.kind == "item":
             stack.append(s.args[0])
         elif s.kind == "grad":
