@@ -12,7 +12,7 @@ Arithmetic operators and differentiable methods are installed by
 from __future__ import annotations
 
 import contextlib
-
+import functools
 import threading
 import weakref
 from typing import Any, Callable
@@ -331,7 +331,9 @@ def admit(g: Any, shape: tuple, dtype: Any, backend: Any, source: str, user: boo
 
 
 class _HookHandle:
-    """Returned by :meth:`Variable.register_hook`; ``remove()`` unregisters."""
+    """Returned by :meth:`Variable.register_hook`; ``remove()`` unregisters that registration, found
+    by identity: ``list.remove`` compared with ``==``, so it removed another hook equal to this one
+    (two empty dataclass recorders), or none where the comparison raised (a hook holding an array)."""
 
     __slots__ = ("_hooks", "_fn")
 
@@ -339,10 +341,11 @@ class _HookHandle:
         self._hooks, self._fn = hooks, fn
 
     def remove(self) -> None:
-        try:
-            self._hooks.remove(self._fn)
-        except ValueError:
-            pass
+        hooks = self._hooks
+        for i, h in enumerate(hooks):
+            if h is self._fn:
+                del hooks[i]
+                return
 
 
 def _may_reshape(data: Any, operand: Any) -> bool:
@@ -962,6 +965,8 @@ class Variable:
                 f"no gradient, so the hook would never run")
         if self._hooks is None:
             self._hooks = []
+        if any(h is hook for h in self._hooks):  # registered twice: each registration an object of its own
+            hook = functools.partial(hook)
         self._hooks.append(hook)
         self._hooks_on_node()
         return _HookHandle(self._hooks, hook)
