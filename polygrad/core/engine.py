@@ -112,10 +112,7 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
     gradient there, as docs/variables-and-backprop.md says.)"""
     debug = config.debug.get()
     for hook in tuple(hooks):
-        if isinstance(g, Variable):  # (create_graph) a new Variable, recorded, over an array of its own
-            seen = g * 1
-        else:
-            seen = backend.xp.asarray(g, copy=True)
+        seen = _own(g)  # (create_graph: a new Variable, recorded as every copy backward hands out is)
         finite = not debug or is_finite(seen)  # (asked before the hook, which may write into it)
         new = hook(seen)
         if new is None:
@@ -310,6 +307,7 @@ class _Pass:
         hooked = node._var_hooks if type(node._var_hooks) is dict else None  # (see register_hook)
         for i, ref in enumerate(node.outputs):
             y = ref()
+            unhooked = gys[i]
             if hooked is not None and i in hooked and gys[i] is not None:  # before capture, as for a leaf
                 hooks, shape, dtype, backend, what = hooked[i]
                 self.exposed.add(id(gys[i]))
@@ -328,7 +326,11 @@ class _Pass:
             if gys[i] is None:
                 continue
             if self.retain_grad:
-                g = gys[i]
+                # A variable backward starts from keeps its gradient before its hooks: its .grad is the next
+                # backward's initial error (Chainer's), which the hooks would otherwise scale a second time
+                g = unhooked if id(y) in self.starts else gys[i]
+                if g.dtype != y._data.dtype:
+                    g = admit_grad(g, y._data, f"the gradient backward computed for {y._describe()}")
                 if self.create_graph:
                     g = _own(g)  # as a leaf's (see deliver)
                 elif id(g) in self.exposed or (g.shape == () and not _owns_memory(g)):
