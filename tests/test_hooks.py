@@ -945,3 +945,83 @@ def test_a_variable_hook_that_returns_its_new_gradient_works_on_dask():
     x.register_hook(lambda g: g + 1)
     pg.sum(h * 2.0).backward()
     np.testing.assert_array_equal(pg.compute(x.grad)[0], [21.0, 21.0])
+
+
+def test_a_hook_handle_removes_its_own_registration_only():
+    """handle.remove() used list.remove, which compares with ==: it removed another hook equal to this one
+    (two empty dataclass recorders), or none where the comparison raised (a hook holding an array, swallowed
+    as ValueError): a removed zeroing hook still zeroed the gradient. The same function registered twice is
+    two registrations, each removed by its own handle (PyTorch's)."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Record:
+        calls: int = 0
+
+        def __call__(self, g):
+            self.calls += 1
+
+    @dataclasses.dataclass
+    class Mask:
+        keep: np.ndarray
+
+        def __call__(self, g):
+            return g * self.keep
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    r1, r2 = Record(), Record()
+    x.register_hook(r1)
+    x.register_hook(r2).remove()
+    pg.sum(x * 3.0).backward()
+    assert (r1.calls, r2.calls) == (1, 0)
+    x.cleargrad()
+    x.register_hook(Mask(np.zeros(2))).remove()
+    pg.sum(x * 3.0).backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 3.0])
+    seen = []
+    y = pg.Variable(np.array([1.0]))
+    twice = seen.append
+    first = y.register_hook(twice)
+    y.register_hook(lambda g: seen.append("other"))
+    y.register_hook(twice)
+    first.remove()
+    pg.sum(y).backward()
+    assert [s if isinstance(s, str) else "twice" for s in seen] == ["other", "twice"]
+
+
+def test_a_hook_on_the_variable_backward_starts_from_is_applied_once_per_pass_with_retain_grad():
+    """y.backward(retain_grad=True) kept y's hooked gradient in y.grad, and the next y.backward() seeds with
+    y.grad (Chainer's initial error): the hook scaled it a second time, x.grad [330, 330] for [60, 60]."""
+    x = pg.Variable(np.array([1.0, 1.0]))
+    y = pg.sum(x * 3.0)
+    y.register_hook(lambda g: g * 10.0)
+    y.backward(retain_grad=True, retain_graph=True)
+    assert float(y.grad) == 1.0
+    np.testing.assert_array_equal(x.grad, [30.0, 30.0])
+    y.backward(retain_graph=True)
+    np.testing.assert_array_equal(x.grad, [60.0, 60.0])
+
+
+def test_with_create_graph_the_copy_a_variable_hook_sees_is_one_asarray_step():
+    """The copy handed to a variable hook under create_graph was a recorded `g * 1`, a multiply step the user
+    never called, while every other copy backward hands out is an asarray step (docs/hooks-and-profiling.md)."""
+    import collections
+
+    class Seen(pg.FunctionHook):
+        def __init__(self):
+            self.labels = collections.Counter()
+
+        def forward_postprocess(self, function, in_data):
+            self.labels[function.label] += 1
+
+    def steps(hooked):
+        x = pg.Variable(np.array([1.0, 2.0]))
+        h = x * 2.0
+        if hooked:
+            h.register_hook(lambda g: None)
+        with Seen() as seen:
+            (gx,) = pg.grad([pg.sum(h * h)], [x], create_graph=True)
+        np.testing.assert_array_equal(gx.data, [8.0, 16.0])
+        return seen.labels
+
+    assert steps(True) - steps(False) == collections.Counter({"asarray": 1})

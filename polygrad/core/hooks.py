@@ -33,7 +33,8 @@ def with_local(hooks: tuple, local: Any) -> tuple:
 class FunctionHook:
     """Base class of function hooks: override the phases you need.
 
-    :param name: the hook's name; defaults to the class's ``name`` attribute.
+    Its name is its ``name`` attribute: the class's, or one set on the instance (two hooks of a
+    class active at once need names of their own), as in Chainer.
 
     >>> import polygrad as pg
     >>> class Count(pg.FunctionHook):
