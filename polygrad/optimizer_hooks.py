@@ -131,8 +131,11 @@ class GradientClipping:
             first = backends[0]
             xp, total = first.xp, pairs[first]
             for b in backends[1:]:
-                moved = tuple(xp.astype(to_backend(v, first.name), total[0].dtype) for v in pairs[b])
-                total = _merged(xp, total, moved)
+                moved = tuple(to_backend(v, first.name) for v in pairs[b])
+                # in the wider of the two dtypes: a float64 norm past float32's range became inf in the
+                # first backend's float32, the merge inf / inf NaN, and nothing was clipped
+                wide = xp.result_type(total[0].dtype, moved[0].dtype)
+                total = _merged(xp, *(tuple(xp.astype(v, wide, copy=False) for v in pair) for pair in (total, moved)))
             scale = self._scale(xp, total)
             for b in backends:
                 scales[b] = scale if b is first else to_backend(scale, b.name)

@@ -347,6 +347,23 @@ def test_gradient_clipping_across_two_backends():
     assert isinstance(a.data, np.ndarray) and not isinstance(c.data, np.ndarray)
 
 
+def test_gradient_clipping_across_backends_merges_the_norms_in_the_wider_dtype():
+    """The partial norms of the other backends were cast to the first one's float32: a float64
+    gradient of 1e200 made its maximum inf, the merged norm NaN, and nothing was clipped."""
+    with pg.using_backend("numpy") as b:
+        a = pg.Variable(arr(b.xp, [0.0, 0.0, 0.0], dtype="float32"))
+        a.grad = arr(b.xp, [1.0, 2.0, 2.0], dtype="float32")
+    with pg.using_backend("array_api_strict") as b:
+        c = pg.Variable(arr(b.xp, [0.0, 0.0]))
+        c.grad = arr(b.xp, [1e200, 0.0])
+    opt = optimizers.SGD(lr=1.0).setup(pg.Link(a=a, c=c))
+    opt.add_hook(optimizer_hooks.GradientClipping(1.0))
+    opt.update()
+    np.testing.assert_allclose(to_np(c), [-1.0, 0.0])
+    np.testing.assert_array_equal(to_np(a), [0.0, 0.0, 0.0])  # (moved by 1e-200: 0 in float32)
+    assert a.data.dtype == np.float32
+
+
 def test_lazily_initialized_parameters_are_updated(xp):
     """Linear(None, n) gets its W during update(loss_fun) and is updated in the same step."""
     pg.seed(0)
