@@ -290,7 +290,8 @@ class Optimizer:
                 what = f"{where}: the state {name!r} of parameter {k}"
                 check_kind(what, xp, a.dtype, dtype_kind_of(xp, dtype), dtype)
                 arrays[name] = xp.astype(a, dtype)  # a copy
-            new[k] = {"t": _count(entry["t"], f"{where}: the count 't' of parameter {k}"), "backend": backend, **arrays}
+            new[k] = {"t": _count(entry["t"], f"{where}: the count 't' of parameter {k}"), "backend": backend,
+                      "dtype": p.data.dtype, **arrays}
         before = {key: self._get_hyperparameter(key) for key in self._hyperparameters}
         try:
             for key in self._hyperparameters:

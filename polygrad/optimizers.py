@@ -556,7 +556,7 @@ class GradientMethod(Optimizer):
         for backend, entries in lazy.items():
             arrays = []
             for _, param, _, delta, new_state in entries:
-                arrays.append(param.data - delta)
+                arrays.append(_stepped(backend.xp, param.data, delta))
                 arrays.extend(new_state.values())
             done, persisted = _persist(backend, arrays, buffers)
             for k, (name, param, state, delta, new_state) in enumerate(entries):
@@ -623,17 +623,23 @@ class GradientMethod(Optimizer):
             self._states = {k: e for k, e in self._states.items() if e[0]() is not None}
 
     def _state(self, name: str, param: Variable) -> dict:
-        """The state of ``param``, created (or moved to the parameter's backend) on demand;
-        a ValueError naming the parameter where its data changed shape since its state was made."""
-        backend = backend_of_type(type(param.data))
+        """The state of ``param``, created (or moved to the parameter's backend, or cast along with
+        its dtype) on demand; a ValueError naming the parameter where its data changed shape since
+        its state was made. The state notes the parameter's dtype it was made for (``"dtype"``)."""
+        data = param.data
+        backend = backend_of_type(type(data))
         state = self._state_of(param)
         if state is None:
             state = self.init_state(param, backend)
+            state["dtype"] = data.dtype
             self._put_state(param, state)
             return state
         if state["backend"] is not backend:
             state.update(self._moved(state, backend))
-        shape = tuple(param.data.shape)
+        made_for = state.setdefault("dtype", data.dtype)  # (a state of an older polygrad: taken as made for it)
+        if made_for is not data.dtype and (made_for is None or made_for != data.dtype):
+            self._recast(name, param, state, backend)
+        shape = tuple(data.shape)
         for k in self.state_names:
             have = getattr(state[k], "shape", None)
             if have is not None and tuple(have) != shape:
@@ -645,11 +651,36 @@ class GradientMethod(Optimizer):
                 )
         return state
 
+    def _recast(self, name: str, param: Variable, state: dict, backend: Any) -> None:
+        """Cast the arrays of ``state`` to the dtypes a state made now would have (an array the rule
+        makes at its first use: to the parameter's, within its kind), where the parameter's dtype
+        changed since it was made (``w.data = w.data.astype("float32")`` mid-run): a float64
+        velocity kept the steps float64 (and on dask made the parameter float64 again). A state of
+        a higher kind than it would have (complex, for a parameter now real) is refused, naming the
+        parameter."""
+        from polygrad.serializers import check_kind, dtype_kind_of
+
+        xp, dtype = backend.xp, param.data.dtype
+        template = self.init_state(param, backend)
+        for k in self.state_names:
+            a = state[k]
+            if a is None:
+                continue
+            want = template[k].dtype if template[k] is not None else dtype
+            if a.dtype == want or (template[k] is None and _kind(xp, a.dtype) != _kind(xp, want)):
+                continue
+            check_kind(f"polygrad: {type(self).__name__} cannot update parameter {name!r} (now of {dtype}): its "
+                       f"state {k!r}", xp, a.dtype, dtype_kind_of(xp, want), want)
+            state[k] = xp.astype(a, want)
+        state["dtype"] = dtype
+
     def _moved(self, state: dict, backend: Any) -> dict:
-        """A copy of ``state`` with its arrays on ``backend`` (``state`` is left as it is)."""
+        """A copy of ``state`` with its arrays on ``backend`` (``state`` is left as it is); the
+        dtype it was made for is then unknown (another backend's dtypes are other objects): the
+        next update compares the arrays' with a new state's (see :meth:`_recast`)."""
         from polygrad.backends import to_backend
 
-        moved = dict(state, backend=backend)
+        moved = dict(state, backend=backend, dtype=None)
         for k in self.state_names:
             moved[k] = None if state[k] is None else to_backend(state[k], backend.name)
         return moved
@@ -725,7 +756,7 @@ class GradientMethod(Optimizer):
                 template = self.init_state(param if param.data is not None else Variable(data), backend)
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
-            new = {"t": int(param_t), "backend": backend}
+            new = {"t": int(param_t), "backend": backend, "dtype": template.get("dtype", data.dtype)}
             for k in self.state_names:
                 if template[k] is not None:
                     new[k] = sub(k, template[k])
@@ -805,9 +836,7 @@ def _compute_where_writes_raise(plan: list, who: str) -> None:
                 continue
         xp = backend.xp
         try:
-            new = data - delta
-            if new.dtype != data.dtype and _kind(xp, new.dtype) == _kind(xp, data.dtype):
-                new = xp.astype(new, data.dtype)  # (as `data -= delta` casts a wider step: within its kind)
+            new = _stepped(xp, data, delta)
         except Exception as exc:
             _note(exc, f"polygrad: {who}.update: computing the new values of parameter {name!r} failed; no parameter "
                        f"was changed")
@@ -817,6 +846,17 @@ def _compute_where_writes_raise(plan: list, who: str) -> None:
             new_state["__quiet__"] = quiet
         else:
             new_state["__data__"] = new
+
+
+def _stepped(xp: Any, data: Any, delta: Any) -> Any:
+    """``data - delta``, a parameter's new values, in ``data``'s dtype where the step is of a wider
+    dtype of the same kind (a state of the parameter's dtype before a cast, a rule's float64
+    constant), as numpy's in-place ``data -= delta`` casts it, and Chainer's update: computed out
+    of place (dask), a float32 parameter became float64."""
+    new = data - delta
+    if new.dtype != data.dtype and _kind(xp, new.dtype) == _kind(xp, data.dtype):
+        new = xp.astype(new, data.dtype)
+    return new
 
 
 def _kind(xp: Any, dtype: Any) -> str:
@@ -874,7 +914,8 @@ def _sub_from(param: Variable, delta: Any) -> None:
     parameter's views follow (see :func:`_rebind`)."""
     old = param._data
     new = NotImplemented
-    if backend_of_type(type(old)).inplace:
+    backend = backend_of_type(type(old))
+    if backend.inplace:
         views = param._direct_views()  # (none, and no cost, for most parameters)
         try:
             new = old.__isub__(delta)
@@ -886,7 +927,7 @@ def _sub_from(param: Variable, delta: Any) -> None:
         if new is old:
             _updated_in_place(param, views)
             return
-    _rebind(param, old - delta if new is NotImplemented or new is None else new)
+    _rebind(param, _stepped(backend.xp, old, delta) if new is NotImplemented or new is None else new)
 
 
 def _count_update(param: Variable, old: Any, rebound_only: bool = False) -> None:

@@ -340,3 +340,64 @@ def test_float16_adam_of_pg_optim_decays_once_and_keeps_float32_moments_through_
     opt.load_state_dict(state)
     v = next(iter(opt.state_dict()["state"].values()))["v"]
     assert v.dtype == np.float32 and np.all(np.isfinite(v))
+
+
+# ---------------------------------------------------------------------------
+# A step wider than the parameter keeps the parameter's dtype on every backend
+# ---------------------------------------------------------------------------
+# numpy's in-place `data -= delta` casts a wider step within its kind (as Chainer's update);
+# dask's out-of-place update rebound the parameter as float64.
+
+
+class _HalfSGD(optimizers.GradientMethod):
+    """A rule in step form whose float64 constant promotes a float32 step (Array API promotion)."""
+
+    lr = optimizers.Hyperparameter()
+
+    def __init__(self, lr=0.1):
+        self.lr = lr
+
+    def step(self, data, grad, state, t):
+        xp = state["backend"].xp
+        return self.lr * grad * xp.asarray(0.5, dtype=xp.float64), {}
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["array_api_strict"])
+def test_a_step_wider_than_the_parameter_keeps_the_parameters_dtype(backend):
+    backend = _backend(backend)
+    u = pg.Variable(pg.asarray(np.ones(3, np.float32), backend=backend))
+    opt = _HalfSGD().setup(pg.Link(u=u))
+    u.grad = pg.asarray(np.ones(3, np.float32), backend=backend)
+    opt.update()
+    got = np.asarray(pg.to_backend(u.data, "numpy"))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.full(3, 0.95, np.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS + ["array_api_strict"])
+def test_the_state_of_a_parameter_cast_mid_run_is_cast_along(backend):
+    """A float64 parameter cast to float32 after a MomentumSGD step: its velocity stayed float64,
+    the steps too, and on dask the parameter became float64 again."""
+    backend = _backend(backend)
+    w = pg.Variable(pg.asarray(np.ones(3), backend=backend))
+    opt = optimizers.MomentumSGD(lr=0.1, momentum=0.9).setup(pg.Link(w=w))
+    w.grad = pg.asarray(np.ones(3), backend=backend)
+    opt.update()
+    w.data = pg.asarray(np.asarray(pg.to_backend(w.data, "numpy")), dtype="float32", backend=backend)
+    w.grad = pg.asarray(np.ones(3, np.float32), backend=backend)
+    opt.update()
+    got, v = (np.asarray(pg.to_backend(a, "numpy")) for a in (w.data, opt._state_of(w)["v"]))
+    assert got.dtype == np.float32 and v.dtype == np.float32
+    np.testing.assert_allclose(got, [0.9 - 0.19] * 3, rtol=1e-6)
+
+
+def test_a_complex_state_of_a_parameter_cast_to_real_is_refused():
+    w = pg.Variable(np.ones(2, np.complex128))
+    opt = optimizers.MomentumSGD(lr=0.1).setup(pg.Link(w=w))
+    w.grad = np.ones(2, np.complex128)
+    opt.update()
+    w.data = np.ones(2)
+    w.grad = np.ones(2)
+    with pytest.raises(TypeError, match=r"parameter '/w' \(now of float64\): its state 'v'"):
+        opt.update()
+    assert w.data.dtype == np.float64 and opt._state_of(w)["t"] == 1
