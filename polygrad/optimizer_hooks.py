@@ -1,5 +1,6 @@
 """Optimizer hooks (Chainer's ``chainer.optimizer_hooks``): callables
-``hook(optimizer)`` registered with ``optimizer.add_hook(hook)``.
+``hook(optimizer)`` registered with ``optimizer.add_hook(hook)`` (or, with
+``call_for_each_param = True``, ``hook(optimizer, param)``: see ``Optimizer.add_hook``).
 
 Both hooks here run before the update rules (``timing = "pre"``) and change
 only the gradients, which they rebind (never write in place: a gradient array
@@ -18,18 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
-from polygrad.optimizers import Hyperparameter
+from polygrad.optimizers import Hyperparameter, params_with_grad as _params_with_grad
 
 __all__ = ["WeightDecay", "GradientClipping"]
-
-
-def _params_with_grad(optimizer: Any) -> list:
-    seen, out = set(), []
-    for _, p in optimizer.target.namedparams(include_uninit=False):
-        if id(p) not in seen and p.grad is not None:
-            seen.add(id(p))
-            out.append(p)
-    return out
 
 
 def _scaled_norm(xp: Any, g: Any) -> tuple[Any, Any]:

@@ -145,7 +145,12 @@ class Optimizer:
 
     # -- hooks -------------------------------------------------------------------
     def add_hook(self, hook: Callable, name: str | None = None, timing: str = "auto") -> None:
-        """Register ``hook(optimizer)``, called at each update.
+        """Register ``hook(optimizer)``, called at each update; a hook with ``call_for_each_param =
+        True`` (Chainer's per-parameter protocol) is called as ``hook(optimizer, param)`` once per
+        parameter that has a gradient, the optimizer in the place of Chainer's ``param.update_rule``
+        (polygrad keeps no rule object per parameter: the optimizer holds the rule and its
+        hyperparameters). A hook changes a gradient by rebinding ``param.grad``, never by writing
+        into its array (which may be shared, and which a failed update cannot put back).
 
         :param name: defaults to ``hook.name`` (or the function's name); unique per optimizer.
         :param timing: ``"pre"`` (before the update rules), ``"post"`` (after), or
@@ -172,9 +177,14 @@ class Optimizer:
         del self._hooks[name]
 
     def call_hooks(self, timing: str = "pre") -> None:
-        """Call the hooks registered for ``timing``, in registration order."""
+        """Call the hooks registered for ``timing``, in registration order (see :meth:`add_hook`)."""
         for hook, t in list(self._hooks.values()):
-            if t == timing:
+            if t != timing:
+                continue
+            if getattr(hook, "call_for_each_param", False):
+                for param in params_with_grad(self):
+                    hook(self, param)
+            else:
                 hook(self)
 
     # -- serialization -------------------------------------------------------------
@@ -183,6 +193,17 @@ class Optimizer:
         t = serializer("t", self.t)
         epoch = serializer("epoch", self.epoch)
         self.t, self.epoch = t, epoch
+
+
+def params_with_grad(optimizer: Optimizer) -> list:
+    """The initialized parameters of ``optimizer``'s target that have a gradient, each once (a
+    parameter shared by two links too): what a hook changes."""
+    seen, out = set(), []
+    for _, p in optimizer.target.namedparams(include_uninit=False):
+        if id(p) not in seen and p.grad is not None:
+            seen.add(id(p))
+            out.append(p)
+    return out
 
 
 def _on(value: Any, backend: Any) -> Any:

@@ -316,6 +316,57 @@ def test_hooks_run_in_order_pre_before_post(xp):
         opt.remove_hook("pre")
 
 
+class _HardClip:
+    """Chainer 7's GradientHardClipping as a user ports it: a per-parameter hook."""
+
+    name = "GradientHardClipping"
+    call_for_each_param = True
+    timing = "pre"
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+        self.calls = []
+
+    def __call__(self, rule, param):
+        self.calls.append((rule, param))
+        param.grad = param.xp.clip(param.grad, self.lo, self.hi)
+
+
+def test_a_per_parameter_hook_is_called_once_per_parameter_with_a_gradient(xp):
+    """A hook with call_for_each_param (Chainer's protocol) failed at the first update with Python's
+    bare 'missing 1 required positional argument'; it is called as hook(optimizer, param)."""
+    shared = pg.Variable(arr(xp, [0.0, 0.0]))
+    w, u = pg.Variable(arr(xp, [0.0, 0.0])), pg.Variable(arr(xp, [0.0]))
+    opt = optimizers.SGD(lr=1.0).setup(pg.Chain(a=pg.Link(w=w, s=shared), b=pg.Link(s=shared, u=u)))
+    opt.zero_missing_grads = False  # (pg.optim's rule: u keeps no gradient, and the hook is not called for it)
+    hook = _HardClip(-0.1, 0.1)
+    opt.add_hook(hook)
+    w.grad, shared.grad = arr(xp, [5.0, -5.0]), arr(xp, [0.05, 3.0])
+    opt.update()
+    assert [p for _, p in hook.calls] == [w, shared] and all(r is opt for r, _ in hook.calls)
+    np.testing.assert_allclose(to_np(w), [-0.1, 0.1])
+    np.testing.assert_allclose(to_np(shared), [-0.05, -0.1])
+
+
+def test_a_failing_per_parameter_hook_leaves_every_gradient_as_it_was():
+    w, u = pg.Variable(np.zeros(2)), pg.Variable(np.zeros(2))
+    opt = optimizers.SGD(lr=1.0).setup(pg.Link(w=w, u=u))
+    gw, gu = np.array([5.0, -5.0]), np.array([1.0, 1.0])
+
+    def fail_at_u(rule, param):
+        if param is u:
+            raise RuntimeError("hook fails")
+        param.grad = param.grad * 0
+
+    fail_at_u.call_for_each_param = True
+    opt.add_hook(fail_at_u)
+    w.grad, u.grad = gw, gu
+    with pytest.raises(RuntimeError, match="hook fails"):
+        opt.update()
+    assert w.grad is gw and u.grad is gu and opt.t == 0
+    np.testing.assert_array_equal(w.data, [0.0, 0.0])
+
+
 def test_using_an_optimizer_before_setup_raises():
     """update and add_hook before setup name the missing call."""
     opt = optimizers.SGD()
