@@ -716,18 +716,27 @@ class GradientMethod(Optimizer):
             state[k] = xp.zeros_like(param.data)
         return state
 
-    def _refuse_foreign_state(self, sub: Any, name: str) -> None:
-        """Refuse a file whose state of one parameter holds arrays this rule does not keep: an
-        Adam file loaded into MomentumSGD gave its velocity Adam's second moment, and one loaded
-        into SGD was taken as a count (as in Chainer). Only deserializers that list their keys
-        (``stored_keys``, the npz one) can be asked."""
+    def _refuse_foreign_state(self, sub: Any, name: str, fresh: dict) -> None:
+        """Refuse a file whose state of one parameter (it holds a count, not 0) is another rule's:
+        one holding arrays this rule does not keep (an Adam file loaded into MomentumSGD gave the
+        velocity Adam's second moment; one loaded into SGD was taken as a count, as in Chainer),
+        or lacking some it keeps (a MomentumSGD file loaded into Adam with ``strict=False`` made
+        the velocity, negative, Adam's second moment: NaN parameters). An array the rule makes at
+        its first use (None in ``fresh``, a new state) may be missing. Only deserializers that
+        list their keys (``stored_keys``, the npz one) can be asked."""
         keys = getattr(sub, "stored_keys", None)
-        extra = sorted(keys() - {"t", *self.state_names}) if keys is not None else ()
-        if extra:
-            keeps = ["t", *self.state_names]
-            raise ValueError(f"polygrad: the optimizer state of parameter {name!r} in the file holds {extra}, which "
-                             f"{type(self).__name__} does not keep (it keeps {keeps}): a file of another optimizer, "
-                             "or of this one with other options?")
+        if keys is None:
+            return
+        keys = keys()
+        extra = sorted(keys - {"t", *self.state_names})
+        # (a file without this parameter's count, strict=False, holds no state of it: left as it is)
+        missing = [k for k in self.state_names if k not in keys and fresh[k] is not None] if "t" in keys else []
+        if extra or missing:
+            what = f"holds {extra}, which {type(self).__name__} does not keep" if extra else (
+                f"lacks {missing}, which {type(self).__name__} keeps")
+            raise ValueError(f"polygrad: the optimizer state of parameter {name!r} in the file {what} (it keeps "
+                             f"{['t', *self.state_names]}): a file of another optimizer, or of this one with other "
+                             "options?")
 
     def serialize(self, serializer: Any) -> None:
         """Save or load ``t``, ``epoch`` and each parameter's state under its path
@@ -758,7 +767,6 @@ class GradientMethod(Optimizer):
             # the deserializer hands back this optimizer's own values: its own count asked for
             # arrays the file need not hold (a parameter without state when it was saved).
             stored = getattr(sub, "stored", None)
-            self._refuse_foreign_state(sub, name)
             if (param_t if stored is None else stored("t", param_t)) == 0:
                 new_states.append((param, None))
                 continue
@@ -773,8 +781,10 @@ class GradientMethod(Optimizer):
                     f"or run it once"
                 )
             backend = backend_of_type(type(data))
+            fresh = self.init_state(param if param.data is not None else Variable(data), backend)
+            self._refuse_foreign_state(sub, name, fresh)
             if state is None:
-                template = self.init_state(param if param.data is not None else Variable(data), backend)
+                template = fresh
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend, "dtype": template.get("dtype", data.dtype)}
@@ -783,9 +793,13 @@ class GradientMethod(Optimizer):
                     new[k] = sub(k, template[k])
                     continue
                 # an array not made yet (None: a velocity before a step with momentum) is read in the
-                # parameter's form; a file without it (strict=False) leaves it None, not that stand-in
+                # parameter's form; a file without it leaves it None, not that stand-in (strict=True
+                # too: the file of an earlier polygrad, or of a rule that had not made it, lacks it)
                 stand_in = backend.xp.zeros_like(data)
-                got = sub(k, stand_in)
+                try:
+                    got = sub(k, stand_in)
+                except KeyError:
+                    got = stand_in
                 new[k] = None if got is stand_in else got
             # A count of 0 here is the first pass handing back this optimizer's own (the file's is not 0):
             # the parameter keeps its state, or its lack of one (a zero state was put in its place).
