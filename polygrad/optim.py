@@ -323,18 +323,10 @@ def _count(t: Any, what: str) -> int:
     return n
 
 
-def _flag(name: str, value: Any) -> bool:
-    """SGD's option ``name`` (``nesterov``) as a bool: a bool (NumPy's too), or 0 / 1; anything
-    else is refused (the string 'no' was taken for True)."""
-    from polygrad.functions.nn import hyperparameter
-
-    try:
-        n = hyperparameter("SGD", name, value, "polygrad.optim", allow_bool=True)
-    except TypeError:
-        n = None
-    if type(n) is not int or n not in (0, 1):
-        raise TypeError(f"polygrad.optim.SGD: {name} must be a bool, got {value!r}")
-    return bool(n)
+def _nesterov(value: Any) -> bool:
+    """SGD's ``nesterov`` as a bool: a bool (NumPy's too), or 0 / 1; anything else is refused (the
+    string 'no' was taken for True)."""
+    return _TorchMomentumSGD.nesterov.convert(_SGDChecks.hyperparameter_owner, value)
 
 
 def _non_negative(v: float) -> bool:
@@ -380,12 +372,13 @@ class _TorchMomentumSGD(_SGDChecks, optimizers.MomentumSGD):
 
     momentum = Hyperparameter((_non_negative, "non-negative"))
     dampening = Hyperparameter()
+    nesterov = optimizers.Flag()
 
     def __init__(self, lr: float, momentum: float, dampening: float, weight_decay: float, nesterov: bool) -> None:
         super().__init__(lr, momentum)
         self.dampening = dampening
         self.weight_decay = weight_decay
-        self.nesterov = bool(nesterov)
+        self.nesterov = nesterov
 
     def init_state(self, param: Variable, backend: Any) -> dict:
         return {"t": 0, "backend": backend, "v": None}  # the velocity is made at its first use
@@ -420,7 +413,7 @@ class SGD(Optimizer):
         if args:
             raise TypeError("polygrad.optim.SGD takes dampening, weight_decay and nesterov by keyword: given by "
                             "position, PyTorch's fourth argument is dampening and an earlier polygrad's weight_decay")
-        nesterov = _flag("nesterov", nesterov)
+        nesterov = _nesterov(nesterov)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("polygrad.optim.SGD: Nesterov momentum requires a momentum and zero dampening")
         rule = (_TorchMomentumSGD(lr, momentum, dampening, weight_decay, nesterov) if momentum or dampening or nesterov
@@ -434,7 +427,7 @@ class SGD(Optimizer):
 
     def _set_hyperparameter(self, key: str, value: Any) -> None:
         if key == "nesterov":
-            value = _flag(key, value)
+            value = _nesterov(value)
             if value and (not isinstance(self._rule, _TorchMomentumSGD) or self._rule.dampening != 0):
                 raise ValueError("polygrad.optim.SGD: Nesterov momentum requires a momentum and zero dampening")
             if isinstance(self._rule, _TorchMomentumSGD):

@@ -48,7 +48,7 @@ from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import Variable
 from polygrad.ops._dtypes import widened
 
-__all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam", "Hyperparameter"]
+__all__ = ["Optimizer", "GradientMethod", "SGD", "MomentumSGD", "Adam", "Hyperparameter", "Flag"]
 
 
 class Hyperparameter:
@@ -62,11 +62,17 @@ class Hyperparameter:
 
     :param check: optional ``(predicate, what)``: the float must satisfy ``predicate``,
         else a ValueError says it must be ``what``.
+    :param default: the value of one never set (an optimizer pickled before the
+        hyperparameter existed); without it, reading one never set is an AttributeError.
     """
 
-    def __init__(self, check: tuple[Callable[[float], bool], str] | None = None, label: str | None = None) -> None:
+    _NONE = object()
+
+    def __init__(self, check: tuple[Callable[[float], bool], str] | None = None, label: str | None = None,
+                 default: Any = _NONE) -> None:
         self.check = check
         self.label = label  # the name errors give it (default: the attribute's)
+        self.default = default
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -77,6 +83,8 @@ class Hyperparameter:
         try:
             return obj.__dict__[self.name]
         except KeyError:
+            if self.default is not Hyperparameter._NONE:
+                return self.default
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
 
     def __set__(self, obj: Any, value: Any) -> None:
@@ -94,6 +102,47 @@ class Hyperparameter:
         if self.check is not None and not self.check[0](value):
             raise ValueError(f"polygrad: {owner}'s {name} must be {self.check[1]}, got {value!r}")
         return value
+
+
+class Flag(Hyperparameter):
+    """A hyperparameter that is on or off (Adam's ``amsgrad``): a bool (NumPy's too), or the
+    integers 0 and 1, stored as a Python bool; anything else (the string ``"no"``, taken as
+    True) is refused with a TypeError naming it."""
+
+    def convert(self, owner: str, value: Any) -> bool:
+        from polygrad.functions.nn import hyperparameter
+
+        name = self.label or self.name
+        try:
+            n = hyperparameter(owner, name, value, "polygrad", allow_bool=True)
+        except TypeError:
+            n = None
+        if type(n) is not int or n not in (0, 1):
+            raise TypeError(f"polygrad: {owner}'s {name} must be a bool, got {value!r}")
+        return bool(n)
+
+
+class _Unsupported:
+    """A hyperparameter of Chainer's class of the same name that polygrad's lacks: setting or
+    reading it is an AttributeError naming it (set as a plain attribute, the rule silently
+    ignored it: Chainer's ``opt.adabound = True`` trained plain Adam)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def _refuse(self, obj: Any) -> AttributeError:
+        return AttributeError(f"polygrad: {type(obj).__name__} has no hyperparameter {self.name!r}: {self.what}")
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        raise self._refuse(obj)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise self._refuse(obj)
 
 
 def require_leaf(param: Variable, who: str) -> None:
@@ -1035,30 +1084,47 @@ class _NotStarted(RuntimeError, ValueError):
 
 
 class Adam(GradientMethod):
-    """Adam (Kingma and Ba), with Chainer's formula. At the rule's ``t``-th update::
+    """Adam (Kingma and Ba), with Chainer 7's formula. At the rule's ``t``-th update::
 
         m += (1 - beta1) * (grad - m)
         v += (1 - beta2) * (grad * grad - v)
-        param -= lr * m / (sqrt(v) + eps),   lr = alpha * sqrt(1 - beta2**t) / (1 - beta1**t)
+        vhat = max(vhat, v) with amsgrad (AMSGrad; vhat starts at 0), else vhat = v
+        param -= eta * (lr * m / (sqrt(vhat) + eps) + weight_decay_rate * param),
+        lr = alpha * sqrt(1 - beta2**t) / (1 - beta1**t)
 
-    A complex parameter is a pair of real ones, as in PyTorch (``view_as_real``): the real
-    and imaginary parts of ``v`` hold the second moments of the gradient's real and
-    imaginary parts, and each part of ``m`` is divided by its own. A float16 parameter is
-    stepped in float32, with float32 moments. An ``eps`` that rounds to 0 in the dtype of the
-    step is refused.
+    ``eta`` scales the whole step (a schedule's knob: ``eta=0`` freezes the parameters), and
+    ``weight_decay_rate`` is decoupled weight decay (AdamW), not added to the gradient as the
+    ``WeightDecay`` hook does. A complex parameter is a pair of real ones, as in PyTorch
+    (``view_as_real``): the real and imaginary parts of ``v`` (and ``vhat``) hold the second
+    moments of the gradient's real and imaginary parts, and each part of ``m`` is divided by
+    its own. A float16 parameter is stepped in float32, with float32 moments. An ``eps`` that
+    rounds to 0 in the dtype of the step is refused. Chainer's AdaBound (``adabound``,
+    ``final_lr``, ``gamma``) is not implemented: those names are refused.
     """
 
-    state_names = ("m", "v")
+    #: vhat (AMSGrad's) is made at the first update with amsgrad (None before: Chainer's zeros,
+    #: whose maximum with v is v), so a file without it (an earlier polygrad's) loads
+    state_names = ("m", "v", "vhat")
     alpha = Hyperparameter()
     beta1 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
     beta2 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
     eps = Hyperparameter()
+    eta = Hyperparameter(default=1.0)
+    weight_decay_rate = Hyperparameter(default=0.0)
+    amsgrad = Flag(default=False)
+    adabound = _Unsupported("Chainer's AdaBound (adabound, final_lr, gamma) is not implemented")
+    final_lr = _Unsupported("Chainer's AdaBound (adabound, final_lr, gamma) is not implemented")
+    gamma = _Unsupported("Chainer's AdaBound (adabound, final_lr, gamma) is not implemented")
 
-    def __init__(self, alpha: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+    def __init__(self, alpha: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                 eta: float = 1.0, weight_decay_rate: float = 0.0, amsgrad: bool = False) -> None:
         self.alpha = alpha
         self.beta1 = beta1
         self.beta2 = beta2
         self.eps = eps
+        self.eta = eta
+        self.weight_decay_rate = weight_decay_rate
+        self.amsgrad = amsgrad
 
     def lr_at(self, t: int) -> float:
         """The bias-corrected step size at a rule's ``t``-th update."""
@@ -1078,10 +1144,12 @@ class Adam(GradientMethod):
 
     def init_state(self, param: Variable, backend: Any) -> dict:
         state = super().init_state(param, backend)
+        state["vhat"] = None  # (made at the first update with amsgrad)
         wide = widened(backend.xp, param.data.dtype)
         if wide is not None:  # the moments of a float16 parameter are float32 (see step)
             for k in self.state_names:
-                state[k] = backend.xp.astype(state[k], wide)
+                if state[k] is not None:
+                    state[k] = backend.xp.astype(state[k], wide)
         return state
 
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
@@ -1091,26 +1159,45 @@ class Adam(GradientMethod):
             # A narrower float (float16) is stepped in float32 and the step cast back: grad * grad
             # overflowed past 256 (v inf, then NaN parameters, or frozen ones with pg.optim), and
             # eps = 1e-8 is 0 in float16 (Chainer's float16 Adam trains).
-            delta, new = self._moments_step(xp, xp.astype(grad, wide), state, t)
+            delta, new = self._moments_step(xp, data, xp.astype(grad, wide), state, t)
             return xp.astype(delta, grad.dtype), new
-        return self._moments_step(xp, grad, state, t)
+        return self._moments_step(xp, data, grad, state, t)
 
-    def _moments_step(self, xp: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
+    def _moments_step(self, xp: Any, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         """The rule's arithmetic (``step`` without the float16 widening; a subclass's ``step``,
         pg.optim's weight decay, runs once around it)."""
         self._check_eps(state["backend"], grad.dtype)
         m = self._average(state["m"], grad, self.beta1)
-        if not xp.isdtype(grad.dtype, "complex floating"):
+        complex_ = xp.isdtype(grad.dtype, "complex floating")
+        if not complex_:
             v = self._average(state["v"], grad * grad, self.beta2)
-            return self.lr_at(t) * m / (xp.sqrt(v) + self.eps), {"m": m, "v": v}
-        # PyTorch's rule for complex parameters: each is a pair of real ones (view_as_real), so
-        # v holds the second moment of the real parts in its real part and of the imaginary
-        # parts in its imaginary part, and each part of m is divided by its own.
-        re, im = xp.real(grad), xp.imag(grad)
-        v = self._average(state["v"], _complex(xp, re * re, im * im, grad.dtype), self.beta2)
-        re = xp.real(m) / (xp.sqrt(xp.real(v)) + self.eps)
-        im = xp.imag(m) / (xp.sqrt(xp.imag(v)) + self.eps)
-        return self.lr_at(t) * _complex(xp, re, im, grad.dtype), {"m": m, "v": v}
+        else:
+            # PyTorch's rule for complex parameters: each is a pair of real ones (view_as_real), so
+            # v holds the second moment of the real parts in its real part and of the imaginary
+            # parts in its imaginary part, and each part of m is divided by its own.
+            re, im = xp.real(grad), xp.imag(grad)
+            v = self._average(state["v"], _complex(xp, re * re, im * im, grad.dtype), self.beta2)
+        new = {"m": m, "v": v}
+        vhat = v
+        if self.amsgrad:
+            old = state["vhat"]
+            if old is not None and not complex_:
+                vhat = xp.maximum(old, v)
+            elif old is not None:
+                vhat = _complex(xp, xp.maximum(xp.real(old), xp.real(v)), xp.maximum(xp.imag(old), xp.imag(v)),
+                                grad.dtype)
+            new["vhat"] = vhat
+        if not complex_:
+            delta = self.lr_at(t) * m / (xp.sqrt(vhat) + self.eps)
+        else:
+            re = xp.real(m) / (xp.sqrt(xp.real(vhat)) + self.eps)
+            im = xp.imag(m) / (xp.sqrt(xp.imag(vhat)) + self.eps)
+            delta = self.lr_at(t) * _complex(xp, re, im, grad.dtype)
+        if self.weight_decay_rate:  # (Chainer's decoupled weight decay, AdamW)
+            delta = delta + self.weight_decay_rate * data
+        if self.eta != 1.0:
+            delta = self.eta * delta
+        return delta, new
 
     def _check_eps(self, backend: Any, dtype: Any) -> None:
         """Refuse an eps that rounds to 0 in ``dtype``, the dtype of the step (float32 for a float16

@@ -543,3 +543,147 @@ def test_an_optimizer_refuses_a_parameter_that_became_no_leaf():
         optimizers.Adam().setup(link)
     with pytest.raises(ValueError, match=r"polygrad.optim: parameter 0 is not a leaf \(it was computed by add\)"):
         pg.optim.SGD([link.w], lr=0.1)
+
+
+# ---------------------------------------------------------------------------
+# Chainer 7's Adam: eta, weight_decay_rate, amsgrad (AdaBound refused)
+# ---------------------------------------------------------------------------
+# Set as attributes (opt.weight_decay_rate = 0.5, ExponentialShift('eta', ...)), they were plain
+# attributes the rule never read: training ran as if they had not been set.
+
+
+def _chainer7_adam(w, grads, alpha, eta, weight_decay_rate, amsgrad, beta1=0.9, beta2=0.999, eps=1e-8):
+    """Chainer 7's AdamRule.update_core_cpu, by hand in numpy float64."""
+    m, v, vhat = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        m += (1 - beta1) * (g - m)
+        v += (1 - beta2) * (g * g - v)
+        vhat = np.maximum(vhat, v) if amsgrad else v
+        lr = alpha * math.sqrt(1.0 - beta2**t) / (1.0 - beta1**t)
+        w = w - eta * (lr * m / (np.sqrt(vhat) + eps) + weight_decay_rate * w)
+    return w
+
+
+ADAM7 = [dict(eta=0.5, weight_decay_rate=0.01, amsgrad=True), dict(eta=1.0, weight_decay_rate=0.1, amsgrad=False),
+         dict(eta=1.0, weight_decay_rate=0.0, amsgrad=True), dict(eta=0.0, weight_decay_rate=0.1, amsgrad=True)]
+
+
+@pytest.mark.parametrize("how", ["constructor", "attributes"])
+@pytest.mark.parametrize("hp", ADAM7, ids=lambda hp: "-".join(f"{k}={v}" for k, v in hp.items()))
+@pytest.mark.parametrize("backend", ["numpy", "dask", "array_api_strict"])
+def test_adam_eta_weight_decay_rate_and_amsgrad_follow_chainer_7_over_20_steps(backend, hp, how):
+    if backend not in pg.backends():
+        pytest.skip(f"the {backend} backend is not installed")
+    rng = np.random.default_rng(0)
+    w0 = rng.normal(size=(3, 2))
+    grads = [rng.normal(size=(3, 2)) / (1 + k) ** 2 for k in range(20)]  # shrinking: AMSGrad's vhat is not v
+    w = pg.Variable(pg.asarray(w0.copy(), backend=backend))
+    opt = optimizers.Adam(0.05, **hp) if how == "constructor" else optimizers.Adam(0.05)
+    if how == "attributes":
+        for k, value in hp.items():
+            setattr(opt, k, value)
+    opt.setup(pg.Link(w=w))
+    for g in grads:
+        w.grad = pg.asarray(g, backend=backend)
+        opt.update()
+    got = np.asarray(pg.to_backend(w.data, "numpy"))
+    want = _chainer7_adam(w0, grads, 0.05, **hp)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    plain = _chainer7_adam(w0, grads, 0.05, eta=1.0, weight_decay_rate=0.0, amsgrad=False)
+    assert not np.allclose(want, plain)  # (each setting changes the result)
+    if hp["amsgrad"]:
+        vhat = np.asarray(pg.to_backend(opt._state_of(w)["vhat"], "numpy"))
+        assert (vhat >= np.asarray(pg.to_backend(opt._state_of(w)["v"], "numpy"))).all()
+
+
+def test_adam_amsgrad_of_a_complex_parameter_keeps_the_maximum_of_each_part():
+    """The real and imaginary parts of a complex parameter are two real parameters (PyTorch's rule)."""
+    rng = np.random.default_rng(1)
+    w0 = rng.normal(size=3) + 1j * rng.normal(size=3)
+    grads = [(rng.normal(size=3) + 1j * rng.normal(size=3)) / (1 + k) ** 2 for k in range(20)]
+    w = pg.Variable(w0.copy())
+    opt = optimizers.Adam(0.05, eta=0.5, weight_decay_rate=0.01, amsgrad=True).setup(pg.Link(w=w))
+    for g in grads:
+        w.grad = g
+        opt.update()
+    re = _chainer7_adam(w0.real, [g.real for g in grads], 0.05, eta=0.5, weight_decay_rate=0.01, amsgrad=True)
+    im = _chainer7_adam(w0.imag, [g.imag for g in grads], 0.05, eta=0.5, weight_decay_rate=0.01, amsgrad=True)
+    np.testing.assert_allclose(w.data, re + 1j * im, rtol=1e-12)
+
+
+def test_adam_hyperparameters_of_chainer_7_are_checked_and_adabound_is_refused():
+    opt = optimizers.Adam(eta=np.float64(0.5), weight_decay_rate=np.float32(0.25), amsgrad=np.True_)
+    assert (type(opt.eta), type(opt.weight_decay_rate), opt.amsgrad) == (float, float, True)
+    with pytest.raises(TypeError, match="Adam's amsgrad must be a bool, got 'no'"):
+        opt.amsgrad = "no"
+    with pytest.raises(TypeError, match="eta"):
+        optimizers.Adam(eta="0.5")
+    with pytest.raises(TypeError, match="weight_decay_rate"):
+        opt.weight_decay_rate = np.ones(2)
+    for name in ("adabound", "final_lr", "gamma"):
+        with pytest.raises(AttributeError, match=f"Adam has no hyperparameter '{name}': Chainer's AdaBound"):
+            setattr(opt, name, True)
+        assert not hasattr(opt, name)
+    with pytest.raises(TypeError, match="adabound"):
+        optimizers.Adam(adabound=True)
+    opt.my_schedule_note = "warmup"  # (other attributes are a subclass's or a user's own)
+    assert opt.my_schedule_note == "warmup"
+
+
+@pytest.mark.parametrize("how", ["npz", "pickle"])
+def test_adam_amsgrad_resumes_bit_identically(how, tmp_path):
+    """vhat is saved with the moments (npz: Chainer's key 'vhat'), and the hyperparameters travel
+    with a pickled optimizer."""
+    import pickle
+
+    rng = np.random.default_rng(2)
+    grads = [rng.normal(size=3) / (1 + k) for k in range(6)]
+
+    def make():
+        w = pg.Variable(np.ones(3))
+        return w, optimizers.Adam(0.1, eta=0.5, weight_decay_rate=0.01, amsgrad=True).setup(pg.Link(w=w))
+
+    def run(w, opt, gs):
+        for g in gs:
+            w.grad = g
+            opt.update()
+
+    w, opt = make()
+    run(w, opt, grads[:3])
+    if how == "npz":
+        serializers = pg.serializers
+        serializers.save_npz(tmp_path / "opt.npz", opt)
+        assert "w/vhat" in np.load(tmp_path / "opt.npz").files
+        w2, opt2 = make()
+        w2.data = w.data.copy()
+        serializers.load_npz(tmp_path / "opt.npz", opt2)
+    else:
+        w2, opt2 = pickle.loads(pickle.dumps((w, opt)))
+        assert (opt2.eta, opt2.weight_decay_rate, opt2.amsgrad) == (0.5, 0.01, True)
+    run(w, opt, grads[3:])
+    run(w2, opt2, grads[3:])
+    np.testing.assert_array_equal(w2.data, w.data)
+
+
+def test_an_adam_of_an_earlier_polygrad_loads_with_chainers_defaults(tmp_path):
+    """A pickle made before eta, weight_decay_rate and amsgrad existed has none of them, and a file
+    no vhat: they read as Chainer's defaults (and strict loading still takes the file)."""
+    import pickle
+
+    w = pg.Variable(np.ones(3))
+    opt = optimizers.Adam(0.1).setup(pg.Link(w=w))
+    w.grad = np.ones(3)
+    opt.update()
+    for name in ("eta", "weight_decay_rate", "amsgrad"):
+        del opt.__dict__[name]
+    old = pickle.loads(pickle.dumps(opt))
+    assert (old.eta, old.weight_decay_rate, old.amsgrad) == (1.0, 0.0, False)
+    np.savez(tmp_path / "old.npz", **{"t": 1, "epoch": 0, "w/t": 1, "w/m": np.full(3, 0.1), "w/v": np.full(3, 0.001)})
+    w2 = pg.Variable(np.ones(3))
+    opt2 = optimizers.Adam(0.1, amsgrad=True).setup(pg.Link(w=w2))
+    pg.serializers.load_npz(tmp_path / "old.npz", opt2)
+    state = opt2._state_of(w2)
+    assert state["t"] == 1 and state["vhat"] is None
+    w2.grad = np.ones(3)
+    opt2.update()  # (vhat starts at v: Chainer's zeros, whose maximum with v is v)
+    np.testing.assert_array_equal(opt2._state_of(w2)["vhat"], opt2._state_of(w2)["v"])
