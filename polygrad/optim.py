@@ -47,6 +47,9 @@ class _Params:
         if isinstance(params, Variable):  # iterating it would give its rows, never updated
             raise TypeError("polygrad.optim: params must be an iterable of Variables (a list), got one Variable; "
                             "pass [w]")
+        if callable(getattr(params, "namedparams", None)):  # a Link: "'Linear' object is not iterable", as PyTorch
+            raise TypeError(f"polygrad.optim: params must be an iterable of Variables, got a {type(params).__name__} "
+                            f"(a Link); pass model.params(), PyTorch's model.parameters()")
         if isinstance(params, (set, frozenset)):
             raise TypeError("polygrad.optim: params must be an ordered iterable of Variables, got a set: its "
                             "order, which state_dict() numbers the parameters by, changes from run to run")

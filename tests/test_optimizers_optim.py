@@ -250,6 +250,18 @@ def test_parameter_groups_given_as_dicts_are_refused_clearly():
         pg.optim.SGD([{"params": _params()}], lr=0.1)
 
 
+@pytest.mark.parametrize("make", [lambda: L.Linear(2, 3), lambda: pg.Sequential(L.Linear(2, 3), L.Linear(3, 1))])
+def test_a_link_given_for_the_parameters_is_refused_naming_params(make):
+    """pg.optim.SGD(model, lr) said "'Linear' object is not iterable" (PyTorch 0.x's TypeError too,
+    so a TypeError it stays), and a Sequential, iterable, "parameter 0 is a Linear"."""
+    model = make()
+    for cls in (pg.optim.SGD, pg.optim.Adam):
+        with pytest.raises(TypeError, match=r"params must be an iterable of Variables, got a \w+ \(a Link\); pass "
+                                            r"model.params\(\)"):
+            cls(model, lr=0.1)
+    pg.optim.SGD(model.params(), lr=0.1)
+
+
 def test_sgd_momentum_follows_pytorch_when_the_learning_rate_changes():
     """Chainer's velocity holds -lr * grad; PyTorch's holds the gradients and is scaled by each
     step's lr. One step at 0.1 and one at 0.01 on sum(w * w) from 1: PyTorch gives 0.766,
