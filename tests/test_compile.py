@@ -1314,3 +1314,28 @@ def test_an_unknown_size_takes_the_declared_size_it_must_match():
     want = F.layer_normalization(pg.Variable(xv) @ pg.Variable(W.get_value()), pg.Variable(g.get_value()),
                                  pg.Variable(b.get_value()))
     np.testing.assert_allclose(f(xv), want.data, rtol=1e-12)
+
+
+def test_the_outputs_of_a_multi_output_op_keep_the_declared_sizes():
+    """unstack/eigh/qr/svd of symbolic inputs had every size unknown, declared or not, so a write through a
+    view of unstack (v = pg.unstack(h)[1]; v *= 2) raised "not known; declare it with T.tensor", though
+    it was declared."""
+    x = T.tensor("float64", (3, 4), "x")
+    assert [u.shape for u in pg.unstack(x * 1.0)] == [(4,)] * 3
+    assert [t.shape for t in pg.linalg.eigh(T.tensor("float64", (None, 3, 3)))] == [(None, 3), (None, 3, 3)]
+    assert [t.shape for t in pg.linalg.svd(T.tensor("float64", (None, 5, 3)), full_matrices=False)] == [
+        (None, 5, 3), (None, 3), (None, 3, 3)]
+    h = x * 1.0
+    v = pg.unstack(h)[1]
+    v *= 2.0
+    cost = pg.sum(h * h)
+    f = pg.function([x], [cost, T.grad(cost, x)])
+    xv = np.arange(12.0).reshape(3, 4) / 10
+    e = pg.Variable(xv)
+    eh = e * 1.0
+    ev = pg.unstack(eh)[1]
+    ev *= 2.0
+    pg.sum(eh * eh).backward()
+    got_cost, got_grad = f(xv)
+    np.testing.assert_allclose(got_cost, float(pg.sum(eh * eh).data), rtol=1e-12)
+    np.testing.assert_allclose(got_grad, e.grad, rtol=1e-12)

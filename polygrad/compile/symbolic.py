@@ -402,8 +402,28 @@ def _record_multi(op: Op, datas: tuple, params: dict) -> Any:
         raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
     except Exception as exc:
         raise TypeError(f"polygrad.symbolic: cannot tell the outputs of {op.name} on these symbolic inputs: {exc}") from None
-    items = [SymbolicArray("item", args=(parent,), params={"index": k}, dtype=_dtype_name(o.dtype), shape=tuple(None for _ in o.shape))
-             for k, o in enumerate(sample)]
+    shapes = [tuple(o.shape) for o in sample]
+    if unknown:  # (as _alike: a dim is known where stand-ins of other sizes give it alike)
+        others = []
+        for size in (_second_size(_reach(params) + 1), 0):
+            if _small_stand_ins(datas, size):
+                try:
+                    with draws_aside():
+                        others.append(op.kernel(backend)(*_stand_ins(backend.xp, datas, size), **(params or {})))
+                except Exception:
+                    if size:  # (the run at 0 may fail: x[0], max refuse empty stand-ins)
+                        others = None
+                        break
+        if others is None or any(len(other) != len(sample) for other in others):
+            shapes = [tuple(None for _ in shape) for shape in shapes]
+        else:
+            shapes = [tuple(n if all(len(other[k].shape) == len(shape) and other[k].shape[i] == n for other in others)
+                            else None for i, n in enumerate(shape))
+                      for k, shape in enumerate(shapes)]
+    if value_shaped(op, datas):
+        shapes = [tuple(None for _ in shape) for shape in shapes]
+    items = [SymbolicArray("item", args=(parent,), params={"index": k}, dtype=_dtype_name(o.dtype), shape=shape)
+             for k, (o, shape) in enumerate(zip(sample, shapes))]
     return type(sample)(*items) if hasattr(sample, "_fields") else tuple(items)
 
 
