@@ -37,6 +37,7 @@ place could raise, the new values are computed first too and then copied in. A
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 import weakref
@@ -470,16 +471,17 @@ class GradientMethod(Optimizer):
 
     def _update_in_place(self, params: list, loss: Any, recover: bool = True) -> Any:
         """Chainer's form: each rule's ``update_one`` changes its parameter, one after the other (``t``
-        counts before the rules run, as in Chainer). On a backend that does not write in place (dask)
-        a rule only rebinds arrays, computed by one persist per backend at the end: where anything
-        fails up to it, each such parameter and its state, the gradients, ``t`` and the running
-        statistics are put back, so the update is all or nothing, as with ``step`` (the parameters
-        kept graphs that read a failing chunk, and every later read raised its error). What a rule
-        wrote in place (numpy) cannot be undone: a failure half-way leaves the earlier parameters
-        updated and says so in a note (write ``step`` instead)."""
+        counts before the rules run, as in Chainer). On a lazy backend (dask) the new arrays are
+        computed by one persist per backend at the end. Where anything fails up to it, every
+        parameter and state that can be is put back (see :meth:`_undo_in_place`), with the
+        gradients, ``t`` and the running statistics: the update is all or nothing, as with ``step``
+        (the parameters kept graphs that read a failing chunk, and every later read raised its
+        error), but for what a rule may have written in place (numpy), which cannot be undone and
+        is named in a note (write ``step`` instead)."""
         grads = [p._grad for _, p in params]  # the pre hooks rebind .grad
         t = self.t
-        ran: list = []  # (name, param, state, its array before its rule, a copy of its state) per rule started
+        # (name, param, state, its array before its rule, and what puts back that array and the state) per rule started
+        ran: list = []
         returned = 0  # how many of those rules returned
         try:
             if self.zero_missing_grads:
@@ -490,20 +492,21 @@ class GradientMethod(Optimizer):
                 if param.grad is None:
                     continue
                 state = self._state(name, param)
-                ran.append((name, param, state, param._data, dict(state)))
+                ran.append((name, param, state, param._data, _undo_point(param._data),
+                            {k: _undo_point(v) if k in self.state_names else v for k, v in state.items()}))
                 state["t"] += 1
                 self.update_one(param, state)
                 returned += 1
             self._persist_in_place(ran)
         except BaseException as exc:
             self.t = t
-            if not self._undo_in_place(ran, returned, exc):
-                for (_, p), g in zip(params, grads):
-                    p._grad = g
+            self._undo_in_place(ran, returned, exc)
+            for (_, p), g in zip(params, grads):  # (every one: a retry applies the pre hooks once, WeightDecay too)
+                p._grad = g
             if recover and isinstance(exc, Exception):  # (after Ctrl-C nothing was shown bad: values stay)
                 self._recover_buffers()
             raise
-        for _, param, _, old, _ in ran:
+        for _, param, _, old, _, _ in ran:
             _count_update(param, old)
         self._keep_buffers()
         self._forget_dead(len(params))
@@ -517,7 +520,7 @@ class GradientMethod(Optimizer):
         pass succeeded."""
         buffers = self._lazy_buffers()
         lazy: dict[Any, list] = {backend: [] for backend in {b[3] for b in buffers}}
-        for _, param, state, _, _ in ran:
+        for _, param, state, _, _, _ in ran:
             if state["backend"].lazy:
                 lazy.setdefault(state["backend"], []).append((param, state))
         results, stored = [], []
@@ -534,30 +537,41 @@ class GradientMethod(Optimizer):
                     state[k] = next(done)
         _set_persistents(stored)
 
-    def _undo_in_place(self, ran: list, returned: int, exc: BaseException) -> bool:
+    def _undo_in_place(self, ran: list, returned: int, exc: BaseException) -> None:
         """After a failed update in Chainer's form (``ran``, ``returned``: see :meth:`_update_in_place`),
-        put back each parameter, array and state, whose backend rebinds (its old array is as it
-        was). Where a rule wrote in place, what it wrote stays, counted as an update, and a note on
-        ``exc`` says which parameters stay updated. Returns whether any does."""
+        put back each parameter's array and state, but where its rule left an array in place on a
+        backend that writes in place (numpy: ``param.data -= delta``, ``state["m"] += g``): what it
+        wrote there cannot be undone, so that parameter stays as its rule left it, counted as an
+        update (its version moves, its ``state["t"]`` stays), and a note on ``exc`` names it and the
+        arrays it kept. A rule that only rebinds (docs/training.md's SignSGD) is undone everywhere;
+        on dask even ``param.data[...] = v``, which changes the Array object (see :func:`_undo_point`)."""
         kept, failing = [], None
-        for k, (name, param, state, old, before) in enumerate(ran):
-            if not backend_of_type(type(old)).inplace:
-                param._data = old
+        for k, (name, param, state, old, data_was, state_was) in enumerate(ran):
+            left = (["data"] if _maybe_written(param._data, data_was) else []) + [
+                f"state {n!r}" for n in self.state_names if _maybe_written(state.get(n), state_was.get(n))]
+            if not left:
+                param._data = data_was
                 state.clear()
-                state.update(before)
+                state.update(state_was)
             elif k < returned:
                 _count_update(param, old)
-                kept.append(name)
+                kept.append((name, left))
             else:  # its rule failed: its count stays, and only a rebinding counts (it may have written nothing)
                 _count_update(param, old, rebound_only=True)
-                state["t"] = before["t"]
-                failing = name
-        if kept or failing is not None:
-            failed = "" if failing is None else f"{failing!r} failed and may hold part of its update, "
-            _note(exc, f"polygrad: {type(self).__name__}.update: half applied: update_one wrote parameters {kept} in "
-                       f"place, which cannot be undone, {failed}the others are as they were (and the count t stays "
-                       f"{self.t}); write the rule as step for updates that are all or nothing")
-        return bool(kept)
+                state["t"] = state_was["t"]
+                failing = (name, left)
+        if not kept and failing is None:
+            return
+        said = lambda name, left: f"{name!r} kept its {' and '.join(left)}"  # noqa: E731
+        text = f"polygrad: {type(self).__name__}.update: "
+        if kept:
+            text += (f"half applied: update_one wrote parameters {[name for name, _ in kept]} in place, which cannot "
+                     f"be undone ({'; '.join(said(*one) for one in kept)}), and they stay updated; ")
+        if failing is not None:
+            text += (f"{failing[0]!r} failed and may hold part of its update ({said(*failing)}, written in place or "
+                     f"not); ")
+        _note(exc, text + f"the other parameters are as they were, every gradient too (and the count t stays "
+                          f"{self.t}); write the rule as step for updates that are all or nothing")
 
     def update_one(self, param: Variable, state: dict) -> None:
         """Chainer's in-place form of a rule: change ``param.data`` (and ``state``) from
@@ -1012,6 +1026,30 @@ def _sub_from(param: Variable, delta: Any) -> None:
             _updated_in_place(param, views)
             return
     _rebind(param, _stepped(backend.xp, old, delta) if new is NotImplemented or new is None else new)
+
+
+def _undo_point(value: Any) -> Any:
+    """What puts ``value`` (an array a rule's ``update_one`` may change) back after a failure: a
+    second handle on its values (``copy.copy``: dask's shares the graph, no data) where its backend
+    does not write in place, since a raw ``x[...] = v`` there (dask's ``__setitem__``) changes the
+    array object itself; else ``value`` itself (numpy: what a rule writes into it cannot be undone,
+    see :func:`_maybe_written`)."""
+    try:
+        inplace = backend_of_type(type(value)).inplace
+    except TypeError:  # (no array: a count)
+        return value
+    return value if inplace else copy.copy(value)
+
+
+def _maybe_written(now: Any, was: Any) -> bool:
+    """Whether a rule may have written into the array ``was`` (see :func:`_undo_point`) that is
+    still ``now``: one of a backend that writes in place, which the rule did not rebind."""
+    if now is not was or now is None:
+        return False
+    try:
+        return backend_of_type(type(now)).inplace
+    except TypeError:
+        return False
 
 
 def _count_update(param: Variable, old: Any, rebound_only: bool = False) -> None:

@@ -365,3 +365,117 @@ def test_an_update_one_rule_failing_half_way_on_numpy_keeps_t_and_says_what_stay
     assert "half applied" in notes and "['/a']" in notes and "'/b' failed" in notes and "t stays 0" in notes
     assert opt.t == 0 and [opt._state_of(p)["t"] for p in (a, b)] == [1, 0] and opt._state_of(c) is None
     assert [float(p.data[0]) for p in (a, b, c)] == [0.0, 0.0, 1.0] and (a.version, c.version) == (1, 0)
+
+
+class _SetItemRule(pg.optimizers.GradientMethod):
+    """A rule in Chainer's update_one form that writes its arrays with ``x[...] = v`` (dask does it
+    by changing the Array object), failing at the parameter named in ``fail``."""
+
+    state_names = ("m",)
+
+    def __init__(self, fail=None):
+        self.fail = fail
+
+    def update_one(self, param, state):
+        xp = param.xp
+        state["m"][...] = state["m"] + param.grad
+        param.data[...] = param.data - 0.5 * xp.sign(state["m"])
+        if param.name == self.fail:
+            raise RuntimeError(f"rule failed at {param.name}")
+
+
+@pytest.mark.parametrize("where", ["other chunk", "own chunk", "rule"])
+def test_an_update_one_rule_writing_dask_arrays_with_setitem_is_undone(where):
+    """dask's x[...] = v changes the Array object: the undo put the same (changed) object back, so
+    /a kept its step (or the failing chunk's graph, and every later read raised) while t and the
+    gradients were put back and nothing said so; a retry stepped /a twice. Now the parameters and
+    their states are as they were, and the retry steps once."""
+    da = pytest.importorskip("dask.array")
+    from polygrad import optimizer_hooks as H
+
+    a = pg.Variable(da.from_array(np.array([1.0, -1.0]), chunks=1), name="a")
+    b = pg.Variable(da.from_array(np.array([2.0, -2.0]), chunks=1), name="b")
+    opt = _SetItemRule(fail="b" if where == "rule" else None).setup(pg.Link(a=a, b=b))
+    opt.add_hook(H.WeightDecay(1.0))
+    good = da.from_array(np.array([1.0, 1.0]), chunks=1)
+    bad = good.map_blocks(_failing_chunk, dtype=float)
+    a.grad, b.grad = (bad if where == "own chunk" else good), (bad if where == "other chunk" else good)
+    grads = (a.grad, b.grad)
+    with pytest.raises((OSError, RuntimeError)) as info:
+        opt.update()
+    assert not getattr(info.value, "__notes__", ())
+    assert opt.t == 0 and (a.grad, b.grad) == grads and (a.version, b.version) == (0, 0)
+    np.testing.assert_array_equal(np.asarray(a.data), [1.0, -1.0])
+    np.testing.assert_array_equal(np.asarray(b.data), [2.0, -2.0])
+    assert [np.asarray(opt._state_of(p)["m"]).tolist() for p in (a, b)] == [[0.0, 0.0]] * 2
+    opt.fail = None
+    a.grad, b.grad = good, good
+    opt.update()  # once: grad + 1.0 * data; m is that; each steps by 0.5 * sign(m)
+    assert opt.t == 1 and [opt._state_of(p)["t"] for p in (a, b)] == [1, 1]
+    np.testing.assert_array_equal(np.asarray(a.data), [0.5, -1.0])
+    np.testing.assert_array_equal(np.asarray(b.data), [1.5, -1.5])
+    np.testing.assert_array_equal(np.asarray(opt._state_of(a)["m"]), [2.0, 0.0])
+
+
+def test_an_update_one_rule_that_only_rebinds_on_numpy_is_undone():
+    """docs/training.md's SignSGD rebinds param.data and its state, so its old arrays are intact: a
+    failure at /b left /a stepped (its state too, t put back to 0) with a note that it was "written in
+    place", and /b kept WeightDecay's gradient, so a retry applied it twice. Now /a is as it was, every
+    gradient is put back, and the retry steps once."""
+    from polygrad import optimizer_hooks as H
+
+    class SignSGD(pg.optimizers.GradientMethod):
+        state_names = ("steps",)
+        fail = True
+
+        def update_one(self, param, state):
+            if param.name == "b" and self.fail:
+                raise RuntimeError("rule failed at b")
+            state["steps"] = state["steps"] + 1
+            param.data = param.data - 0.5 * param.xp.sign(param.grad)
+
+    a, b = pg.Variable(np.array([1.0, -1.0]), name="a"), pg.Variable(np.array([2.0, -2.0]), name="b")
+    a0 = a.data
+    opt = SignSGD().setup(pg.Link(a=a, b=b))
+    opt.add_hook(H.WeightDecay(1.0))
+    a.grad, b.grad = np.array([1.0, 1.0]), np.array([-3.0, 3.0])
+    with pytest.raises(RuntimeError, match="rule failed at b") as info:
+        opt.update()
+    notes = " ".join(info.value.__notes__)
+    assert "half applied" not in notes and "'/a'" not in notes and "'/b' failed" in notes
+    assert a.data is a0 and a.version == 0 and opt.t == 0
+    assert opt._state_of(a)["t"] == 0 and opt._state_of(a)["steps"].tolist() == [0.0, 0.0]
+    assert a.grad.tolist() == [1.0, 1.0] and b.grad.tolist() == [-3.0, 3.0]
+    opt.fail = False
+    opt.update()  # WeightDecay once: b's gradient is -3 + 2 = -1 and 3 - 2 = 1
+    assert a.data.tolist() == [0.5, -1.0] and b.data.tolist() == [2.5, -2.5] and opt.t == 1
+
+
+def test_an_update_one_rule_half_applied_on_numpy_names_the_arrays_it_kept():
+    """A rule that rebinds /a's data but adds into its state in place cannot be undone for /a: the
+    note said update_one "wrote ... in place" without saying what; it names the kept arrays now,
+    /c (rebinding only, earlier) is put back, and /a counts its update."""
+
+    class Rule(pg.optimizers.GradientMethod):
+        state_names = ("m",)
+
+        def update_one(self, param, state):
+            if param.name == "b":
+                raise RuntimeError("rule failed at b")
+            if param.name == "a":
+                state["m"] += param.grad
+            else:
+                state["m"] = state["m"] + param.grad
+            param.data = param.data - param.grad
+
+    a, c, b = (pg.Variable(np.array([1.0]), name=n) for n in "acb")
+    opt = Rule().setup(pg.Chain(l1=pg.Link(a=a, c=c), l2=pg.Link(b=b)))
+    for p in (a, b, c):
+        p.grad = np.array([1.0])
+    with pytest.raises(RuntimeError, match="rule failed at b") as info:
+        opt.update()
+    notes = " ".join(info.value.__notes__)
+    assert "half applied" in notes and "['/l1/a']" in notes and "'/l1/a' kept its state 'm'" in notes
+    assert "'/l2/b' failed" in notes and "'/l1/c'" not in notes and "t stays 0" in notes
+    assert [float(p.data[0]) for p in (a, c, b)] == [0.0, 1.0, 1.0] and (a.version, c.version) == (1, 0)
+    assert [opt._state_of(p)["t"] for p in (a, c, b)] == [1, 0, 0]
