@@ -608,7 +608,7 @@ class GradientMethod(Optimizer):
         target that is no Link, as torch-style optim's)."""
         links = getattr(self.target, "links", None)
         return [(link, name, getattr(link, name, None))
-                for link in (links() if links is not None else ()) for name in getattr(link, "_persistent", ())]
+                for link in (links() if links is not None else ()) for name in link._persistents()]
 
     def _lazy_buffers(self) -> list:
         """``(link, name, value, backend)`` for the target's persistent arrays (running statistics)

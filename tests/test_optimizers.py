@@ -687,3 +687,27 @@ def test_an_adam_of_an_earlier_polygrad_loads_with_chainers_defaults(tmp_path):
     w2.grad = np.ones(3)
     opt2.update()  # (vhat starts at v: Chainer's zeros, whose maximum with v is v)
     np.testing.assert_array_equal(opt2._state_of(w2)["vhat"], opt2._state_of(w2)["v"])
+
+
+def test_a_class_level_persistent_value_is_persisted_with_the_parameters():
+    """The optimizer reads a link's persistent names through Link._persistents, the one accessor
+    that saves, loads, moves and copies read: a class-level ``_persistent`` list counts there too,
+    so its lazy value is persisted at each update (its graph does not grow step after step)."""
+    da = pytest.importorskip("dask.array")
+
+    class Counter(pg.Link):
+        _persistent = ["seen"]
+
+        def __init__(self):
+            super().__init__()
+            with self.init_scope():
+                self.w = pg.Variable(da.ones(2, chunks=2))
+            self.seen = da.zeros(2, chunks=2)
+
+    link = Counter()
+    opt = optimizers.SGD(lr=0.1).setup(link)
+    for _ in range(3):
+        link.seen = link.seen + 1
+        link.w.grad = da.ones(2, chunks=2)
+        opt.update()
+    assert len(link.seen.dask) == 1 and np.asarray(link.seen).tolist() == [3.0, 3.0]
