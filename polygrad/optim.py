@@ -214,7 +214,8 @@ class Optimizer:
         array, ...}}, "param_groups": [{hyperparameters..., "params": [0, 1, ...]}]}``, where a
         parameter never updated has no entry. The names are polygrad's (Chainer's): ``"t"`` is
         PyTorch's ``"step"``, SGD's ``"v"`` its ``"momentum_buffer"`` (absent until a step with a
-        momentum), Adam's ``"m"`` and ``"v"`` its ``"exp_avg"`` and ``"exp_avg_sq"``; the group
+        momentum), Adam's ``"m"``, ``"v"`` and ``"vhat"`` its ``"exp_avg"``, ``"exp_avg_sq"`` and
+        ``"max_exp_avg_sq"`` (absent until a step with amsgrad); the group
         holds the keys added to ``param_groups[0]`` too. The arrays are the optimizer's own, as in
         PyTorch (its updates replace them rather than write into them): ``copy.deepcopy`` the
         dict to keep a snapshot whatever the rule."""
@@ -449,15 +450,16 @@ class _TorchAdam(_Decayed, optimizers.Adam):
     same as Chainer's up to rounding, except where a beta is 0: Chainer's ``v + (1 - beta2)
     (g^2 - v)`` then cancels to 0), and ``param -= lr sqrt(1 - beta2^t) / (1 - beta1^t) m /
     (sqrt(v) + eps)``: eps is added before the bias correction, as in PyTorch 0.x (PyTorch
-    1.x adds it after)."""
+    1.x adds it after). With ``amsgrad`` the rule's AMSGrad is PyTorch 0.4's too: ``v`` there
+    is the largest ``v`` so far (its ``max_exp_avg_sq``, from zeros, is polygrad's ``vhat``)."""
 
     hyperparameter_owner = "optim.Adam"
     alpha = Hyperparameter((_non_negative, "non-negative"), label="lr")
     eps = Hyperparameter((_non_negative, "non-negative"))
 
-    def __init__(self, lr: float, betas: Any, eps: float, weight_decay: float) -> None:
+    def __init__(self, lr: float, betas: Any, eps: float, weight_decay: float, amsgrad: bool) -> None:
         beta1, beta2 = _betas(betas)
-        super().__init__(alpha=lr, beta1=beta1, beta2=beta2, eps=eps)
+        super().__init__(alpha=lr, beta1=beta1, beta2=beta2, eps=eps, amsgrad=amsgrad)
         self.weight_decay = weight_decay
 
     @staticmethod
@@ -478,17 +480,16 @@ def _betas(value: Any) -> tuple[Any, Any]:
 
 class Adam(Optimizer):
     """``torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-    amsgrad=False)``, PyTorch 0.x's rule (see ``_TorchAdam``: eps before the bias correction);
-    ``amsgrad=True`` is not supported."""
+    amsgrad=False)``, PyTorch 0.4's rule (see ``_TorchAdam``: eps before the bias correction),
+    AMSGrad included."""
 
-    _hyperparameters = ("lr", "betas", "eps", "weight_decay")
-    _rule_attributes = {"lr": "alpha", "eps": "eps", "weight_decay": "weight_decay"}
+    _hyperparameters = ("lr", "betas", "eps", "weight_decay", "amsgrad")
+    _rule_attributes = {"lr": "alpha", "eps": "eps", "weight_decay": "weight_decay", "amsgrad": "amsgrad"}
+    _added_later = {"amsgrad": False}
 
     def __init__(self, params: Iterable[Variable], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False) -> None:
-        if amsgrad:
-            raise NotImplementedError("polygrad.optim.Adam: amsgrad=True is not supported")
-        super().__init__(params, _TorchAdam(lr, betas, eps, weight_decay))
+        super().__init__(params, _TorchAdam(lr, betas, eps, weight_decay, amsgrad))
 
     def _get_hyperparameter(self, key: str) -> Any:
         if key == "betas":

@@ -156,7 +156,8 @@ def test_state_dict_round_trip_resumes_bit_identically(kind):
 def test_state_dict_of_adam_names_its_hyperparameters_as_pytorch():
     opt = pg.optim.Adam(_params(), lr=0.01, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.5)
     group = opt.state_dict()["param_groups"][0]
-    assert group == {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.5, "params": [0, 1, 2]}
+    assert group == {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.5, "amsgrad": False,
+                     "params": [0, 1, 2]}
 
 
 def test_load_state_dict_puts_the_state_on_the_parameters_backend():
@@ -219,7 +220,7 @@ def test_param_groups_set_the_hyperparameters():
     assert (opt._rule.beta1, opt._rule.beta2) == (0.8, 0.9)
     reference = pg.optim.Adam([pg.Variable(p.data.copy()) for p in ps], lr=0.01, betas=(0.8, 0.9))
     _assert_same_run(opt, reference)
-    assert dict(opt.param_groups[0]).keys() == {"params", "lr", "betas", "eps", "weight_decay"}
+    assert dict(opt.param_groups[0]).keys() == {"params", "lr", "betas", "eps", "weight_decay", "amsgrad"}
     with pytest.raises(KeyError, match="has no hyperparameter 'momentum'"):
         opt.param_groups[0]["momentum"] = 0.9
     with pytest.raises(ValueError, match=r"beta2 must be in \[0, 1\)"):
@@ -398,7 +399,7 @@ def test_adam_with_a_zero_beta_keeps_its_moments():
     (lambda w: pg.optim.Adam([w], lr=-1e-3), "lr must be non-negative"),
     (lambda w: pg.optim.Adam([w], eps=-1e-8), "eps must be non-negative"),
     (lambda w: pg.optim.Adam([w], betas=(0.9, 0.99, 0.5)), "betas must be a pair"),
-    (lambda w: pg.optim.Adam([w], amsgrad=True), "amsgrad=True is not supported"),
+    (lambda w: pg.optim.Adam([w], amsgrad="no"), "amsgrad must be a bool, got 'no'"),
     (lambda w: pg.optim.SGD([w], lr=0.1).param_groups[0].__setitem__("lr", -1), "lr must be non-negative"),
 ])
 def test_optimizer_arguments_are_checked(make, error):
@@ -485,8 +486,8 @@ def test_a_parameter_group_takes_keys_of_its_own_as_pytorchs_lr_schedulers_add()
     with pytest.raises(KeyError, match="has no hyperparameter 'momentum'"):
         adam.param_groups[0]["momentum"] = 0.9
     torch_style = adam.state_dict()
-    torch_style["param_groups"][0]["amsgrad"] = True  # not supported: refused, not ignored
-    with pytest.raises(ValueError, match="amsgrad"):
+    torch_style["param_groups"][0]["nesterov"] = True  # another optimizer's: refused, not ignored
+    with pytest.raises(ValueError, match="nesterov"):
         adam.load_state_dict(torch_style)
 
 
@@ -517,3 +518,50 @@ def test_a_parameter_given_twice_warns_as_in_pytorch():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # model.params() names a tied weight once per path: no warning
         pg.optim.SGD(pg.Sequential(tied, tied).params(), lr=1.0)
+
+
+def _torch04_amsgrad(w, grads, lr, betas, eps, weight_decay):
+    """torch.optim.Adam(amsgrad=True) of PyTorch 0.4, written out: max_exp_avg_sq starts at zeros,
+    eps is added before the bias correction."""
+    (b1, b2), w = betas, w.copy()
+    m, v, vmax = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t, g in enumerate(grads, start=1):
+        g = g + weight_decay * w
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        vmax = np.maximum(vmax, v)
+        w = w - lr * np.sqrt(1 - b2**t) / (1 - b1**t) * m / (np.sqrt(vmax) + eps)
+    return w, vmax
+
+
+@pytest.mark.parametrize("how", ["constructor", "param_groups", "load_state_dict"])
+def test_adam_amsgrad_follows_pytorch_04_over_20_steps(how):
+    """pg.optim.Adam(amsgrad=True) raised NotImplementedError although the rule it shares with
+    pg.optimizers.Adam computes AMSGrad; it is PyTorch 0.4's, set by the constructor, the parameter
+    group or a state dict (an older one, without amsgrad, loads as False)."""
+    rng = np.random.default_rng(3)
+    w0 = rng.normal(size=(3, 2))
+    grads = [rng.normal(size=(3, 2)) / (1 + k) ** 2 for k in range(20)]  # shrinking: the largest v is not v
+    w = pg.Variable(w0.copy())
+    hp = dict(lr=0.05, betas=(0.8, 0.9), eps=1e-6, weight_decay=0.01)
+    opt = pg.optim.Adam([w], **hp, amsgrad=how == "constructor")
+    if how == "param_groups":
+        opt.param_groups[0]["amsgrad"] = True
+    elif how == "load_state_dict":
+        sd = opt.state_dict()
+        old = copy.deepcopy(sd)
+        del old["param_groups"][0]["amsgrad"]
+        opt.load_state_dict(old)
+        assert opt.param_groups[0]["amsgrad"] is False
+        sd["param_groups"][0]["amsgrad"] = True
+        opt.load_state_dict(sd)
+    assert opt.param_groups[0]["amsgrad"] is True
+    for g in grads:
+        w.grad = g.copy()
+        opt.step()
+    want, vmax = _torch04_amsgrad(w0, grads, **hp)
+    np.testing.assert_allclose(w.data, want, rtol=1e-10, atol=1e-12)
+    state = opt.state_dict()
+    assert state["param_groups"][0]["amsgrad"] is True
+    np.testing.assert_allclose(state["state"][0]["vhat"], vmax, rtol=1e-10)
+    assert not np.allclose(state["state"][0]["vhat"], state["state"][0]["v"])  # (AMSGrad is not Adam here)
