@@ -1038,7 +1038,12 @@ def _undo_point(value: Any) -> Any:
         inplace = backend_of_type(type(value)).inplace
     except TypeError:  # (no array: a count)
         return value
-    return value if inplace else copy.copy(value)
+    if inplace:
+        return value
+    try:
+        return copy.copy(value)
+    except Exception:  # (an array type of a third-party backend that cannot be copied: no worse than before)
+        return value
 
 
 def _maybe_written(now: Any, was: Any) -> bool:
