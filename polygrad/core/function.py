@@ -552,17 +552,16 @@ class Function(Node):
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
         # A Chainer-style forward may keep its outputs by reference (self.y = y, a view of it, inside a list or an
-        # object: the seed allows it) and read them in backward, where y *= 2 would have changed them. The version
-        # of each output array forward made (not an input's, not the copy _own_memory made, not one retained,
-        # which _out_saved checks) that its attributes hold, or may hold, is recorded: backward refuses it written
-        # in place since. One held nowhere takes in-place writes; so does every output where writes rebind (what
-        # forward holds keeps its values). PyTorch-style backward reads its outputs from saved_tensors (checked).
-        if self._style == "chainer":
+        # object: the seed allows it) and read them in backward, where y *= 2 would have changed them. Unless
+        # retain_outputs said what backward keeps, the version of each output array forward made (not an input's,
+        # not the copy _own_memory made) that its attributes hold, or may hold, is recorded: backward refuses it
+        # written in place since. One held nowhere takes in-place writes; so does every output where writes rebind
+        # (what forward holds keeps its values). PyTorch-style backward reads its outputs from saved_tensors.
+        if self._style == "chainer" and "retain_outputs" not in self._declared:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
             held = self._holding(tuple(
-                y if v._data is y and i not in self._retained_outputs and backend_of_type(type(y)).inplace
-                and not any(y is a for a in theirs) else None
-                for i, (v, y) in enumerate(zip(out_vars, outputs))))
+                y if v._data is y and backend_of_type(type(y)).inplace and not any(y is a for a in theirs) else None
+                for v, y in zip(out_vars, outputs)))
             if held:
                 self._out_versions = tuple((*held[i], v._vbox, v._vbox.n) if i in held else None
                                            for i, v in enumerate(out_vars))
@@ -810,7 +809,8 @@ class Function(Node):
             f"operation after forward (version {version}, now {box.n}), and {name} {how} ({where}), "
             f"which its backward may read with the changed values. Change the output out of place (y = y * 2 "
             f"rather than y *= 2), or do the in-place operation after backward. If {name}.backward does not read "
-            f"it, do not keep it in forward{unsure}.{debug}")
+            f"it, do not keep it, or say what backward keeps with self.retain_outputs(...) in forward "
+            f"(retain_outputs(()) for none) and read retained outputs from self.output_data{unsure}.{debug}")
 
     def _release(self, by: Any = True) -> None:
         self._freed = by
