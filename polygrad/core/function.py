@@ -44,16 +44,13 @@ array([6.])
 
 from __future__ import annotations
 
-import collections
-import gc
 import inspect
 import threading
-import types
 import weakref
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type, has_namespace, is_array
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.integers import as_int
 from polygrad.core.node import Node, _dead, freed_error, inplace_site, next_seq, version_error
 from polygrad.core.primitive import apply
@@ -143,86 +140,6 @@ def _positional(method: Any) -> tuple[int, bool]:
     return count, any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-#: How a Function holds an output it made (see Function._holding), as its refusal says it.
-_HOLDS = ("holds that array", "holds a view of that array", "may hold that array")
-#: Bounds of the search for held outputs: past them an output not found yet is taken as held.
-_WALK_OBJECTS = 10_000
-_WALK_DEPTH = 32
-#: What holds no array and is not searched (a class's or a module's attributes are not the instance's).
-_ATOMS = (type(None), bool, int, float, complex, str, bytes, bytearray, range, slice, type(Ellipsis), type,
-          types.ModuleType, types.CodeType)
-_CONTAINERS = (tuple, list, dict, set, frozenset)
-
-
-def _sharing(a: Any, y: Any) -> str | None:
-    """How held array ``a`` holds output array ``y``, which owns its memory (see _own_memory): as ``y`` itself,
-    as a view of it (its ``.base`` chain, where its type has one, as numpy's and cupy's, reaches ``y``), or
-    maybe (no ``.base`` to follow, and its backend cannot say it owns its memory); None: it shares none."""
-    if a is y:
-        return _HOLDS[0]
-    if not hasattr(a, "base"):
-        return None if backend_of_type(type(a)).owns_memory(a) else _HOLDS[2]
-    b = a
-    for _ in range(_WALK_DEPTH):
-        b = b.obj if isinstance(b, memoryview) else getattr(b, "base", None)
-        if b is y:
-            return _HOLDS[1]
-        if b is None:  # the chain ended at memory of its own, not y's
-            return None
-    return _HOLDS[2]
-
-
-def _parts(obj: Any, where: str) -> list:
-    """``(where, part)`` for what ``obj`` (no array) refers to, for Function._holding: a Variable's data, a
-    container's items, a function's closure and defaults, an object's attributes, and what else the garbage
-    collector sees it refer to (a functools.partial's arguments, a bound method's object; not its class or a
-    module). Of a Function only the user's attributes, not polygrad's (its graph and what it saved)."""
-    if isinstance(obj, Variable):
-        return [(f"{where}.data", obj._data)]
-    if isinstance(obj, Node) and not isinstance(obj, Function):  # a graph's node: what it saved is checked
-        return []
-    if isinstance(obj, weakref.ref):
-        return [(f"{where}()", obj())]
-    if isinstance(obj, (tuple, list)):
-        parts = [(f"{where}[{k}]", a) for k, a in enumerate(obj)]
-    elif isinstance(obj, dict):
-        parts = [(f"{where}[{_key(k)}]", a) for k, a in obj.items()]
-        parts += [(f"{where} (a key)", k) for k in obj if not isinstance(k, _ATOMS)]
-    elif isinstance(obj, (set, frozenset)):
-        parts = [(f"{where} (an item)", a) for a in obj]
-    elif isinstance(obj, types.FunctionType):
-        parts = [(f"{where}.__defaults__", obj.__defaults__), (f"{where}.__kwdefaults__", obj.__kwdefaults__)]
-        for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or ()):
-            try:
-                parts.append((f"{where} (its closure's {name})", cell.cell_contents))
-            except ValueError:  # an empty cell
-                pass
-    else:
-        parts = []
-    attrs = getattr(obj, "__dict__", None)
-    if isinstance(attrs, dict):
-        own = _OWN_FIELDS if isinstance(obj, Function) else ()
-        parts += [(f"{where}.{k}", a) for k, a in attrs.items() if k not in own]
-    if isinstance(obj, Node):
-        return parts
-    for cls in type(obj).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            part = getattr(obj, name, _ATOMS) if name not in ("__dict__", "__weakref__") else _ATOMS
-            if part is not _ATOMS:
-                parts.append((f"{where}.{name}", part))
-    if not isinstance(obj, (*_CONTAINERS, types.FunctionType)):  # (their parts are all named above)
-        named = {id(a) for _, a in parts} | {id(attrs)}
-        parts += [(f"{where} (inside its {type(obj).__name__})", a) for a in gc.get_referents(obj)
-                  if id(a) not in named and not isinstance(a, (type, types.ModuleType))]
-    return parts
-
-
-def _key(k: Any) -> str:
-    text = repr(k)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 class Function(Node):
     """Function on variables with backpropagation ability (see the module docstring)."""
 
@@ -265,8 +182,7 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
-        d["_out_versions"] = ()  # per output (Chainer-style), (how, where, counter, version) where forward holds it
-        d["_no_grad_outputs"] = d["_aliased_outputs"] = frozenset()  # (what _link_outputs finds)
+        d["_out_versions"] = ()  # per output (Chainer-style), (attribute, counter, version) where forward holds it
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -551,19 +467,17 @@ class Function(Node):
                                 for i, v in enumerate(out_vars))
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
-        # A Chainer-style forward may keep its outputs by reference (self.y = y, a view of it, inside a list or an
-        # object: the seed allows it) and read them in backward, where y *= 2 would have changed them. Unless
-        # retain_outputs said what backward keeps, the version of each output array forward made (not an input's,
-        # not the copy _own_memory made) that its attributes hold, or may hold, is recorded: backward refuses it
-        # written in place since. One held nowhere takes in-place writes; so does every output where writes rebind
-        # (what forward holds keeps its values). PyTorch-style backward reads its outputs from saved_tensors.
+        # A Chainer-style forward may keep its outputs by reference (self.y = y: the seed allows it) and read
+        # them in backward, where y *= 2 would have changed them. Unless retain_outputs said what backward keeps,
+        # the version of each output array forward made (not an input's, not the copy _own_memory made) and
+        # holds in an attribute is recorded: backward refuses it written in place since. One it holds nowhere
+        # takes in-place writes. PyTorch-style backward reads its outputs from saved_tensors, which are checked.
         if self._style == "chainer" and "retain_outputs" not in self._declared:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
-            held = self._holding(tuple(
-                y if v._data is y and backend_of_type(type(y)).inplace and not any(y is a for a in theirs) else None
-                for v, y in zip(out_vars, outputs)))
+            held = self._holding(tuple(y if v._data is y and not any(y is a for a in theirs) else None
+                                       for v, y in zip(out_vars, outputs)))
             if held:
-                self._out_versions = tuple((*held[i], v._vbox, v._vbox.n) if i in held else None
+                self._out_versions = tuple((held[i], v._vbox, v._vbox.n) if i in held else None
                                            for i, v in enumerate(out_vars))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
@@ -573,53 +487,24 @@ class Function(Node):
             )
 
     def _holding(self, arrays: tuple) -> dict:
-        """How and where this Function's own attributes hold each of ``arrays`` (None: not looked for), as
-        ``{index: (how, "self.c[0].y")}``: ``how`` is one of :data:`_HOLDS`. The search goes breadth first
-        through what forward left on ``self`` (not polygrad's own fields: saved_tensors and output_data are
-        checked), into tuples, lists, dicts, sets, objects' ``__dict__`` and ``__slots__``, closures and
-        what other objects refer to, and takes an array held if it is the output's or a view of it. Where it
-        cannot tell (past _WALK_OBJECTS objects, nested deeper than _WALK_DEPTH, an array whose memory it
-        cannot trace), it says "may hold": refusing a write backward might not have read is better than
-        a silent wrong gradient."""
-        todo = {i: y for i, y in enumerate(arrays) if y is not None}
+        """Where this Function's attributes hold each of ``arrays`` (None: not looked for), by identity and one
+        level into tuples, lists and dicts: ``{index: "self.y"}``. What save_for_backward and mark_* were given
+        is not held by the user's code (saved_tensors checks the saved)."""
         found: dict = {}
-        maybe: dict = {}  # (kept while the search goes on: it may yet find the output itself)
-        if not todo:
-            return found
-        seen = {id(self)}
-        queue = collections.deque((f"self.{k}", v, 1) for k, v in vars(self).items() if k not in _OWN_FIELDS)
-        left = _WALK_OBJECTS  # (atoms count: a list of a million numbers is not searched through)
-        while queue and todo:
-            where, obj, depth = queue.popleft()
-            left -= 1
-            if isinstance(obj, _ATOMS) or id(obj) in seen:
+        for name, value in vars(self).items():
+            if value is self._to_save or value is self._non_differentiable:
                 continue
-            seen.add(id(obj))
-            array = not isinstance(obj, _CONTAINERS) and is_array(obj)
-            objects = array and getattr(getattr(obj, "dtype", None), "kind", None) == "O"  # (numpy's)
-            size = obj.size if objects else len(obj) if isinstance(obj, _CONTAINERS) else 0
-            if left < size or depth > _WALK_DEPTH:
-                why = (f"{where}: nested more than {_WALK_DEPTH} deep" if depth > _WALK_DEPTH
-                       else f"{where}: the search stopped there, at {_WALK_OBJECTS} objects")
-                maybe = {i: maybe.get(i, (_HOLDS[2], why)) for i in todo}
-                break
-            if objects:  # an array of Python objects: its items
-                queue.extend((f"{where}[...]", a, depth + 1) for a in obj.flat)
-            elif array:
-                for i, y in list(todo.items()):
-                    how = _sharing(obj, y)
-                    if how == _HOLDS[2]:
-                        maybe.setdefault(i, (how, f"{where}, a {type(obj).__name__} whose memory it cannot trace"))
-                    elif how is not None:
-                        found[i] = (how, where)
-                        del todo[i]
+            if isinstance(value, (tuple, list)):
+                items: Any = ((f"self.{name}[{k}]", a) for k, a in enumerate(value))
+            elif isinstance(value, dict):
+                items = ((f"self.{name}[{k!r}]", a) for k, a in value.items())
             else:
-                try:
-                    queue.extend((w, part, depth + 1) for w, part in _parts(obj, where))
-                except Exception as e:  # (a repr or a descriptor that raises, a dict another thread changes)
-                    for i in todo:
-                        maybe.setdefault(i, (_HOLDS[2], f"{where}: reading it raised {type(e).__name__}"))
-        return {**{i: m for i, m in maybe.items() if i in todo}, **found}
+                items = ((f"self.{name}", value),)
+            for where, a in items:
+                for i, y in enumerate(arrays):
+                    if y is not None and a is y:
+                        found.setdefault(i, where)
+        return found
 
     # -- what subclasses override -----------------------------------------------
     def check_type_forward(self, in_types: Any) -> None:
@@ -752,7 +637,7 @@ class Function(Node):
             if s is not None:
                 self._check(s, f"output {i}")
         for i, s in enumerate(self._out_versions):  # and those forward holds by reference
-            if s is not None and s[-2].n != s[-1]:
+            if s is not None and s[1].n != s[2]:
                 raise self._held_output_error(i, *s)
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
@@ -799,18 +684,16 @@ class Function(Node):
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
-    def _held_output_error(self, i: int, how: str, where: str, box: Any, version: int) -> RuntimeError:
+    def _held_output_error(self, i: int, where: str, box: Any, version: int) -> RuntimeError:
         name = self.label
         debug = f" (debug: {inplace_site(box)})" if config.debug.get() else ""
-        unsure = (f" (polygrad looks for it through {name}'s attributes, their items, attributes and views, and "
-                  f"takes an array it cannot rule out as held)") if how == _HOLDS[2] else ""
         return RuntimeError(
             f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was changed by an in-place "
-            f"operation after forward (version {version}, now {box.n}), and {name} {how} ({where}), "
+            f"operation after forward (version {version}, now {box.n}), and {name} holds that array ({where}), "
             f"which its backward may read with the changed values. Change the output out of place (y = y * 2 "
             f"rather than y *= 2), or do the in-place operation after backward. If {name}.backward does not read "
-            f"it, do not keep it, or say what backward keeps with self.retain_outputs(...) in forward "
-            f"(retain_outputs(()) for none) and read retained outputs from self.output_data{unsure}.{debug}")
+            f"{where}, do not keep it, or say what backward keeps with self.retain_outputs(...) in forward "
+            f"(retain_outputs(()) for none) and read retained outputs from self.output_data.{debug}")
 
     def _release(self, by: Any = True) -> None:
         self._freed = by
@@ -858,10 +741,6 @@ class Function(Node):
         if self._local_hooks:
             new._local_hooks = type(self._local_hooks)(self._local_hooks)
         return new
-
-
-#: polygrad's fields of a Function instance (those _fresh makes): not the user's (self.xp, a module, holds no array).
-_OWN_FIELDS = frozenset(vars(Function.__new__(Function)))
 
 
 class _OnceDifferentiated(Node):
