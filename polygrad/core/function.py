@@ -52,7 +52,7 @@ from typing import Any
 from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.integers import as_int
-from polygrad.core.node import Node, _dead, freed_error, inplace_site, next_seq, version_error
+from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import Variable, _unrecorded_base, _view_base, admit, is_floating
@@ -182,7 +182,7 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
-        d["_out_versions"] = ()  # per output (Chainer-style), (attribute, counter, version) where forward holds it
+        d["_made"] = frozenset()  # ids of the output arrays a Chainer-style forward made (see _may_hold)
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -467,18 +467,16 @@ class Function(Node):
                                 for i, v in enumerate(out_vars))
         self._in_meta = tuple((tuple(d.shape), d.dtype) for d in in_data)
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
-        # A Chainer-style forward may keep its outputs by reference (self.y = y: the seed allows it) and read
-        # them in backward, where y *= 2 would have changed them. Unless retain_outputs said what backward keeps,
-        # the version of each output array forward made (not an input's, not the copy _own_memory made) and
-        # holds in an attribute is recorded: backward refuses it written in place since. One it holds nowhere
-        # takes in-place writes. PyTorch-style backward reads its outputs from saved_tensors, which are checked.
-        if self._style == "chainer" and "retain_outputs" not in self._declared:
+        # A Chainer-style forward may keep its outputs by reference (self.y = y, a view of it, inside an object:
+        # the seed allows it) and read them in backward, where y *= 2 would have changed them. The arrays forward
+        # made for its outputs (not an input's, not the copy _own_memory made) are noted: until backward frees
+        # this node, an in-place write into one of those Variables gives it a new array (Variable._write), and
+        # the array the Function may hold keeps forward's values. PyTorch-style backward reads its outputs from
+        # saved_tensors, which are version-checked as PyTorch's are.
+        if self._style == "chainer" and self._backend.inplace:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
-            held = self._holding(tuple(y if v._data is y and not any(y is a for a in theirs) else None
-                                       for v, y in zip(out_vars, outputs)))
-            if held:
-                self._out_versions = tuple((held[i], v._vbox, v._vbox.n) if i in held else None
-                                           for i, v in enumerate(out_vars))
+            self._made = frozenset(id(y) for v, y in zip(out_vars, outputs)
+                                   if v._data is y and not any(y is a for a in theirs))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -486,25 +484,8 @@ class Function(Node):
                 for k, a in enumerate(_arrays(self._to_save))
             )
 
-    def _holding(self, arrays: tuple) -> dict:
-        """Where this Function's attributes hold each of ``arrays`` (None: not looked for), by identity and one
-        level into tuples, lists and dicts: ``{index: "self.y"}``. What save_for_backward and mark_* were given
-        is not held by the user's code (saved_tensors checks the saved)."""
-        found: dict = {}
-        for name, value in vars(self).items():
-            if value is self._to_save or value is self._non_differentiable:
-                continue
-            if isinstance(value, (tuple, list)):
-                items: Any = ((f"self.{name}[{k}]", a) for k, a in enumerate(value))
-            elif isinstance(value, dict):
-                items = ((f"self.{name}[{k!r}]", a) for k, a in value.items())
-            else:
-                items = ((f"self.{name}", value),)
-            for where, a in items:
-                for i, y in enumerate(arrays):
-                    if y is not None and a is y:
-                        found.setdefault(i, where)
-        return found
+    def _may_hold(self, array: Any) -> bool:
+        return not self._freed and id(array) in self._made
 
     # -- what subclasses override -----------------------------------------------
     def check_type_forward(self, in_types: Any) -> None:
@@ -636,9 +617,6 @@ class Function(Node):
         for i, s in enumerate(self._out_saved):  # retained outputs are checked too
             if s is not None:
                 self._check(s, f"output {i}")
-        for i, s in enumerate(self._out_versions):  # and those forward holds by reference
-            if s is not None and s[1].n != s[2]:
-                raise self._held_output_error(i, *s)
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
@@ -684,17 +662,6 @@ class Function(Node):
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
-    def _held_output_error(self, i: int, where: str, box: Any, version: int) -> RuntimeError:
-        name = self.label
-        debug = f" (debug: {inplace_site(box)})" if config.debug.get() else ""
-        return RuntimeError(
-            f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was changed by an in-place "
-            f"operation after forward (version {version}, now {box.n}), and {name} holds that array ({where}), "
-            f"which its backward may read with the changed values. Change the output out of place (y = y * 2 "
-            f"rather than y *= 2), or do the in-place operation after backward. If {name}.backward does not read "
-            f"{where}, do not keep it, or say what backward keeps with self.retain_outputs(...) in forward "
-            f"(retain_outputs(()) for none) and read retained outputs from self.output_data.{debug}")
-
     def _release(self, by: Any = True) -> None:
         self._freed = by
         self._in_saved = tuple(None for _ in self._in_saved)
@@ -715,7 +682,6 @@ class Function(Node):
 
         self._in_saved = tuple(moved(r) for r in self._in_saved)
         self._out_saved = tuple(moved(r) for r in self._out_saved)
-        self._out_versions = tuple(moved(r) for r in self._out_versions)
         self._saved_versions = tuple(moved(r) for r in self._saved_versions)
 
     def _protect_saved(self, array: Any, copy: bool) -> None:

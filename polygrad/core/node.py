@@ -125,6 +125,11 @@ class Node:
         """Gradients for each input (aligned with ``edges``; None where none)."""
         raise NotImplementedError
 
+    def _may_hold(self, array: Any) -> bool:
+        """Whether this node may hold ``array``, an output it made, by reference for its backward (a user
+        Function's ``self.y = y``): an in-place write into it then gives the output a new array."""
+        return False
+
     def _release(self, by: Any = True) -> None:
         """Free what backward needed (after a backward without ``retain_graph``); ``by`` is how
         the pass that did ended (an ``_Outcome``: what a later backward names if it failed)."""

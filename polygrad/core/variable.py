@@ -1112,7 +1112,8 @@ class Variable:
         """The in-place write itself (see :meth:`_assign_inplace`), for a variable that is no view."""
         new, old = result._data, self._data
         node = result._node
-        in_place = self._writes_in_place()
+        # (copy on write where this variable's creator may hold the array for its backward: see Node._may_hold)
+        in_place = self._writes_in_place() and not (self._node is not None and self._node._may_hold(old))
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
             node._protect_saved(old, copy=in_place)
