@@ -1025,3 +1025,18 @@ def test_with_create_graph_the_copy_a_variable_hook_sees_is_one_asarray_step():
         return seen.labels
 
     assert steps(True) - steps(False) == collections.Counter({"asarray": 1})
+
+
+def test_an_error_of_a_hook_registered_twice_names_the_function():
+    """The second registration of one function is wrapped to be an object of its own; the errors named it
+    functools.partial(<function ...>)."""
+    def halve(g):
+        return g[:1]
+
+    x = pg.Variable(np.array([1.0, 2.0]))
+    x.register_hook(lambda g: None)
+    x.register_hook(halve)
+    x.register_hook(halve)
+    with pytest.raises(ValueError, match=r"the hook test_an_error_of_a_hook_registered_twice_names_the_function"
+                                         r"\.<locals>\.halve registered on"):
+        pg.sum(x * 2.0).backward()

@@ -1146,3 +1146,18 @@ def test_a_grad_var_made_to_require_grad_stays_in_the_graph_as_a_seed():
     (gw,) = pg.grad([w * w], [w], [v], create_graph=True)
     (gv,) = pg.grad([pg.sum(gw) + pg.sum(v * v)], [v])
     np.testing.assert_array_equal(gv.data, [10.0, 18.0])
+
+
+def test_a_grad_made_to_require_grad_is_summed_outside_the_graph_without_create_graph():
+    """x.grad_var made to require grad and assigned back (a gradient penalty's setup): every later backward
+    without create_graph summed into it with a recorded add, a graph growing by one node per pass and keeping
+    every gradient alive (PyTorch's AccumulateGrad records nothing there)."""
+    x = pg.Variable(np.array([1.0, 2.0]))
+    pg.sum(x * x).backward()
+    v = x.grad_var
+    v.requires_grad = True
+    x.grad_var = v
+    for _ in range(3):
+        pg.sum(x * x).backward()
+    np.testing.assert_array_equal(x.grad, [8.0, 16.0])
+    assert getattr(x._grad, "_node", None) is None

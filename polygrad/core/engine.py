@@ -19,6 +19,7 @@ once per node; everything else a node may need is in the methods of ``_Pass``.""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import numbers
 import sys
@@ -128,6 +129,8 @@ def _apply_var_hooks(hooks: list, g: Any, create_graph: bool, shape: tuple, dtyp
 
 
 def _name(hook: Any) -> str:
+    if type(hook) is functools.partial and not hook.args and not hook.keywords:
+        hook = hook.func  # (a function registered twice: see Variable.register_hook)
     return getattr(hook, "__qualname__", None) or repr(hook)
 
 
@@ -373,6 +376,8 @@ class _Pass:
             for v, g in ready:
                 old = v._grad
                 if old is not None:  # the sum is a new array
+                    if not self.create_graph and isinstance(old, Variable):
+                        old = old._data  # (a .grad made to require grad: summed outside the graph, which grew per pass)
                     g = _accumulate(v, old, g)
                     if self.debug:
                         self.check_sum(g, f"the .grad of {v._describe()} (accumulated over backward passes)")
