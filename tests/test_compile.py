@@ -1339,3 +1339,14 @@ def test_the_outputs_of_a_multi_output_op_keep_the_declared_sizes():
     got_cost, got_grad = f(xv)
     np.testing.assert_allclose(got_cost, float(pg.sum(eh * eh).data), rtol=1e-12)
     np.testing.assert_allclose(got_grad, e.grad, rtol=1e-12)
+
+
+def test_a_reshape_of_unknown_sizes_is_not_read_as_empty():
+    """reshape(x, (-1, 4)) of a T.matrix ran on the stand-ins only where a dim was 0, so this session's first
+    version of the matched-size inference read it as (0, 4): sum(y) / y.shape[0] compiled to inf."""
+    x = T.matrix("x")
+    for shape in ((-1, 4), (2, -1), (3, 2, -1)):
+        with pytest.raises(TypeError, match="is not known until the function is called"):
+            pg.reshape(x, shape).shape
+    y = pg.reshape(T.tensor("float64", (None, 4)), (-1, 2))
+    assert y.shape == (None, 2)
