@@ -182,3 +182,43 @@ def test_widest_floating_is_float64_where_the_namespace_declares_it_else_float32
                     "indexing": np.int32}
 
     assert widest_floating(types.SimpleNamespace(__array_namespace_info__=_Info, float64=np.float64)) == np.float32
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask", "array_api_strict"])
+def test_a_dtype_name_is_the_namespaces_dtype_for_astype_and_the_creation_functions(backend):
+    """On strict, eager astype(x, "float32") failed ('str' object has no attribute '_np_dtype') and
+    zeros/full/arange(dtype="float32") with strict's ValueError, where pg.asarray and a compiled astype
+    took the name: it was resolved for the checks only, and the kernels got the raw name."""
+    from polygrad import symbolic as T
+
+    with pg.using_backend(backend):
+        xp = pg.get_backend().xp
+        x = pg.Variable(pg.asarray([1.5, 2.0]))
+        assert pg.astype(x, "float32").dtype == xp.float32
+        assert pg.astype(x, "int16", copy=False).dtype == xp.int16
+        s = T.tensor("float64", (None,), "s")
+        assert pg.function([s], pg.astype(s, "float32"))(x.data).dtype == xp.float32
+        made = {"zeros": pg.zeros((2,), dtype="float32"), "ones": pg.ones((2,), dtype="float32"),
+                "empty": pg.empty((2,), dtype="float32"), "full": pg.full((2,), 3, dtype="int16"),
+                "arange": pg.arange(3, dtype="float32"), "eye": pg.eye(2, dtype="int16"),
+                "linspace": pg.linspace(0.0, 1.0, 3, dtype="float32"),
+                "empty_like": pg.empty_like(x, dtype="int16"), "full_like": pg.full_like(x, 2, dtype="int16")}
+        for fn, out in made.items():
+            assert out.dtype == (xp.int16 if fn in ("full", "eye", "empty_like", "full_like") else xp.float32), fn
+        with pytest.raises(TypeError, match="polygrad: zeros asks for float8, which the namespace"):
+            pg.zeros((2,), dtype="float8")
+        if backend == "array_api_strict":  # (numpy's own spellings: where the library's asarray takes them)
+            with pytest.raises(TypeError, match="polygrad: astype asks for f4, which the namespace"):
+                pg.astype(x, "f4")
+        else:
+            assert pg.astype(x, "f4").dtype == xp.float32 and pg.full((2,), 1, dtype="i2").dtype == xp.int16
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_float16_by_name_is_taken_where_the_namespace_has_it(backend):
+    """numpy's and dask's namespaces declare no float16 (no standard dtype), so full and arange
+    refused the name ("asks for float16, which the namespace ... does not have"), where zeros took it."""
+    with pg.using_backend(backend):
+        for out in (pg.zeros((2,), dtype="float16"), pg.full((2,), 3, dtype="float16"),
+                    pg.arange(2, dtype="float16"), pg.astype(pg.asarray([1.0, 2.0]), "float16")):
+            assert str(out.dtype) == "float16"

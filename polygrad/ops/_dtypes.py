@@ -14,8 +14,8 @@ from typing import Any
 from polygrad.core.dispatch import backend_of_type
 from polygrad.core.variable import kind_of
 
-__all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds", "index_dtype", "positions",
-           "widened", "widened_of", "widest_floating"]
+__all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds",
+           "index_dtype", "positions", "resolved_dtype", "widened", "widened_of", "widest_floating"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -122,9 +122,14 @@ def positions(xp: Any, n: int, dtype: Any) -> Any:
 def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
     """The namespace's dtype called ``name`` (``"float64"``...), where the namespace declares it
     (``__array_namespace_info__().dtypes()``; a namespace before 2023.12: where it has the
-    attribute). A name it does not declare is refused, not handed over: jax in 32-bit mode has a
+    attribute), or one of the narrow floating dtypes (:data:`NARROW_NAMES`) that it has: no
+    standard dtypes, so no namespace declares them; or a spelling of the library's own that is no
+    attribute of the namespace (numpy's ``"f8"``), where its ``asarray`` takes it. A dtype
+    attribute it does not declare is refused, not handed over: jax in 32-bit mode has a
     ``float64`` attribute but makes float32 of it. ``asked_by`` names the caller for the error."""
     info = getattr(xp, "__array_namespace_info__", None)
+    if name in NARROW_NAMES and hasattr(xp, name):
+        return getattr(xp, name)
     if info is not None:
         declared = info().dtypes()
         if name in declared:
@@ -133,8 +138,21 @@ def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
         return getattr(xp, name)
     else:
         declared = {}
+    if not hasattr(xp, name):
+        try:
+            return xp.asarray(0, dtype=name).dtype
+        except Exception:  # (each library its own error: TypeError, ValueError...)
+            pass
     raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
                     f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
+
+
+def resolved_dtype(xp: Any, dtype: Any, asked_by: str) -> Any:
+    """``dtype``, or where it is a name, the namespace's dtype of that name (:func:`dtype_named`).
+    Functions that take names (the creation functions, ``astype``) resolve them once, where they
+    enter, and hand the dtype to their kernels and checks: array_api_strict takes dtypes only
+    (``zeros(dtype="float32")`` raised its ValueError), as do ``isdtype`` and ``iinfo``."""
+    return dtype_named(xp, dtype, asked_by) if isinstance(dtype, str) else dtype
 
 
 def holds(xp: Any, dtype: Any, value: int) -> bool:
@@ -174,7 +192,7 @@ def check_complex_cast(a: Any, dtype: Any, what: str) -> None:
     if not hasattr(a, "dtype") or kind_of(a) != "complex floating":  # (cached per dtype: astype is on hot paths)
         return
     backend = backend_of_type(type(a))
-    to = dtype_named(backend.xp, dtype, what) if isinstance(dtype, str) else dtype
+    to = resolved_dtype(backend.xp, dtype, what)
     if not backend.xp.isdtype(to, "complex floating"):
         raise TypeError(f"{what} of a complex array to {getattr(to, '__name__', to)} would drop its imaginary part "
                         f"(x is {a.dtype} of shape {tuple(a.shape)} on backend {backend.name!r}); take pg.real(x) "

@@ -18,7 +18,7 @@ from polygrad.core.integers import as_int
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import check_number_fits, dtype_named
+from polygrad.ops._dtypes import check_number_fits, resolved_dtype
 from polygrad.ops._export import names, public
 from polygrad.ops.manipulation import broadcast_to, known_target, reshape, stack
 from polygrad.ops.elementwise import cast_grad
@@ -46,17 +46,18 @@ def count(n: Any, what: str, fn: str, least: int = 0) -> int:
 
 @public(creates=True)
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
-    if dtype is not None and all(isinstance(n, int) for n in (start, stop or 0, step)) and step:
-        _check_arange_fits(start, stop, step, dtype)
+    if dtype is not None:
+        xp = current_backend().xp
+        dtype = resolved_dtype(xp, dtype, "arange")
+        if all(isinstance(n, int) for n in (start, stop or 0, step)) and step:
+            _check_arange_fits(xp, start, stop, step, dtype)
     return apply(ARANGE, (), {"start": start, "stop": stop, "step": step, "dtype": dtype, "device": device})
 
 
-def _check_arange_fits(start: int, stop: int | None, step: int, dtype: Any) -> None:
+def _check_arange_fits(xp: Any, start: int, stop: int | None, step: int, dtype: Any) -> None:
     """An integer range whose first or last value is out of ``dtype``'s range is refused (every
     backend wrapped: ``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3)."""
     values = range(start) if stop is None else range(start, stop, step)
-    xp = current_backend().xp
-    dtype = _resolved(xp, dtype, "arange")
     if values and xp.isdtype(dtype, "integral"):
         for value in (values[0], values[-1]):
             check_number_fits(xp, dtype, value, f"arange({start}, {stop}, {step})")
@@ -67,6 +68,7 @@ EMPTY = def_nograd(Op("empty"))
 
 @public(creates=True)
 def empty(shape, *, dtype=None, device=None):
+    dtype = resolved_dtype(current_backend().xp, dtype, "empty")
     return apply(EMPTY, (), {"shape": shape, "dtype": dtype, "device": device})
 
 
@@ -75,6 +77,7 @@ ZEROS = def_nograd(Op("zeros"))
 
 @public(creates=True)
 def zeros(shape, *, dtype=None, device=None):
+    dtype = resolved_dtype(current_backend().xp, dtype, "zeros")
     return apply(ZEROS, (), {"shape": shape, "dtype": dtype, "device": device})
 
 
@@ -83,6 +86,7 @@ ONES = def_nograd(Op("ones"))
 
 @public(creates=True)
 def ones(shape, *, dtype=None, device=None):
+    dtype = resolved_dtype(current_backend().xp, dtype, "ones")
     return apply(ONES, (), {"shape": shape, "dtype": dtype, "device": device})
 
 
@@ -90,7 +94,7 @@ FULL = def_nograd(Op("full"))
 
 
 def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
-    """A Python number that does not fit ``dtype`` (given, or the array's) of namespace ``xp``:
+    """A Python number that does not fit ``dtype`` (given, or the array's; resolved) of namespace ``xp``:
     refused as in item assignment (numpy dropped a complex value's imaginary part with a
     warning; dask took an int out of range and failed when computed)."""
     if fill_value is None or isinstance(fill_value, (str, bytes)):  # (numpy: NaN of None, text arrays)
@@ -101,14 +105,7 @@ def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
     if number is None and isinstance(fill_value, complex):
         number = fill_value
     if number is not None:
-        check_number_fits(xp, _resolved(xp, dtype, fn), number, f"{fn} with fill_value={fill_value!r}")
-
-
-def _resolved(xp: Any, dtype: Any, fn: str) -> Any:
-    """``dtype``, or the namespace's dtype of that name: the creation functions take names (numpy's and
-    dask's kernels do), where ``isdtype`` and ``iinfo`` take dtypes only (a name reached numpy's own
-    TypeError, which named no polygrad function)."""
-    return dtype_named(xp, dtype, fn) if isinstance(dtype, str) else dtype
+        check_number_fits(xp, dtype, number, f"{fn} with fill_value={fill_value!r}")
 
 
 def _made(out: Any, what: Any, fn: str) -> Any:
@@ -124,7 +121,9 @@ def _made(out: Any, what: Any, fn: str) -> Any:
 
 @public(creates=True)
 def full(shape, fill_value, *, dtype=None, device=None):
-    _check_fill(fill_value, dtype, current_backend().xp, "full")
+    xp = current_backend().xp
+    dtype = resolved_dtype(xp, dtype, "full")
+    _check_fill(fill_value, dtype, xp, "full")
     return _made(apply(FULL, (), {"shape": shape, "fill_value": fill_value, "dtype": dtype, "device": device}),
                  fill_value, "full")
 
@@ -138,6 +137,7 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     n_rows = count(n_rows, "n_rows", "eye")
     n_cols = None if n_cols is None else count(n_cols, "n_cols", "eye")
     k = count(k, "k", "eye", least=-(1 << 62))  # any int (dask made zeros of k=1.5)
+    dtype = resolved_dtype(current_backend().xp, dtype, "eye")
     return apply(EYE, (), {"n_rows": n_rows, "n_cols": n_cols, "k": k, "dtype": dtype, "device": device})
 
 
@@ -148,6 +148,7 @@ LINSPACE = def_nograd(Op("linspace", lambda xp, start, stop, num, dtype=None, de
 @public(creates=True)
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     num = count(num, "num", "linspace")
+    dtype = resolved_dtype(current_backend().xp, dtype, "linspace")
     return apply(LINSPACE, (), {"start": start, "stop": stop, "num": num, "dtype": dtype, "device": device, "endpoint": endpoint})
 
 
@@ -256,6 +257,9 @@ EMPTY_LIKE = def_nograd(Op("empty_like"))
 
 @public
 def empty_like(x, /, *, dtype=None, device=None):
+    data = x._data if isinstance(x, Variable) else x
+    if has_namespace(data):  # (a symbolic x's program resolves a name when it runs)
+        dtype = resolved_dtype(backend_of_type(type(data)).xp, dtype, "empty_like")
     return apply(EMPTY_LIKE, (x,), {"dtype": dtype, "device": device})
 
 
@@ -265,8 +269,10 @@ FULL_LIKE = def_nograd(Op("full_like"))
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
     data = x._data if isinstance(x, Variable) else x
-    if has_namespace(data):
-        _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, "full_like")
+    if has_namespace(data):  # (a symbolic x's program resolves a name when it runs)
+        xp = backend_of_type(type(data)).xp
+        dtype = resolved_dtype(xp, dtype, "full_like")
+        _check_fill(fill_value, dtype if dtype is not None else data.dtype, xp, "full_like")
     return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value,
                  "full_like")
 

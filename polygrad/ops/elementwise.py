@@ -42,7 +42,7 @@ from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp, returned_input
 from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import _FLOATING, Variable, kind_of
-from polygrad.ops._dtypes import check_complex_cast, check_number_fits
+from polygrad.ops._dtypes import check_complex_cast, check_number_fits, resolved_dtype
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -518,6 +518,10 @@ ASTYPE = defvjp(_row("astype", _astype, shapes=True, view=returned_input, casts=
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
+    if isinstance(dtype, str):  # a name, resolved here for the kernel (a symbolic x's program resolves it when it runs)
+        data = x._data if isinstance(x, Variable) else x
+        if has_namespace(data):
+            dtype = resolved_dtype(backend_of_type(type(data)).xp, dtype, "astype")
     if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
         return x  # the standard: with copy=False and the same dtype, the input itself
     return apply(ASTYPE, (x,), {"dtype": dtype, "copy": copy})
