@@ -185,3 +185,18 @@ def test_full_and_arange_take_a_dtype_name_with_an_integer_fill(backend_name):
             pg.full((2,), 1j, dtype="float32")
         with pytest.raises(OverflowError, match=r"arange\(250, 260, 1\): 259 is out of the range of dtype uint8"):
             pg.arange(250, 260, dtype="uint8")
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_arange_of_numpy_integer_or_float_bounds_out_of_the_dtype_range_is_refused(backend_name):
+    """arange(np.int64(250), 260, dtype=uint8) and arange(0, 400.0, 100, dtype=uint8) wrapped to
+    ..., 255, 0, 1, ... on every backend: the range check took Python ints only."""
+    with pg.using_backend(backend_name):
+        xp = pg.get_backend().xp
+        for args, last in [((np.int64(250), 260), 259), ((250, np.int64(260)), 259), ((0, 400.0, 100), 300),
+                           ((np.int16(300),), 299), ((0, np.float64(400.0), np.uint8(100)), 300)]:
+            with pytest.raises(OverflowError, match=rf"arange\(.*\): {last} is out of the range of dtype"):
+                pg.arange(*args, dtype=xp.uint8)
+        ok = pg.arange(np.int64(250), 256.0, dtype=xp.uint8)
+        assert np.asarray(pg.to_backend(ok, "numpy")).tolist() == [250, 251, 252, 253, 254, 255]
+

@@ -11,6 +11,8 @@ a dtype is asked for); ``tril``/``triu`` and ``meshgrid`` are differentiable;
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, current_backend, has_namespace, is_array
@@ -49,18 +51,36 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     if dtype is not None:
         xp = current_backend().xp
         dtype = resolved_dtype(xp, dtype, "arange")
-        if all(isinstance(n, int) for n in (start, stop or 0, step)) and step:
+        if xp.isdtype(dtype, "integral"):
             _check_arange_fits(xp, start, stop, step, dtype)
     return apply(ARANGE, (), {"start": start, "stop": stop, "step": step, "dtype": dtype, "device": device})
 
 
-def _check_arange_fits(xp: Any, start: int, stop: int | None, step: int, dtype: Any) -> None:
-    """An integer range whose first or last value is out of ``dtype``'s range is refused (every
-    backend wrapped: ``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3)."""
-    values = range(start) if stop is None else range(start, stop, step)
-    if values and xp.isdtype(dtype, "integral"):
+def _check_arange_fits(xp: Any, start: Any, stop: Any, step: Any, dtype: Any) -> None:
+    """The first and last values of a range into the integer ``dtype`` pass a fill's check
+    (``check_number_fits``): every backend wrapped one out of the dtype's range
+    (``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3; NumPy's integers and float
+    bounds too)."""
+    first, end, by = (_real(n) for n in ((0, start, step) if stop is None else (start, stop, step)))
+    if None in (first, end, by) or not by or not all(math.isfinite(b) for b in (first, end, by) if type(b) is not int):
+        return  # (the kernel's own error)
+    if isinstance(first, int) and isinstance(end, int) and isinstance(by, int):
+        values = range(first, end, by)  # (exact, where a float's ceil is not past 2**53)
+    else:
+        n = max(0, math.ceil((end - first) / by))
+        values = [first, first + (n - 1) * by] if n else []
+    if values:
         for value in (values[0], values[-1]):
             check_number_fits(xp, dtype, value, f"arange({start}, {stop}, {step})")
+
+
+def _real(n: Any) -> Any:
+    """A bound of ``arange`` as a Python int (NumPy's integers too: ``as_int``), else a real number
+    as it is, else None (not a number: left to the kernel)."""
+    value = as_int(n)
+    if value is None and isinstance(n, numbers.Real) and not isinstance(n, bool):
+        return n
+    return value
 
 
 EMPTY = def_nograd(Op("empty"))
