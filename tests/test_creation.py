@@ -200,3 +200,43 @@ def test_arange_of_numpy_integer_or_float_bounds_out_of_the_dtype_range_is_refus
         ok = pg.arange(np.int64(250), 256.0, dtype=xp.uint8)
         assert np.asarray(pg.to_backend(ok, "numpy")).tolist() == [250, 251, 252, 253, 254, 255]
 
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_arange_of_float_values_into_an_integer_dtype_is_refused_as_item_assignment_refuses_them(backend_name):
+    """numpy truncated them: arange(0, 2, 0.5, dtype=int32) gave [0, 0, 0, 0], arange(0, 4, 1.5) [0, 1, 2]
+    (first and last integral, 1.5 between); a float stop with an int start and step makes ints."""
+    with pg.using_backend(backend_name):
+        xp = pg.get_backend().xp
+        for args, value in [((0, 2, 0.5), "1.5"), ((0, 4, 1.5), "3.0"), ((0.5, 3), "0.5"), ((0.0, 3), "0.0")]:
+            with pytest.raises(TypeError, match=rf"arange\(.*\): a float value \({value}\) cannot be put"):
+                pg.arange(*args, dtype=xp.int32)
+        assert np.asarray(pg.to_backend(pg.arange(0, 2.5, dtype=xp.int32), "numpy")).tolist() == [0, 1, 2]
+        assert pg.arange(0.5, 0.5, dtype=xp.int32).shape == (0,)  # (empty: no value to put)
+        assert np.asarray(pg.to_backend(pg.arange(0, 2, 0.5, dtype=xp.float32), "numpy")).tolist() == [0, 0.5, 1, 1.5]
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_full_of_a_float_fill_into_an_integer_dtype_is_refused_as_item_assignment_refuses_it(backend_name):
+    """pg.full((2,), 3.7, dtype=int32) gave [3, 3] and full_like(int8 array, 3.7) too, where
+    x[k] = 3.7 (and 3.0) into an int array is refused; a float that is integral (3.0) the same."""
+    with pg.using_backend(backend_name):
+        xp = pg.get_backend().xp
+        ints = pg.zeros((2,), dtype=xp.int8)
+        for fill in (3.7, 3.0, np.float64(3.7), np.float32(3.0), float("nan"), float("inf")):
+            with pytest.raises(TypeError):  # (a NumPy scalar on dask or strict: an array of another backend)
+                ints[0] = fill
+            with pytest.raises(TypeError, match=r"polygrad: full with fill_value=.*: a float value .*int32"):
+                pg.full((2,), fill, dtype=xp.int32)
+            with pytest.raises(TypeError, match=r"polygrad: full_like with fill_value=.*: a float value .*int8"):
+                pg.full_like(ints, fill)
+            with pytest.raises(TypeError, match=r"polygrad: full with fill_value=.*: a float value .*uint8"):
+                pg.full((2,), fill, dtype="uint8")
+
+        def got(v):
+            return np.asarray(pg.to_backend(v.data, "numpy")).tolist()
+
+        assert got(pg.full((2,), 3, dtype=xp.int32)) == [3, 3]
+        assert got(pg.full((2,), True, dtype=xp.int32)) == [1, 1]
+        assert got(pg.full((2,), 3.5, dtype=xp.float32)) == [3.5, 3.5]
+        assert got(pg.full_like(ints, 3.5, dtype=xp.float64)) == [3.5, 3.5]
+        assert got(pg.full_like(pg.zeros((2,)), 3.5)) == [3.5, 3.5]

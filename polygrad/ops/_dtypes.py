@@ -9,6 +9,7 @@ what ``asarray`` of a Python number gives.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type
@@ -166,16 +167,25 @@ def holds(xp: Any, dtype: Any, value: int) -> bool:
 
 
 def check_number_fits(xp: Any, dtype: Any, value: Any, what: str) -> None:
-    """numpy's refusals of a Python number put into an array of ``dtype``, on every backend (dask
-    kept the real part of a complex value, and took an int out of the dtype's range, failing
-    only when computed): a complex value into a dtype that is not complex, an int out of an
-    integer dtype's range. ``what`` names the operation for the message."""
-    if isinstance(value, complex) and not xp.isdtype(dtype, "complex floating"):
-        raise TypeError(f"polygrad: {what}: a complex value ({value!r}) cannot be put into an array of dtype {dtype} "
-                        f"(its imaginary part would be lost)")
-    if isinstance(value, int) and not isinstance(value, bool) and xp.isdtype(dtype, "integral"):
+    """numpy's refusals of a number put into an array of ``dtype``, on every backend (dask kept
+    the real part of a complex value, and took an int out of the dtype's range, failing only when
+    computed): a complex value into a dtype that is not complex, an int out of an integer dtype's
+    range; and item assignment's refusal of a float (3.7, 3.0, NaN: NumPy's floating scalars too)
+    into an integer dtype, which numpy's ``full`` and ``arange`` truncated silently. ``what``
+    names the operation for the message."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if not xp.isdtype(dtype, "complex floating"):
+            raise TypeError(f"polygrad: {what}: a complex value ({value!r}) cannot be put into an array of dtype "
+                            f"{dtype} (its imaginary part would be lost)")
+        return
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and xp.isdtype(dtype, "integral"):
+        raise TypeError(f"polygrad: {what}: a float value ({value!r}) cannot be put into an array of dtype {dtype} "
+                        f"(x[key] = value refuses it too; give an int)")
+    if isinstance(value, numbers.Integral) and xp.isdtype(dtype, "integral"):
         info = xp.iinfo(dtype)
-        if not int(info.min) <= value <= int(info.max):
+        if not int(info.min) <= int(value) <= int(info.max):
             raise OverflowError(f"polygrad: {what}: {value} is out of the range of dtype {dtype} "
                                 f"[{int(info.min)}, {int(info.max)}]")
 

@@ -58,9 +58,10 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
 
 def _check_arange_fits(xp: Any, start: Any, stop: Any, step: Any, dtype: Any) -> None:
     """The first and last values of a range into the integer ``dtype`` pass a fill's check
-    (``check_number_fits``): every backend wrapped one out of the dtype's range
+    (``check_number_fits``). Every backend wrapped one out of the dtype's range
     (``arange(250, 260, dtype=uint8)`` ended 254, 255, 0, 1, 2, 3; NumPy's integers and float
-    bounds too)."""
+    bounds too), and numpy truncated floats (``arange(0, 2, 0.5, dtype=int32)`` gave zeros):
+    the values are floats where ``start`` or ``step`` is one, refused as item assignment refuses them."""
     first, end, by = (_real(n) for n in ((0, start, step) if stop is None else (start, stop, step)))
     if None in (first, end, by) or not by or not all(math.isfinite(b) for b in (first, end, by) if type(b) is not int):
         return  # (the kernel's own error)
@@ -114,15 +115,16 @@ FULL = def_nograd(Op("full"))
 
 
 def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
-    """A Python number that does not fit ``dtype`` (given, or the array's; resolved) of namespace ``xp``:
+    """A number that does not fit ``dtype`` (given, or the array's; resolved) of namespace ``xp``:
     refused as in item assignment (numpy dropped a complex value's imaginary part with a
-    warning; dask took an int out of range and failed when computed)."""
+    warning, and truncated 3.7 into an int dtype to 3; dask took an int out of range and failed
+    when computed). NumPy's numbers too: np.int64(300) into int8 gave 44, silently."""
     if fill_value is None or isinstance(fill_value, (str, bytes)):  # (numpy: NaN of None, text arrays)
         raise TypeError(f"polygrad.{fn}: fill_value must be a number, got {fill_value!r}")
     if dtype is None or xp is None:
         return
-    number = as_int(fill_value)  # NumPy's integers too: np.int64(300) into int8 gave 44, silently
-    if number is None and isinstance(fill_value, complex):
+    number = as_int(fill_value)  # (a 0-d integer array too)
+    if number is None and isinstance(fill_value, numbers.Number):
         number = fill_value
     if number is not None:
         check_number_fits(xp, dtype, number, f"{fn} with fill_value={fill_value!r}")
