@@ -186,6 +186,25 @@ def test_random_numbers_are_seeded_and_chunked():
     assert u.min() >= 2.0 and u.max() < 3.0
 
 
+def test_float16_draws_are_made_in_float32_and_cast_per_chunk():
+    """dask's generator draws float32 and float64 only: float16 draws (rng.normal/uniform, F.normal,
+    D.Normal of float16 parameters) failed with NumPy's "Unsupported dtype dtype('float16') for
+    standard_normal", which named no polygrad function; numpy's plugin draws them in float32."""
+    import polygrad.distributions as D
+
+    b = pg.get_backend("dask")
+    n = b.random_generator(5).normal((6, 4), dtype=np.float16, chunks=(2, 2), mean=1.0, std=2.0)
+    assert isinstance(n, da.Array) and n.chunks == ((2, 2, 2), (2, 2)) and n.dtype == np.float16
+    assert n.compute().dtype == np.float16 and np.isfinite(n.compute()).all()
+    u = b.random_generator(5).uniform((4000,), dtype=np.float16, low=2.0, high=3.0, chunks=1000).compute()
+    assert u.dtype == np.float16 and u.min() >= 2.0 and u.max() < 3.0  # (the host keeps them below high)
+    with pg.using_backend("dask"):
+        m = pg.asarray(np.zeros(3, dtype=np.float16))
+        for sample in (F.normal(m, 1.0).data, D.Normal(m, 1.0).sample()):  # (a Variable's data; an array)
+            assert isinstance(sample, da.Array) and sample.dtype == np.float16
+            assert sample.compute().dtype == np.float16
+
+
 def test_persist_keeps_a_dask_array_with_results_in_memory():
     """pg.persist(v) replaces v's graph by its computed chunks (no recomputation later)."""
     v = pg.Variable(da.from_array(DATA["x"], chunks=(4, 3))) * 2.0

@@ -82,7 +82,10 @@ def polygrad_array_types():
 
 
 class _Generator:
-    """Seeded random dask arrays; ``chunks`` (default ``"auto"``) as in dask."""
+    """Seeded random dask arrays; ``chunks`` (default ``"auto"``) as in dask. dask's generator draws
+    float32 and float64 only: a narrower floating dtype (float16) is drawn in float32, scaled there
+    and cast, chunk by chunk, as the numpy plugin draws it (NumPy's own TypeError named no polygrad
+    function). A uniform draw rounded up to ``high`` by the cast is brought below it by the host."""
 
     def __init__(self, seed):
         import dask.array as da
@@ -99,15 +102,24 @@ class _Generator:
         self._rng = state["_rng"]
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _drawn_in(dtype):
+        import numpy as np
+
+        dt = np.dtype(dtype)
+        return np.float32 if dt.kind == "f" and dt.itemsize < 4 else dt
+
     def normal(self, shape, *, dtype, mean=0.0, std=1.0, chunks="auto"):
         with self._lock:
-            x = self._rng.standard_normal(size=tuple(shape), dtype=dtype, chunks=chunks)
-        return x * std + mean if (mean, std) != (0.0, 1.0) else x
+            x = self._rng.standard_normal(size=tuple(shape), dtype=self._drawn_in(dtype), chunks=chunks)
+        x = x * std + mean if (mean, std) != (0.0, 1.0) else x
+        return x.astype(dtype, copy=False)
 
     def uniform(self, shape, *, dtype, low=0.0, high=1.0, chunks="auto"):
         with self._lock:
-            x = self._rng.random(size=tuple(shape), dtype=dtype, chunks=chunks)
-        return x * (high - low) + low if (low, high) != (0.0, 1.0) else x
+            x = self._rng.random(size=tuple(shape), dtype=self._drawn_in(dtype), chunks=chunks)
+        x = x * (high - low) + low if (low, high) != (0.0, 1.0) else x
+        return x.astype(dtype, copy=False)
 
 
 @hookimpl
