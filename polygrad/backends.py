@@ -29,7 +29,7 @@ from polygrad import _defaults, _registry
 from polygrad._registry import Backend, register_plugin, unregister_plugin
 from polygrad.core import dispatch as _dispatch
 from polygrad.core.integers import as_int
-from polygrad.core.variable import Variable
+from polygrad.core.variable import Variable, is_floating
 from polygrad.hookspecs import BackendInfo, PluginWarning, RandomGenerator
 
 __all__ = [
@@ -176,6 +176,11 @@ def to_backend(x: Any, name: str) -> Any:
     ``asarray`` (buffer and ``__array__`` protocols). A lazy source is materialized first.
     """
     if isinstance(x, Variable):
+        if x.requires_grad and not is_floating(x._data):  # (a leaf that is not floating cannot require grad)
+            raise TypeError(f"polygrad.to_backend: {x._describe()} of dtype {x.dtype} on backend {x.backend.name!r} "
+                            f"requires grad (a stochastic function's sample), but its copy would be a leaf, and a "
+                            f"leaf that is not floating cannot require grad; no gradient crosses backends: use "
+                            f"pg.to_backend(x.detach(), {name!r}) to move the data")
         return Variable(to_backend(x._data, name), requires_grad=x.requires_grad, name=x.name)
     target = _registry.lookup(name).require_usable()
     source = _dispatch.backend_of_type(type(x))

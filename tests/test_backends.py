@@ -339,6 +339,21 @@ def test_to_backend_round_trip_variables():
     np.testing.assert_array_equal(back.data, [1.0, 2.0])
 
 
+def test_to_backend_of_an_integer_sample_that_requires_grad_names_itself_and_the_way_out():
+    """F.categorical of probabilities that require grad gives an integer sample that requires grad
+    (its creator takes the reward); to_backend of it said "pass requires_grad=False", which
+    to_backend does not take, and named no to_backend."""
+    import polygrad.functions as F
+
+    sample = F.categorical(pg.Variable(np.array([[0.1, 0.2, 0.7]])))
+    assert sample.requires_grad and sample.creator is not None
+    with pytest.raises(TypeError, match=r"polygrad\.to_backend: .* dtype int64 on backend 'numpy' requires grad .*"
+                                        r"use pg\.to_backend\(x\.detach\(\), 'array_api_strict'\)"):
+        pg.to_backend(sample, "array_api_strict")
+    moved = pg.to_backend(sample.detach(), "array_api_strict")
+    assert not moved.requires_grad and np.asarray(moved.data).tolist() == np.asarray(sample.data).tolist()
+
+
 def test_moved_variable_is_usable_for_backprop():
     """A Variable moved to array_api_strict can be differentiated there."""
     v = pg.to_backend(pg.Variable(np.array([1.0, 2.0])), "array_api_strict")
