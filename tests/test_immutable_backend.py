@@ -148,3 +148,12 @@ def test_unrecorded_views_of_views_and_several_outputs(immutable):
     c -= 1.0
     np.testing.assert_array_equal(np.asarray(a.data), [-1.0, 0.0, 1.0])
     np.testing.assert_array_equal(np.asarray(inner.data), [-1.0, -1.0])
+
+
+@pytest.mark.parametrize("make", ["zeros_like", "ones_like", "empty_like"])
+def test_a_like_function_takes_a_dtype_name_on_array_api_strict(make):
+    """zeros_like/ones_like handed a dtype name to strict's kernel, which takes dtypes only (as the creation
+    functions did before they resolved names where they enter)."""
+    with pg.using_backend("strict"):
+        x = pg.zeros((2,), dtype="float32")
+        assert getattr(pg, make)(x, dtype="float64").dtype == pg.get_backend("strict").xp.float64

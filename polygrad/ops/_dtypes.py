@@ -12,7 +12,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from polygrad.core.dispatch import backend_of_type
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import kind_of
 
 __all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds",
@@ -154,6 +154,13 @@ def resolved_dtype(xp: Any, dtype: Any, asked_by: str) -> Any:
     enter, and hand the dtype to their kernels and checks: array_api_strict takes dtypes only
     (``zeros(dtype="float32")`` raised its ValueError), as do ``isdtype`` and ``iinfo``."""
     return dtype_named(xp, dtype, asked_by) if isinstance(dtype, str) else dtype
+
+
+def resolved_like(x: Any, dtype: Any, asked_by: str) -> Any:
+    """``dtype`` for a ``*_like`` function of ``x`` (an array or a Variable): a name resolved on x's
+    backend (:func:`resolved_dtype`); a symbolic x's program resolves it when it runs."""
+    data = getattr(x, "_data", x)
+    return resolved_dtype(backend_of_type(type(data)).xp, dtype, asked_by) if has_namespace(data) else dtype
 
 
 def holds(xp: Any, dtype: Any, value: int) -> bool:

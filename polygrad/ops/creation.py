@@ -20,7 +20,7 @@ from polygrad.core.integers import as_int
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp
 from polygrad.core.primitive import apply
 from polygrad.core.variable import Variable
-from polygrad.ops._dtypes import check_number_fits, resolved_dtype
+from polygrad.ops._dtypes import check_number_fits, resolved_dtype, resolved_like
 from polygrad.ops._export import names, public
 from polygrad.ops.manipulation import broadcast_to, known_target, reshape, stack
 from polygrad.ops.elementwise import cast_grad
@@ -279,9 +279,7 @@ EMPTY_LIKE = def_nograd(Op("empty_like"))
 
 @public
 def empty_like(x, /, *, dtype=None, device=None):
-    data = x._data if isinstance(x, Variable) else x
-    if has_namespace(data):  # (a symbolic x's program resolves a name when it runs)
-        dtype = resolved_dtype(backend_of_type(type(data)).xp, dtype, "empty_like")
+    dtype = resolved_like(x, dtype, "empty_like")
     return apply(EMPTY_LIKE, (x,), {"dtype": dtype, "device": device})
 
 
@@ -291,10 +289,9 @@ FULL_LIKE = def_nograd(Op("full_like"))
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
     data = x._data if isinstance(x, Variable) else x
-    if has_namespace(data):  # (a symbolic x's program resolves a name when it runs)
-        xp = backend_of_type(type(data)).xp
-        dtype = resolved_dtype(xp, dtype, "full_like")
-        _check_fill(fill_value, dtype if dtype is not None else data.dtype, xp, "full_like")
+    dtype = resolved_like(x, dtype, "full_like")
+    if has_namespace(data):  # (a symbolic x's program checks the fill when it runs)
+        _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, "full_like")
     return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value,
                  "full_like")
 

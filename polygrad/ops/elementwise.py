@@ -42,7 +42,7 @@ from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.op import Op, def_linear, def_nograd, defvjp, returned_input
 from polygrad.core.primitive import _floating, apply
 from polygrad.core.variable import _FLOATING, Variable, kind_of
-from polygrad.ops._dtypes import check_complex_cast, check_number_fits, resolved_dtype
+from polygrad.ops._dtypes import check_complex_cast, check_number_fits, resolved_dtype, resolved_like
 from polygrad.ops._export import binary, names, public, unary
 
 
@@ -477,7 +477,7 @@ ZEROS_LIKE = def_nograd(_row("zeros_like"))
 
 @public
 def zeros_like(x, /, *, dtype=None, device=None):
-    return apply(ZEROS_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
+    return apply(ZEROS_LIKE, (x,), {"dtype": resolved_like(x, dtype, "zeros_like")} if dtype is not None else None)
 
 
 ONES_LIKE = def_nograd(_row("ones_like"))
@@ -485,7 +485,7 @@ ONES_LIKE = def_nograd(_row("ones_like"))
 
 @public
 def ones_like(x, /, *, dtype=None, device=None):
-    return apply(ONES_LIKE, (x,), {"dtype": dtype} if dtype is not None else None)
+    return apply(ONES_LIKE, (x,), {"dtype": resolved_like(x, dtype, "ones_like")} if dtype is not None else None)
 
 
 def cast_grad(o: Any, g: Any, like: Any) -> Any:
