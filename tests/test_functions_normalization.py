@@ -86,6 +86,42 @@ def test_batch_normalization_rejects_mismatched_gamma(xp):
         F.batch_normalization(arr(xp, BX4), arr(xp, [1.0, 1.0]), arr(xp, [0.0, 0.0]))
 
 
+def test_fixed_batch_normalization_refuses_statistics_not_of_gammas_shape(xp):
+    """beta, mean and var must have gamma's shape (Chainer's rule): they were reshaped to it, so a
+    transposed (3, 2) mean for a (2, 3) gamma was read in the wrong order without a word."""
+    x, g = arr(xp, normal((4, 2, 3), seed=50)), arr(xp, np.ones((2, 3)))
+    right, turned = arr(xp, np.zeros((2, 3))), arr(xp, np.zeros((3, 2)))
+    for name, args in (("beta", (turned, right, right)), ("mean", (right, turned, right)),
+                       ("var", (right, right, arr(xp, np.ones(6))))):
+        with pytest.raises(ValueError, match=rf"fixed_batch_normalization: {name} of shape \(\d, ?\d?\).*gamma's shape \(2, 3\)"):
+            F.fixed_batch_normalization(x, g, *args)
+
+
+@pytest.mark.parametrize("shape", [(6,), (3, 2), (4,)])
+def test_batch_normalization_refuses_beta_not_of_gammas_shape(xp, shape):
+    """beta of gamma's number of elements in another shape was reshaped to it; of another size the
+    error named reshape, not the function."""
+    x, g = arr(xp, normal((4, 2, 3), seed=51)), arr(xp, np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"functions.batch_normalization: beta of shape .* gamma's shape \(2, 3\)"):
+        F.batch_normalization(x, g, arr(xp, np.zeros(shape)))
+
+
+def test_batch_normalization_in_test_mode_checks_the_running_statistics(xp):
+    """In test mode the running statistics normalize: of another shape than gamma's they are
+    refused naming batch_normalization's argument; (1, C) ones, which train mode updates, are used."""
+    x = arr(xp, normal((4, 3), seed=52))
+    with pytest.raises(ValueError, match=r"functions.batch_normalization: running_var of shape \(1, 2\)"):
+        with pg.test_mode():
+            F.batch_normalization(x, arr(xp, GAMMA), arr(xp, BETA), running_mean=arr(xp, np.zeros(3)),
+                                  running_var=arr(xp, np.ones((1, 2))))
+    rm, rv = arr(xp, [[0.5, 0.0, -0.5]]), arr(xp, [[1.0, 2.0, 3.0]])
+    with pg.test_mode():
+        y = F.batch_normalization(x, arr(xp, GAMMA), arr(xp, BETA), running_mean=rm, running_var=rv)
+    want = F.fixed_batch_normalization(x, arr(xp, GAMMA), arr(xp, BETA), arr(xp, [0.5, 0.0, -0.5]),
+                                       arr(xp, [1.0, 2.0, 3.0]))
+    assert_close(y, to_np(want))
+
+
 def test_layer_normalization_forward(xp):
     """Each row normalized over its features, then scaled and shifted."""
     x = normal((4, 3), seed=9) * 3

@@ -6,8 +6,9 @@ import math
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type, has_namespace
+from polygrad.core.dispatch import backend_of_type, has_namespace, is_array
 from polygrad.core.variable import Variable
+from polygrad.functions._im2col import require_array
 from polygrad.functions.array import _data, static_shape
 from polygrad.functions.nn import _widened, as_variable, dtype_kind, hyperparameter
 from polygrad.ops import astype, mean, reshape, sqrt
@@ -16,13 +17,30 @@ from polygrad.ops._dtypes import widened_of
 __all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalization"]
 
 
-def _channel_layout(x: Any, gamma: Any, fname: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """(axes reduced over, shape that broadcasts a parameter against x, parameter shape).
+def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
+    """gamma's shape, which each of ``params`` (beta; the fixed form's mean and var) must have too,
+    as in Chainer's type checks: else a ValueError naming ``fname``, the argument and both shapes.
+    Reshaped or broadcast to it instead, a (3, 2) mean for a (2, 3) gamma was read in the wrong
+    order, and layer_normalization's beta of shape (4, 2, 3) gave a (4, 2, 3) output, silently."""
+    for name, p in (("gamma", gamma), *params.items()):
+        require_array(f"functions.{fname}", name, p)
+    gs = static_shape(gamma, fname)
+    for name, p in params.items():
+        ps = static_shape(p, fname)
+        if ps != gs:
+            raise ValueError(f"polygrad.functions.{fname}: {name} of shape {ps} must have gamma's shape {gs}")
+    return gs
+
+
+def _channel_layout(x: Any, gamma: Any, fname: str, **params: Any) -> tuple[tuple[int, ...], tuple[int, ...],
+                                                                           tuple[int, ...]]:
+    """(axes reduced over, shape that broadcasts a parameter against x, parameter shape), ``params``
+    checked by :func:`_parameter_shape`.
 
     As in Chainer, ``gamma`` covers the axes of ``x`` after the batch axis:
     x (N, C, H, W) with gamma (C,) reduces over (0, 2, 3).
     """
-    gs = static_shape(gamma, fname)
+    gs = _parameter_shape(fname, gamma, **params)
     k = len(gs)
     xs = static_shape(x, fname, range(1, k + 1))  # (the axes reduced over may be of unknown size)
     if len(xs) < k + 1 or xs[1:k + 1] != gs:
@@ -66,7 +84,7 @@ def _given_back(y: Any, back: Any, *params: Any) -> Any:
 def _batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Any, Any, Any, tuple]:
     """Normalized output, batch mean and (biased) variance as Variables of gamma's shape, and the
     axes reduced over (for :func:`unbiased`)."""
-    axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization")
+    axes, bshape, gs = _channel_layout(x, gamma, "batch_normalization", beta=beta)
     c, mu, e, var, back = _moments(x, axes)
     # gamma / sqrt(var + eps) taken as one factor of gamma's size: a pass over x's size less,
     # for the one that the second centring adds
@@ -142,14 +160,22 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     result is :func:`fixed_batch_normalization` with them; without them the
     batch statistics are used and nothing is updated.
 
+    ``beta`` has gamma's shape, as have the running statistics in test mode
+    (or that shape after leading axes of size 1, which train mode updates).
+
     :raises TypeError: a running statistic that is not floating-point (an integer
         array cannot hold the average); neither is changed then.
+    :raises ValueError: a shape that does not fit.
     """
-    eps = hyperparameter("batch_normalization", "eps", eps)
-    decay = hyperparameter("batch_normalization", "decay", decay)
+    fname = "batch_normalization"
+    eps = hyperparameter(fname, "eps", eps)
+    decay = hyperparameter(fname, "decay", decay)
     train = config.train.get()
     if not train and running_mean is not None and running_var is not None:
-        return fixed_batch_normalization(x, gamma, beta, running_mean, running_var, eps)
+        gs = _parameter_shape(fname, gamma)
+        rm, rv = (_without_leading_ones(s, gs) for s in (running_mean, running_var))
+        _channel_layout(x, gamma, fname, beta=beta, running_mean=rm, running_var=rv)  # (named as given here)
+        return fixed_batch_normalization(x, gamma, beta, rm, rv, eps)
     y, mu, var, axes = _batch_statistics(x, gamma, beta, eps)
     if train and (running_mean is not None or running_var is not None):
         if not has_namespace(_data(mu)):  # symbolic statistics: the arrays would have to change at every call
@@ -171,11 +197,22 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     return y
 
 
+def _without_leading_ones(stat: Any, gs: tuple) -> Any:
+    """Running statistic ``stat`` as gamma's shape ``gs`` where its shape is that after axes of size 1
+    ((1, C) for (C,): train mode updates those, as they broadcast to their own shape); anything else
+    as it is, for :func:`_parameter_shape` to judge."""
+    if not (isinstance(stat, Variable) or is_array(stat)):
+        return stat
+    ss = tuple(_data(stat).shape)
+    k = len(ss) - len(gs)
+    return reshape(stat, gs) if k > 0 and ss[k:] == gs and all(n == 1 for n in ss[:k]) else stat
+
+
 def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
     """Batch normalization with given statistics: ``gamma (x - mean) / sqrt(var + eps) + beta``,
-    ``mean`` and ``var`` of gamma's shape (differentiable in all five)."""
+    ``beta``, ``mean`` and ``var`` of gamma's shape (differentiable in all five)."""
     eps = hyperparameter("fixed_batch_normalization", "eps", eps)
-    _, bshape, _ = _channel_layout(x, gamma, "fixed_batch_normalization")
+    _, bshape, _ = _channel_layout(x, gamma, "fixed_batch_normalization", beta=beta, mean=mean, var=var)
     return _normalize(x, gamma, beta, reshape(mean, bshape), reshape(var, bshape), eps, bshape)
 
 
