@@ -136,6 +136,14 @@ def test_layer_normalization_rejects_mismatched_gamma(xp):
         F.layer_normalization(arr(xp, normal((4, 3))), arr(xp, [1.0, 1.0]), arr(xp, [0.0, 0.0]))
 
 
+@pytest.mark.parametrize("shape", [(1,), (4, 3), (2, 4, 3)])
+def test_layer_normalization_refuses_beta_not_of_gammas_shape(xp, shape):
+    """beta must have gamma's shape, as in Chainer: it was broadcast, a per-sample shift for (4, 3)
+    and a (2, 4, 3) output from a (4, 3) input."""
+    with pytest.raises(ValueError, match=r"layer_normalization: beta of shape .* gamma's shape \(3,\)"):
+        F.layer_normalization(arr(xp, normal((4, 3))), arr(xp, GAMMA), arr(xp, np.zeros(shape)))
+
+
 def test_layer_normalization_gradients(xp):
     """Gradients in x, gamma and beta agree with central differences, to second order."""
     check_grads(F.layer_normalization, [arr(xp, normal((3, 3), seed=10)), arr(xp, GAMMA), arr(xp, BETA)], order=2)

@@ -218,9 +218,9 @@ def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
 
 def layer_normalization(x, gamma, beta, eps=1e-5):
     """Normalize ``x`` over its trailing axes covered by ``gamma`` (axis 1 of an (N, D)
-    input with gamma (D,)), then scale by ``gamma`` and shift by ``beta``."""
+    input with gamma (D,)), then scale by ``gamma`` and shift by ``beta``, of gamma's shape."""
     eps = hyperparameter("layer_normalization", "eps", eps)
-    gs = static_shape(gamma, "layer_normalization")
+    gs = _parameter_shape("layer_normalization", gamma, beta=beta)
     k = len(gs)
     xs = static_shape(x, "layer_normalization", range(-k, 0))  # (the leading axes may be of unknown size)
     if k == 0 or len(xs) < k or xs[len(xs) - k:] != gs:
