@@ -225,6 +225,18 @@ def test_a_running_statistic_that_does_not_fit_changes_neither():
     np.testing.assert_array_equal(rv, np.ones(5))
 
 
+@pytest.mark.parametrize("make", [lambda a: np.broadcast_to(a, a.shape), lambda a: a.setflags(write=False) or a])
+def test_a_read_only_running_statistic_changes_neither(make):
+    """A read-only running_var (np.broadcast_to's, a loaded file's): running_mean was written first,
+    then numpy's bare "assignment destination is read-only"; now a ValueError names the argument
+    before either is written."""
+    rm, rv = np.zeros(3), make(np.ones(3))
+    x = np.arange(12.0).reshape(4, 3)
+    with pytest.raises(ValueError, match=r"functions.batch_normalization: running_var .*cannot be written.*neither"):
+        F.batch_normalization(x, np.ones(3), np.zeros(3), running_mean=rm, running_var=rv)
+    np.testing.assert_array_equal(rm, np.zeros(3))
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
 def test_running_statistics_that_are_not_floating_are_refused_and_unchanged(dtype):
     """Integer or bool running statistics took the float update cast to their dtype (a mean of 0.3

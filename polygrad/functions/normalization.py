@@ -144,6 +144,13 @@ def _running_update(target: Any, stat: Any, decay: float, name: str) -> tuple[An
             f"polygrad.functions.batch_normalization: {name} (shape {tuple(data.shape)}, backend "
             f"{backend.name!r}) does not fit the batch statistic (shape {tuple(stat.shape)}, backend "
             f"{backend_of_type(type(stat)).name!r}); neither running statistic was changed")
+    try:  # (a read-only array, np.broadcast_to's: the write failed after running_mean had been written)
+        data[...] = data
+    except Exception as exc:
+        raise ValueError(
+            f"polygrad.functions.batch_normalization: {name} (shape {tuple(data.shape)}, backend {backend.name!r}) "
+            f"cannot be written in place ({type(exc).__name__}: {exc}); neither running statistic was changed"
+        ) from exc
     return data, new
 
 
@@ -165,7 +172,8 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
 
     :raises TypeError: a running statistic that is not floating-point (an integer
         array cannot hold the average); neither is changed then.
-    :raises ValueError: a shape that does not fit.
+    :raises ValueError: a shape that does not fit, or a running statistic that
+        cannot be written (a read-only array); neither is changed then.
     """
     fname = "batch_normalization"
     eps = hyperparameter(fname, "eps", eps)
