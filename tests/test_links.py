@@ -731,6 +731,23 @@ def test_a_failing_first_call_leaves_a_lazy_layer_uninitialized(make, bad, good)
     assert layer(good).shape[0] == 2
 
 
+def test_a_failing_first_call_leaves_layer_normalization_uninitialized():
+    """LayerNormalization(size=None) kept gamma and beta of a refused first input's shape (a 1-D x
+    gave (), "gamma of shape () does not match", a gamma never passed), and every later (N, D)
+    input failed; a 1-D x is now refused naming the link and x, and a first call that fails after
+    drawing them (here x on another backend) leaves both uninitialized, as Linear leaves W."""
+    layer = L.LayerNormalization()
+    with pytest.raises(ValueError, match=r"links.LayerNormalization: size=None .* x of shape \(5,\) has none"):
+        layer(np.ones(5, np.float32))
+    assert layer.gamma.data is None and layer.beta.data is None
+    assert layer(np.ones((2, 5), np.float32)).shape == (2, 5) and layer.gamma.shape == (5,)
+    strict = L.LayerNormalization(backend="array_api_strict")
+    with pytest.raises(TypeError, match="two backends"):
+        strict(np.ones((2, 4), np.float32))
+    assert strict.gamma.data is None and strict.beta.data is None
+    assert strict(pg.asarray([[1.0, 2.0, 4.0]], backend="array_api_strict")).shape == (1, 3)
+
+
 def test_sequential_insert_out_of_range_is_refused():
     """list.insert clamps: s.insert(10, f) on a Sequential of one layer appended f, and a large
     negative index prepended it, where Chainer's Sequential raises IndexError."""

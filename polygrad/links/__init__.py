@@ -697,6 +697,23 @@ def _as_shape(size: Any) -> tuple[int, ...]:
     return (size,) if isinstance(size, int) else tuple(size)
 
 
+def _first_call(link: Link, names: tuple[str, ...], initialize: Any, call: Any) -> Variable:
+    """``call()`` after ``initialize()`` gave ``link``'s parameters ``names``, uninitialized, their
+    arrays from the first input; where either fails they are uninitialized again, as
+    :meth:`_Connection._call_initializing` leaves ``W`` (LayerNormalization kept gamma of a refused
+    input's shape, and every later input of the right shape failed)."""
+    fresh = [name for name in names if getattr(link, name).data is None]
+    try:
+        initialize()
+        return call()
+    except BaseException:
+        for name in fresh:
+            param = getattr(link, name)
+            param.data = None
+            param.cleargrad()  # (zeros that zerograds() asked for, of the refused shape)
+        raise
+
+
 def _filled(backend: Any, value: Any, shape: tuple, dtype: Any, where: str) -> Any:
     """Chainer's constant initializer: ``value``, a number or an array, broadcast to the
     parameter's ``shape`` in a new array (the caller's array never becomes the parameter).
@@ -982,18 +999,37 @@ class LayerNormalization(Link):
             self._initialize_params(_as_shape(size))
 
     def _initialize_params(self, shape: tuple[int, ...]) -> None:
+        """gamma (ones) and beta (zeros) of ``shape``, each where it has no array yet (one loaded is kept)."""
         b, dt = self._creation_site()
         xp = b.xp
-        self._set_param("gamma", xp.ones(shape, dtype=dt))
-        self._set_param("beta", xp.zeros(shape, dtype=dt))
+        for name, fill in (("gamma", xp.ones), ("beta", xp.zeros)):
+            if getattr(self, name).data is None:
+                self._set_param(name, fill(shape, dtype=dt))
+
+    def _inferred_shape(self, x: Any) -> tuple[int, ...]:
+        """gamma's shape for ``size=None``: x's past the batch axis, which must be there and known (a
+        1-D x gave gamma of shape (), which every later (N, D) input failed against)."""
+        from polygrad.functions._im2col import require_array
+
+        data = x.data if isinstance(x, Variable) else x
+        require_array("links.LayerNormalization", "x", data)
+        shape = None if data.shape is None else tuple(data.shape)
+        if shape is None or len(shape) < 2 or any(n is None or n != n for n in shape[1:]):
+            raise ValueError(f"polygrad.links.LayerNormalization: size=None takes gamma's shape from x's axes past the "
+                             f"batch axis at the first call, and x of shape {shape} has "
+                             f"{'them of unknown size' if shape and len(shape) > 1 else 'none'}; give an x of shape "
+                             f"(N, D) or size")
+        return shape[1:]
 
     def forward(self, x: Any) -> Variable:
         from polygrad.functions.normalization import layer_normalization
 
-        if self.gamma.data is None:
-            data = x.data if isinstance(x, Variable) else x
-            self._initialize_params(tuple(data.shape[1:]))
-        return layer_normalization(x, self.gamma, self.beta, self.eps)
+        def call() -> Variable:
+            return layer_normalization(x, self.gamma, self.beta, self.eps)
+
+        if self.gamma.data is not None:
+            return call()
+        return _first_call(self, ("gamma", "beta"), lambda: self._initialize_params(self._inferred_shape(x)), call)
 
 
 from polygrad.links.classifier import Classifier  # noqa: E402  (it builds on Chain)
