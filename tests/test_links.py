@@ -748,6 +748,36 @@ def test_a_failing_first_call_leaves_layer_normalization_uninitialized():
     assert strict(pg.asarray([[1.0, 2.0, 4.0]], backend="array_api_strict")).shape == (1, 3)
 
 
+def test_normalization_links_take_numpy_integer_sizes():
+    """size=np.int64(3) (from np.prod, say) was "'numpy.int64' object is not iterable"; L.Linear took
+    it. Sizes go through the same check (polygrad.links._size), an int or a sequence of them."""
+    for cls in (L.BatchNormalization, L.LayerNormalization):
+        assert cls(np.int64(3)).gamma.shape == (3,)
+        assert cls((np.int32(2), 3)).beta.shape == (2, 3)
+
+
+@pytest.mark.parametrize("cls", [L.BatchNormalization, L.LayerNormalization])
+@pytest.mark.parametrize("size, error, message", [
+    (-3, ValueError, "size must be an int of at least 0, got -3"),
+    (3.0, TypeError, "size must be an int or a sequence of ints, got 3.0"),
+    ((3, 2.0), TypeError, "size must be an int, got 2.0"),
+    (True, TypeError, "size must be an int, got the bool True"),
+    ("3", TypeError, "size must be an int or a sequence of ints, got '3'"),
+])
+def test_normalization_links_refuse_bad_sizes_naming_the_link(cls, size, error, message):
+    """A float or negative size failed with "'float' object is not iterable" or numpy's "negative
+    dimensions are not allowed", naming neither the link nor size."""
+    with pytest.raises(error, match=rf"polygrad.links.{cls.__name__}: {message}"):
+        cls(size)
+
+
+def test_batchnormalization_refuses_size_none_naming_the_link():
+    """BatchNormalization(None), Chainer's size taken at the first call, was "'NoneType' object is not
+    iterable" (docs/migration.md said an AttributeError); now a TypeError naming the link and size."""
+    with pytest.raises(TypeError, match=r"polygrad.links.BatchNormalization: size=None .* not supported"):
+        L.BatchNormalization(None)
+
+
 def test_sequential_insert_out_of_range_is_refused():
     """list.insert clamps: s.insert(10, f) on a Sequential of one layer appended f, and a large
     negative index prepended it, where Chainer's Sequential raises IndexError."""

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from polygrad.backends import get_backend, to_backend
 from polygrad.core.dispatch import backend_of_type, is_array
+from polygrad.core.integers import as_int
 from polygrad.core.variable import Variable, admit_grad, kind_of
 from polygrad.optimizers import require_leaf
 
@@ -693,8 +694,18 @@ def _size(n: Any, what: str, link: str, least: int) -> int:
     return count(n, what, f"links.{link}", least)
 
 
-def _as_shape(size: Any) -> tuple[int, ...]:
-    return (size,) if isinstance(size, int) else tuple(size)
+def _as_shape(size: Any, link: str) -> tuple[int, ...]:
+    """A normalization link's ``size``, an int (NumPy's too) or a sequence of them, as a shape, each
+    size checked by :func:`_size` (np.int64(3) was "'numpy.int64' object is not iterable", -3
+    numpy's bare "negative dimensions are not allowed")."""
+    if size is None:
+        raise TypeError(f"polygrad.links.{link}: size=None (Chainer's size taken from the first input) is not "
+                        f"supported; give size")
+    if as_int(size) is not None or isinstance(size, bool):
+        return (_size(size, "size", link, 0),)  # (a bool is refused there)
+    if isinstance(size, str) or not hasattr(size, "__iter__"):
+        raise TypeError(f"polygrad.links.{link}: size must be an int or a sequence of ints, got {size!r}")
+    return tuple(_size(n, "size", link, 0) for n in size)
 
 
 def _first_call(link: Link, names: tuple[str, ...], initialize: Any, call: Any) -> Variable:
@@ -933,8 +944,8 @@ class EmbedID(Link):
 
 class BatchNormalization(Link):
     """Batch normalization with learned ``gamma`` (ones) and ``beta`` (zeros) of
-    shape ``size``, and running statistics ``avg_mean`` (zeros) and ``avg_var``
-    (ones), which are arrays, not parameters.
+    shape ``size`` (an int, NumPy's too, or a sequence of them; not None), and running
+    statistics ``avg_mean`` (zeros) and ``avg_var`` (ones), which are arrays, not parameters.
 
     In train mode the batch statistics normalize and update the running ones
     (``decay`` as in :func:`polygrad.functions.batch_normalization`); in test
@@ -960,7 +971,7 @@ class BatchNormalization(Link):
         if not xp.isdtype(dt, "real floating"):  # (its running averages were cast to it: 0.1 became 0, for good)
             raise TypeError(f"polygrad.links.BatchNormalization: dtype must be a real floating dtype to hold running "
                             f"averages, got {getattr(dt, '__name__', dt)} (backend {b.name!r})")
-        shape = _as_shape(size)
+        shape = _as_shape(size, "BatchNormalization")
         with self.init_scope():
             self.gamma = Variable(xp.ones(shape, dtype=dt), name="gamma")
             self.beta = Variable(xp.zeros(shape, dtype=dt), name="beta")
@@ -982,7 +993,8 @@ class BatchNormalization(Link):
 class LayerNormalization(Link):
     """Layer normalization (:func:`polygrad.functions.layer_normalization`) over
     the trailing axes of shape ``size`` with ``gamma`` (ones) and ``beta``
-    (zeros); ``size=None`` takes the shape of ``x.shape[1:]`` at the first call.
+    (zeros); ``size`` is an int (NumPy's too) or a sequence of them, and ``size=None``
+    takes the shape of ``x.shape[1:]`` at the first call (one that fails takes none).
     ``eps`` defaults to 1e-6, as in Chainer's link."""
 
     def __init__(self, size: Any = None, eps: float = 1e-6, *, dtype: Any = "float32", backend: str | None = None) -> None:
@@ -996,7 +1008,7 @@ class LayerNormalization(Link):
             self.gamma = Variable(None, name="gamma")
             self.beta = Variable(None, name="beta")
         if size is not None:
-            self._initialize_params(_as_shape(size))
+            self._initialize_params(_as_shape(size, "LayerNormalization"))
 
     def _initialize_params(self, shape: tuple[int, ...]) -> None:
         """gamma (ones) and beta (zeros) of ``shape``, each where it has no array yet (one loaded is kept)."""
