@@ -12,7 +12,7 @@ import polygrad as pg
 import polygrad.functions as F
 from polygrad.testing import check_grads
 
-from conftest import arr, away_from_zero, normal
+from conftest import arr, away_from_zero, normal, to_np
 from conftest import assert_values_close as assert_close
 
 X = np.array([[0.5, -1.0, 2.0, 0.1], [-0.3, 0.8, -1.5, 1.2], [1.1, 0.7, -0.4, -2.2]])
@@ -132,6 +132,18 @@ def test_clip_forward_and_gradient(xp):
 def test_clip_gradients(xp):
     """Gradients of clip agree with central differences, to second order."""
     check_grads(lambda v: F.clip(v, -1.0, 1.0) * v, [arr(xp, XA)], order=2)
+
+
+def test_clip_of_integers_keeps_their_dtype_and_refuses_floating_bounds(xp):
+    """An integer x with a float bound came back float64 ([1, 5, 9] by 2.5, 7.5: [2.5, 5., 7.5]),
+    against the docstring; it is refused as pg.clip refuses it, naming the function and the bound.
+    Integer bounds keep x's dtype."""
+    x = arr(xp, [1, 5, 9], "int64")
+    y = F.clip(x, 2, 7)
+    assert y.dtype == x.dtype and to_np(y).tolist() == [2, 5, 7]
+    for bounds, name in (((2.5, 7.5), "x_min"), ((None, 7.0), "x_max")):
+        with pytest.raises(TypeError, match=rf"polygrad.functions.clip: x is \S*int64 \(3,\) and the bound {name} is floating"):
+            F.clip(x, *bounds)
 
 
 # ---------------------------------------------------------------------------

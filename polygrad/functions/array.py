@@ -13,6 +13,7 @@ from polygrad import ops
 from polygrad.core.integers import as_int
 from polygrad.functions.nn import _data, hyperparameter
 from polygrad.ops import getitem, where as _where
+from polygrad.ops.elementwise import _refuse_floating_bounds
 
 __all__ = ["concat", "stack", "split_axis", "where", "clip"]
 
@@ -100,12 +101,20 @@ def clip(x, x_min, x_max):
 
     The gradient is 1 where ``x_min <= x <= x_max`` (bounds included, as in
     Chainer) and 0 outside. The bounds are numbers (arrays of bounds:
-    ``pg.clip``), and the result has ``x``'s dtype.
+    ``pg.clip``), and the result has ``x``'s dtype. An integer ``x`` takes
+    integer bounds only, as ``pg.clip`` (Chainer refuses an integer ``x``).
+
+    :raises TypeError: an integer ``x`` with a floating-point bound (it made the
+        result float64: ``clip(int64 [1, 5, 9], 2.5, 7.5)`` was ``[2.5, 5., 7.5]``).
     """
     if x_min is None and x_max is None:
         raise ValueError("polygrad.functions.clip: x_min and x_max cannot both be None")
     x_min = None if x_min is None else hyperparameter("clip", "x_min", x_min)
     x_max = None if x_max is None else hyperparameter("clip", "x_max", x_max)
+    try:  # pg.clip's rule for the kinds of x and the bounds, in its words
+        _refuse_floating_bounds(x, {"x_min": x_min, "x_max": x_max})
+    except (TypeError, OverflowError) as exc:
+        raise type(exc)(f"polygrad.functions.clip: {str(exc).removeprefix('polygrad: clip: ')}") from None
     if x_min is not None and x_max is not None and x_min > x_max:
         raise ValueError(f"polygrad.functions.clip: x_min ({x_min}) must not exceed x_max ({x_max})")
     y = x
