@@ -284,6 +284,14 @@ def test_logsumexp_forward(xp, axis):
     assert_close(F.logsumexp(arr(xp, x), axis=axis), np.log(np.exp(x).sum(axis=axis)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("axis", [[0, 1], 1.0, (0, 1.5), True])
+def test_logsumexp_refuses_an_axis_that_is_not_an_int_or_tuple(xp, axis):
+    """A list axis was "unsupported operand type(s) for %: 'list' and 'int'", naming nothing; axis
+    is None, an int (NumPy's too) or a tuple of them, as the standard's reductions take it."""
+    with pytest.raises(TypeError, match=r"functions.logsumexp: axis must be None, an int or a tuple of ints"):
+        F.logsumexp(arr(xp, normal((2, 2))), axis=axis)
+
+
 def test_logsumexp_is_stable(xp):
     """logsumexp of [1000, 1000] is 1000 + log 2; of [-1000, -1000] is -1000 + log 2."""
     x = np.array([[1000.0, 1000.0], [-1000.0, -1000.0]])

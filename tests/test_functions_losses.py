@@ -266,6 +266,14 @@ def test_huber_loss_rejects_unknown_reduce(xp):
         F.huber_loss(arr(xp, HX), arr(xp, HT), 1.0, reduce="mean")
 
 
+def test_huber_loss_summed_along_axis_1_refuses_a_1d_x_naming_the_function(xp):
+    """reduce='sum_along_second_axis' of a 1-D x failed in sum with numpy's AxisError ("axis 1 is
+    out of bounds"); reduce='no' still takes it."""
+    with pytest.raises(ValueError, match=r"functions.huber_loss: reduce='sum_along_second_axis' .* \(3,\)"):
+        F.huber_loss(arr(xp, HX[0]), arr(xp, HT[0]), 1.0)
+    assert F.huber_loss(arr(xp, HX[0]), arr(xp, HT[0]), 1.0, reduce="no").shape == HX[0].shape
+
+
 def test_sigmoid_cross_entropy_labels_are_checked_at_every_compiled_call():
     """The labels were checked only as the function was called, which in a compiled function is
     the trace, where they cannot be read: integer labels 7 gave a loss of log 2 at every call.

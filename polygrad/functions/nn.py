@@ -146,6 +146,8 @@ def logsumexp(x, axis=None):
     # is left to max and sum to refuse
     picked = range(ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
     picked = [as_int(a) for a in picked]  # (NumPy's integers too: one integer rule)
+    if None in picked:  # (a list was "unsupported operand type(s) for %: 'list' and 'int'")
+        raise TypeError(f"polygrad.functions.logsumexp: axis must be None, an int or a tuple of ints, got {axis!r}")
     empty = builtins.any(a is not None and -ndim <= a < ndim and shape[a] == 0 for a in picked)
     m = (sum if empty else max)(x, axis=axis, keepdims=True)
     if isinstance(m, Variable):
@@ -441,6 +443,10 @@ def huber_loss(x, t, delta, reduce="sum_along_second_axis"):
     fname = "huber_loss"
     check_option(fname, "reduce", reduce, ("sum_along_second_axis", "no"))
     check_same_shape(fname, x, t)
+    xs = _shape(x)
+    if reduce == "sum_along_second_axis" and xs is not None and len(xs) < 2:  # (numpy's AxisError named sum)
+        raise ValueError(f"polygrad.functions.{fname}: reduce='sum_along_second_axis' sums over axis 1, which x of "
+                         f"shape {xs} has not; give x of shape (N, D, ...) or reduce='no'")
     delta = hyperparameter(fname, "delta", delta)
     if not delta > 0:
         raise ValueError(f"polygrad.functions.{fname}: delta must be positive, got {delta!r}")
