@@ -142,7 +142,7 @@ def test_clip_of_integers_keeps_their_dtype_and_refuses_floating_bounds(xp):
     y = F.clip(x, 2, 7)
     assert y.dtype == x.dtype and to_np(y).tolist() == [2, 5, 7]
     for bounds, name in (((2.5, 7.5), "x_min"), ((None, 7.0), "x_max")):
-        with pytest.raises(TypeError, match=rf"polygrad.functions.clip: x is \S*int64 \(3,\) and the bound {name} is floating"):
+        with pytest.raises(TypeError, match=rf"functions.clip: x is \S*int64 \(3,\) and the bound {name} is floating"):
             F.clip(x, *bounds)
 
 

@@ -93,7 +93,7 @@ def test_fixed_batch_normalization_refuses_statistics_not_of_gammas_shape(xp):
     right, turned = arr(xp, np.zeros((2, 3))), arr(xp, np.zeros((3, 2)))
     for name, args in (("beta", (turned, right, right)), ("mean", (right, turned, right)),
                        ("var", (right, right, arr(xp, np.ones(6))))):
-        with pytest.raises(ValueError, match=rf"fixed_batch_normalization: {name} of shape \(\d, ?\d?\).*gamma's shape \(2, 3\)"):
+        with pytest.raises(ValueError, match=rf"fixed_batch_normalization: {name} of shape .* gamma's shape \(2, 3\)"):
             F.fixed_batch_normalization(x, g, *args)
 
 
