@@ -710,8 +710,8 @@ def _as_shape(size: Any, link: str) -> tuple[int, ...]:
 
 def _first_call(link: Link, names: tuple[str, ...], initialize: Any, call: Any) -> Variable:
     """``call()`` after ``initialize()`` gave ``link``'s parameters ``names``, uninitialized, their
-    arrays from the first input; where either fails they are uninitialized again, as
-    :meth:`_Connection._call_initializing` leaves ``W`` (LayerNormalization kept gamma of a refused
+    arrays from the first input; where either fails they are uninitialized again (a 3-D input to
+    ``Convolution2D(None, ...)`` drew ``W`` for its height, LayerNormalization kept gamma of a refused
     input's shape, and every later input of the right shape failed)."""
     fresh = [name for name in names if getattr(link, name).data is None]
     try:
@@ -795,13 +795,7 @@ class _Connection(Link):
         drew ``W`` for its height, and every later call of the right shape failed)."""
         if self.W.data is not None:
             return call()
-        self._initialize_params(self._inferred_size(x))
-        try:
-            return call()
-        except BaseException:
-            self.W.data = None
-            self.W.cleargrad()  # (zeros that zerograds() asked for, of the refused shape)
-            raise
+        return _first_call(self, ("W",), lambda: self._initialize_params(self._inferred_size(x)), call)
 
     def _inferred_size(self, x: Any) -> int:
         """The input size (``_input_size``) that input ``x`` gives W: the product of its sizes
