@@ -183,6 +183,7 @@ class Function(Node):
         d["_in_saved"] = ()
         d["_out_saved"] = ()
         d["_made"] = frozenset()  # ids of the output arrays a Chainer-style forward made (see _may_hold)
+        d["_out_versions"] = ()  # per output, (array, counter, version) for those arrays
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -471,12 +472,17 @@ class Function(Node):
         # the seed allows it) and read them in backward, where y *= 2 would have changed them. The arrays forward
         # made for its outputs (not an input's, not the copy _own_memory made) are noted: until backward frees
         # this node, an in-place write into one of those Variables gives it a new array (Variable._write), and
-        # the array the Function may hold keeps forward's values. PyTorch-style backward reads its outputs from
+        # the array the Function may hold keeps forward's values. A write into that array by another way (through
+        # y.detach(), after y.detach_(), a dirty input of another Function) moves the counter it shares with
+        # the output: backward refuses it, as a saved array's. PyTorch-style backward reads its outputs from
         # saved_tensors, which are version-checked as PyTorch's are.
         if self._style == "chainer" and self._backend.inplace:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
-            self._made = frozenset(id(y) for v, y in zip(out_vars, outputs)
-                                   if v._data is y and not any(y is a for a in theirs))
+            made = [i for i, (v, y) in enumerate(zip(out_vars, outputs))
+                    if v._data is y and not any(y is a for a in theirs)]
+            self._made = frozenset(id(outputs[i]) for i in made)
+            self._out_versions = tuple((outputs[i], out_vars[i]._vbox, out_vars[i]._vbox.n) if i in made else None
+                                       for i in range(len(outputs)))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -617,6 +623,9 @@ class Function(Node):
         for i, s in enumerate(self._out_saved):  # retained outputs are checked too
             if s is not None:
                 self._check(s, f"output {i}")
+        for i, s in enumerate(self._out_versions):  # and the arrays forward made, which it may hold
+            if s is not None:
+                self._check(s, f"output {i}")
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
@@ -682,6 +691,7 @@ class Function(Node):
 
         self._in_saved = tuple(moved(r) for r in self._in_saved)
         self._out_saved = tuple(moved(r) for r in self._out_saved)
+        self._out_versions = tuple(moved(r) for r in self._out_versions)
         self._saved_versions = tuple(moved(r) for r in self._saved_versions)
 
     def _protect_saved(self, array: Any, copy: bool) -> None:

@@ -883,7 +883,9 @@ class Variable:
         """A new leaf sharing this variable's data (and in-place version counter), with no graph.
 
         The result does not require grad; it is volatile if this variable is.
-        In-place changes to either are seen by both.
+        In-place changes to either are seen by both where they write into the array; not where a write
+        gives the variable a new one (``inplace_policy("copy")``, dask, an output of a Chainer-style
+        Function before its backward: docs/inplace.md).
         """
         return Variable._make(new_leaf(self._data), volatile=self._volatile, vbox=self._vbox, name=self.name)
 
