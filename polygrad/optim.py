@@ -273,9 +273,9 @@ class Optimizer:
             backend = backend_of_type(type(p.data))
             xp = backend.xp
             template = rule.init_state(p, backend)  # the state's dtypes (float32 moments of a float16 Adam)
-            # (an array the rule makes at its first use, None in a new state, may be missing: not made yet)
+            # (an array the rule makes at its first use may be missing: not made yet)
             missing = [name for name in ("t",) + rule.state_names
-                       if name not in entry and (name == "t" or template[name] is not None)]
+                       if name not in entry and name not in rule.made_at_first_use]
             if missing:
                 raise ValueError(f"{where}: the state of parameter {k} lacks {missing} ({type(rule).__name__} keeps "
                                  f"{['t', *rule.state_names]})")
@@ -384,8 +384,7 @@ class _TorchMomentumSGD(_SGDChecks, optimizers.MomentumSGD):
         self.weight_decay = weight_decay
         self.nesterov = nesterov
 
-    def init_state(self, param: Variable, backend: Any) -> dict:
-        return {"t": 0, "backend": backend, "v": None}  # the velocity is made at its first use
+    made_at_first_use = ("v",)  # the velocity
 
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         g = self._decayed(data, grad)

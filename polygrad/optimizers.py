@@ -343,6 +343,10 @@ class GradientMethod(Optimizer):
     """
 
     state_names: tuple[str, ...] = ()
+    #: the names of ``state_names`` the rule makes at its first use (PyTorch's momentum buffer, Adam's
+    #: ``vhat``): None in a new state, and None where a saved or pickled state lacks them (one of an
+    #: earlier polygrad, or of a rule that had not made them yet)
+    made_at_first_use: tuple[str, ...] = ()
     zero_missing_grads: bool = True
 
     def setup(self, link: Any) -> "GradientMethod":
@@ -695,10 +699,15 @@ class GradientMethod(Optimizer):
         return entry[1] if entry is not None and entry[0]() is param else None
 
     def _put_state(self, param: Variable, state: dict | None) -> None:
-        """Make ``state`` the state of the parameter object ``param`` (None: it has none)."""
+        """Make ``state`` the state of the parameter object ``param`` (None: it has none). Every state
+        comes in here (made, loaded, unpickled): an array the rule makes at first use that it lacks (a
+        state of an earlier polygrad: Adam's without ``vhat``) is None, not made yet (its next update,
+        save or ``state_dict`` raised a bare KeyError)."""
         if state is None:
             self._states.pop(id(param), None)
         else:
+            for k in self.made_at_first_use:
+                state.setdefault(k, None)
             self._states[id(param)] = (weakref.ref(param), state)
 
     def _forget_dead(self, n_params: int) -> None:
@@ -770,30 +779,31 @@ class GradientMethod(Optimizer):
         return moved
 
     def init_state(self, param: Variable, backend: Any) -> dict:
-        """A new parameter's state: ``{"t": 0, "backend": backend}`` and a zero array per name of
-        ``state_names``. A rule may put None for an array it makes at its first use (PyTorch's
-        momentum buffer); such an array may then be missing from a saved state."""
+        """A new parameter's state: ``{"t": 0, "backend": backend}`` and, per name of
+        ``state_names``, a zero array of the parameter's on its backend, or None for one the rule
+        makes at its first use (``made_at_first_use``)."""
         xp = backend.xp
         state: dict[str, Any] = {"t": 0, "backend": backend}
         for k in self.state_names:
-            state[k] = xp.zeros_like(param.data)
+            state[k] = None if k in self.made_at_first_use else xp.zeros_like(param.data)
         return state
 
-    def _refuse_foreign_state(self, sub: Any, name: str, fresh: dict) -> None:
+    def _refuse_foreign_state(self, sub: Any, name: str) -> None:
         """Refuse a file whose state of one parameter (it holds a count, not 0) is another rule's:
         one holding arrays this rule does not keep (an Adam file loaded into MomentumSGD gave the
         velocity Adam's second moment; one loaded into SGD was taken as a count, as in Chainer),
         or lacking some it keeps (a MomentumSGD file loaded into Adam with ``strict=False`` made
         the velocity, negative, Adam's second moment: NaN parameters). An array the rule makes at
-        its first use (None in ``fresh``, a new state) may be missing. Only deserializers that
-        list their keys (``stored_keys``, the npz one) can be asked."""
+        its first use may be missing. Only deserializers that list their keys (``stored_keys``, the
+        npz one) can be asked."""
         keys = getattr(sub, "stored_keys", None)
         if keys is None:
             return
         keys = keys()
         extra = sorted(keys - {"t", *self.state_names})
         # (a file without this parameter's count, strict=False, holds no state of it: left as it is)
-        missing = [k for k in self.state_names if k not in keys and fresh[k] is not None] if "t" in keys else []
+        missing = [k for k in self.state_names if k not in keys and k not in self.made_at_first_use
+                   ] if "t" in keys else []
         if extra or missing:
             what = f"holds {extra}, which {type(self).__name__} does not keep" if extra else (
                 f"lacks {missing}, which {type(self).__name__} keeps")
@@ -845,7 +855,7 @@ class GradientMethod(Optimizer):
                 )
             backend = backend_of_type(type(data))
             fresh = self.init_state(param if param.data is not None else Variable(data), backend)
-            self._refuse_foreign_state(sub, name, fresh)
+            self._refuse_foreign_state(sub, name)
             if state is None:
                 template = fresh
             else:  # where the link moved to another backend since: the state as the next update moves it
@@ -1145,9 +1155,10 @@ class Adam(GradientMethod):
     ``final_lr``, ``gamma``) is not implemented: those names are refused.
     """
 
-    #: vhat (AMSGrad's) is made at the first update with amsgrad (None before: Chainer's zeros,
-    #: whose maximum with v is v), so a file without it (an earlier polygrad's) loads
     state_names = ("m", "v", "vhat")
+    #: vhat (AMSGrad's) is made at the first update with amsgrad (None before: Chainer's zeros,
+    #: whose maximum with v is v), so a file or pickle without it (an earlier polygrad's) loads
+    made_at_first_use = ("vhat",)
     alpha = Hyperparameter()
     beta1 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
     beta2 = Hyperparameter((lambda b: 0.0 <= b < 1.0, "in [0, 1)"))
@@ -1187,7 +1198,6 @@ class Adam(GradientMethod):
 
     def init_state(self, param: Variable, backend: Any) -> dict:
         state = super().init_state(param, backend)
-        state["vhat"] = None  # (made at the first update with amsgrad)
         wide = widened(backend.xp, param.data.dtype)
         if wide is not None:  # the moments of a float16 parameter are float32 (see step)
             for k in self.state_names:

@@ -316,3 +316,47 @@ def test_a_file_without_a_velocity_not_made_yet_loads_into_an_optimizer_that_mad
     serializers.load_npz(buf, opt)
     state = opt._rule._state_of(w2)
     assert state["t"] == 1 and state["v"] is None
+
+
+# ---------------------------------------------------------------------------
+# States and files of an earlier polygrad (before Adam's vhat)
+# ---------------------------------------------------------------------------
+
+
+def _make_adam(interface, w):
+    return optimizers.Adam(0.1).setup(pg.Link(w=w)) if interface == "optimizers" else pg.optim.Adam([w], lr=0.1)
+
+
+def _adam_step(opt, w, g):
+    w.grad = g
+    opt.update() if isinstance(opt, optimizers.Optimizer) else opt.step()
+
+
+@pytest.mark.parametrize("interface", ["optimizers", "optim"])
+def test_an_adam_pickled_before_vhat_existed_updates_saves_and_continues(interface, monkeypatch):
+    """An earlier polygrad pickled Adam's states with 'm' and 'v' only: the next update, save_npz and
+    state_dict raised a bare KeyError 'vhat'. vhat is made at first use: such a state has none yet."""
+    rng = np.random.default_rng(3)
+    grads = [rng.normal(size=3) for _ in range(4)]
+    w = pg.Variable(np.ones(3))
+    opt = _make_adam(interface, w)
+    _adam_step(opt, w, grads[0])
+    pickled = optimizers.GradientMethod.__getstate__
+
+    def as_before(self):  # what the earlier polygrad pickled: no 'vhat', nor the dtype the state was made for
+        d = pickled(self)
+        d["_states"] = [(p, {k: v for k, v in s.items() if k not in ("vhat", "dtype")}) for p, s in d["_states"]]
+        return d
+
+    monkeypatch.setattr(optimizers.GradientMethod, "__getstate__", as_before)
+    w2, opt2 = pickle.loads(pickle.dumps((w, opt)))
+    monkeypatch.undo()
+    rule = getattr(opt2, "_rule", opt2)
+    assert rule._state_of(w2)["vhat"] is None
+    serializers.save_npz(io.BytesIO(), opt2)
+    if interface == "optim":
+        assert set(opt2.state_dict()["state"][0]) == {"t", "m", "v"}
+    for g in grads[1:]:
+        _adam_step(opt, w, g)
+        _adam_step(opt2, w2, g)
+    np.testing.assert_array_equal(w2.data, w.data)
