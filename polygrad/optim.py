@@ -272,7 +272,6 @@ class Optimizer:
                 raise ValueError(f"{where}: parameter {k} is not initialized yet; run the model once first")
             backend = backend_of_type(type(p.data))
             xp = backend.xp
-            template = rule.init_state(p, backend)  # the state's dtypes (float32 moments of a float16 Adam)
             # (an array the rule makes at its first use may be missing: not made yet)
             missing = [name for name in ("t",) + rule.state_names
                        if name not in entry and name not in rule.made_at_first_use]
@@ -288,7 +287,7 @@ class Optimizer:
                 if tuple(getattr(a, "shape", ())) != tuple(p.data.shape):
                     raise ValueError(f"{where}: the state {name!r} of parameter {k} has shape "
                                      f"{tuple(getattr(a, 'shape', ()))}, the parameter {tuple(p.data.shape)}")
-                dtype = p.data.dtype if template[name] is None else template[name].dtype
+                dtype = rule.state_dtype(name, p.data.dtype, xp)  # (float32 moments of a float16 Adam, vhat too)
                 a = to_backend(a, backend.name)
                 # (a complex velocity lost its imaginary part here, where load_npz refuses it)
                 what = f"{where}: the state {name!r} of parameter {k}"

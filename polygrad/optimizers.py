@@ -349,6 +349,13 @@ class GradientMethod(Optimizer):
     made_at_first_use: tuple[str, ...] = ()
     zero_missing_grads: bool = True
 
+    def state_dtype(self, name: str, dtype: Any, xp: Any) -> Any:
+        """The dtype of the state array ``name`` of a parameter of ``dtype`` (on the namespace ``xp``):
+        the parameter's. The one place a rule says it (Adam: float32 for a float16 parameter), read
+        wherever a state array is made, loaded or cast along with its parameter (an array made at
+        first use took the parameter's float16 there, where the rule made it float32)."""
+        return dtype
+
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
         for _ in self._params():  # (a parameter that is no leaf is refused up front, as pg.optim does)
@@ -745,22 +752,21 @@ class GradientMethod(Optimizer):
         return state
 
     def _recast(self, name: str, param: Variable, state: dict, backend: Any) -> None:
-        """Cast the arrays of ``state`` to the dtypes a state made now would have (an array the rule
-        makes at its first use: to the parameter's, within its kind), where the parameter's dtype
-        changed since it was made (``w.data = w.data.astype("float32")`` mid-run): a float64
-        velocity kept the steps float64 (and on dask made the parameter float64 again). A state of
-        a higher kind than it would have (complex, for a parameter now real) is refused, naming the
-        parameter."""
+        """Cast the arrays of ``state`` to the dtypes the rule gives them (:meth:`state_dtype`; an
+        array the rule makes at its first use: within its kind) where the parameter's dtype changed
+        since it was made (``w.data = w.data.astype("float32")`` mid-run), or the state moved to
+        another backend: a float64 velocity kept the steps float64 (and on dask made the parameter
+        float64 again). A state of a higher kind than it would have (complex, for a parameter now
+        real) is refused, naming the parameter."""
         from polygrad.serializers import check_kind, dtype_kind_of
 
         xp, dtype = backend.xp, param.data.dtype
-        template = self.init_state(param, backend)
         for k in self.state_names:
             a = state[k]
             if a is None:
                 continue
-            want = template[k].dtype if template[k] is not None else dtype
-            if a.dtype == want or (template[k] is None and _kind(xp, a.dtype) != _kind(xp, want)):
+            want = self.state_dtype(k, dtype, xp)
+            if a.dtype == want or (k in self.made_at_first_use and _kind(xp, a.dtype) != _kind(xp, want)):
                 continue
             check_kind(f"polygrad: {type(self).__name__} cannot update parameter {name!r} (now of {dtype}): its "
                        f"state {k!r}", xp, a.dtype, dtype_kind_of(xp, want), want)
@@ -780,12 +786,14 @@ class GradientMethod(Optimizer):
 
     def init_state(self, param: Variable, backend: Any) -> dict:
         """A new parameter's state: ``{"t": 0, "backend": backend}`` and, per name of
-        ``state_names``, a zero array of the parameter's on its backend, or None for one the rule
-        makes at its first use (``made_at_first_use``)."""
-        xp = backend.xp
+        ``state_names``, a zero array of the parameter's shape on its backend, of the rule's dtype
+        (:meth:`state_dtype`), or None for one the rule makes at its first use
+        (``made_at_first_use``)."""
+        xp, data = backend.xp, param.data
         state: dict[str, Any] = {"t": 0, "backend": backend}
         for k in self.state_names:
-            state[k] = None if k in self.made_at_first_use else xp.zeros_like(param.data)
+            state[k] = None if k in self.made_at_first_use else xp.zeros_like(
+                data, dtype=self.state_dtype(k, data.dtype, xp))
         return state
 
     def _refuse_foreign_state(self, sub: Any, name: str) -> None:
@@ -866,9 +874,10 @@ class GradientMethod(Optimizer):
                     new[k] = sub(k, template[k])
                     continue
                 # an array not made yet (None: a velocity before a step with momentum) is read in the
-                # parameter's form; a file without it leaves it None, not that stand-in (strict=True
+                # form the rule gives it; a file without it leaves it None, not that stand-in (strict=True
                 # too: the file of an earlier polygrad, or of a rule that had not made it, lacks it)
-                stand_in = backend.xp.zeros_like(data)
+                xp = backend.xp
+                stand_in = xp.zeros_like(data, dtype=self.state_dtype(k, data.dtype, xp))
                 try:
                     got = sub(k, stand_in)
                 except KeyError:
@@ -1196,14 +1205,9 @@ class Adam(GradientMethod):
         """The moving average of a moment: Chainer's form, ``old + (1 - beta) (new - old)``."""
         return old + (1.0 - beta) * (new - old)
 
-    def init_state(self, param: Variable, backend: Any) -> dict:
-        state = super().init_state(param, backend)
-        wide = widened(backend.xp, param.data.dtype)
-        if wide is not None:  # the moments of a float16 parameter are float32 (see step)
-            for k in self.state_names:
-                if state[k] is not None:
-                    state[k] = backend.xp.astype(state[k], wide)
-        return state
+    def state_dtype(self, name: str, dtype: Any, xp: Any) -> Any:
+        """The moments of a float16 parameter are float32, vhat too (see step); else the parameter's."""
+        return widened(xp, dtype) or dtype
 
     def step(self, data: Any, grad: Any, state: dict, t: int) -> tuple[Any, dict]:
         xp = state["backend"].xp

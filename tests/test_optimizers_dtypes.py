@@ -211,6 +211,64 @@ def test_eps_zero_is_allowed_in_float16():
     np.testing.assert_allclose(p.data, [0.999, 1.001], atol=1e-3)
 
 
+# AMSGrad's vhat of a float16 parameter is float32, as m and v are; it is made at first use, and took the
+# parameter's float16 where it was loaded (load_npz, load_state_dict) or cast along with the parameter
+# (a move to another backend, a cast): a vhat past 65504 became inf, and the parameter froze (m / inf).
+
+
+def _amsgrad_float16(how):
+    w = pg.Variable(np.ones(3, np.float16))
+    if how == "load_state_dict":
+        return w, pg.optim.Adam([w], lr=0.01, amsgrad=True)
+    return w, optimizers.Adam(alpha=0.01, amsgrad=True).setup(pg.Link(w=w))
+
+
+def _step16(w, opt, g):
+    w.grad = w.xp.asarray(np.full(3, g, np.float16))
+    opt.step() if isinstance(opt, pg.optim.Optimizer) else opt.update()
+
+
+@pytest.mark.parametrize("how", ["load_npz", "load_state_dict", "to_backend"])
+def test_amsgrad_vhat_of_a_float16_parameter_stays_float32_when_loaded_or_moved(how, tmp_path):
+    w, opt = _amsgrad_float16(how)
+    _step16(w, opt, 10000.0)  # v = vhat = 1e5: past float16's 65504
+    if how == "load_npz":
+        pg.serializers.save_npz(tmp_path / "opt.npz", opt)
+        w2, opt2 = _amsgrad_float16(how)
+        w2.data = w.data.copy()
+        pg.serializers.load_npz(tmp_path / "opt.npz", opt2)
+    elif how == "load_state_dict":
+        w2, opt2 = _amsgrad_float16(how)
+        w2.data = w.data.copy()
+        opt2.load_state_dict(opt.state_dict())
+    else:  # (the same run, moved to dask)
+        _backend("dask")
+        w2, opt2 = _amsgrad_float16(how)
+        _step16(w2, opt2, 10000.0)
+        opt2.target.to_backend("dask")
+    for _ in range(3):
+        _step16(w, opt, 1.0)
+        _step16(w2, opt2, 1.0)
+    vhat = getattr(opt2, "_rule", opt2)._state_of(w2)["vhat"]
+    assert str(vhat.dtype) == "float32" and np.asarray(vhat).tolist() == np.asarray(
+        getattr(opt, "_rule", opt)._state_of(w)["vhat"]).tolist()
+    np.testing.assert_array_equal(np.asarray(w2.data), w.data)
+
+
+def test_amsgrad_vhat_stays_float32_when_its_parameter_is_cast_to_float16():
+    w = pg.Variable(np.ones(3, np.float32))
+    opt = optimizers.Adam(alpha=0.01, amsgrad=True).setup(pg.Link(w=w))
+    w.grad = np.full(3, 10000.0, np.float32)
+    opt.update()
+    w.data = w.data.astype(np.float16)
+    before = w.data.copy()
+    w.grad = np.ones(3, np.float16)
+    opt.update()
+    state = opt._state_of(w)
+    assert [str(state[k].dtype) for k in ("m", "v", "vhat")] == ["float32"] * 3
+    assert np.isfinite(state["vhat"]).all() and w.dtype == np.float16 and np.all(w.data < before)
+
+
 # ---------------------------------------------------------------------------
 # GradientClipping: the norm is sqrt(sum |g|**2), real, summed in float32 at least
 # ---------------------------------------------------------------------------
