@@ -752,21 +752,19 @@ class GradientMethod(Optimizer):
         return state
 
     def _recast(self, name: str, param: Variable, state: dict, backend: Any) -> None:
-        """Cast the arrays of ``state`` to the dtypes the rule gives them (:meth:`state_dtype`; an
-        array the rule makes at its first use: within its kind) where the parameter's dtype changed
-        since it was made (``w.data = w.data.astype("float32")`` mid-run), or the state moved to
-        another backend: a float64 velocity kept the steps float64 (and on dask made the parameter
-        float64 again). A state of a higher kind than it would have (complex, for a parameter now
-        real) is refused, naming the parameter."""
+        """Cast the arrays of ``state`` to the dtypes the rule gives them (:meth:`state_dtype`) where
+        the parameter's dtype changed since it was made (``w.data = w.data.astype("float32")``
+        mid-run), or the state moved to another backend: a float64 velocity kept the steps float64
+        (and on dask made the parameter float64 again). A state of a higher kind than it would have
+        (complex, for a parameter now real; an array made at first use too, pg.optim.SGD's velocity,
+        which made the real parameter complex again) is refused, naming the parameter."""
         from polygrad.serializers import check_kind, dtype_kind_of
 
         xp, dtype = backend.xp, param.data.dtype
         for k in self.state_names:
             a = state[k]
-            if a is None:
-                continue
-            want = self.state_dtype(k, dtype, xp)
-            if a.dtype == want or (k in self.made_at_first_use and _kind(xp, a.dtype) != _kind(xp, want)):
+            want = None if a is None else self.state_dtype(k, dtype, xp)
+            if a is None or a.dtype == want:
                 continue
             check_kind(f"polygrad: {type(self).__name__} cannot update parameter {name!r} (now of {dtype}): its "
                        f"state {k!r}", xp, a.dtype, dtype_kind_of(xp, want), want)

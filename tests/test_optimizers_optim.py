@@ -565,3 +565,22 @@ def test_adam_amsgrad_follows_pytorch_04_over_20_steps(how):
     assert state["param_groups"][0]["amsgrad"] is True
     np.testing.assert_allclose(state["state"][0]["vhat"], vmax, rtol=1e-10)
     assert not np.allclose(state["state"][0]["vhat"], state["state"][0]["v"])  # (AMSGrad is not Adam here)
+
+
+# ---------------------------------------------------------------------------
+# A state of a higher kind than its parameter, now real, is refused naming what the user wrote
+# ---------------------------------------------------------------------------
+
+
+def test_sgd_refuses_a_complex_velocity_for_a_parameter_made_real():
+    """The velocity is made at first use, and the kind check skipped such arrays: the complex velocity
+    made the float64 parameter complex128 again, silently (MomentumSGD and Adam refuse)."""
+    w = pg.Variable(np.ones(3, np.complex128))
+    opt = pg.optim.SGD([w], lr=0.1, momentum=0.9)
+    w.grad = np.full(3, 1 + 1j)
+    opt.step()
+    w.data = np.real(w.data).copy()
+    w.grad = np.ones(3)
+    with pytest.raises(TypeError, match=r"SGD cannot update parameter .*\(now of float64\): its state 'v'"):
+        opt.step()
+    assert w.dtype == np.float64
