@@ -76,6 +76,14 @@ class _Params:
                               f"it is updated once per step, where PyTorch 0.x updated it once per entry; in future "
                               f"this will be an error: pass each parameter once", UserWarning, stacklevel=4)
 
+    #: what the errors of a state that no longer fits its parameter advise (see optimizers)
+    fresh_state_advice = "make a new optimizer over the parameters (which starts with fresh state)"
+
+    def param_label(self, name: str) -> str:
+        """How the rule's errors name the parameter at path ``name`` (``"/0"``): by its position in
+        the list given, as the user knows it."""
+        return f"parameter {name.lstrip('/')}"
+
     def namedparams(self, include_uninit: bool = True) -> Iterable[tuple[str, Variable]]:
         for k, p in enumerate(self.params):
             if include_uninit or p.data is not None:

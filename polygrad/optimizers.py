@@ -89,8 +89,7 @@ class Hyperparameter:
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}") from None
 
     def __set__(self, obj: Any, value: Any) -> None:
-        owner = getattr(type(obj), "hyperparameter_owner", None) or type(obj).__name__  # (the name a user knows)
-        obj.__dict__[self.name] = self.convert(owner, value)
+        obj.__dict__[self.name] = self.convert(public_name(obj), value)
 
     def convert(self, owner: str, value: Any) -> float:
         """``value`` as the float this hyperparameter of ``owner`` (a class name, for the
@@ -144,6 +143,12 @@ class _Unsupported:
 
     def __set__(self, obj: Any, value: Any) -> None:
         raise self._refuse(obj)
+
+
+def public_name(obj: Any) -> str:
+    """The name errors give the optimizer (or rule) ``obj``: the class a user made, where that is not
+    its own (pg.optim's ``hyperparameter_owner``, ``"optim.Adam"``, whose rule is a private class)."""
+    return getattr(type(obj), "hyperparameter_owner", None) or type(obj).__name__
 
 
 def require_leaf(param: Variable, who: str) -> None:
@@ -355,6 +360,17 @@ class GradientMethod(Optimizer):
         wherever a state array is made, loaded or cast along with its parameter (an array made at
         first use took the parameter's float16 there, where the rule made it float32)."""
         return dtype
+
+    def _param_label(self, name: str) -> str:
+        """How errors name the parameter at path ``name``: as the target names it for its user
+        (pg.optim's position in the list given), else by its path."""
+        label = getattr(self.target, "param_label", None)
+        return label(name) if callable(label) else f"parameter {name!r}"
+
+    def _fresh_state_advice(self) -> str:
+        """What the errors of a state that no longer fits its parameter advise."""
+        return getattr(self.target, "fresh_state_advice", None) or (
+            "give the link a new parameter for it (which starts with fresh state), or set the optimizer up again")
 
     def setup(self, link: Any) -> "GradientMethod":
         super().setup(link)
@@ -594,11 +610,11 @@ class GradientMethod(Optimizer):
         grad = param.grad
         data = param.data
         if grad is None:
-            raise RuntimeError(f"polygrad: {type(self).__name__}: parameter {name!r} has no gradient")
+            raise RuntimeError(f"polygrad: {public_name(self)}: {self._param_label(name)} has no gradient")
         gb, pb = backend_of_type(type(grad)), backend_of_type(type(data))
         if gb is not pb or tuple(grad.shape) != tuple(data.shape) or grad.dtype != data.dtype:
             raise ValueError(
-                f"polygrad: {type(self).__name__} cannot update parameter {name!r} ({data.dtype} "
+                f"polygrad: {public_name(self)} cannot update {self._param_label(name)} ({data.dtype} "
                 f"{tuple(data.shape)} on {pb.name!r}) with a gradient of {grad.dtype} {tuple(grad.shape)} "
                 f"on {gb.name!r}"
             )
@@ -606,12 +622,12 @@ class GradientMethod(Optimizer):
         try:
             delta, new_state = self.step(data, grad, state, state["t"] + 1)
         except Exception as exc:
-            raise type(exc)(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: {exc}") from exc
+            raise type(exc)(f"polygrad: {public_name(self)} update of {self._param_label(name)} failed: {exc}") from exc
         shape = tuple(getattr(delta, "shape", ()))
         if shape != tuple(data.shape) and _broadcast(shape, tuple(data.shape)) != tuple(data.shape):
             # (found here, before anything is written: `data -= delta` failed at the commit, or rebound a bigger array)
-            raise ValueError(f"polygrad: {type(self).__name__} update of parameter {name!r} failed: its rule's step "
-                             f"is of shape {shape}, the parameter {tuple(data.shape)}")
+            raise ValueError(f"polygrad: {public_name(self)} update of {self._param_label(name)} failed: its rule's "
+                             f"step is of shape {shape}, the parameter {tuple(data.shape)}")
         return name, param, state, delta, new_state
 
     def _persistents(self) -> list:
@@ -744,10 +760,9 @@ class GradientMethod(Optimizer):
             have = getattr(state[k], "shape", None)
             if have is not None and tuple(have) != shape:
                 raise ValueError(
-                    f"polygrad: {type(self).__name__} cannot update parameter {name!r}: its data is now of shape "
+                    f"polygrad: {public_name(self)} cannot update {self._param_label(name)}: its data is now of shape "
                     f"{shape}, but its state {k!r} is of shape {tuple(have)} (the data was replaced by an array of "
-                    f"another shape); give the link a new parameter for it (which starts with fresh state), or set "
-                    f"the optimizer up again"
+                    f"another shape); {self._fresh_state_advice()}"
                 )
         return state
 
@@ -766,8 +781,9 @@ class GradientMethod(Optimizer):
             want = None if a is None else self.state_dtype(k, dtype, xp)
             if a is None or a.dtype == want:
                 continue
-            check_kind(f"polygrad: {type(self).__name__} cannot update parameter {name!r} (now of {dtype}): its "
-                       f"state {k!r}", xp, a.dtype, dtype_kind_of(xp, want), want)
+            check_kind(f"polygrad: {public_name(self)} cannot update {self._param_label(name)} (now of {dtype}): "
+                       f"its state {k!r}", xp, a.dtype, dtype_kind_of(xp, want), want,
+                       advice=f"cast the parameter back, or {self._fresh_state_advice()}")
             state[k] = xp.astype(a, want)
         state["dtype"] = dtype
 
@@ -811,8 +827,8 @@ class GradientMethod(Optimizer):
         missing = [k for k in self.state_names if k not in keys and k not in self.made_at_first_use
                    ] if "t" in keys else []
         if extra or missing:
-            what = f"holds {extra}, which {type(self).__name__} does not keep" if extra else (
-                f"lacks {missing}, which {type(self).__name__} keeps")
+            who = public_name(self)
+            what = f"holds {extra}, which {who} does not keep" if extra else f"lacks {missing}, which {who} keeps"
             raise ValueError(f"polygrad: the optimizer state of parameter {name!r} in the file {what} (it keeps "
                              f"{['t', *self.state_names]}): a file of another optimizer, or of this one with other "
                              "options?")

@@ -284,16 +284,17 @@ class NpzDeserializer:
         check_kind(f"polygrad.load_npz: {full!r} in the file{self._file()}", xp, dtype, target, target_name)
 
 
-def check_kind(what: str, xp: Any, dtype: Any, target: int | None, target_name: Any) -> None:
+def check_kind(what: str, xp: Any, dtype: Any, target: int | None, target_name: Any,
+               advice: str = "give it a target of that kind") -> None:
     """Refuse a stored dtype of a higher kind than the target's (NumPy's ``same_kind`` rule):
     float into int truncates, int into bool and complex into real lose values. ``what`` names
-    the stored value; ``target`` is the target's kind (:func:`dtype_kind_of`)."""
+    the stored value; ``target`` is the target's kind (:func:`dtype_kind_of`); ``advice`` ends
+    the error."""
     have = dtype_kind_of(xp, dtype)
     if have is not None and target is not None and have > target:
         raise TypeError(
             f"{what} holds {dtype} values, which a target of {target_name} "
-            f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); "
-            "give it a target of that kind"
+            f"cannot take without changing them ({_KIND_NAMES[have]} into {_KIND_NAMES[target]}); {advice}"
         )
 
 

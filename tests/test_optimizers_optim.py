@@ -584,3 +584,28 @@ def test_sgd_refuses_a_complex_velocity_for_a_parameter_made_real():
     with pytest.raises(TypeError, match=r"SGD cannot update parameter .*\(now of float64\): its state 'v'"):
         opt.step()
     assert w.dtype == np.float64
+
+
+@pytest.mark.parametrize("make", [lambda w: pg.optim.Adam([pg.Variable(np.ones(1)), w], lr=0.1),
+                                  lambda w: pg.optim.SGD([pg.Variable(np.ones(1)), w], lr=0.1, momentum=0.9)])
+def test_a_refused_state_names_the_public_optimizer_and_the_parameters_position(make):
+    """The error named the private rule (_TorchAdam) and the path '/1', and advised a target of that kind."""
+    w = pg.Variable(np.ones(3, np.complex128))
+    opt = make(w)
+    w.grad = np.full(3, 1 + 1j)
+    opt.step()
+    w.data, w.grad = np.ones(3), np.ones(3)
+    with pytest.raises(TypeError) as info:
+        opt.step()
+    msg = str(info.value)
+    assert f"polygrad: optim.{type(opt).__name__} cannot update parameter 1 (now of float64)" in msg
+    assert "_Torch" not in msg and "'/1'" not in msg and msg.endswith(
+        "cast the parameter back, or make a new optimizer over the parameters (which starts with fresh state)")
+
+
+def test_an_update_error_names_the_public_optimizer_and_the_parameters_position():
+    w = pg.Variable(np.ones(3))
+    opt = pg.optim.Adam([pg.Variable(np.ones(1)), w], lr=0.1)
+    w._grad = np.ones(5)  # (past the .grad gate, as a buggy hook could leave it)
+    with pytest.raises(ValueError, match=r"^polygrad: optim.Adam cannot update parameter 1 \(float64 \(3,\)"):
+        opt.step()
