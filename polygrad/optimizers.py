@@ -810,17 +810,17 @@ class GradientMethod(Optimizer):
                 data, dtype=self.state_dtype(k, data.dtype, xp))
         return state
 
-    def _refuse_foreign_state(self, sub: Any, name: str) -> None:
+    def _refuse_foreign_state(self, sub: Any, name: str) -> frozenset | None:
         """Refuse a file whose state of one parameter (it holds a count, not 0) is another rule's:
         one holding arrays this rule does not keep (an Adam file loaded into MomentumSGD gave the
         velocity Adam's second moment; one loaded into SGD was taken as a count, as in Chainer),
         or lacking some it keeps (a MomentumSGD file loaded into Adam with ``strict=False`` made
         the velocity, negative, Adam's second moment: NaN parameters). An array the rule makes at
         its first use may be missing. Only deserializers that list their keys (``stored_keys``, the
-        npz one) can be asked."""
+        npz one) can be asked: returns those keys (None where it cannot be asked)."""
         keys = getattr(sub, "stored_keys", None)
         if keys is None:
-            return
+            return None
         keys = keys()
         extra = sorted(keys - {"t", *self.state_names})
         # (a file without this parameter's count, strict=False, holds no state of it: left as it is)
@@ -832,6 +832,7 @@ class GradientMethod(Optimizer):
             raise ValueError(f"polygrad: the optimizer state of parameter {name!r} in the file {what} (it keeps "
                              f"{['t', *self.state_names]}): a file of another optimizer, or of this one with other "
                              "options?")
+        return keys
 
     def serialize(self, serializer: Any) -> None:
         """Save or load ``t``, ``epoch`` and each parameter's state under its path
@@ -876,26 +877,29 @@ class GradientMethod(Optimizer):
                     f"or run it once"
                 )
             backend = backend_of_type(type(data))
-            fresh = self.init_state(param if param.data is not None else Variable(data), backend)
-            self._refuse_foreign_state(sub, name)
+            keys = self._refuse_foreign_state(sub, name)
             if state is None:
-                template = fresh
+                template = self.init_state(param if param.data is not None else Variable(data), backend)
             else:  # where the link moved to another backend since: the state as the next update moves it
                 template = state if state["backend"] is backend else self._moved(state, backend)
             new = {"t": int(param_t), "backend": backend, "dtype": template.get("dtype", data.dtype)}
             for k in self.state_names:
-                if template[k] is not None:
+                if k not in self.made_at_first_use:
                     new[k] = sub(k, template[k])
                     continue
-                # an array not made yet (None: a velocity before a step with momentum) is read in the
-                # form the rule gives it; a file without it leaves it None, not that stand-in (strict=True
-                # too: the file of an earlier polygrad, or of a rule that had not made it, lacks it)
+                # an array the rule makes at first use (a velocity before a step with momentum, Adam's
+                # vhat) is read in the form the rule gives it; a file that lacks it (of an earlier
+                # polygrad, or of a rule that had not made it; strict=True too) loads it as not made
+                # yet, where the file holds this parameter's state (strict=False leaves the state of a
+                # parameter the file lacks as it is); the first pass keeps the optimizer's own
                 xp = backend.xp
                 stand_in = xp.zeros_like(data, dtype=self.state_dtype(k, data.dtype, xp))
                 try:
                     got = sub(k, stand_in)
                 except KeyError:
-                    got = stand_in
+                    got = None
+                if getattr(sub, "checking", False) or (got is stand_in and (keys is None or "t" not in keys)):
+                    got = template[k]
                 new[k] = None if got is stand_in else got
             # A count of 0 here is the first pass handing back this optimizer's own (the file's is not 0):
             # the parameter keeps its state, or its lack of one (a zero state was put in its place).

@@ -134,6 +134,13 @@ class NpzDeserializer:
             reads.cache[full] = (sig, out)
         return value if reads.dry or out is _MISSING else out
 
+    @property
+    def checking(self) -> bool:
+        """Whether this is the first pass of a load (see :func:`serialize`), where every read hands
+        back the value given: an object that decides a value from the file (an optimizer's array a
+        file lacks) keeps its own there, so that the values collected after it are its own."""
+        return self._reads.dry
+
     def stored(self, key: str, value: Any) -> Any:
         """What ``self(key, value)`` reads from the file, in either pass (the first pass of
         :func:`serialize` hands the object its own values back): for an object whose keys depend

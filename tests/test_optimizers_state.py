@@ -360,3 +360,73 @@ def test_an_adam_pickled_before_vhat_existed_updates_saves_and_continues(interfa
         _adam_step(opt, w, g)
         _adam_step(opt2, w2, g)
     np.testing.assert_array_equal(w2.data, w.data)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_an_adam_file_without_vhat_loads_into_an_amsgrad_adam_that_has_stepped(strict, tmp_path):
+    """A file of an earlier polygrad (t, m, v: no vhat) loaded into a fresh Adam(amsgrad=True), but one
+    that had stepped (its state holds a vhat) refused it with strict=True, and with strict=False kept
+    its own vhat next to the file's m and v. Either way the file's state is loaded, vhat not made yet,
+    as into a fresh optimizer."""
+    file = tmp_path / "old.npz"
+    np.savez(file, **{"t": 1, "epoch": 0, "w/t": 1, "w/m": np.full(3, 0.1), "w/v": np.full(3, 0.001)})
+
+    def loaded(stepped):
+        w = pg.Variable(np.ones(3))
+        opt = optimizers.Adam(0.1, amsgrad=True).setup(pg.Link(w=w))
+        if stepped:
+            _adam_step(opt, w, np.full(3, 5.0))
+        serializers.load_npz(file, opt, strict=strict)
+        w.data = np.ones(3)
+        return w, opt
+
+    (w, opt), (w0, opt0) = loaded(True), loaded(False)
+    state = opt._state_of(w)
+    assert state["t"] == 1 and state["vhat"] is None and state["v"].tolist() == [0.001] * 3
+    for g in (np.full(3, 0.5), np.full(3, 0.1)):
+        _adam_step(opt, w, g)
+        _adam_step(opt0, w0, g)
+    np.testing.assert_array_equal(w.data, w0.data)
+
+
+def test_a_partial_load_keeps_the_vhat_of_a_parameter_the_file_lacks(tmp_path):
+    """strict=False leaves the state of a parameter the file holds nothing of as it is, vhat too."""
+    w, u = pg.Variable(np.ones(3)), pg.Variable(np.ones(2))
+    opt = optimizers.Adam(0.1, amsgrad=True).setup(pg.Link(w=w, u=u))
+    w.grad, u.grad = np.full(3, 5.0), np.full(2, 5.0)
+    opt.update()
+    vhat = opt._state_of(u)["vhat"]
+    file = tmp_path / "w_only.npz"
+    np.savez(file, **{"t": 1, "epoch": 0, "w/t": 1, "w/m": np.full(3, 0.1), "w/v": np.full(3, 0.001)})
+    serializers.load_npz(file, opt, strict=False)
+    assert opt._state_of(w)["vhat"] is None and opt._state_of(u)["vhat"] is vhat
+
+
+def test_a_load_failing_in_its_second_pass_gives_an_amsgrad_adam_back_its_vhat(tmp_path):
+    """The first pass of a load hands the optimizer its own values, which are put back should the second
+    pass fail: a vhat the file lacks stays the optimizer's own there (not 'not made yet')."""
+
+    class Picky:
+        def serialize(self, serializer):
+            if serializer("n", 0) > 3:  # refused in the second pass only
+                raise ValueError("Picky: n > 3")
+
+    w = pg.Variable(np.ones(3))
+    opt = optimizers.Adam(0.1, amsgrad=True).setup(pg.Link(w=w))
+    _adam_step(opt, w, np.full(3, 5.0))
+    before = {k: v.copy() for k, v in opt._state_of(w).items() if k in opt.state_names}
+
+    class Both:
+        def serialize(self, serializer):
+            opt.serialize(serializer["opt"])
+            Picky().serialize(serializer["picky"])
+
+    file = tmp_path / "old.npz"
+    np.savez(file, **{"opt/t": 1, "opt/epoch": 0, "opt/w/t": 1, "opt/w/m": np.full(3, 0.1),
+                      "opt/w/v": np.full(3, 0.001), "picky/n": 5})
+    with pytest.raises(ValueError, match="Picky"):
+        serializers.load_npz(file, Both())
+    state = opt._state_of(w)
+    assert opt.t == 1 and state["t"] == 1
+    for k, v in before.items():
+        np.testing.assert_array_equal(state[k], v, err_msg=k)
