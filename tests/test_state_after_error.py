@@ -417,6 +417,29 @@ def test_an_update_one_rule_writing_dask_arrays_with_setitem_is_undone(where):
     np.testing.assert_array_equal(np.asarray(opt._state_of(a)["m"]), [2.0, 0.0])
 
 
+def test_equal_dask_parameters_and_states_stay_apart_after_an_update():
+    """dask's persist gives one Array object for inputs of the same key (equal values computed the same
+    way): after an update two parameters of equal values, and their states, were ONE object, so a rule's
+    x[...] = v stepped both (each got the other's step), and a failure in /a's rule changed /b's state
+    too, which the undo did not put back."""
+    da = pytest.importorskip("dask.array")
+    a = pg.Variable(da.from_array(np.array([1.0, -1.0]), chunks=1), name="a")
+    b = pg.Variable(da.from_array(np.array([1.0, -1.0]), chunks=1), name="b")
+    opt = _SetItemRule().setup(pg.Link(a=a, b=b))
+    for _ in range(2):
+        a.grad = b.grad = da.from_array(np.array([1.0, 1.0]), chunks=1)
+        opt.update()
+    sa, sb = opt._state_of(a), opt._state_of(b)
+    assert a.data is not b.data and sa["m"] is not sb["m"]
+    assert np.asarray(a.data).tolist() == np.asarray(b.data).tolist() == [0.0, -2.0]
+    opt.fail = "a"
+    a.grad = b.grad = da.from_array(np.array([1.0, 1.0]), chunks=1)
+    with pytest.raises(RuntimeError, match="rule failed at a"):
+        opt.update()
+    for p, s in ((a, sa), (b, sb)):
+        assert np.asarray(p.data).tolist() == [0.0, -2.0] and np.asarray(s["m"]).tolist() == [2.0, 2.0]
+
+
 def test_an_update_one_rule_that_only_rebinds_on_numpy_is_undone():
     """docs/training.md's SignSGD rebinds param.data and its state, so its old arrays are intact: a
     failure at /b left /a stepped (its state too, t put back to 0) with a note that it was "written in
