@@ -496,7 +496,7 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
     # a link is written through, as open(path, "wb") writes (Chainer, numpy.savez): renaming over the link itself
     # left its target, the file every other name of it reads, holding the old checkpoint
     real = os.path.realpath(os.fspath(file))
-    tmp, fd = _new_file_next_to(real)
+    tmp, fd = _new_file_next_to(real, os.fspath(file))
     try:
         with os.fdopen(fd, "wb") as f:
             npz.save_npz(f, arrays, compression)
@@ -509,10 +509,12 @@ def save_npz(file: Any, obj: Any, compression: bool = True) -> None:
         raise
 
 
-def _new_file_next_to(real: str) -> tuple[str, int]:
+def _new_file_next_to(real: str, given: str) -> tuple[str, int]:
     """``(name, descriptor)`` of a new file in ``real``'s folder, created as ``open(real, "wb")`` would
     create ``real``: mode 0o666 less the umask (``tempfile.mkstemp``'s 0o600 made every checkpoint
-    unreadable to the group and to other users, whatever the umask)."""
+    unreadable to the group and to other users, whatever the umask). Its error (no such folder, no
+    permission) names ``given``, the path the caller gave, as ``open`` would (it named the random
+    temporary file)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     folder = os.path.dirname(real)
     for _ in range(100):
@@ -521,6 +523,10 @@ def _new_file_next_to(real: str) -> tuple[str, int]:
             return tmp, os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
+        except OSError as exc:
+            where = f" (its real folder {folder!r})" if os.path.dirname(os.path.abspath(given)) != folder else ""
+            raise type(exc)(exc.errno, f"polygrad.save_npz: cannot write the file{where}: {exc.strerror}",
+                            given) from None
     raise FileExistsError(f"polygrad.save_npz: no unused name for a temporary file in {folder!r}")
 
 

@@ -884,6 +884,15 @@ def test_a_save_gives_a_new_file_the_umasks_mode_and_keeps_an_existing_files(xp,
     assert stat.S_IMODE(os.stat(tmp_path / "old.npz").st_mode) == 0o640
 
 
+def test_a_save_into_a_folder_that_does_not_exist_names_the_path_given(xp, tmp_path):
+    """The FileNotFoundError named the random temporary file next to it ('.polygrad-3f9c....npz.tmp')."""
+    target = tmp_path / "no_such_folder" / "model.npz"
+    with pytest.raises(FileNotFoundError) as info:
+        serializers.save_npz(target, pg.Link(w=pg.Variable(arr(xp, [1.0]))))
+    assert info.value.filename == str(target) and ".tmp" not in str(info.value)
+    assert "polygrad.save_npz" in str(info.value) and not (tmp_path / "no_such_folder").exists()
+
+
 @pytest.mark.parametrize("src, lazy, shape, expected", [
     (lambda: L.Linear(4, 3, nobias=True), lambda: L.Linear(None, 5, nobias=True), r"\(3, 4\)", r"\(5, None\)"),
     (lambda: L.Convolution2D(2, 3, 5, nobias=True), lambda: L.Convolution2D(None, 5, 3, nobias=True),
