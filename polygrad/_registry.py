@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import difflib
 import functools
 
@@ -331,8 +332,22 @@ class Backend:
         return tuple(self._hook.polygrad_materialize(backend=self.name, arrays=tuple(arrays)))
 
     def persist(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The arrays computed and kept as (persisted) lazy arrays where the backend is lazy."""
-        return tuple(self._hook.polygrad_persist(backend=self.name, arrays=tuple(arrays)))
+        """The arrays computed and kept as (persisted) lazy arrays where the backend is lazy, each
+        position an array object of its own. dask's persist gives one object for every input of
+        the same key (equal values computed the same way: two zero biases): the Variables, states
+        and outputs holding them were one array, and a raw ``x[...] = v`` on one (dask's
+        ``__setitem__`` changes the object) changed them all. A repeat is a second handle
+        (``copy.copy``: dask's shares the graph, no data)."""
+        out, seen = [], set()
+        for a in self._hook.polygrad_persist(backend=self.name, arrays=tuple(arrays)):
+            if id(a) in seen:
+                try:
+                    a = copy.copy(a)
+                except Exception:  # (an array type of a third-party backend that cannot be copied: as it is)
+                    pass
+            seen.add(id(a))
+            out.append(a)
+        return tuple(out)
 
     def forbid_compute(self) -> Any:
         """A context manager in which computing this backend's arrays raises, or

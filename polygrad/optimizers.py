@@ -295,7 +295,7 @@ def _first_computed(backend: Any, candidates: list, fallback: list) -> list:
         if not open_:
             continue
         try:
-            done = _persisted(backend, tuple(values[i] for i in open_))
+            done = backend.persist(tuple(values[i] for i in open_))
             if k == 0 and not _all_finite(backend, done):  # (statistics of a batch a NaN check refused)
                 continue
         except Exception:
@@ -920,28 +920,9 @@ def _persist(backend: Any, arrays: list, buffers: list) -> tuple[Iterator, list]
     ``GradientMethod._lazy_buffers``) on ``backend`` in one pass: an iterator over the arrays'
     results in order, and ``(link, name, value)`` for each buffer."""
     mine = [b for b in buffers if b[3] is backend]
-    done = iter(_persisted(backend, tuple(arrays) + tuple(b[2] for b in mine)))
+    done = iter(backend.persist(tuple(arrays) + tuple(b[2] for b in mine)))
     results = [next(done) for _ in arrays]
     return iter(results), [(link, attr, next(done)) for link, attr, _, _ in mine]
-
-
-def _persisted(backend: Any, arrays: tuple) -> list:
-    """``backend.persist(arrays)``, each position its own array object. dask's persist gives one
-    object for every input of the same key (equal values computed the same way: two zero biases,
-    the moments of unused parameters): the parameters and states holding them were then one
-    array, and a rule's ``param.data[...] = v`` (dask's ``__setitem__`` changes the object) stepped
-    all of them and escaped the undo of a failed update. A repeat is a second handle
-    (``copy.copy``: dask's shares the graph, no data)."""
-    out, seen = [], set()
-    for a in backend.persist(arrays):
-        if id(a) in seen:
-            try:
-                a = copy.copy(a)
-            except Exception:  # (an array type of a third-party backend that cannot be copied: as it is)
-                pass
-        seen.add(id(a))
-        out.append(a)
-    return out
 
 
 def _complex(xp: Any, re: Any, im: Any, dtype: Any) -> Any:

@@ -1051,3 +1051,16 @@ def test_a_save_and_load_round_trip_cuts_the_history_the_scheduler_keeps():
         assert opt.t == 6 and len(model[0].W.data.dask) == 1
         cut = steps(2)
         assert cut < two + 50, (two, grown, cut)
+
+
+def test_persist_gives_each_variable_an_array_of_its_own():
+    """dask's persist gives one object for every input of the same key (equal values computed the same way):
+    pg.persist(a, b) made a and b one Array, and a raw a.data[...] = v (dask's __setitem__ changes the object)
+    changed b too."""
+    a = pg.Variable(da.zeros(3, chunks=3)) * 1.0
+    b = pg.Variable(da.zeros(3, chunks=3)) * 1.0
+    pg.persist(a, b)
+    assert a.data is not b.data
+    a.data[...] = 5.0
+    np.testing.assert_array_equal(b.data.compute(), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a.data.compute(), [5.0, 5.0, 5.0])
