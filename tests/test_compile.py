@@ -1350,3 +1350,12 @@ def test_a_reshape_of_unknown_sizes_is_not_read_as_empty():
             pg.reshape(x, shape).shape
     y = pg.reshape(T.tensor("float64", (None, 4)), (-1, 2))
     assert y.shape == (None, 2)
+
+
+def test_size_and_len_of_an_expression_whose_shape_is_not_inferred_say_so():
+    """x.size and len(x) of a symbolic expression without an inferred shape raised a bare "'NoneType' object is
+    not iterable", as x.shape did."""
+    h = pg.reshape(T.vector("v"), (2, -1))
+    for read in (lambda: h.size, lambda: len(h)):
+        with pytest.raises(TypeError, match=r"the shape of reshape\(v\) is not known until the function is called"):
+            read()

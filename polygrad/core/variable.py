@@ -644,8 +644,9 @@ class Variable:
     def size(self) -> int | None:
         """The number of elements, an ``int`` (None when a dimension is unknown), as in the standard
         and Chainer; called, as PyTorch's ``x.size()`` / ``x.size(dim)``, the shape / one length."""
-        n = _size(self._data.shape)
-        return None if n is None else _Size(n, self._data.shape)
+        shape = self.shape  # (a symbolic expression's not inferred: says so)
+        n = _size(shape)
+        return None if n is None else _Size(n, shape)
 
     @property
     def version(self) -> int:
@@ -664,7 +665,7 @@ class Variable:
 
     def __len__(self) -> int:
         """The number of elements of the data array (as the Chainer seed specifies)."""
-        n = _size(self._data.shape)
+        n = _size(self.shape)
         if n is None:
             raise TypeError(f"polygrad: len() of {self._describe()}: a dimension is unknown")
         return n
