@@ -52,7 +52,7 @@ from typing import Any
 from polygrad.core import config
 from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.integers import as_int
-from polygrad.core.node import Node, _dead, freed_error, next_seq, version_error
+from polygrad.core.node import Node, _dead, freed_error, inplace_site, next_seq, version_error
 from polygrad.core.primitive import apply
 from polygrad.core.op import GRAPH_OPS
 from polygrad.core.variable import Variable, _unrecorded_base, _view_base, admit, is_floating
@@ -183,7 +183,7 @@ class Function(Node):
         d["_in_saved"] = ()
         d["_out_saved"] = ()
         d["_made"] = frozenset()  # ids of the output arrays a Chainer-style forward made (see _may_hold)
-        d["_out_versions"] = ()  # per output, (array, counter, version) for those arrays
+        d["_out_versions"] = ()  # per output, (counter, version) of those arrays (see _link_outputs' end)
         d["_in_meta"] = ()
         d["_out_meta"] = ()
         d["_in_forward"] = False
@@ -470,19 +470,24 @@ class Function(Node):
         self._out_meta = tuple((tuple(y.shape), y.dtype) for y in outputs)
         # A Chainer-style forward may keep its outputs by reference (self.y = y, a view of it, inside an object:
         # the seed allows it) and read them in backward, where y *= 2 would have changed them. The arrays forward
-        # made for its outputs (not an input's, not the copy _own_memory made) are noted: until backward frees
-        # this node, an in-place write into one of those Variables gives it a new array (Variable._write), and
-        # the array the Function may hold keeps forward's values. A write into that array by another way (through
-        # y.detach(), after y.detach_(), a dirty input of another Function) moves the counter it shares with
-        # the output: backward refuses it, as a saved array's. PyTorch-style backward reads its outputs from
-        # saved_tensors, which are version-checked as PyTorch's are.
+        # made for its outputs (not an input's, not the copy _own_memory made) are noted, on their counters
+        # (Version.holder): until backward frees this node, an in-place write through a Variable of such a
+        # counter (the output, its views, one detach()ed) gives it a new array (Variable._write), and the array
+        # the Function may hold keeps forward's values. A write into that array that is no Variable's (another
+        # Function's forward marking it dirty) moves the counter: backward refuses it, unless forward said with
+        # retain_outputs which outputs it reads (those are checked as retained). PyTorch-style backward reads
+        # its outputs from saved_tensors, which are version-checked as PyTorch's are.
         if self._style == "chainer" and self._backend.inplace:
             theirs = (*in_data, *(b for _, b in self._shared_storage))
             made = [i for i, (v, y) in enumerate(zip(out_vars, outputs))
                     if v._data is y and not any(y is a for a in theirs)]
             self._made = frozenset(id(outputs[i]) for i in made)
-            self._out_versions = tuple((outputs[i], out_vars[i]._vbox, out_vars[i]._vbox.n) if i in made else None
-                                       for i in range(len(outputs)))
+            me = weakref.ref(self)
+            for i in made:
+                out_vars[i]._vbox.holder = me
+            if "retain_outputs" not in self._declared:
+                self._out_versions = tuple((out_vars[i]._vbox, out_vars[i]._vbox.n) if i in made else None
+                                           for i in range(len(outputs)))
         if self._to_save:
             holders = [r() for r in self._input_refs] + out_vars
             self._saved_versions = tuple(
@@ -624,8 +629,8 @@ class Function(Node):
             if s is not None:
                 self._check(s, f"output {i}")
         for i, s in enumerate(self._out_versions):  # and the arrays forward made, which it may hold
-            if s is not None:
-                self._check(s, f"output {i}")
+            if s is not None and s[0].n != s[1]:
+                raise self._held_output_error(i, *s)
         gys = tuple(g._data if isinstance(g, Variable) else g for g in grad_outputs)
         xp = self._backend.xp
         self.xp = xp
@@ -671,8 +676,19 @@ class Function(Node):
             return _OnceDifferentiated.wrap(self, gxs, grad_outputs)
         return gxs
 
+    def _held_output_error(self, i: int, box: Any, version: int) -> RuntimeError:
+        name = self.label
+        debug = f" (debug: {inplace_site(box)})" if config.debug.get() else ""
+        return RuntimeError(
+            f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was written in place after forward "
+            f"(version {version}, now {box.n}) other than through a Variable (by a Function that marks it dirty), "
+            f"and {name}, a Chainer-style Function, may hold that array for its backward. Apply that Function to a "
+            f"copy (y * 1), or, if {name}.backward reads none of its outputs, say so with self.retain_outputs(()) "
+            f"in forward.{debug}")
+
     def _release(self, by: Any = True) -> None:
         self._freed = by
+        self._made, self._out_versions = frozenset(), ()
         self._in_saved = tuple(None for _ in self._in_saved)
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)

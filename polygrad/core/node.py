@@ -51,6 +51,10 @@ class Version:
     n: int = 0
     site: tuple[str, str] | None = None
     views: dict[int, Any] | None = None
+    # A weak reference to the user Function whose forward made this array and may hold it for its
+    # backward (Function._may_hold): an in-place write through any Variable of this counter (the
+    # output, its views, a detach()ed one) gives that Variable a new array (Variable._write).
+    holder: Any = None
 
     @classmethod
     def at(cls, n: int) -> "Version":
@@ -124,11 +128,6 @@ class Node:
     def _backward(self, grad_outputs: tuple, create_graph: bool) -> tuple:
         """Gradients for each input (aligned with ``edges``; None where none)."""
         raise NotImplementedError
-
-    def _may_hold(self, array: Any) -> bool:
-        """Whether this node may hold ``array``, an output it made, by reference for its backward (a user
-        Function's ``self.y = y``): an in-place write into it then gives the output a new array."""
-        return False
 
     def _release(self, by: Any = True) -> None:
         """Free what backward needed (after a backward without ``retain_graph``); ``by`` is how

@@ -1115,8 +1115,10 @@ class Variable:
         """The in-place write itself (see :meth:`_assign_inplace`), for a variable that is no view."""
         new, old = result._data, self._data
         node = result._node
-        # (copy on write where this variable's creator may hold the array for its backward: see Node._may_hold)
-        in_place = self._writes_in_place() and not (self._node is not None and self._node._may_hold(old))
+        # (copy on write where a user Function may hold the array for its backward: see Version.holder)
+        holder = self._vbox.holder
+        in_place = self._writes_in_place() and not (holder is not None and (f := holder()) is not None
+                                                     and f._may_hold(old))
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
             node._protect_saved(old, copy=in_place)
