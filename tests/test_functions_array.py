@@ -146,6 +146,15 @@ def test_clip_of_integers_keeps_their_dtype_and_refuses_floating_bounds(xp):
             F.clip(x, *bounds)
 
 
+def test_clip_refuses_a_bool_x(xp):
+    """A bool x came back int64 (bounds 0, 1) or float64 (a bound 0.5), against the docstring; it is
+    refused as Chainer and the standard's clip refuse it, naming the function, x's dtype and shape."""
+    x = arr(xp, [True, False], "bool")
+    for bounds in ((0, 1), (0.5, None), (None, 1)):
+        with pytest.raises(TypeError, match=r"functions.clip: x must be an array of numbers, got \S*bool \(2,\)"):
+            F.clip(x, *bounds)
+
+
 # ---------------------------------------------------------------------------
 # identity (a Function subclass)
 # ---------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad import ops
+from polygrad.core.dispatch import backend_of_type
 from polygrad.core.integers import as_int
-from polygrad.functions.nn import _data, hyperparameter
+from polygrad.functions.nn import _data, dtype_kind, hyperparameter
 from polygrad.ops import getitem, where as _where
 from polygrad.ops.elementwise import _refuse_floating_bounds
 
@@ -104,11 +105,21 @@ def clip(x, x_min, x_max):
     ``pg.clip``), and the result has ``x``'s dtype. An integer ``x`` takes
     integer bounds only, as ``pg.clip`` (Chainer refuses an integer ``x``).
 
+    A bool ``x`` is refused, as in Chainer and the standard (whose clip takes
+    numbers only): the bounds are numbers, so no bool result can be said to lie
+    between them.
+
     :raises TypeError: an integer ``x`` with a floating-point bound (it made the
-        result float64: ``clip(int64 [1, 5, 9], 2.5, 7.5)`` was ``[2.5, 5., 7.5]``).
+        result float64: ``clip(int64 [1, 5, 9], 2.5, 7.5)`` was ``[2.5, 5., 7.5]``),
+        or a bool ``x`` (it came back int64 or float64, against x's dtype).
     """
     if x_min is None and x_max is None:
         raise ValueError("polygrad.functions.clip: x_min and x_max cannot both be None")
+    if dtype_kind(x) == "bool":
+        d = _data(x)
+        raise TypeError(f"polygrad.functions.clip: x must be an array of numbers, got {d.dtype} {tuple(d.shape)} "
+                        f"(backend {backend_of_type(type(d)).name!r}): clip of a bool is not defined by the standard "
+                        "(nor by Chainer); cast x first (pg.astype)")
     x_min = None if x_min is None else hyperparameter("clip", "x_min", x_min)
     x_max = None if x_max is None else hyperparameter("clip", "x_max", x_max)
     try:  # pg.clip's rule for the kinds of x and the bounds, in its words
