@@ -334,3 +334,31 @@ def test_normalizations_compile_with_a_batch_of_unknown_size():
         F.batch_normalization(x, g, b, running_mean=np.zeros(3), running_var=np.ones(3))
     with pytest.raises(ValueError, match=r"batch_normalization needs inputs of known shape, got \(5, None\)"):
         F.batch_normalization(T.tensor("float64", (5, None), "x"), g, b)
+
+
+def test_parameters_of_unknown_size_compile_next_to_a_gamma_of_known_size():
+    """A T.vector beta (or fixed mean and var) next to a shared gamma of (3,) was refused while the graph
+    was built, "batch_normalization needs inputs of known shape, got (None,)", naming no argument; only
+    gamma's sizes need be known. Its ndim and known sizes are still checked then, its size at the call."""
+    from polygrad import symbolic as T
+
+    x, b, m, v = T.tensor("float64", (None, 3), "x"), T.vector("b"), T.vector("m"), T.vector("v")
+    g = pg.shared(GAMMA)
+    xv = normal((5, 3), seed=44)
+    bn = pg.function([x, b], F.batch_normalization(x, g, b))
+    assert_close(bn(xv, BETA), np_batch_norm(xv, GAMMA, BETA, 2e-5, (0,)), rtol=1e-10)
+    ln = pg.function([x, b], F.layer_normalization(x, g, b))
+    mu, var = xv.mean(axis=1, keepdims=True), xv.var(axis=1, keepdims=True)
+    assert_close(ln(xv, BETA), GAMMA * (xv - mu) / np.sqrt(var + 1e-5) + BETA, rtol=1e-10)
+    fbn = pg.function([x, m, v], F.fixed_batch_normalization(x, g, pg.shared(BETA), m, v))
+    mv, vv = np.array([0.5, -1.0, 2.0]), np.array([1.0, 4.0, 0.25])
+    assert_close(fbn(xv, mv, vv), GAMMA * (xv - mv) / np.sqrt(vv + 2e-5) + BETA, rtol=1e-10)
+    for f in (bn, ln):  # a beta of size 1 is not broadcast
+        with pytest.raises(ValueError, match="cannot reshape"):
+            f(xv, np.zeros(1))
+    with pytest.raises(ValueError, match=r"batch_normalization: beta of shape \(None, None\) must have gamma's shape"):
+        F.batch_normalization(x, g, T.matrix("b"))
+    with pytest.raises(ValueError, match=r"layer_normalization: beta of shape \(4,\) must have gamma's shape \(3,\)"):
+        F.layer_normalization(x, g, T.tensor("float64", (4,), "b"))
+    with pytest.raises(ValueError, match=r"batch_normalization needs gamma of known shape, got \(None,\)"):
+        F.batch_normalization(x, T.vector("g"), b)

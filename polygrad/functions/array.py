@@ -19,18 +19,19 @@ from polygrad.ops.elementwise import _refuse_floating_bounds
 __all__ = ["concat", "stack", "split_axis", "where", "clip"]
 
 
-def static_shape(x: Any, fname: str, axes: Any = None) -> tuple[Any, ...]:
+def static_shape(x: Any, fname: str, axes: Any = None, name: str = "inputs") -> tuple[Any, ...]:
     """The shape of ``x`` (a Variable or an array), with the sizes on ``axes`` (default: all) known.
 
     A size not known yet is None in the standard and nan on dask (after boolean-mask indexing):
-    on an axis of ``axes`` it raises a ValueError naming ``fname``; on the others it is None
-    (a nan taken as a number gave nan: batch normalization's running variance was nan).
+    on an axis of ``axes`` it raises a ValueError naming ``fname`` and the argument ``name``; on
+    the others it is None (a nan taken as a number gave nan: batch normalization's running
+    variance was nan).
     """
     shape = tuple(_data(x).shape)
     known = tuple(None if n is None or n != n else n for n in shape)
     ndim = len(known)
     if any(n is None and (axes is None or a in axes or a - ndim in axes) for a, n in enumerate(known)):
-        raise ValueError(f"polygrad.functions.{fname} needs inputs of known shape, got {shape}")
+        raise ValueError(f"polygrad.functions.{fname} needs {name} of known shape, got {shape}")
     return known
 
 

@@ -18,18 +18,25 @@ __all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalizat
 
 
 def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
-    """gamma's shape, which each of ``params`` (beta; the fixed form's mean and var) must have too,
-    as in Chainer's type checks: else a ValueError naming ``fname``, the argument and both shapes.
-    Reshaped or broadcast to it instead, a (3, 2) mean for a (2, 3) gamma was read in the wrong
-    order, and layer_normalization's beta of shape (4, 2, 3) gave a (4, 2, 3) output, silently."""
+    """gamma's shape, which must be known and which each of ``params`` (beta; the fixed form's mean
+    and var) must have too, as in Chainer's type checks: else a ValueError naming ``fname``, the
+    argument and both shapes. Reshaped or broadcast to it instead, a (3, 2) mean for a (2, 3) gamma
+    was read in the wrong order, and layer_normalization's beta of shape (4, 2, 3) gave a (4, 2, 3)
+    output, silently. A parameter's size not known yet (a compiled function's T.vector) matches:
+    the caller reshapes such a parameter to gamma's layout, which checks the size when it is known."""
     for name, p in (("gamma", gamma), *params.items()):
         require_array(f"functions.{fname}", name, p)
-    gs = static_shape(gamma, fname)
+    gs = static_shape(gamma, fname, name="gamma")
     for name, p in params.items():
-        ps = static_shape(p, fname)
-        if ps != gs:
+        ps = static_shape(p, fname, ())
+        if not _fits(ps, gs):
             raise ValueError(f"polygrad.functions.{fname}: {name} of shape {ps} must have gamma's shape {gs}")
     return gs
+
+
+def _fits(shape: tuple, gs: tuple) -> bool:
+    """``shape`` is gamma's shape ``gs``, where its sizes are known."""
+    return len(shape) == len(gs) and all(n is None or n == g for n, g in zip(shape, gs))
 
 
 def _channel_layout(x: Any, gamma: Any, fname: str, **params: Any) -> tuple[tuple[int, ...], tuple[int, ...],
@@ -211,9 +218,9 @@ def _without_leading_ones(stat: Any, gs: tuple) -> Any:
     as it is, for :func:`_parameter_shape` to judge."""
     if not (isinstance(stat, Variable) or is_array(stat)):
         return stat
-    ss = tuple(_data(stat).shape)
+    ss = static_shape(stat, "batch_normalization", ())
     k = len(ss) - len(gs)
-    return reshape(stat, gs) if k > 0 and ss[k:] == gs and all(n == 1 for n in ss[:k]) else stat
+    return reshape(stat, gs) if k > 0 and _fits(ss[k:], gs) and all(n in (1, None) for n in ss[:k]) else stat
 
 
 def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
@@ -235,7 +242,9 @@ def layer_normalization(x, gamma, beta, eps=1e-5):
         raise ValueError(f"polygrad.functions.layer_normalization: gamma of shape {gs} does not match the trailing axes of x {xs}")
     axes = tuple(range(len(xs) - k, len(xs)))
     c, _, _, var, back = _moments(x, axes)
-    return _given_back(c / sqrt(var + eps) * gamma + beta, back, gamma, beta)
+    # a beta whose sizes are not all known yet, pinned to gamma's shape: added as it is, one of size 1 broadcast
+    b = beta if static_shape(beta, "layer_normalization", ()) == gs else reshape(beta, gs)
+    return _given_back(c / sqrt(var + eps) * gamma + b, back, gamma, beta)
 
 
 def batch_statistics(x: Any, gamma: Any, beta: Any, eps: float) -> tuple[Variable, Any, Any]:
