@@ -63,3 +63,14 @@ def test_double_refuses_a_dtype_the_namespace_does_not_declare(jax32):
         x.double()
     assert x.float().dtype == jnp.float32
     assert pg.Variable(np.ones(3, dtype=np.float32)).double().dtype == np.float64
+
+
+def test_a_name_of_the_library_for_a_dtype_the_namespace_does_not_declare_is_refused_as_its_own_name(jax32):
+    """On jax in 32-bit mode, "float64" was refused but "f8" (and "double") went to jnp.asarray, which
+    made float32 of it with a warning only: both spellings are refused alike; "f4" works."""
+    with pg.using_backend(jax32.name):
+        for name in ("float64", "f8", "double"):
+            with pytest.raises(TypeError, match=f"polygrad: zeros asks for {name}, which the namespace"):
+                pg.zeros((2,), dtype=name)
+        assert pg.zeros((2,), dtype="f4").dtype == jnp.float32
+        assert pg.zeros((2,), dtype="bfloat16").dtype == jnp.bfloat16

@@ -222,3 +222,29 @@ def test_float16_by_name_is_taken_where_the_namespace_has_it(backend):
         for out in (pg.zeros((2,), dtype="float16"), pg.full((2,), 3, dtype="float16"),
                     pg.arange(2, dtype="float16"), pg.astype(pg.asarray([1.0, 2.0]), "float16")):
             assert str(out.dtype) == "float16"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_numpys_own_dtype_names_are_taken_as_the_library_takes_them(backend):
+    """numpy's names that are no standard's ("double", "single", "half", "intc", "int_", "bool_",
+    "cdouble"...) are attributes of numpy that its namespace does not declare: they were refused
+    ("the namespace does not have double"), where "f8" was taken and numpy's kernels took them all."""
+    from polygrad import symbolic as T
+
+    with pg.using_backend(backend):
+        x = pg.Variable(pg.asarray([1.0, 2.0]))
+        assert pg.zeros((2,), dtype="double").dtype == np.float64
+        assert pg.astype(x, "single").dtype == np.float32
+        assert str(pg.eye(2, dtype="half").dtype) == "float16"
+        assert pg.ones((2,), dtype="intc").dtype == np.intc
+        assert pg.full((2,), 3, dtype="longlong").dtype == np.longlong
+        assert pg.arange(3, dtype="int_").dtype == np.int_
+        assert pg.zeros((2,), dtype="bool_").dtype == np.bool_
+        assert pg.full_like(x, 1j, dtype="cdouble").dtype == np.complex128
+        assert np.mean(x, dtype="double").dtype == np.float64
+        s = T.vector("s")
+        assert pg.function([s], pg.astype(s, "double"))(np.array([1.0], dtype=np.float32)).dtype == np.float64
+        with pytest.raises(TypeError, match="polygrad: zeros asks for object, which the namespace"):
+            pg.zeros((2,), dtype="object")  # (numpy makes it; no dtype of the standard: no op takes it)
+    with pg.using_backend("array_api_strict"), pytest.raises(TypeError, match="polygrad: zeros asks for double"):
+        pg.zeros((2,), dtype="double")  # (strict's asarray takes no name)

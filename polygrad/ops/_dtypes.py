@@ -10,6 +10,7 @@ what ``asarray`` of a Python number gives.
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, has_namespace
@@ -120,32 +121,51 @@ def positions(xp: Any, n: int, dtype: Any) -> Any:
     return xp.arange(n, dtype=dtype)
 
 
+_named: dict = {}  # (id(xp), name) -> (xp, dtype), as _cache: names are resolved once
+
+
 def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
-    """The namespace's dtype called ``name`` (``"float64"``...), where the namespace declares it
+    """The namespace's dtype called ``name``: where the namespace declares it
     (``__array_namespace_info__().dtypes()``; a namespace before 2023.12: where it has the
-    attribute), or one of the narrow floating dtypes (:data:`NARROW_NAMES`) that it has: no
-    standard dtypes, so no namespace declares them; or a spelling of the library's own that is no
-    attribute of the namespace (numpy's ``"f8"``), where its ``asarray`` takes it. A dtype
-    attribute it does not declare is refused, not handed over: jax in 32-bit mode has a
-    ``float64`` attribute but makes float32 of it. ``asked_by`` names the caller for the error."""
+    attribute), that dtype; a narrow floating dtype (:data:`NARROW_NAMES`: no standard dtypes,
+    so no namespace declares them) where it has the attribute; else the dtype the library itself
+    makes of the name (its ``dtype`` constructor, else ``asarray(0, dtype=name)``: numpy's
+    ``"double"``, ``"f8"``, ``"intc"``), where that is a bool or numeric dtype the library really
+    makes arrays of. Refused otherwise, with polygrad's message: jax in 32-bit mode reads
+    ``"float64"`` and ``"f8"`` as float64 but makes float32 of it (with a warning only).
+    ``asked_by`` names the caller for the error."""
+    hit = _named.get((id(xp), name))
+    if hit is not None and hit[0] is xp:
+        return hit[1]
     info = getattr(xp, "__array_namespace_info__", None)
-    if name in NARROW_NAMES and hasattr(xp, name):
-        return getattr(xp, name)
-    if info is not None:
-        declared = info().dtypes()
-        if name in declared:
-            return declared[name]
-    elif hasattr(xp, name):
-        return getattr(xp, name)
+    declared = info().dtypes() if info is not None else {}
+    if name in declared:
+        found = declared[name]
+    elif (info is None or name in NARROW_NAMES) and hasattr(xp, name):
+        found = getattr(xp, name)
     else:
-        declared = {}
-    if not hasattr(xp, name):
+        found = _library_dtype(xp, name, declared)
+    if found is None:
+        raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
+                        f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
+    _named[(id(xp), name)] = (xp, found)
+    return found
+
+
+def _library_dtype(xp: Any, name: str, declared: dict) -> Any:
+    """The dtype the library makes of ``name`` (see :func:`dtype_named`), or None."""
+    with warnings.catch_warnings():  # (jax warns where it makes float32 of float64: refused below)
+        warnings.simplefilter("ignore")
         try:
-            return xp.asarray(0, dtype=name).dtype
+            make = getattr(xp, "dtype", None)
+            found = make(name) if callable(make) else xp.asarray(0, dtype=name).dtype
+            if any(found == d for d in declared.values()):
+                return found
+            if xp.asarray(0, dtype=found).dtype == found and xp.isdtype(found, ("bool", "numeric")):
+                return found
         except Exception:  # (each library its own error: TypeError, ValueError...)
             pass
-    raise TypeError(f"polygrad: {asked_by} asks for {name}, which the namespace {getattr(xp, '__name__', xp)!r} "
-                    f"does not have (it declares {', '.join(declared) or 'none of its dtypes'})")
+    return None
 
 
 def resolved_dtype(xp: Any, dtype: Any, asked_by: str) -> Any:
