@@ -1359,3 +1359,19 @@ def test_size_and_len_of_an_expression_whose_shape_is_not_inferred_say_so():
     for read in (lambda: h.size, lambda: len(h)):
         with pytest.raises(TypeError, match=r"the shape of reshape\(v\) is not known until the function is called"):
             read()
+
+
+def test_a_compiled_op_resolves_a_dtype_name_or_python_type_as_eager_calls_do():
+    """The program resolved a dtype name by getattr on the namespace, a second copy of the rule: numpy's
+    "double" resolved, but a Python type (astype(x, float)) went to the kernel as given."""
+    x = T.vector("x", dtype="float32")
+    assert pg.function([x], pg.astype(x, "double"))(np.ones(2, dtype=np.float32)).dtype == np.float64
+    assert pg.function([x], pg.zeros_like(x, dtype=float))(np.ones(2, dtype=np.float32)).dtype == np.float64
+    with pg.using_backend("array_api_strict"):
+        import array_api_strict
+
+        xs = T.vector("xs", dtype="float32")
+        f = pg.function([xs], pg.astype(xs, int))
+        assert f(array_api_strict.ones(2, dtype=array_api_strict.float32)).dtype == array_api_strict.int64
+        with pytest.raises(TypeError, match="polygrad: a compiled program asks for double"):
+            pg.function([xs], pg.astype(xs, "double"))(array_api_strict.ones(2, dtype=array_api_strict.float32))

@@ -74,3 +74,10 @@ def test_a_name_of_the_library_for_a_dtype_the_namespace_does_not_declare_is_ref
                 pg.zeros((2,), dtype=name)
         assert pg.zeros((2,), dtype="f4").dtype == jnp.float32
         assert pg.zeros((2,), dtype="bfloat16").dtype == jnp.bfloat16
+
+
+def test_a_python_type_as_dtype_is_the_default_dtype_of_its_kind(jax32):
+    """dtype=float and dtype=int on jax in 32-bit mode are float32 and int32, as jax reads them."""
+    with pg.using_backend(jax32.name):
+        assert pg.full((2,), 0.5, dtype=float).dtype == jnp.float32
+        assert pg.arange(3, dtype=int).dtype == jnp.int32

@@ -248,3 +248,24 @@ def test_numpys_own_dtype_names_are_taken_as_the_library_takes_them(backend):
             pg.zeros((2,), dtype="object")  # (numpy makes it; no dtype of the standard: no op takes it)
     with pg.using_backend("array_api_strict"), pytest.raises(TypeError, match="polygrad: zeros asks for double"):
         pg.zeros((2,), dtype="double")  # (strict's asarray takes no name)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask", "array_api_strict"])
+def test_a_python_type_as_dtype_is_the_namespaces_default_dtype_of_its_kind(backend):
+    """numpy's dtype=float (float64 there, the default real floating dtype): full, full_like and arange
+    with a value raised numpy's bare "dtype argument must be a NumPy dtype, but it is a <class 'type'>",
+    naming no function (isdtype took the type unresolved), and strict refused every such call."""
+    with pg.using_backend(backend):
+        xp = pg.get_backend().xp
+        defaults = xp.__array_namespace_info__().default_dtypes()
+        x = pg.Variable(pg.asarray([1.0, 2.0]))
+        assert pg.full((2,), 0.5, dtype=float).dtype == defaults["real floating"]
+        assert pg.full((2,), 1, dtype=float).dtype == defaults["real floating"]
+        assert pg.full_like(x, 0.5, dtype=float).dtype == defaults["real floating"]
+        assert pg.arange(0.0, 1.0, 0.25, dtype=float).shape == (4,)
+        assert pg.arange(4, dtype=int).dtype == defaults["integral"]
+        assert pg.zeros((2,), dtype=complex).dtype == defaults["complex floating"]
+        assert pg.ones((2,), dtype=bool).dtype == xp.bool
+        assert pg.astype(x, int).dtype == defaults["integral"]
+        with pytest.raises(TypeError, match=r"polygrad: full with fill_value=0\.5: a float value"):
+            pg.full((2,), 0.5, dtype=int)

@@ -46,6 +46,7 @@ from polygrad.core.hooks import FunctionHook
 from polygrad.core.op import is_view, value_shaped
 from polygrad.core.variable import Variable
 from polygrad.core.primitive import Primitive
+from polygrad.ops._dtypes import resolved_dtype
 
 def _item(values: Any, k: int) -> Any:
     return values[k]
@@ -340,15 +341,16 @@ def _short(s: SymbolicArray, limit: int = 60) -> str:
 
 def _concrete_dtype(args: tuple, params: Any) -> Any:
     """``params`` with a dtype a symbolic graph names (``x.dtype`` of a symbolic array is its
-    name: ``astype(hit, y.dtype)``) as the dtype of the namespace the values are on (numpy took
-    the name, array_api_strict refused it)."""
+    name: ``astype(hit, y.dtype)``; a Python type: ``dtype=float``) as the dtype of the namespace
+    the values are on, resolved as eager calls resolve it (numpy took the name, array_api_strict
+    refused it)."""
     dtype = params.get("dtype") if params else None
-    if not isinstance(dtype, str):
+    if dtype is None:
         return params
     data = next((a._data for a in args if isinstance(a, Variable)), None)
     xp = current_backend().xp if data is None else backend_of_type(type(data)).xp
-    resolved = getattr(xp, dtype, None)  # (float16 too: no standard dtype, but numpy's, cupy's and jax's)
-    return params if resolved is None else {**params, "dtype": resolved}
+    resolved = resolved_dtype(xp, dtype, "a compiled program")
+    return params if resolved is dtype else {**params, "dtype": resolved}
 
 
 def _differentiated(targets: Sequence[SymbolicArray], givens: dict) -> set | None:

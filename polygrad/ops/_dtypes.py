@@ -17,7 +17,8 @@ from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import kind_of
 
 __all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds",
-           "index_dtype", "positions", "resolved_dtype", "widened", "widened_of", "widest_floating"]
+           "index_dtype", "positions", "python_type_dtype", "resolved_dtype", "widened", "widened_of",
+           "widest_floating"]
 
 _cache: dict[int, tuple[Any, dict]] = {}  # id(xp) -> (xp, defaults); xp is kept so that its id stays its own
 
@@ -121,7 +122,7 @@ def positions(xp: Any, n: int, dtype: Any) -> Any:
     return xp.arange(n, dtype=dtype)
 
 
-_named: dict = {}  # (id(xp), name) -> (xp, dtype), as _cache: names are resolved once
+_named: dict = {}  # (id(xp), name or Python type) -> (xp, dtype), as _cache: names are resolved once
 
 
 def dtype_named(xp: Any, name: str, asked_by: str) -> Any:
@@ -168,12 +169,33 @@ def _library_dtype(xp: Any, name: str, declared: dict) -> Any:
     return None
 
 
+#: A Python type as a dtype (numpy's ``dtype=float``): the standard's default dtype of its kind.
+_PYTHON_TYPES = (bool, int, float, complex)
+
+
+def python_type_dtype(xp: Any, t: type) -> Any:
+    """The dtype ``dtype=t`` means for one of Python's number types: that of ``asarray`` of a
+    Python number of the type, the namespace's default of its kind (the standard's
+    ``default_dtypes()``): numpy's ``dtype=float`` is float64, jax's in 32-bit mode float32, where
+    array_api_strict takes dtypes only and numpy's ``isdtype`` refused the type."""
+    hit = _named.get((id(xp), t))
+    if hit is None or hit[0] is not xp:
+        hit = _named[(id(xp), t)] = (xp, xp.asarray(t()).dtype)
+    return hit[1]
+
+
 def resolved_dtype(xp: Any, dtype: Any, asked_by: str) -> Any:
-    """``dtype``, or where it is a name, the namespace's dtype of that name (:func:`dtype_named`).
-    Functions that take names (the creation functions, ``astype``) resolve them once, where they
-    enter, and hand the dtype to their kernels and checks: array_api_strict takes dtypes only
-    (``zeros(dtype="float32")`` raised its ValueError), as do ``isdtype`` and ``iinfo``."""
-    return dtype_named(xp, dtype, asked_by) if isinstance(dtype, str) else dtype
+    """``dtype``; where it is a name, the namespace's dtype of that name (:func:`dtype_named`); where
+    it is a Python number type (``float``), the namespace's default dtype of its kind
+    (:func:`python_type_dtype`). Functions that take dtypes (the creation functions, ``astype``,
+    a compiled program's ops) resolve them once, where they enter, and hand the dtype to their
+    kernels and checks: array_api_strict takes dtypes only (``zeros(dtype="float32")`` raised its
+    ValueError), as do ``isdtype`` and ``iinfo``."""
+    if isinstance(dtype, str):
+        return dtype_named(xp, dtype, asked_by)
+    if isinstance(dtype, type) and dtype in _PYTHON_TYPES:
+        return python_type_dtype(xp, dtype)
+    return dtype
 
 
 def resolved_like(x: Any, dtype: Any, asked_by: str) -> Any:

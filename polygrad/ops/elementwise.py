@@ -518,8 +518,8 @@ ASTYPE = defvjp(_row("astype", _astype, shapes=True, view=returned_input, casts=
 
 @public
 def astype(x, dtype, /, *, copy=True, device=None):
-    if isinstance(dtype, str):  # a name, resolved here for the kernel (a symbolic x's program resolves it when it runs)
-        data = x._data if isinstance(x, Variable) else x
+    if isinstance(dtype, (str, type)):  # a name or a Python type, resolved here for the kernel (a symbolic x's
+        data = x._data if isinstance(x, Variable) else x  # program resolves it when it runs)
         if has_namespace(data):
             dtype = resolved_dtype(backend_of_type(type(data)).xp, dtype, "astype")
     if not copy and isinstance(x, Variable) and x._data.dtype == dtype:
