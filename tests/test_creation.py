@@ -240,3 +240,20 @@ def test_full_of_a_float_fill_into_an_integer_dtype_is_refused_as_item_assignmen
         assert got(pg.full((2,), 3.5, dtype=xp.float32)) == [3.5, 3.5]
         assert got(pg.full_like(ints, 3.5, dtype=xp.float64)) == [3.5, 3.5]
         assert got(pg.full_like(pg.zeros((2,)), 3.5)) == [3.5, 3.5]
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "dask", "array_api_strict"])
+def test_a_0d_array_fill_is_refused_where_its_dtype_does_not_fit_as_a_numpy_scalar_is(backend_name):
+    """full((2,), np.array(3.7), dtype=int32) gave [3, 3], where np.float64(3.7) is refused: a 0-d
+    array (a reduction's result) was checked only where it was an integer."""
+    with pg.using_backend(backend_name):
+        xp = pg.get_backend().xp
+        with pytest.raises(TypeError, match=r"polygrad: full with fill_value=.*: a float value .*int32"):
+            pg.full((2,), xp.asarray(3.7), dtype=xp.int32)
+        with pytest.raises(TypeError, match=r"polygrad: full_like with fill_value=.*: a complex value"):
+            pg.full_like(pg.zeros((2,)), xp.asarray(1j))
+        with pytest.raises(OverflowError, match="300 is out of the range of dtype .*int8"):
+            pg.full((2,), xp.asarray(300), dtype=xp.int8)
+        if backend_name != STRICT:  # (strict takes Python numbers only, as the standard's full)
+            assert pg.full((2,), xp.asarray(3), dtype=xp.int32).dtype == xp.int32
+            assert pg.full((2,), xp.asarray(True), dtype=xp.int32).dtype == xp.int32

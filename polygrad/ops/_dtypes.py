@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 from polygrad.core.dispatch import backend_of_type, has_namespace
+from polygrad.core.integers import as_int
 from polygrad.core.variable import kind_of
 
 __all__ = ["check_complex_cast", "check_number_fits", "default_dtypes", "drawn_in", "dtype_named", "holds",
@@ -220,23 +221,36 @@ def check_number_fits(xp: Any, dtype: Any, value: Any, what: str) -> None:
     the real part of a complex value, and took an int out of the dtype's range, failing only when
     computed): a complex value into a dtype that is not complex, an int out of an integer dtype's
     range; and item assignment's refusal of a float (3.7, 3.0, NaN: NumPy's floating scalars too)
-    into an integer dtype, which numpy's ``full`` and ``arange`` truncated silently. ``what``
-    names the operation for the message."""
-    if isinstance(value, bool):
-        return
-    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+    into an integer dtype, which numpy's ``full`` and ``arange`` truncated silently. A 0-d array
+    (a reduction's result) counts by its dtype's kind, as a NumPy scalar does. ``what`` names the
+    operation for the message."""
+    kind = _number_kind(value)
+    if kind == "complex floating":
         if not xp.isdtype(dtype, "complex floating"):
             raise TypeError(f"polygrad: {what}: a complex value ({value!r}) cannot be put into an array of dtype "
                             f"{dtype} (its imaginary part would be lost)")
-        return
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and xp.isdtype(dtype, "integral"):
-        raise TypeError(f"polygrad: {what}: a float value ({value!r}) cannot be put into an array of dtype {dtype} "
-                        f"(x[key] = value refuses it too; give an int)")
-    if isinstance(value, numbers.Integral) and xp.isdtype(dtype, "integral"):
-        info = xp.iinfo(dtype)
-        if not int(info.min) <= int(value) <= int(info.max):
-            raise OverflowError(f"polygrad: {what}: {value} is out of the range of dtype {dtype} "
+    elif kind == "real floating":
+        if xp.isdtype(dtype, "integral"):
+            raise TypeError(f"polygrad: {what}: a float value ({value!r}) cannot be put into an array of dtype "
+                            f"{dtype} (x[key] = value refuses it too; give an int)")
+    elif kind == "integral" and xp.isdtype(dtype, "integral"):
+        number, info = as_int(value), xp.iinfo(dtype)
+        if number is not None and not int(info.min) <= number <= int(info.max):
+            raise OverflowError(f"polygrad: {what}: {number} is out of the range of dtype {dtype} "
                                 f"[{int(info.min)}, {int(info.max)}]")
+
+
+def _number_kind(value: Any) -> str | None:
+    """The standard's kind of a Python or NumPy number, or of a 0-d array by its dtype; None for
+    anything else (left to the kernel)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, numbers.Complex):  # (not Decimal, a Number of no kind of these)
+        return ("integral" if isinstance(value, numbers.Integral) else "real floating"
+                if isinstance(value, numbers.Real) else "complex floating")
+    if has_namespace(value) and getattr(value, "ndim", None) == 0 and not isinstance(value.dtype, str):
+        return kind_of(value)
+    return None
 
 
 def check_complex_cast(a: Any, dtype: Any, what: str) -> None:

@@ -118,16 +118,12 @@ def _check_fill(fill_value: Any, dtype: Any, xp: Any, fn: str) -> None:
     """A number that does not fit ``dtype`` (given, or the array's; resolved) of namespace ``xp``:
     refused as in item assignment (numpy dropped a complex value's imaginary part with a
     warning, and truncated 3.7 into an int dtype to 3; dask took an int out of range and failed
-    when computed). NumPy's numbers too: np.int64(300) into int8 gave 44, silently."""
+    when computed). NumPy's numbers and 0-d arrays too: np.int64(300) into int8 gave 44,
+    np.array(3.7) into int32 gave 3, silently."""
     if fill_value is None or isinstance(fill_value, (str, bytes)):  # (numpy: NaN of None, text arrays)
         raise TypeError(f"polygrad.{fn}: fill_value must be a number, got {fill_value!r}")
-    if dtype is None or xp is None:
-        return
-    number = as_int(fill_value)  # (a 0-d integer array too)
-    if number is None and isinstance(fill_value, numbers.Number):
-        number = fill_value
-    if number is not None:
-        check_number_fits(xp, dtype, number, f"{fn} with fill_value={fill_value!r}")
+    if dtype is not None and xp is not None:
+        check_number_fits(xp, dtype, fill_value, f"{fn} with fill_value={fill_value!r}")
 
 
 def _made(out: Any, what: Any, fn: str) -> Any:
