@@ -1375,3 +1375,17 @@ def test_a_compiled_op_resolves_a_dtype_name_or_python_type_as_eager_calls_do():
         assert f(array_api_strict.ones(2, dtype=array_api_strict.float32)).dtype == array_api_strict.int64
         with pytest.raises(TypeError, match="polygrad: a compiled program asks for double"):
             pg.function([xs], pg.astype(xs, "double"))(array_api_strict.ones(2, dtype=array_api_strict.float32))
+
+
+def test_a_compiled_full_like_refuses_a_fill_that_does_not_fit_the_dtype_its_input_has_when_it_runs():
+    """pg.full_like(int32 symbol, 3.7) compiled gave [3, 3], where eager full_like refuses it: the
+    symbolic x only names its dtype, and the program ran the kernel unchecked."""
+    xi = T.vector("xi", dtype="int32")
+    f = pg.function([xi], pg.full_like(xi, 3.7))
+    with pytest.raises(TypeError, match=r"full_like with fill_value=3\.7: a float value .*int32"):
+        f(np.array([1, 2], dtype=np.int32))
+    assert pg.function([xi], pg.full_like(xi, 3))(np.array([1, 2], dtype=np.int32)).tolist() == [3, 3]
+    x = T.vector("x")
+    assert pg.function([x], pg.full_like(x, 3.7))(np.array([1.0, 2.0])).tolist() == [3.7, 3.7]
+    with pytest.raises(TypeError, match=r"full_like with fill_value=1j: a complex value"):
+        pg.function([x], pg.full_like(x, 1j, dtype="float32"))(np.array([1.0, 2.0]))

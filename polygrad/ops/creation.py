@@ -279,14 +279,21 @@ def empty_like(x, /, *, dtype=None, device=None):
     return apply(EMPTY_LIKE, (x,), {"dtype": dtype, "device": device})
 
 
-FULL_LIKE = def_nograd(Op("full_like"))
+def _full_like_kernel(xp: Any, x: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
+    # The kernel checks the fill too: a compiled program runs it, not full_like, on arrays whose
+    # dtype the symbolic x only names (an int32 input took 3.7 as 3); eager calls checked it first.
+    _check_fill(fill_value, x.dtype if dtype is None else dtype, xp, "full_like")
+    return xp.full_like(x, fill_value, dtype=dtype, device=device)
+
+
+FULL_LIKE = def_nograd(Op("full_like", _full_like_kernel))
 
 
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
     data = x._data if isinstance(x, Variable) else x
     dtype = resolved_like(x, dtype, "full_like")
-    if has_namespace(data):  # (a symbolic x's program checks the fill when it runs)
+    if has_namespace(data):  # (a symbolic x's fill: the kernel checks it when the program runs)
         _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, "full_like")
     return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value,
                  "full_like")
