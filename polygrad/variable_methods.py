@@ -321,8 +321,9 @@ def _in_place(fn: Any, text: str) -> Any:
 
 
 def _fill(x: Variable, value: Any) -> Variable:
-    """An array of ``x``'s shape and dtype filled with ``value``."""
-    return ops.full_like(x, value)
+    """An array of ``x``'s shape and dtype filled with ``value`` (a value that does not fit is
+    refused by a message naming fill_)."""
+    return _creation.filled_like(x, value, None, None, "fill_")
 
 
 def _clamp(x: Variable, min: Any = None, max: Any = None) -> Variable:

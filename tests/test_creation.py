@@ -257,3 +257,13 @@ def test_a_0d_array_fill_is_refused_where_its_dtype_does_not_fit_as_a_numpy_scal
         if backend_name != STRICT:  # (strict takes Python numbers only, as the standard's full)
             assert pg.full((2,), xp.asarray(3), dtype=xp.int32).dtype == xp.int32
             assert pg.full((2,), xp.asarray(True), dtype=xp.int32).dtype == xp.int32
+
+
+def test_fill_refuses_a_value_that_does_not_fit_naming_fill():
+    """x.fill_(3.5) of an int Variable was refused by a message naming full_like, which was not called."""
+    x = pg.Variable(np.array([1, 2]), requires_grad=False)
+    with pytest.raises(TypeError, match=r"polygrad: fill_ with fill_value=3\.5: a float value"):
+        x.fill_(3.5)
+    with pytest.raises(TypeError, match=r"polygrad\.fill_: fill_value must be a number"):
+        x.fill_(None)
+    assert x.version == 0 and x.fill_(7).data.tolist() == [7, 7]

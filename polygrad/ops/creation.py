@@ -291,12 +291,17 @@ FULL_LIKE = def_nograd(Op("full_like", _full_like_kernel))
 
 @public
 def full_like(x, /, fill_value, *, dtype=None, device=None):
+    return filled_like(x, fill_value, dtype, device, "full_like")
+
+
+def filled_like(x: Any, fill_value: Any, dtype: Any, device: Any, fn: str) -> Any:
+    """``full_like``, its errors naming ``fn``, the function called (``fill_``: ``x.fill_(3.5)``
+    is ``full_like(x, 3.5)``); a symbolic x's fill is checked by the kernel when its program runs."""
     data = x._data if isinstance(x, Variable) else x
-    dtype = resolved_like(x, dtype, "full_like")
-    if has_namespace(data):  # (a symbolic x's fill: the kernel checks it when the program runs)
-        _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, "full_like")
-    return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value,
-                 "full_like")
+    dtype = resolved_like(x, dtype, fn)
+    if has_namespace(data):
+        _check_fill(fill_value, dtype if dtype is not None else data.dtype, backend_of_type(type(data)).xp, fn)
+    return _made(apply(FULL_LIKE, (x,), {"fill_value": fill_value, "dtype": dtype, "device": device}), fill_value, fn)
 
 
 TRIL = def_linear(Op("tril"))
