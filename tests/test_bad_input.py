@@ -392,7 +392,7 @@ def test_a_fill_value_that_does_not_fit_the_dtype_is_refused(backend):
 
     with pg.using_backend(backend):
         a = pg.Variable(pg.asarray([1.0, 2.0]), requires_grad=False)
-        with pytest.raises(TypeError, match="full_like with fill_value=1j: a complex value"):
+        with pytest.raises(TypeError, match="fill_ with fill_value=1j: a complex value"):
             a.fill_(1j)
         i = pg.Variable(pg.asarray(np.array([1, 2], dtype=np.int8)), requires_grad=False)
         with pytest.raises(OverflowError, match="300 is out of the range of dtype int8"):

@@ -395,3 +395,11 @@ def test_isin_on_array_api_strict_set_to_2024_12():
         assert [bool(v) for v in got.array] == [False, True, False]
     finally:
         xs.reset_array_api_strict_flags()
+
+
+def test_clip_refuses_a_bool_x(xp):
+    """pg.clip of a bool x on numpy cast the bounds to bool (clip(False, 0.5) was True); strict refused it with its
+    own words. One rule, shared with F.clip: the standard's clip takes numbers."""
+    x = pg.asarray([True, False], dtype="bool")
+    with pytest.raises(TypeError, match=r"^polygrad: clip: x must be an array of numbers, got \S*bool \(2,\)"):
+        pg.clip(x, 0.5)

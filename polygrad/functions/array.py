@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from polygrad import ops
-from polygrad.core.dispatch import backend_of_type
 from polygrad.core.integers import as_int
-from polygrad.functions.nn import _data, dtype_kind, hyperparameter
+from polygrad.functions.nn import _data, hyperparameter
 from polygrad.ops import getitem, where as _where
 from polygrad.ops.elementwise import _refuse_floating_bounds
 
@@ -116,14 +115,9 @@ def clip(x, x_min, x_max):
     """
     if x_min is None and x_max is None:
         raise ValueError("polygrad.functions.clip: x_min and x_max cannot both be None")
-    if dtype_kind(x) == "bool":
-        d = _data(x)
-        raise TypeError(f"polygrad.functions.clip: x must be an array of numbers, got {d.dtype} {tuple(d.shape)} "
-                        f"(backend {backend_of_type(type(d)).name!r}): clip of a bool is not defined by the standard "
-                        "(nor by Chainer); cast x first (pg.astype)")
     x_min = None if x_min is None else hyperparameter("clip", "x_min", x_min)
     x_max = None if x_max is None else hyperparameter("clip", "x_max", x_max)
-    try:  # pg.clip's rule for the kinds of x and the bounds, in its words
+    try:  # pg.clip's rule for the kinds of x (a bool refused) and the bounds, in its words
         _refuse_floating_bounds(x, {"x_min": x_min, "x_max": x_max})
     except (TypeError, OverflowError) as exc:
         raise type(exc)(f"polygrad.functions.clip: {str(exc).removeprefix('polygrad: clip: ')}") from None

@@ -375,9 +375,15 @@ CLIP = defvjp(_row("clip", _clip_kernel, broadcasts=True, casts=True),  # (an in
 def _refuse_floating_bounds(x: Any, bounds: dict) -> None:
     """clip of an integer ``x`` by a floating bound: the standard leaves mixing kinds unspecified, and
     numpy's namespace casts the bound to x's dtype (clip([1, 5], 1.7) gave [1, 5]); strict refuses.
-    The bounds are asked first (no floating bound, nothing more to ask)."""
-    _check_numbers_fit("clip", x, tuple(bounds.values()))
+    The bounds are asked first (no floating bound, nothing more to ask). A bool ``x`` is refused: the
+    standard's clip takes numbers only (strict refuses it; numpy cast the bounds to bool, clip(False, 0.5)
+    was True)."""
     d = getattr(x, "_data", x)
+    if kind_of(d) == "bool":
+        raise TypeError(f"polygrad: clip: x must be an array of numbers, got {d.dtype} {tuple(d.shape)} (backend "
+                        f"{backend_of_type(type(d)).name!r}): clip of a bool is not defined by the standard (nor by "
+                        f"Chainer); cast x first (pg.astype)")
+    _check_numbers_fit("clip", x, tuple(bounds.values()))
     for name, b in bounds.items():  # an integer bound of a wider range: cast into x's dtype, it wrapped (300 to 44)
         bd = getattr(b, "_data", b)
         if hasattr(bd, "dtype") and kind_of(bd) == "integral" and kind_of(d) == "integral" and has_namespace(d):
