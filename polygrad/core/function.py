@@ -182,7 +182,6 @@ class Function(Node):
         d["_input_refs"] = ()
         d["_in_saved"] = ()
         d["_out_saved"] = ()
-        d["_made"] = frozenset()  # ids of the output arrays a Chainer-style forward made (see _may_hold)
         d["_out_versions"] = ()  # per output, (counter, version) of those arrays (see _link_outputs' end)
         d["_in_meta"] = ()
         d["_out_meta"] = ()
@@ -481,7 +480,6 @@ class Function(Node):
             theirs = (*in_data, *(b for _, b in self._shared_storage))
             made = [i for i, (v, y) in enumerate(zip(out_vars, outputs))
                     if v._data is y and not any(y is a for a in theirs)]
-            self._made = frozenset(id(outputs[i]) for i in made)
             me = weakref.ref(self)
             for i in made:
                 out_vars[i]._vbox.holder = me
@@ -495,8 +493,10 @@ class Function(Node):
                 for k, a in enumerate(_arrays(self._to_save))
             )
 
-    def _may_hold(self, array: Any) -> bool:
-        return not self._freed and id(array) in self._made
+    def _may_hold(self) -> bool:
+        """Whether this Function may still read, in its backward, the output arrays its forward made (see
+        Version.holder): until backward freed it."""
+        return not self._freed
 
     # -- what subclasses override -----------------------------------------------
     def check_type_forward(self, in_types: Any) -> None:
@@ -681,14 +681,14 @@ class Function(Node):
         debug = f" (debug: {inplace_site(box)})" if config.debug.get() else ""
         return RuntimeError(
             f"polygrad: output {i} of {name} (shape {tuple(self._out_meta[i][0])}) was written in place after forward "
-            f"(version {version}, now {box.n}) other than through a Variable (by a Function that marks it dirty), "
+            f"(version {version}, now {box.n}) where no Variable could take a copy (a Function that marks it dirty), "
             f"and {name}, a Chainer-style Function, may hold that array for its backward. Apply that Function to a "
             f"copy (y * 1), or, if {name}.backward reads none of its outputs, say so with self.retain_outputs(()) "
             f"in forward.{debug}")
 
     def _release(self, by: Any = True) -> None:
         self._freed = by
-        self._made, self._out_versions = frozenset(), ()
+        self._out_versions = ()
         self._in_saved = tuple(None for _ in self._in_saved)
         if not self._retain_after_backward:
             self._out_saved = tuple(None for _ in self._out_saved)

@@ -502,7 +502,11 @@ class Variable:
             if self._requires_grad and kind not in _FLOATING + ("unknown",):
                 self._require_floating(value, "set x.requires_grad = False first (its gradients would be cut to "
                                               "integers)")
-        self._data = value if value is self._data else new_leaf(value)
+        if value is not self._data:
+            box = self._vb
+            if box is not None and box.holder is not None:  # (an array of the user's own: written in place)
+                self._vb = Version.at(box.n)
+            self._data = new_leaf(value)
 
     array = data  # Chainer's alias, the same property: `p.array -= lr * p.grad` assigns through data's setter
 
@@ -1118,7 +1122,7 @@ class Variable:
         # (copy on write where a user Function may hold the array for its backward: see Version.holder)
         holder = self._vbox.holder
         in_place = self._writes_in_place() and not (holder is not None and (f := holder()) is not None
-                                                     and f._may_hold(old))
+                                                     and f._may_hold())
         if node is not None:
             # result's node may have saved `old` as an input: it must keep the old values.
             node._protect_saved(old, copy=in_place)
