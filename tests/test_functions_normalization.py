@@ -362,3 +362,32 @@ def test_parameters_of_unknown_size_compile_next_to_a_gamma_of_known_size():
         F.layer_normalization(x, g, T.tensor("float64", (4,), "b"))
     with pytest.raises(ValueError, match=r"batch_normalization needs gamma of known shape, got \(None,\)"):
         F.batch_normalization(x, T.vector("g"), b)
+
+
+def test_parameters_of_two_unknown_sizes_are_refused_while_the_graph_is_built():
+    """A T.matrix beta (mean, var, running statistic) next to a gamma of (2, 3) was reshaped to it at
+    the call, which checks only the number of elements: a (3, 2) beta was read in the wrong order
+    without a word. With one size unknown the reshape fixes it; with two they must be declared."""
+    from polygrad import symbolic as T
+
+    x, g, b = T.tensor("float64", (None, 2, 3), "x"), pg.shared(np.ones((2, 3))), pg.shared(np.zeros((2, 3)))
+    declare = r"has more than one size not known yet.*gamma's shape \(2, 3\).*T\.tensor\(dtype, \(2, 3\)\)"
+    for fname, call in (("batch_normalization", lambda p: F.batch_normalization(x, g, p)),
+                        ("layer_normalization", lambda p: F.layer_normalization(x, g, p))):
+        with pytest.raises(ValueError, match=rf"{fname}: beta of shape \(None, None\) {declare}"):
+            call(T.matrix("b"))
+    for name in ("mean", "var"):
+        given = {"mean": b, "var": b, name: T.matrix(name)}
+        with pytest.raises(ValueError, match=rf"fixed_batch_normalization: {name} of shape \(None, None\) {declare}"):
+            F.fixed_batch_normalization(x, g, b, given["mean"], given["var"])
+    with pytest.raises(ValueError, match=rf"batch_normalization: running_mean of shape \(None, None\) {declare}"):
+        with pg.test_mode():
+            F.batch_normalization(x, g, b, running_mean=T.matrix("rm"), running_var=T.matrix("rv"))
+    # one unknown size: compiled, and a value of another shape refused at the call
+    beta = normal((2, 3), seed=53)
+    xv = normal((4, 2, 3), seed=54)
+    bn = pg.function([x, (bs := T.tensor("float64", (None, 3), "b"))], F.batch_normalization(x, g, bs))
+    assert_close(bn(xv, beta), F.batch_normalization(xv, np.ones((2, 3)), beta), rtol=1e-10)
+    with pytest.raises(ValueError):
+        bn(xv, np.zeros((3, 3)))
+

@@ -22,8 +22,12 @@ def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
     and var) must have too, as in Chainer's type checks: else a ValueError naming ``fname``, the
     argument and both shapes. Reshaped or broadcast to it instead, a (3, 2) mean for a (2, 3) gamma
     was read in the wrong order, and layer_normalization's beta of shape (4, 2, 3) gave a (4, 2, 3)
-    output, silently. A parameter's size not known yet (a compiled function's T.vector) matches:
-    the caller reshapes such a parameter to gamma's layout, which checks the size when it is known."""
+    output, silently.
+
+    One size not known yet (a compiled function's T.vector) matches: the caller reshapes the
+    parameter to gamma's layout, and that reshape, which checks the number of elements, fixes it.
+    Two or more are refused, since the reshape lets any layout of as many elements through (a
+    T.matrix given (3, 2) for (2, 3) was read in the wrong order)."""
     for name, p in (("gamma", gamma), *params.items()):
         require_array(f"functions.{fname}", name, p)
     gs = static_shape(gamma, fname, name="gamma")
@@ -31,6 +35,11 @@ def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
         ps = static_shape(p, fname, ())
         if not _fits(ps, gs):
             raise ValueError(f"polygrad.functions.{fname}: {name} of shape {ps} must have gamma's shape {gs}")
+        if sum(n is None for n in ps) > 1:
+            raise ValueError(
+                f"polygrad.functions.{fname}: {name} of shape {ps} has more than one size not known yet, so "
+                f"its layout cannot be checked against gamma's shape {gs} (an array of as many elements in "
+                f"another order would be read as gamma's); declare its sizes: T.tensor(dtype, {gs})")
     return gs
 
 
