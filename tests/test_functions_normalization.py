@@ -391,3 +391,22 @@ def test_parameters_of_two_unknown_sizes_are_refused_while_the_graph_is_built():
     with pytest.raises(ValueError):
         bn(xv, np.zeros((3, 3)))
 
+
+def test_test_mode_statistics_of_unknown_sizes_compile_or_are_refused_by_name():
+    """Compiled test-mode batch_normalization with T.matrix running statistics next to a gamma of (4,)
+    failed with a bare "TypeError: 'NoneType' object is not iterable"; they may be (1, 4) or (2, 2) at
+    the call, so they are refused naming the argument. A (1, None) one, which the reshape fixes, runs."""
+    from polygrad import symbolic as T
+
+    x, g, b = T.tensor("float64", (None, 4), "x"), pg.shared(np.ones(4)), pg.shared(np.zeros(4))
+    with pytest.raises(ValueError, match=r"batch_normalization: running_mean of shape \(None, None\) has more than "
+                                         r"one size not known yet.*T\.tensor\(dtype, \(1, 4\)\)"):
+        with pg.test_mode():
+            F.batch_normalization(x, g, b, running_mean=T.matrix("rm"), running_var=T.matrix("rv"))
+    rm, rv = T.tensor("float64", (1, None), "rm"), T.tensor("float64", (1, None), "rv")
+    with pg.test_mode():
+        f = pg.function([x, rm, rv], F.batch_normalization(x, g, b, running_mean=rm, running_var=rv))
+    xv, m, v = normal((3, 4), seed=55), np.array([[0.5, -1.0, 2.0, 0.0]]), np.array([[1.0, 4.0, 0.25, 2.0]])
+    assert_close(f(xv, m, v), (xv - m) / np.sqrt(v + 2e-5), rtol=1e-10)
+    with pytest.raises(ValueError):
+        f(xv, np.zeros((1, 5)), np.ones((1, 5)))

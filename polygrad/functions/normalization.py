@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from polygrad.core import config
-from polygrad.core.dispatch import backend_of_type, has_namespace, is_array
+from polygrad.core.dispatch import backend_of_type, has_namespace
 from polygrad.core.variable import Variable
 from polygrad.functions._im2col import require_array
 from polygrad.functions.array import _data, static_shape
@@ -17,12 +17,13 @@ from polygrad.ops._dtypes import widened_of
 __all__ = ["batch_normalization", "fixed_batch_normalization", "layer_normalization"]
 
 
-def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
+def _parameter_shape(fname: str, gamma: Any, lead: bool = False, **params: Any) -> tuple[int, ...]:
     """gamma's shape, which must be known and which each of ``params`` (beta; the fixed form's mean
     and var) must have too, as in Chainer's type checks: else a ValueError naming ``fname``, the
     argument and both shapes. Reshaped or broadcast to it instead, a (3, 2) mean for a (2, 3) gamma
     was read in the wrong order, and layer_normalization's beta of shape (4, 2, 3) gave a (4, 2, 3)
-    output, silently.
+    output, silently. With ``lead``, axes of size 1 may come first (a running statistic of (1, C)
+    for (C,), which train mode updates).
 
     One size not known yet (a compiled function's T.vector) matches: the caller reshapes the
     parameter to gamma's layout, and that reshape, which checks the number of elements, fixes it.
@@ -33,19 +34,15 @@ def _parameter_shape(fname: str, gamma: Any, **params: Any) -> tuple[int, ...]:
     gs = static_shape(gamma, fname, name="gamma")
     for name, p in params.items():
         ps = static_shape(p, fname, ())
-        if not _fits(ps, gs):
+        want = (1,) * (len(ps) - len(gs)) + gs if lead else gs
+        if len(ps) != len(want) or any(n is not None and n != w for n, w in zip(ps, want)):
             raise ValueError(f"polygrad.functions.{fname}: {name} of shape {ps} must have gamma's shape {gs}")
         if sum(n is None for n in ps) > 1:
             raise ValueError(
                 f"polygrad.functions.{fname}: {name} of shape {ps} has more than one size not known yet, so "
                 f"its layout cannot be checked against gamma's shape {gs} (an array of as many elements in "
-                f"another order would be read as gamma's); declare its sizes: T.tensor(dtype, {gs})")
+                f"another order would be read as gamma's); declare its sizes: T.tensor(dtype, {want})")
     return gs
-
-
-def _fits(shape: tuple, gs: tuple) -> bool:
-    """``shape`` is gamma's shape ``gs``, where its sizes are known."""
-    return len(shape) == len(gs) and all(n is None or n == g for n, g in zip(shape, gs))
 
 
 def _channel_layout(x: Any, gamma: Any, fname: str, **params: Any) -> tuple[tuple[int, ...], tuple[int, ...],
@@ -85,8 +82,9 @@ def _moments(x: Any, axes: tuple[int, ...]) -> tuple[Variable, Variable, Variabl
 
 
 def _normalize(x: Any, gamma: Any, beta: Any, mu: Any, var: Any, eps: float, bshape: tuple) -> Any:
-    scale = reshape(gamma, bshape) / sqrt(var + eps)
-    return (as_variable(x) - mu) * scale + reshape(beta, bshape)
+    """``x`` normalized by the given statistics, each of gamma's shape (checked) reshaped to ``bshape``."""
+    scale = reshape(gamma, bshape) / sqrt(reshape(var, bshape) + eps)
+    return (as_variable(x) - reshape(mu, bshape)) * scale + reshape(beta, bshape)
 
 
 def _given_back(y: Any, back: Any, *params: Any) -> Any:
@@ -196,10 +194,10 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     decay = hyperparameter(fname, "decay", decay)
     train = config.train.get()
     if not train and running_mean is not None and running_var is not None:
-        gs = _parameter_shape(fname, gamma)
-        rm, rv = (_without_leading_ones(s, gs) for s in (running_mean, running_var))
-        _channel_layout(x, gamma, fname, beta=beta, running_mean=rm, running_var=rv)  # (named as given here)
-        return fixed_batch_normalization(x, gamma, beta, rm, rv, eps)
+        # fixed_batch_normalization with them, checked here as given (the reshape drops leading ones)
+        _parameter_shape(fname, gamma, lead=True, running_mean=running_mean, running_var=running_var)
+        _, bshape, _ = _channel_layout(x, gamma, fname, beta=beta)
+        return _normalize(x, gamma, beta, running_mean, running_var, eps, bshape)
     y, mu, var, axes = _batch_statistics(x, gamma, beta, eps)
     if train and (running_mean is not None or running_var is not None):
         if not has_namespace(_data(mu)):  # symbolic statistics: the arrays would have to change at every call
@@ -221,23 +219,12 @@ def batch_normalization(x, gamma, beta, eps=2e-5, running_mean=None, running_var
     return y
 
 
-def _without_leading_ones(stat: Any, gs: tuple) -> Any:
-    """Running statistic ``stat`` as gamma's shape ``gs`` where its shape is that after axes of size 1
-    ((1, C) for (C,): train mode updates those, as they broadcast to their own shape); anything else
-    as it is, for :func:`_parameter_shape` to judge."""
-    if not (isinstance(stat, Variable) or is_array(stat)):
-        return stat
-    ss = static_shape(stat, "batch_normalization", ())
-    k = len(ss) - len(gs)
-    return reshape(stat, gs) if k > 0 and _fits(ss[k:], gs) and all(n in (1, None) for n in ss[:k]) else stat
-
-
 def fixed_batch_normalization(x, gamma, beta, mean, var, eps=2e-5):
     """Batch normalization with given statistics: ``gamma (x - mean) / sqrt(var + eps) + beta``,
     ``beta``, ``mean`` and ``var`` of gamma's shape (differentiable in all five)."""
     eps = hyperparameter("fixed_batch_normalization", "eps", eps)
     _, bshape, _ = _channel_layout(x, gamma, "fixed_batch_normalization", beta=beta, mean=mean, var=var)
-    return _normalize(x, gamma, beta, reshape(mean, bshape), reshape(var, bshape), eps, bshape)
+    return _normalize(x, gamma, beta, mean, var, eps, bshape)
 
 
 def layer_normalization(x, gamma, beta, eps=1e-5):
