@@ -503,9 +503,7 @@ class Variable:
                 self._require_floating(value, "set x.requires_grad = False first (its gradients would be cut to "
                                               "integers)")
         if value is not self._data:
-            box = self._vb
-            if box is not None and box.holder is not None:  # (an array of the user's own: written in place)
-                self._vb = Version.at(box.n)
+            # (the counter stays, with its views and what may hold its arrays: y.data = y.data[...] shares them)
             self._data = new_leaf(value)
 
     array = data  # Chainer's alias, the same property: `p.array -= lr * p.grad` assigns through data's setter
