@@ -410,3 +410,23 @@ def test_test_mode_statistics_of_unknown_sizes_compile_or_are_refused_by_name():
     assert_close(f(xv, m, v), (xv - m) / np.sqrt(v + 2e-5), rtol=1e-10)
     with pytest.raises(ValueError):
         f(xv, np.zeros((1, 5)), np.ones((1, 5)))
+
+
+def test_compiled_statistics_with_unknown_sizes_that_must_be_1_and_a_beta_of_uninferred_shape():
+    """Test-mode running statistics of (None, None, C) for a gamma of (C,) were refused as two unknown sizes,
+    though the reshape forces both to 1 (one layout); a beta whose shape was not inferred (T.matrix reshaped)
+    failed with a bare "'NoneType' object is not iterable" (review of this session's checks)."""
+    from polygrad import symbolic as T
+
+    x = T.tensor("float64", (None, 3), "x")
+    m, v = T.tensor("float64", (None, None, 3), "m"), T.tensor("float64", (None, None, 3), "v")
+    g, b = pg.shared(np.array([1.0, 2.0, 3.0])), pg.shared(np.array([0.5, 0.0, -0.5]))
+    with pg.test_mode():
+        f = pg.function([x, m, v], F.batch_normalization(x, g, b, running_mean=m, running_var=v))
+    xv, mv, vv = np.arange(6.0).reshape(2, 3), np.full((1, 1, 3), 1.0), np.full((1, 1, 3), 4.0)
+    want = F.fixed_batch_normalization(pg.Variable(xv), pg.Variable(g.get_value()), pg.Variable(b.get_value()),
+                                       pg.Variable(mv.reshape(3)), pg.Variable(vv.reshape(3)))
+    np.testing.assert_allclose(f(xv, mv, vv), want.data, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"batch_normalization needs beta of known shape; its shape could not be "
+                                         r"inferred"):
+        F.batch_normalization(x, g, pg.reshape(T.matrix("b"), (3,)))

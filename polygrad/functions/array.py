@@ -26,7 +26,11 @@ def static_shape(x: Any, fname: str, axes: Any = None, name: str = "inputs") -> 
     the others it is None (a nan taken as a number gave nan: batch normalization's running
     variance was nan).
     """
-    shape = tuple(_data(x).shape)
+    shape = _data(x).shape
+    if shape is None:  # (a symbolic expression whose shape was not inferred)
+        raise ValueError(f"polygrad.functions.{fname} needs {name} of known shape; its shape could not be inferred "
+                         f"from the symbolic shapes (declare the sizes with T.tensor(dtype, shape))")
+    shape = tuple(shape)
     known = tuple(None if n is None or n != n else n for n in shape)
     ndim = len(known)
     if any(n is None and (axes is None or a in axes or a - ndim in axes) for a, n in enumerate(known)):

@@ -33,11 +33,12 @@ def _parameter_shape(fname: str, gamma: Any, lead: bool = False, **params: Any) 
         require_array(f"functions.{fname}", name, p)
     gs = static_shape(gamma, fname, name="gamma")
     for name, p in params.items():
-        ps = static_shape(p, fname, ())
+        ps = static_shape(p, fname, (), name=name)
         want = (1,) * (len(ps) - len(gs)) + gs if lead else gs
         if len(ps) != len(want) or any(n is not None and n != w for n, w in zip(ps, want)):
             raise ValueError(f"polygrad.functions.{fname}: {name} of shape {ps} must have gamma's shape {gs}")
-        if sum(n is None for n in ps) > 1:
+        free = [w for n, w in zip(ps, want) if n is None]  # (unknown sizes whose product must be 1 are all 1)
+        if len(free) > 1 and math.prod(free) != 1:
             raise ValueError(
                 f"polygrad.functions.{fname}: {name} of shape {ps} has more than one size not known yet, so "
                 f"its layout cannot be checked against gamma's shape {gs} (an array of as many elements in "
