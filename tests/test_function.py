@@ -1850,3 +1850,16 @@ def test_an_array_given_to_a_made_output_by_data_keeps_its_views_and_its_copy_on
     close(v.data, [2.0])
     pg.sum(y).backward()
     close(x.grad, 2 * np.exp([0.0, 1.0]))
+
+
+def test_an_output_of_a_user_function_deep_copies_with_its_graph():
+    """copy.deepcopy of an output of any user Function failed with a bare "cannot pickle 'module' object": the
+    Function kept its namespace module (self.xp) from forward. The copy backpropagates as the original does."""
+    x = pg.Variable(np.array([0.0, 1.0]))
+    y = Square()(x)
+    c = copy.deepcopy(y)
+    close(c.data, [0.0, 1.0])
+    pg.sum(c).backward()
+    assert x.grad is None  # (the copy's graph has a copy of x)
+    pg.sum(y).backward()
+    close(x.grad, [0.0, 2.0])

@@ -686,6 +686,13 @@ class Function(Node):
             f"copy (y * 1), or, if {name}.backward reads none of its outputs, say so with self.retain_outputs(()) "
             f"in forward.{debug}")
 
+    def __getstate__(self) -> dict:
+        # The namespace module set for forward and backward (``self.xp``) neither pickles nor deep-copies
+        # (copy.deepcopy of an output failed with "cannot pickle 'module' object"); backward sets it again.
+        state = super().__getstate__()
+        state.pop("xp", None)
+        return state
+
     def _release(self, by: Any = True) -> None:
         self._freed = by
         self._out_versions = ()
